@@ -1,0 +1,568 @@
+"""Model-facing estimators: draw what is needed from a PyMC model, call an estimator core,
+return an :class:`~pm_evidence.evidence.Evidence`.
+
+Every public function takes the model first (optional inside ``with model:``), then keyword-only
+options; ``idata`` (the output of ``pm.sample``) is used for posterior draws when given, otherwise
+NUTS draws them (``draws``, ``tune``, ``chains``, ``sample_kwargs``; ``progressbar``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pymc as pm
+import xarray as xr
+
+from pm_evidence.estimators import (
+    COMBINATION_RULES,
+    Estimate,
+    bridge_core,
+    combine_is_ris_core,
+    discriminance_core,
+    importance_core,
+    reverse_importance_core,
+)
+from pm_evidence.evidence import Evidence
+from pm_evidence.exceptions import EvidenceInputError, NonFiniteLogDensityError
+from pm_evidence.references import Reference, Warp3Reference, fit_reference
+from pm_evidence.target import LogDensity
+from pm_evidence.utils import as_generator, mcmc_ess, spawn_seed
+
+__all__ = [
+    "METHODS",
+    "bridge_sampling",
+    "combine_is_ris",
+    "discriminance_sampling",
+    "importance_sampling",
+    "is_ris_combination",
+    "marginal_likelihood",
+    "reverse_importance_sampling",
+]
+
+# Weight ESS below this many draws makes IS / reverse IS unreliable.
+LOW_ESS = 30
+
+
+# ---------------------------------------------------------------------- shared steps
+def _target(model) -> LogDensity:
+    if isinstance(model, LogDensity):
+        return model
+    return LogDensity.for_model(model)
+
+
+def posterior_draws(
+    target: LogDensity,
+    idata=None,
+    *,
+    rng: np.random.Generator,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 4,
+    progressbar: bool = True,
+    sample_kwargs: dict | None = None,
+) -> np.ndarray:
+    """Flat unconstrained posterior draws ``(chain, draw, dim)``, from ``idata`` or from NUTS."""
+    if idata is None:
+        target.require_continuous("NUTS posterior sampling")
+        kwargs = {"compute_convergence_checks": False, **(sample_kwargs or {})}
+        idata = pm.sample(
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            model=target.model,
+            random_seed=spawn_seed(rng),
+            progressbar=progressbar,
+            **kwargs,
+        )
+    x = target.posterior_to_unconstrained(idata)
+    if x.shape[1] < 4:
+        raise EvidenceInputError(
+            f"Need at least 4 draws per chain, got {x.shape[1]}. Draw more posterior samples."
+        )
+    return x
+
+
+def split_halves(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """First half of every chain (to fit a reference) and second half (to estimate)."""
+    half = x.shape[1] // 2
+    return x[:, :half], x[:, half:]
+
+
+def log_density_at_target_draws(target: LogDensity, x: np.ndarray) -> np.ndarray:
+    """``log f`` at posterior draws; a non-finite value is an error, reported with the point."""
+    log_f = target.log_density(x)
+    bad = ~np.isfinite(log_f)
+    if np.any(bad):
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        point = {k: np.round(v, 6).tolist() for k, v in target.to_constrained(x[index]).items()}
+        raise NonFiniteLogDensityError(
+            f"The model's log-density is not finite at {int(bad.sum())} of {bad.size} posterior "
+            f"draws (first at (chain, draw) = {index}: {point}, log f = {log_f[index]}). "
+            f"Posterior draws must have positive density: check the model (e.g. bounds, "
+            f"overflow in the likelihood) or that idata comes from this model."
+        )
+    return log_f
+
+
+def log_weights(target: LogDensity, x: np.ndarray, reference: Reference) -> np.ndarray:
+    """``log f(x) - log p0(x)`` (for warp-3: the symmetrized target ``f_sym``)."""
+    log_f = target.log_density(x)
+    if isinstance(reference, Warp3Reference):
+        log_f = np.logaddexp(log_f, target.log_density(reference.reflect(x))) - np.log(2.0)
+    return log_f - reference.logpdf(x)
+
+
+def _reference_log_weights(target, reference, rng, n):
+    x0 = reference.sample(rng, n)
+    lw = log_weights(target, x0, reference)
+    if np.any(np.isnan(lw) | (lw == np.inf)):
+        raise NonFiniteLogDensityError(
+            f"The log-density is NaN or +inf at {int(np.sum(~np.isfinite(lw) & (lw != -np.inf)))}"
+            f" of {n} draws from the {reference.name} reference; the model evaluates badly "
+            f"away from the posterior (check for overflow)."
+        )
+    return lw
+
+
+def _evidence(target, estimate: Estimate, method: str, draws: dict) -> Evidence:
+    data_vars = {}
+    for name, array in draws.items():
+        array = np.asarray(array)
+        dims = ("chain", "draw") if array.ndim == 2 else ("reference_draw",)
+        data_vars[name] = (dims, array)
+    return Evidence(
+        log_z=estimate.log_z,
+        se=estimate.se,
+        method=method,
+        diagnostics=estimate.diagnostics,
+        draws=xr.Dataset(data_vars),
+        model_name=target.model.name or "",
+        observed_fingerprint=target.observed_fingerprint,
+    )
+
+
+def _warn_low_ess(ess: float, what: str, consequence: str) -> None:
+    if ess < LOW_ESS:
+        warnings.warn(
+            f"{what} have an effective sample size of only {ess:.1f}: {consequence}",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+# ---------------------------------------------------------------------- public estimators
+def importance_sampling(
+    model: pm.Model | LogDensity | None = None,
+    *,
+    reference: str | Reference = "student_t",
+    n_reference: int | None = None,
+    idata=None,
+    random_seed=None,
+    progressbar: bool = True,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 4,
+    sample_kwargs: dict | None = None,
+) -> Evidence:
+    """Importance sampling of log Z (seed 000 §3; seed 002 eq. 18.44).
+
+    Parameters
+    ----------
+    model : pymc.Model, optional
+        Taken from the context when omitted.
+    reference : {"student_t", "normal", "prior"} or Reference
+        Proposal ``p0``. Fitted references are moment-matched to posterior draws (from ``idata``
+        or NUTS); ``"prior"`` needs no posterior draws but is a poor proposal when the data are
+        informative. A heavy-tailed proposal (the default) keeps the weights' variance finite.
+    n_reference : int, optional
+        Number of proposal draws (default: the number of posterior draws, or 4000 for the prior).
+    idata, draws, tune, chains, sample_kwargs, progressbar
+        Posterior draws, or how NUTS draws them.
+    random_seed : int or numpy.random.Generator, optional
+
+    Returns
+    -------
+    Evidence
+        Diagnostics: ``ess_reference`` (Kish ESS of the weights), ``ess_fraction``.
+    """
+    target = _target(model)
+    rng = as_generator(random_seed)
+    fit_draws = None
+    if not (isinstance(reference, Reference) or reference == "prior"):
+        fit_draws = posterior_draws(
+            target,
+            idata,
+            rng=rng,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            progressbar=progressbar,
+            sample_kwargs=sample_kwargs,
+        )
+    ref = fit_reference(reference, target, fit_draws)
+    if n_reference is None:
+        n_reference = 4000 if fit_draws is None else fit_draws.shape[0] * fit_draws.shape[1]
+    lw = _reference_log_weights(target, ref, rng, n_reference)
+    estimate = importance_core(lw)
+    estimate.diagnostics["reference"] = ref.name
+    _warn_low_ess(
+        estimate.diagnostics["ess_reference"],
+        "The importance weights",
+        "log Z is likely under-estimated and its SE unreliable; use a reference "
+        "closer to the posterior or another method (bridge, ds).",
+    )
+    return _evidence(target, estimate, "is", {"log_weight_reference": lw})
+
+
+def reverse_importance_sampling(
+    model: pm.Model | LogDensity | None = None,
+    *,
+    reference: str | Reference = "normal",
+    idata=None,
+    random_seed=None,
+    progressbar: bool = True,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 4,
+    sample_kwargs: dict | None = None,
+) -> Evidence:
+    """Reverse importance sampling / Gelfand-Dey of log Z (seed 000 §3).
+
+    The reference is fitted to the first half of every chain and the estimate uses the second
+    half (a reference fitted to the same draws biases the estimate). A reference with lighter
+    tails than the posterior (the default normal) keeps the variance finite; ``"prior"`` gives
+    the harmonic-mean estimator, which is notoriously unstable.
+
+    Returns
+    -------
+    Evidence
+        Diagnostics: ``ess_target`` (MCMC ESS of ``p0/f``), ``ess_inverse_weights``.
+    """
+    target = _target(model)
+    rng = as_generator(random_seed)
+    x = posterior_draws(
+        target,
+        idata,
+        rng=rng,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        progressbar=progressbar,
+        sample_kwargs=sample_kwargs,
+    )
+    fit_half, est_half = split_halves(x)
+    ref = fit_reference(reference, target, fit_half)
+    log_density_at_target_draws(target, est_half)
+    lw = log_weights(target, est_half, ref)
+    estimate = reverse_importance_core(lw)
+    estimate.diagnostics["reference"] = ref.name
+    _warn_low_ess(
+        estimate.diagnostics["ess_inverse_weights"],
+        "The inverse importance weights",
+        "log Z is likely over-estimated and its SE unreliable; use a reference with "
+        "lighter tails than the posterior or another method (bridge, ds).",
+    )
+    return _evidence(target, estimate, "ris", {"log_weight_target": lw})
+
+
+def discriminance_sampling(
+    model: pm.Model | LogDensity | None = None,
+    *,
+    reference: str | Reference = "normal",
+    n_reference: int | None = None,
+    idata=None,
+    random_seed=None,
+    progressbar: bool = True,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 4,
+    sample_kwargs: dict | None = None,
+) -> Evidence:
+    """Discriminance sampling of log Z (seed 000 §4, eq. (3); SE after Prop. 1).
+
+    Classifies posterior draws (second half of every chain) against ``n_reference`` draws of a
+    reference fitted to the first half (default: as many as the posterior draws used).
+
+    Returns
+    -------
+    Evidence
+        Diagnostics: ``gamma`` (overlap, 1/4 when reference = posterior), ``ess_target``,
+        ``se_prop1`` (seed 000's Prop. 1 value, for equal sample sizes).
+    """
+    target = _target(model)
+    rng = as_generator(random_seed)
+    x = posterior_draws(
+        target,
+        idata,
+        rng=rng,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        progressbar=progressbar,
+        sample_kwargs=sample_kwargs,
+    )
+    fit_half, est_half = split_halves(x)
+    ref = fit_reference(reference, target, fit_half)
+    log_density_at_target_draws(target, est_half)
+    lw_target = log_weights(target, est_half, ref)
+    n_reference = est_half.shape[0] * est_half.shape[1] if n_reference is None else n_reference
+    lw_reference = _reference_log_weights(target, ref, rng, n_reference)
+    estimate = discriminance_core(lw_target, lw_reference)
+    estimate.diagnostics["reference"] = ref.name
+    return _evidence(
+        target,
+        estimate,
+        "ds",
+        {"log_weight_target": lw_target, "log_weight_reference": lw_reference},
+    )
+
+
+BRIDGE_METHODS = ("normal", "warp3")
+
+
+def bridge_sampling(
+    model: pm.Model | LogDensity | None = None,
+    *,
+    method: str = "normal",
+    repetitions: int = 1,
+    use_neff: bool = True,
+    tol: float = 1e-10,
+    maxiter: int = 1000,
+    idata=None,
+    random_seed=None,
+    progressbar: bool = True,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 4,
+    sample_kwargs: dict | None = None,
+) -> Evidence:
+    """Bridge sampling with the optimal bridge function (Meng & Wong 1996), as R's bridgesampling.
+
+    Half of every chain fits the reference (``method="normal"``: a multivariate normal on the
+    unconstrained space; ``"warp3"``: warp-3 of Meng & Schilling 2002, matching mean, covariance
+    and skewness), the other half and as many reference draws estimate ``log Z`` by the
+    Meng-Wong iteration. ``use_neff`` replaces the number of posterior draws by their effective
+    number in the sample-size weights. The error is the relative mean-squared error of
+    Frühwirth-Schnatter (2004); ``se = sqrt(re2)``. With ``repetitions > 1`` the reference draws
+    are redrawn each time; ``log_z`` is the median and every repetition's value is kept in the
+    ``log_weights`` group as ``log_z_repetitions``.
+
+    Raises
+    ------
+    ConvergenceError
+        If the iteration does not converge within ``maxiter``.
+    """
+    if method not in BRIDGE_METHODS:
+        raise EvidenceInputError(
+            f"Requested bridge method {method!r} but it must be one of {list(BRIDGE_METHODS)}."
+        )
+    if repetitions < 1:
+        raise EvidenceInputError(f"repetitions must be >= 1, got {repetitions}.")
+    target = _target(model)
+    rng = as_generator(random_seed)
+    x = posterior_draws(
+        target,
+        idata,
+        rng=rng,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        progressbar=progressbar,
+        sample_kwargs=sample_kwargs,
+    )
+    fit_half, est_half = split_halves(x)
+    ref = fit_reference(method, target, fit_half)
+    log_density_at_target_draws(target, est_half)
+    lw_target = log_weights(target, est_half, ref)
+    n_target = est_half.shape[0] * est_half.shape[1]
+    n_eff = None
+    if use_neff:
+        per_coordinate = [mcmc_ess(est_half[..., j]) for j in range(target.dim)]
+        n_eff = float(min(np.median(per_coordinate), n_target))
+    estimates, lw_reference = [], None
+    for _ in range(repetitions):
+        lw_reference = _reference_log_weights(target, ref, rng, n_target)
+        estimates.append(
+            bridge_core(lw_target, lw_reference, n_target_effective=n_eff, tol=tol, maxiter=maxiter)
+        )
+    log_zs = np.array([e.log_z for e in estimates])
+    middle = estimates[int(np.argsort(log_zs)[(len(log_zs) - 1) // 2])]
+    diagnostics = dict(middle.diagnostics, method=method, repetitions=repetitions)
+    if repetitions > 1:
+        diagnostics["log_z_repetition_sd"] = float(np.std(log_zs, ddof=1))
+    estimate = Estimate(float(np.median(log_zs)), middle.se, diagnostics)
+    evidence_draws = {"log_weight_target": lw_target, "log_weight_reference": lw_reference}
+    evidence = _evidence(target, estimate, "bridge", evidence_draws)
+    if repetitions > 1:
+        draws_ds = evidence.draws.assign(log_z_repetitions=("repetition", log_zs))
+        evidence = Evidence(
+            evidence.log_z,
+            evidence.se,
+            evidence.method,
+            evidence.diagnostics,
+            draws_ds,
+            evidence.model_name,
+            evidence.observed_fingerprint,
+        )
+    return evidence
+
+
+def combine_is_ris(ev_is: Evidence, ev_ris: Evidence, rule: str = "selection") -> Evidence:
+    """Combine IS and reverse-IS results by a rule of seed 000 §6 (baselines, not recommended).
+
+    ``rule`` is ``"average"``, ``"weighted"`` or ``"selection"``; see
+    :func:`pm_evidence.estimators.combine_is_ris_core`.
+    """
+    if ev_is.method != "is" or ev_ris.method != "ris":
+        raise EvidenceInputError(
+            f"combine_is_ris needs an 'is' and an 'ris' result, got {ev_is.method!r} and "
+            f"{ev_ris.method!r}."
+        )
+    estimate = combine_is_ris_core(
+        Estimate(ev_is.log_z, ev_is.se, {}), Estimate(ev_ris.log_z, ev_ris.se, {}), rule
+    )
+    return Evidence(
+        estimate.log_z,
+        estimate.se,
+        f"is_ris_{rule}",
+        estimate.diagnostics,
+        xr.merge([ev_is.draws, ev_ris.draws]),
+        ev_is.model_name,
+        ev_is.observed_fingerprint,
+    )
+
+
+def is_ris_combination(
+    model: pm.Model | LogDensity | None = None,
+    *,
+    rule: str = "selection",
+    reference: str | Reference = "normal",
+    idata=None,
+    random_seed=None,
+    progressbar: bool = True,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 4,
+    sample_kwargs: dict | None = None,
+) -> Evidence:
+    """IS and reverse IS with the same reference, combined by ``rule`` (seed 000 §6)."""
+    if rule not in COMBINATION_RULES:
+        raise EvidenceInputError(
+            f"Requested rule {rule!r} but it must be one of {list(COMBINATION_RULES)}."
+        )
+    target = _target(model)
+    rng = as_generator(random_seed)
+    x = posterior_draws(
+        target,
+        idata,
+        rng=rng,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        progressbar=progressbar,
+        sample_kwargs=sample_kwargs,
+    )
+    fit_half, est_half = split_halves(x)
+    ref = fit_reference(reference, target, fit_half)  # one reference for both estimators
+    ev_ris = reverse_importance_sampling(
+        target, reference=ref, idata=_as_idata(target, x), random_seed=rng
+    )
+    ev_is = importance_sampling(
+        target, reference=ref, n_reference=est_half.shape[0] * est_half.shape[1], random_seed=rng
+    )
+    return combine_is_ris(ev_is, ev_ris, rule)
+
+
+def _as_idata(target: LogDensity, x: np.ndarray) -> xr.Dataset:
+    """Named constrained posterior Dataset from flat draws ``(chain, draw, dim)``."""
+    values = target.to_constrained(x)
+    data_vars = {}
+    for v in target.layout:
+        dims = ("chain", "draw", *[f"{v.name}_dim_{i}" for i in range(len(v.shape))])
+        data_vars[v.name] = (dims, values[v.name])
+    return xr.Dataset(data_vars)
+
+
+# ---------------------------------------------------------------------- dispatcher
+METHODS: dict[str, Callable[..., Evidence]] = {
+    "is": importance_sampling,
+    "ris": reverse_importance_sampling,
+    "ds": discriminance_sampling,
+    "bridge": bridge_sampling,
+    "is_ris_average": lambda model=None, **kw: is_ris_combination(model, rule="average", **kw),
+    "is_ris_weighted": lambda model=None, **kw: is_ris_combination(model, rule="weighted", **kw),
+    "is_ris_selection": lambda model=None, **kw: is_ris_combination(model, rule="selection", **kw),
+}
+
+
+def marginal_likelihood(
+    model: pm.Model | None = None,
+    *,
+    method: str | Sequence[str] = "bridge",
+    idata=None,
+    random_seed=None,
+    progressbar: bool = True,
+    **kwargs,
+) -> Evidence | dict[str, Evidence]:
+    """Estimate the log marginal likelihood ``log p(y | M)`` of a PyMC model.
+
+    Parameters
+    ----------
+    model : pymc.Model, optional
+        Taken from the ``with model:`` context when omitted.
+    method : str or list of str
+        One of :data:`METHODS` (``"is"``, ``"ris"``, ``"ds"``, ``"bridge"``, and the IS/RIS
+        combinations of seed 000 §6). A list runs each and returns a dict; posterior draws are
+        sampled once and shared.
+    idata : DataTree, optional
+        Posterior draws of this model (``pm.sample()`` output); drawn with NUTS when omitted.
+    random_seed : int or numpy.random.Generator, optional
+    progressbar : bool
+        Show NUTS's progress bar.
+    **kwargs
+        Options of the method's own function (e.g. ``reference=``, ``repetitions=``).
+
+    Returns
+    -------
+    Evidence, or dict of method name to Evidence for a list of methods.
+
+    Examples
+    --------
+    >>> ev = pm_evidence.marginal_likelihood(model, idata=idata, method="bridge", random_seed=1)
+    >>> ev.log_z, ev.se
+    """
+    if not isinstance(method, str):
+        methods = list(method)
+        for name in methods:
+            _check_method(name)
+        target = _target(model)
+        rng = as_generator(random_seed)
+        if idata is None:
+            sample_keys = ("draws", "tune", "chains", "sample_kwargs")
+            x = posterior_draws(
+                target,
+                None,
+                rng=rng,
+                progressbar=progressbar,
+                **{k: kwargs.pop(k) for k in sample_keys if k in kwargs},
+            )
+            idata = _as_idata(target, x)
+        return {
+            name: METHODS[name](
+                target, idata=idata, random_seed=rng, progressbar=progressbar, **kwargs
+            )
+            for name in methods
+        }
+    _check_method(method)
+    return METHODS[method](
+        model, idata=idata, random_seed=random_seed, progressbar=progressbar, **kwargs
+    )
+
+
+def _check_method(name) -> None:
+    if name not in METHODS:
+        raise EvidenceInputError(
+            f"Requested method {name!r} but it must be one of {list(METHODS)}."
+        )

@@ -1,0 +1,25 @@
+"""Estimator cores: pure functions of log-density arrays, one family per module.
+
+Each core takes ``log f - log p0`` (or both terms) at draws and returns an :class:`Estimate`;
+the model-facing functions in :mod:`pm_evidence.api` draw the samples and call these.
+"""
+
+from pm_evidence.estimators.base import Estimate
+from pm_evidence.estimators.bridge import bridge_core, fruhwirth_schnatter_re2
+from pm_evidence.estimators.combinations import COMBINATION_RULES, combine_is_ris_core
+from pm_evidence.estimators.discriminance import discriminance_core
+from pm_evidence.estimators.importance import importance_core, reverse_importance_core
+from pm_evidence.estimators.ratio_matching import RatioMatchingSolution, solve_ratio_matching
+
+__all__ = [
+    "COMBINATION_RULES",
+    "Estimate",
+    "RatioMatchingSolution",
+    "bridge_core",
+    "combine_is_ris_core",
+    "discriminance_core",
+    "fruhwirth_schnatter_re2",
+    "importance_core",
+    "reverse_importance_core",
+    "solve_ratio_matching",
+]

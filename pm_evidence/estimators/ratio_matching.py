@@ -1,0 +1,174 @@
+r"""The ratio-matching estimating equation shared by discriminance sampling and bridge sampling.
+
+With ``l(x) = f(x) / p0(x)``, target draws ``x_1^i ~ f/Z`` (``n1`` of them) and reference draws
+``x_0^j ~ p0`` (``n0``), and sample-size weights ``s1 + s0 = 1``, define the classifier
+
+.. math:: \pi_c(x) = \frac{s_1 l(x)}{s_1 l(x) + s_0 c}
+          = \operatorname{expit}\big(\log l(x) + \log s_1 - \log s_0 - \log c\big).
+
+Discriminance sampling (seed 000 eq. (3), generalized to unequal sizes by the offset
+``log(s1/s0)``) and the optimal bridge of Meng & Wong (1996, eq. 4.1) both estimate ``Z`` as
+the root in ``c`` of
+
+.. math:: h(\log c) = s_0\,\overline{\pi_c}^{(0)} - s_1\,\overline{(1-\pi_c)}^{(1)} = 0,
+
+where bars are sample means over reference (0) and target (1) draws. With ``s_k = n_k/(n_0+n_1)``
+this is exactly the conditional-likelihood score ``sum_i pi_c(x^i) = n1`` of seed 000 §4; the
+Meng-Wong fixed point ``c = mean0[l/(s1 l + s0 c)] / mean1[1/(s1 l + s0 c)]`` is the same equation
+rearranged. ``h`` decreases in ``log c``, so the root is unique whenever the two samples overlap.
+
+This module solves it two ways: a bracketing root finder in ``log c`` (scipy's ``brentq``), and
+the Meng-Wong iteration, which raises :class:`~pm_evidence.exceptions.ConvergenceError` when it
+does not converge.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import expit, logsumexp
+
+from pm_evidence.exceptions import ConvergenceError, EvidenceInputError, OverlapError
+
+__all__ = ["RatioMatchingSolution", "classifier_probabilities", "solve_ratio_matching"]
+
+SOLVERS = ("bracket", "iterate")
+
+
+class RatioMatchingSolution(NamedTuple):
+    """Root ``log_c`` of the ratio-matching equation and the classifier at the root."""
+
+    log_c: float
+    n_iter: int
+    pi_target: np.ndarray  # pi_c(x) at target draws, same shape as the input
+    pi_reference: np.ndarray  # pi_c(x) at reference draws
+    log_s1: float
+    log_s0: float
+    gamma: float  # estimated E[var(y | x)] = mean of pi (1 - pi) over the pooled draws
+
+
+def classifier_probabilities(log_l, log_c, log_s1, log_s0) -> np.ndarray:
+    """``pi_c(x) = expit(log l(x) + log s1 - log s0 - log c)``."""
+    return expit(np.asarray(log_l) + log_s1 - log_s0 - log_c)
+
+
+def _estimating_function(log_c, log_l_target, log_l_reference, log_s1, log_s0) -> float:
+    pi0 = classifier_probabilities(log_l_reference, log_c, log_s1, log_s0)
+    pi1 = classifier_probabilities(log_l_target, log_c, log_s1, log_s0)
+    return float(np.exp(log_s0) * pi0.mean() - np.exp(log_s1) * (1.0 - pi1).mean())
+
+
+def _bracket(log_l_target, log_l_reference, log_s1, log_s0, args) -> tuple[float, float]:
+    finite = np.concatenate([log_l_target.ravel(), log_l_reference[np.isfinite(log_l_reference)]])
+    offset = log_s1 - log_s0
+    lo, hi = finite.min() + offset - 40.0, finite.max() + offset + 40.0
+    for _ in range(20):  # widen until the sign changes (it always does eventually)
+        if _estimating_function(lo, *args) > 0 and _estimating_function(hi, *args) < 0:
+            return lo, hi
+        lo, hi = lo - 40.0, hi + 40.0
+    raise ConvergenceError("Could not bracket the root of the ratio-matching equation.")
+
+
+def _meng_wong_iteration(log_l_target, log_l_reference, log_s1, log_s0, log_c0, tol, maxiter):
+    """Fixed-point iteration of Meng & Wong (1996, eq. 4.1) in log space."""
+    log_c = log_c0
+    history = []
+    for it in range(1, maxiter + 1):
+        denom0 = np.logaddexp(log_s1 + log_l_reference, log_s0 + log_c)
+        denom1 = np.logaddexp(log_s1 + log_l_target, log_s0 + log_c)
+        numerator = logsumexp(log_l_reference - denom0) - np.log(log_l_reference.size)
+        denominator = logsumexp(-denom1) - np.log(log_l_target.size)
+        new = float(numerator - denominator)
+        if not np.isfinite(new):
+            raise ConvergenceError(
+                f"The bridge iteration produced a non-finite value at iteration {it} "
+                f"(last log c = {log_c:.6g}); the reference and target barely overlap."
+            )
+        history.append(new)
+        if abs(new - log_c) < tol:
+            return new, it
+        log_c = new
+    raise ConvergenceError(
+        f"The bridge-sampling iteration did not converge in {maxiter} iterations "
+        f"(tolerance {tol:g} on log Z); last iterates of log Z: "
+        f"{[round(v, 6) for v in history[-3:]]}. Increase maxiter, use more draws, or try "
+        f"method='warp3'."
+    )
+
+
+def solve_ratio_matching(
+    log_l_target,
+    log_l_reference,
+    *,
+    n_target_effective: float | None = None,
+    solver: str = "bracket",
+    tol: float = 1e-10,
+    maxiter: int = 1000,
+    min_overlap: float = 1.0,
+) -> RatioMatchingSolution:
+    """Solve the ratio-matching equation for ``log c = log Z``.
+
+    Parameters
+    ----------
+    log_l_target : array_like
+        ``log f - log p0`` at target draws (finite), any shape (e.g. ``(chain, draw)``).
+    log_l_reference : array_like
+        ``log f - log p0`` at reference draws; ``-inf`` allowed.
+    n_target_effective : float, optional
+        Effective number of target draws used in ``s1 = n1 / (n1 + n0)`` (R's bridgesampling
+        ``use_neff``); default: the actual number.
+    solver : {"bracket", "iterate"}
+        ``brentq`` on ``log c`` or the Meng-Wong fixed-point iteration.
+    tol, maxiter
+        Absolute tolerance on ``log c`` and iteration cap (``iterate`` only; ``bracket`` uses
+        ``xtol=tol``).
+    min_overlap : float
+        Raise :class:`OverlapError` when ``sum pi (1 - pi)`` over the pooled draws, the effective
+        number of draws the classifier cannot tell apart, is below this.
+
+    Returns
+    -------
+    RatioMatchingSolution
+    """
+    if solver not in SOLVERS:
+        raise EvidenceInputError(
+            f"Requested solver {solver!r} but it must be one of {list(SOLVERS)}."
+        )
+    log_l_target = np.asarray(log_l_target, dtype=float)
+    log_l_reference = np.asarray(log_l_reference, dtype=float)
+    n1 = float(log_l_target.size if n_target_effective is None else n_target_effective)
+    n0 = float(log_l_reference.size)
+    log_s1, log_s0 = np.log(n1 / (n1 + n0)), np.log(n0 / (n1 + n0))
+    flat1, flat0 = log_l_target.ravel(), log_l_reference.ravel()
+    args = (flat1, flat0, log_s1, log_s0)
+
+    if solver == "bracket":
+        lo, hi = _bracket(flat1, flat0, log_s1, log_s0, args)
+        log_c, info = brentq(_estimating_function, lo, hi, args=args, xtol=tol, full_output=True)
+        n_iter = info.iterations
+    else:
+        finite0 = flat0[np.isfinite(flat0)]
+        # geometric bridge as the starting value: log mean0 sqrt(l) - log mean1 1/sqrt(l)
+        log_c0 = float(
+            logsumexp(finite0 / 2)
+            - np.log(flat0.size)
+            - (logsumexp(-flat1 / 2) - np.log(flat1.size))
+        )
+        log_c, n_iter = _meng_wong_iteration(flat1, flat0, log_s1, log_s0, log_c0, tol, maxiter)
+
+    pi1 = classifier_probabilities(log_l_target, log_c, log_s1, log_s0)
+    pi0 = classifier_probabilities(log_l_reference, log_c, log_s1, log_s0)
+    overlap = float(np.sum(pi1 * (1 - pi1)) + np.sum(pi0 * (1 - pi0)))
+    if overlap < min_overlap:
+        raise OverlapError(
+            f"The reference and the target do not overlap: the classifier separates the two "
+            f"samples almost perfectly (sum of pi(1-pi) = {overlap:.3g} < {min_overlap}), so "
+            f"log Z is not identified by these draws. Use a reference closer to the posterior "
+            f"(reference='normal' or 'student_t' fitted to posterior draws) or more draws."
+        )
+    gamma = overlap / (log_l_target.size + log_l_reference.size)
+    return RatioMatchingSolution(
+        float(log_c), int(n_iter), pi1, pi0, float(log_s1), float(log_s0), gamma
+    )

@@ -1,0 +1,335 @@
+"""The target adapter: a PyMC model as a batched, compiled log-density on a flat vector.
+
+``LogDensity`` compiles (once, lazily, per output) the model's log prior (with the Jacobians of
+its transforms), its log likelihood (observed terms plus ``pm.Potential`` terms) and their gradient
+as functions of the flat *unconstrained* vector ``x`` of all free variables, vectorized over any
+number of leading batch dimensions with :func:`pytensor.graph.replace.vectorize_graph`: one call
+evaluates a whole ``(chain, draw, dim)`` array, with no Python loop over points.
+
+The unnormalized density is ``f(x) = exp(model.logp(x))``; its integral over ``x`` is
+``Z = p(y | M)`` when the model is prior x likelihood, which is what every estimator targets.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+from pymc.pytensorf import join_nonshared_inputs
+from pytensor.graph.replace import graph_replace, vectorize_graph
+
+from pm_evidence.exceptions import EvidenceInputError, NonFiniteLogDensityError
+
+__all__ = ["LogDensity", "VariableSlice"]
+
+# One compiled adapter per live model (weak keys: dropped with the model). A cache, not state:
+# results never depend on it.
+_ADAPTERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True)
+class VariableSlice:
+    """Where one free variable sits in the flat unconstrained vector."""
+
+    name: str  # the variable's (constrained) name, as in a posterior DataTree
+    value_name: str  # the name of its unconstrained value variable (e.g. ``sigma_log__``)
+    shape: tuple[int, ...]  # its shape in one draw
+    start: int
+    stop: int
+    transformed: bool
+
+
+class LogDensity:
+    """Batched log prior, log likelihood and gradient of a PyMC model on flat vectors.
+
+    Parameters
+    ----------
+    model : pymc.Model, optional
+        The model; taken from the ``with model:`` context when omitted.
+
+    Notes
+    -----
+    ``log_prior(x) = model.varlogp`` (free variables, Jacobians included), ``log_likelihood(x) =
+    model.datalogp`` (observed variables and potentials); their sum is ``model.logp``. Every
+    method takes ``x`` of shape ``(..., dim)`` and returns arrays of shape ``(...)`` (or
+    ``(..., dim)`` for the gradient). Functions are compiled on first use and reused.
+    """
+
+    def __init__(self, model: pm.Model | None = None):
+        model = pm.modelcontext(model)
+        if not model.free_RVs:
+            raise EvidenceInputError(
+                "The model has no free variables, so there is nothing to integrate: its evidence "
+                "is simply exp(model.logp()) at the observed data. Add at least one unobserved "
+                "random variable, or evaluate model.compile_logp()({}) directly."
+            )
+        self.model = model
+        point = model.initial_point()
+        self._point = point
+        layout, start = [], 0
+        for rv in model.free_RVs:
+            value = model.rvs_to_values[rv]
+            shape = tuple(int(s) for s in np.shape(point[value.name]))
+            size = int(np.prod(shape, dtype=int))
+            layout.append(
+                VariableSlice(
+                    name=rv.name,
+                    value_name=value.name,
+                    shape=shape,
+                    start=start,
+                    stop=start + size,
+                    transformed=model.rvs_to_transforms.get(rv) is not None,
+                )
+            )
+            start += size
+        self.layout: tuple[VariableSlice, ...] = tuple(layout)
+        self.dim: int = start
+        self.discrete_names: tuple[str, ...] = tuple(
+            rv.name for rv in model.free_RVs if model.rvs_to_values[rv] in model.discrete_value_vars
+        )
+
+    @classmethod
+    def for_model(cls, model: pm.Model | None = None) -> LogDensity:
+        """The adapter of ``model``, built once and reused (compile once per model).
+
+        Cached per model (weakly); rebuilt if variables were added to the model since.
+        """
+        model = pm.modelcontext(model)
+        signature = tuple(model.named_vars)
+        cached = _ADAPTERS.get(model)
+        if cached is not None and cached[0] == signature:
+            return cached[1]
+        target = cls(model)
+        _ADAPTERS[model] = (signature, target)
+        return target
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def var_names(self) -> list[str]:
+        """Names of the free variables (constrained space), in flat-vector order."""
+        return [v.name for v in self.layout]
+
+    @property
+    def coordinate_names(self) -> list[str]:
+        """One label per entry of the flat unconstrained vector, e.g. ``beta_log__[2]``."""
+        labels = []
+        for v in self.layout:
+            if v.shape == ():
+                labels.append(v.value_name)
+            else:
+                labels.extend(f"{v.value_name}{list(idx)}" for idx in np.ndindex(v.shape))
+        return labels
+
+    @property
+    def has_discrete(self) -> bool:
+        return bool(self.discrete_names)
+
+    def require_continuous(self, method: str) -> None:
+        """Raise a clear error if ``method`` needs continuous variables and the model has discrete ones."""
+        if self.has_discrete:
+            raise EvidenceInputError(
+                f"Method {method!r} needs every free variable to be continuous (it fits Gaussian "
+                f"references or uses gradients), but the model has discrete free variables "
+                f"{list(self.discrete_names)}. Marginalize them out of the model (sum over "
+                f"their values with pm.math.logsumexp in a pm.Potential) and estimate again."
+            )
+
+    @cached_property
+    def observed_fingerprint(self) -> tuple[tuple[str, tuple[int, ...], str], ...]:
+        """Sorted ``(name, shape, sha256)`` of every observed data array of the model.
+
+        Two models are fitted to the same data when their fingerprints agree up to names.
+        """
+        entries = []
+        for rv in self.model.observed_RVs:
+            data = self.model.rvs_to_values[rv]
+            try:
+                array = np.asarray(pm.pytensorf.constant_fold([data])[0], dtype=float)
+            except Exception:  # data that cannot be folded to a constant (should not happen)
+                array = np.asarray(data.eval(), dtype=float)
+            digest = hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()[:16]
+            entries.append((rv.name, tuple(array.shape), digest))
+        return tuple(sorted(entries, key=lambda e: e[0]))
+
+    # ------------------------------------------------------------------ compiled graphs
+    def _joined(self, outputs):
+        """Replace the model's value variables by one flat vector ``x`` in ``outputs``."""
+        new_outputs, x = join_nonshared_inputs(self._point, outputs, self.model.value_vars)
+        return new_outputs, x
+
+    def _compile_batched(self, outputs, x):
+        """Compile ``outputs(x)`` vectorized over one leading batch dimension of ``x``."""
+        x_batch = pt.matrix("x_batch", dtype=x.dtype)
+        batched = vectorize_graph(outputs, replace={x: x_batch})
+        return pytensor.function([x_batch], batched, on_unused_input="ignore")
+
+    @cached_property
+    def _terms_fn(self):
+        (log_prior, log_lik), x = self._joined([self.model.varlogp, self.model.datalogp])
+        return self._compile_batched([log_prior, log_lik], x)
+
+    @cached_property
+    def _grad_fn(self):
+        self.require_continuous("gradient")
+        (logp,), x = self._joined([self.model.logp()])
+        grad = pytensor.grad(logp, x)
+        return self._compile_batched([logp, grad], x)
+
+    @cached_property
+    def _to_constrained_fn(self):
+        constrained = self.model.replace_rvs_by_values(self.model.free_RVs)
+        outputs, x = self._joined(constrained)
+        return self._compile_batched(outputs, x)
+
+    @cached_property
+    def _to_unconstrained_fn(self):
+        model = self.model
+        placeholders = [rv.type() for rv in model.free_RVs]
+        replace = dict(zip(model.free_RVs, placeholders, strict=True))
+        pieces = []
+        for rv in model.free_RVs:
+            transform = model.rvs_to_transforms.get(rv)
+            value = transform.forward(rv, *rv.owner.inputs) if transform is not None else rv
+            pieces.append(pt.as_tensor(value).astype("float64").ravel())
+        flat = graph_replace(pt.concatenate(pieces), replace, strict=False)
+        batched_inputs = [
+            pt.tensor(dtype=p.dtype, shape=(None, *p.type.shape)) for p in placeholders
+        ]
+        flat_batched = vectorize_graph(
+            flat, replace=dict(zip(placeholders, batched_inputs, strict=True))
+        )
+        return pytensor.function(batched_inputs, flat_batched, on_unused_input="ignore")
+
+    # ------------------------------------------------------------------ evaluation
+    def _check_x(self, x) -> tuple[np.ndarray, tuple[int, ...]]:
+        x = np.asarray(x, dtype=float)
+        if x.shape[-1:] != (self.dim,):
+            raise EvidenceInputError(
+                f"Expected points with last dimension {self.dim} (the flat unconstrained vector of "
+                f"{self.var_names}), got an array of shape {x.shape}."
+            )
+        return x.reshape(-1, self.dim), x.shape[:-1]
+
+    def evaluate(self, x) -> tuple[np.ndarray, np.ndarray]:
+        """Return ``(log_prior, log_likelihood)`` at points ``x`` of shape ``(..., dim)``."""
+        flat, batch_shape = self._check_x(x)
+        if flat.shape[0] == 0:
+            empty = np.empty(batch_shape)
+            return empty, empty.copy()
+        log_prior, log_lik = self._terms_fn(flat)
+        return (
+            np.asarray(log_prior, dtype=float).reshape(batch_shape),
+            np.asarray(log_lik, dtype=float).reshape(batch_shape),
+        )
+
+    def log_prior(self, x) -> np.ndarray:
+        """Log prior density of the unconstrained vector (Jacobians included)."""
+        return self.evaluate(x)[0]
+
+    def log_likelihood(self, x) -> np.ndarray:
+        """Log likelihood: observed variables plus ``pm.Potential`` terms."""
+        return self.evaluate(x)[1]
+
+    def log_density(self, x) -> np.ndarray:
+        """Unnormalized log posterior ``log f(x) = log prior + log likelihood`` (``model.logp``)."""
+        log_prior, log_lik = self.evaluate(x)
+        return log_prior + log_lik
+
+    def log_density_and_grad(self, x) -> tuple[np.ndarray, np.ndarray]:
+        """``log f(x)`` and its gradient with respect to ``x``."""
+        flat, batch_shape = self._check_x(x)
+        logp, grad = self._grad_fn(flat)
+        return np.asarray(logp).reshape(batch_shape), np.asarray(grad).reshape(
+            *batch_shape, self.dim
+        )
+
+    # ------------------------------------------------------------------ maps
+    def to_constrained(self, x) -> dict[str, np.ndarray]:
+        """Map flat unconstrained points ``(..., dim)`` to named constrained values ``(..., *shape)``."""
+        flat, batch_shape = self._check_x(x)
+        values = self._to_constrained_fn(flat)
+        return {
+            v.name: np.asarray(val).reshape(*batch_shape, *v.shape)
+            for v, val in zip(self.layout, values, strict=True)
+        }
+
+    def to_unconstrained(self, values: Mapping[str, np.ndarray], batch_ndim: int = 1) -> np.ndarray:
+        """Map named constrained values ``{name: (*batch, *shape)}`` to flat vectors ``(*batch, dim)``.
+
+        ``batch_ndim`` is the number of leading batch dimensions (2 for ``(chain, draw)``).
+        """
+        missing = [name for name in self.var_names if name not in values]
+        if missing:
+            raise EvidenceInputError(
+                f"Posterior values are missing the free variables {missing}; got "
+                f"{sorted(values)}. Pass draws of every free variable of the model "
+                f"({self.var_names})."
+            )
+        arrays, batch_shape = [], None
+        for v in self.layout:
+            array = np.asarray(values[v.name])
+            this_batch = array.shape[:batch_ndim]
+            if array.shape[batch_ndim:] != v.shape:
+                raise EvidenceInputError(
+                    f"Variable {v.name!r} has draws of shape {array.shape}; expected "
+                    f"{batch_ndim} batch dimension(s) followed by the variable's shape {v.shape}."
+                )
+            if batch_shape is None:
+                batch_shape = this_batch
+            elif this_batch != batch_shape:
+                raise EvidenceInputError(
+                    f"Variable {v.name!r} has batch shape {this_batch}, others have {batch_shape}."
+                )
+            if not np.all(np.isfinite(array)):
+                raise NonFiniteLogDensityError(
+                    f"Draws of {v.name!r} contain non-finite values (NaN or inf); drop those draws "
+                    f"or check the sampler that produced them."
+                )
+            arrays.append(array.reshape(-1, *v.shape))
+        flat = self._to_unconstrained_fn(*arrays)
+        return np.asarray(flat, dtype=float).reshape(*batch_shape, self.dim)
+
+    def posterior_to_unconstrained(self, idata) -> np.ndarray:
+        """Flat unconstrained draws ``(chain, draw, dim)`` from a posterior (DataTree or Dataset)."""
+        posterior = _posterior_dataset(idata)
+        values = {}
+        for name in self.var_names:
+            if name in posterior:
+                values[name] = posterior[name].transpose("chain", "draw", ...).to_numpy()
+        return self.to_unconstrained(values, batch_ndim=2)
+
+
+def _posterior_dataset(idata):
+    """The posterior group of an ArviZ DataTree/InferenceData, or a Dataset given directly."""
+    import xarray as xr
+
+    if isinstance(idata, xr.Dataset):
+        posterior = idata
+    elif isinstance(idata, xr.DataTree):
+        if "posterior" not in idata.children:
+            raise EvidenceInputError(
+                f"idata has no 'posterior' group (groups: {list(idata.children)}); pass the "
+                f"result of pm.sample()."
+            )
+        posterior = idata["posterior"].to_dataset()
+    elif hasattr(idata, "posterior"):
+        posterior = idata.posterior
+        posterior = posterior.to_dataset() if hasattr(posterior, "to_dataset") else posterior
+    else:
+        raise EvidenceInputError(
+            f"idata must be an ArviZ DataTree (as returned by pm.sample) or an xarray Dataset of "
+            f"posterior draws, got {type(idata).__name__}."
+        )
+    for dim in ("chain", "draw"):
+        if dim not in posterior.dims:
+            raise EvidenceInputError(
+                f"Posterior draws must have dims ('chain', 'draw', ...); got {tuple(posterior.dims)}."
+            )
+    return posterior
