@@ -256,7 +256,7 @@ class LogDensity:
         flat, batch_shape = self._check_x(x)
         values = self._to_constrained_fn(flat)
         return {
-            v.name: np.asarray(val).reshape(*batch_shape, *v.shape)
+            v.name: np.asarray(val).reshape(batch_shape + v.shape)
             for v, val in zip(self.layout, values, strict=True)
         }
 

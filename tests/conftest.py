@@ -1,0 +1,65 @@
+"""Session-scoped fixtures: each exact model is compiled and sampled once for the whole suite."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pymc as pm
+import pytest
+
+from tests import exact_models
+
+
+class ExactCase(NamedTuple):
+    model: pm.Model
+    exact: float
+    idata: object
+
+
+def _case(builder, draws=1000, seed=11) -> ExactCase:
+    model, exact = builder()
+    with model:
+        idata = pm.sample(
+            draws=draws,
+            tune=1000,
+            chains=2,
+            cores=1,
+            random_seed=seed,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    return ExactCase(model, exact, idata)
+
+
+@pytest.fixture(scope="session")
+def normal_mean_case() -> ExactCase:
+    return _case(exact_models.normal_mean)
+
+
+@pytest.fixture(scope="session")
+def regression_case() -> ExactCase:
+    return _case(exact_models.linear_regression)
+
+
+@pytest.fixture(scope="session")
+def inverse_gamma_case() -> ExactCase:
+    return _case(exact_models.regression_inverse_gamma)
+
+
+@pytest.fixture(scope="session")
+def beta_binomial_case() -> ExactCase:
+    return _case(exact_models.beta_binomial)
+
+
+@pytest.fixture(
+    scope="session",
+    params=["normal_mean_case", "regression_case", "inverse_gamma_case", "beta_binomial_case"],
+)
+def exact_case(request) -> ExactCase:
+    return request.getfixturevalue(request.param)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20261121)

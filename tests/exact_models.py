@@ -1,0 +1,79 @@
+"""PyMC models whose log evidence is known in closed form (shared by tests and benchmarks).
+
+Each builder returns ``(model, exact_log_z)``. Distribution parameters are passed as float64
+(STYLE habit 9) so that PyTensor does not downcast them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+from scipy import special, stats
+
+
+def normal_mean(n: int = 30, sigma: float = 1.0, tau: float = 2.0, seed: int = 0):
+    """y_i ~ N(mu, sigma^2), mu ~ N(0, tau^2): y ~ N(0, sigma^2 I + tau^2 11^T)."""
+    rng = np.random.default_rng(seed)
+    y = rng.normal(1.0, sigma, size=n)
+    cov = sigma**2 * np.eye(n) + tau**2 * np.ones((n, n))
+    exact = stats.multivariate_normal(np.zeros(n), cov).logpdf(y)
+    with pm.Model(name="normal_mean") as model:
+        mu = pm.Normal("mu", np.float64(0.0), np.float64(tau))
+        pm.Normal("y", mu, np.float64(sigma), observed=y)
+    return model, float(exact)
+
+
+def linear_regression(
+    n: int = 200, d: int = 10, sigma: float = 1.0, tau: float = 1.0, seed: int = 1
+):
+    """y ~ N(X beta, sigma^2 I), beta ~ N(0, tau^2 I): y ~ N(0, sigma^2 I + tau^2 X X^T)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = X @ rng.normal(0, tau, size=d) + rng.normal(0, sigma, size=n)
+    exact = stats.multivariate_normal(np.zeros(n), sigma**2 * np.eye(n) + tau**2 * X @ X.T).logpdf(
+        y
+    )
+    with pm.Model(name="linear_regression") as model:
+        beta = pm.Normal("beta", np.float64(0.0), np.float64(tau), shape=d)
+        pm.Normal("y", pm.math.dot(X, beta), np.float64(sigma), observed=y)
+    return model, float(exact)
+
+
+def regression_inverse_gamma(
+    n: int = 40, d: int = 3, a: float = 3.0, b: float = 2.0, v0: float = 1.0, seed: int = 2
+):
+    """Normal-inverse-gamma regression: sigma2 ~ IG(a, b), beta | sigma2 ~ N(0, sigma2 v0 I).
+
+    Marginally y ~ multivariate t with 2a degrees of freedom, location 0 and scale matrix
+    (b / a) (I + v0 X X^T).
+    """
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = X @ np.array([1.0, -0.5, 0.25])[:d] + rng.normal(0, 0.8, size=n)
+    shape = (b / a) * (np.eye(n) + v0 * X @ X.T)
+    exact = stats.multivariate_t(loc=np.zeros(n), shape=shape, df=2 * a).logpdf(y)
+    with pm.Model(name="regression_inverse_gamma") as model:
+        X_data = pm.Data("X", X)
+        sigma2 = pm.InverseGamma("sigma2", np.float64(a), np.float64(b))
+        beta = pm.Normal("beta", np.float64(0.0), pm.math.sqrt(sigma2 * np.float64(v0)), shape=d)
+        pm.Normal("y", pm.math.dot(X_data, beta), pm.math.sqrt(sigma2), observed=y)
+    return model, float(exact)
+
+
+def beta_binomial(alpha: float = 2.0, beta: float = 3.0, seed: int = 3):
+    """k_i ~ Binomial(n_i, p), p ~ Beta(alpha, beta); log Z in closed form."""
+    rng = np.random.default_rng(seed)
+    trials = np.array([10, 20, 15, 30])
+    k = rng.binomial(trials, 0.3)
+    log_binom = (
+        special.gammaln(trials + 1) - special.gammaln(k + 1) - special.gammaln(trials - k + 1)
+    )
+    exact = (
+        log_binom.sum()
+        + special.betaln(alpha + k.sum(), beta + (trials - k).sum())
+        - special.betaln(alpha, beta)
+    )
+    with pm.Model(name="beta_binomial") as model:
+        p = pm.Beta("p", np.float64(alpha), np.float64(beta))
+        pm.Binomial("k", n=trials, p=p, observed=k)
+    return model, float(exact)

@@ -1,0 +1,129 @@
+"""The target adapter against hand-written numpy log-densities, and its maps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytest
+from scipy import stats
+
+from pm_evidence import LogDensity
+from pm_evidence.exceptions import EvidenceInputError
+from tests import exact_models
+
+A, B, V0 = 3.0, 2.0, 1.0
+
+
+@pytest.fixture(scope="module")
+def ig_target():
+    model, _ = exact_models.regression_inverse_gamma(a=A, b=B, v0=V0)
+    return LogDensity.for_model(model)
+
+
+def numpy_log_terms(target, x):
+    """Hand-written log prior (with the log-transform Jacobian) and log likelihood."""
+    model = target.model
+    X = model["regression_inverse_gamma::X"].get_value()
+    y = model.rvs_to_values[model["regression_inverse_gamma::y"]].data
+    log_sigma2, beta = x[..., 0], x[..., 1:]
+    sigma2 = np.exp(log_sigma2)
+    log_prior = (
+        stats.invgamma(A, scale=B).logpdf(sigma2)
+        + log_sigma2  # Jacobian of sigma2 = exp(u)
+        + stats.norm(0, np.sqrt(sigma2 * V0)[..., None]).logpdf(beta).sum(-1)
+    )
+    mean = beta @ X.T
+    log_lik = stats.norm(mean, np.sqrt(sigma2)[..., None]).logpdf(y).sum(-1)
+    return log_prior, log_lik
+
+
+def test_layout_and_names(ig_target):
+    assert ig_target.dim == 4
+    assert ig_target.var_names == [
+        "regression_inverse_gamma::sigma2",
+        "regression_inverse_gamma::beta",
+    ]
+    assert ig_target.coordinate_names[0] == "regression_inverse_gamma::sigma2_log__"
+    assert not ig_target.has_discrete
+
+
+def test_log_density_matches_numpy(ig_target, rng):
+    x = rng.normal(size=(3, 7, ig_target.dim)) * 0.5
+    log_prior, log_lik = ig_target.evaluate(x)
+    assert log_prior.shape == (3, 7)
+    np_prior, np_lik = numpy_log_terms(ig_target, x)
+    np.testing.assert_allclose(log_prior, np_prior, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(log_lik, np_lik, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(ig_target.log_density(x), np_prior + np_lik, rtol=1e-10)
+
+
+def test_batched_equals_model_compile_logp(ig_target, rng):
+    x = rng.normal(size=(5, ig_target.dim)) * 0.5
+    logp_fn = ig_target.model.compile_logp()
+    loop = [
+        logp_fn({v.value_name: xi[v.start : v.stop].reshape(v.shape) for v in ig_target.layout})
+        for xi in x
+    ]
+    np.testing.assert_allclose(ig_target.log_density(x), loop, rtol=1e-12)
+
+
+def test_gradient_matches_finite_differences(ig_target, rng):
+    x = rng.normal(size=(2, ig_target.dim)) * 0.3
+    logp, grad = ig_target.log_density_and_grad(x)
+    np.testing.assert_allclose(logp, ig_target.log_density(x), rtol=1e-12)
+    eps = 1e-6
+    for j in range(ig_target.dim):
+        step = np.zeros(ig_target.dim)
+        step[j] = eps
+        fd = (ig_target.log_density(x + step) - ig_target.log_density(x - step)) / (2 * eps)
+        np.testing.assert_allclose(grad[:, j], fd, rtol=1e-5, atol=1e-5)
+
+
+def test_maps_round_trip(ig_target, rng):
+    x = rng.normal(size=(4, 6, ig_target.dim))
+    values = ig_target.to_constrained(x)
+    sigma2 = values["regression_inverse_gamma::sigma2"]
+    np.testing.assert_allclose(sigma2, np.exp(x[..., 0]))
+    assert values["regression_inverse_gamma::beta"].shape == (4, 6, 3)
+    np.testing.assert_allclose(ig_target.to_unconstrained(values, batch_ndim=2), x, atol=1e-12)
+
+
+def test_posterior_to_unconstrained(inverse_gamma_case):
+    target = LogDensity.for_model(inverse_gamma_case.model)
+    x = target.posterior_to_unconstrained(inverse_gamma_case.idata)
+    post = inverse_gamma_case.idata.posterior
+    assert x.shape == (post.sizes["chain"], post.sizes["draw"], 4)
+    np.testing.assert_allclose(
+        np.exp(x[..., 0]), post["regression_inverse_gamma::sigma2"].values, rtol=1e-12
+    )
+
+
+def test_dependent_interval_transform_and_potential(rng):
+    """Bounds that depend on another variable, and a pm.Potential, are both handled."""
+    with pm.Model() as model:
+        a = pm.Normal("a", np.float64(0.0), np.float64(1.0))
+        u = pm.Uniform("u", lower=a, upper=a + np.float64(3.0))
+        pm.Potential("pot", -0.5 * u**2)
+        pm.Normal("y", u, np.float64(1.0), observed=np.array([0.3, -0.1]))
+    target = LogDensity(model)
+    x = rng.normal(size=(5, 2))
+    a_val = x[:, 0]
+    u_val = a_val + 3.0 / (1 + np.exp(-x[:, 1]))
+    jac = np.log(3.0) - np.logaddexp(0, -x[:, 1]) - np.logaddexp(0, x[:, 1])
+    prior = stats.norm.logpdf(a_val) - np.log(3.0) + jac
+    lik = stats.norm.logpdf(np.array([0.3, -0.1])[None], u_val[:, None]).sum(-1) - 0.5 * u_val**2
+    log_prior, log_lik = target.evaluate(x)
+    np.testing.assert_allclose(log_prior, prior, rtol=1e-10)
+    np.testing.assert_allclose(log_lik, lik, rtol=1e-10)
+    values = target.to_constrained(x)
+    np.testing.assert_allclose(values["u"], u_val)
+    np.testing.assert_allclose(target.to_unconstrained(values), x, atol=1e-10)
+
+
+def test_adapter_is_compiled_once_per_model(ig_target):
+    assert LogDensity.for_model(ig_target.model) is ig_target
+
+
+def test_wrong_point_shape(ig_target):
+    with pytest.raises(EvidenceInputError, match="last dimension 4"):
+        ig_target.log_density(np.zeros((3, 5)))
