@@ -18,6 +18,7 @@ from pm_evidence.exceptions import (
     NonFiniteLogDensityError,
     OverlapError,
 )
+from pm_evidence.plots import plot_evidence
 from pm_evidence.references import (
     MultivariateNormalReference,
     MultivariateStudentTReference,
@@ -25,6 +26,7 @@ from pm_evidence.references import (
     Reference,
     Warp3Reference,
 )
+from pm_evidence.smc import from_smc
 from pm_evidence.target import LogDensity
 
 __version__ = "0.1.0"
@@ -47,9 +49,11 @@ __all__ = [
     "combine_is_ris",
     "compare",
     "discriminance_sampling",
+    "from_smc",
     "importance_sampling",
     "is_ris_combination",
     "marginal_likelihood",
+    "plot_evidence",
     "post_prob",
     "reverse_importance_sampling",
 ]
