@@ -19,9 +19,14 @@ def smc_chain_log_z(trace) -> np.ndarray:
         raise EvidenceInputError(
             "trace has no sample_stats/log_marginal_likelihood: pass the output of pm.sample_smc."
         ) from err
+    # (chain, stage) of floats when every chain ran the same number of stages, else (chain,)
+    # of per-stage sequences; NaN marks stages before the last.
+    if stats.ndim == 1:
+        rows = [np.ravel(np.asarray(row, dtype=float)) for row in stats]
+    else:
+        rows = [np.asarray(row, dtype=float).ravel() for row in stats.reshape(stats.shape[0], -1)]
     per_chain = []
-    for row in np.atleast_2d(stats):
-        values = np.array([float(np.ravel(v)[-1]) if np.size(v) else np.nan for v in row])
+    for values in rows:
         values = values[np.isfinite(values)]
         if values.size == 0:
             raise EvidenceInputError("An SMC chain has no finite log marginal likelihood.")

@@ -8,7 +8,7 @@ import numpy as np
 import pymc as pm
 import pytest
 
-from tests import exact_models
+from pm_evidence import testing as exact_models
 
 
 class ExactCase(NamedTuple):

@@ -96,7 +96,7 @@ def test_to_datatree(normal_mean_case):
 
 def test_bayes_factor_between_real_models(normal_mean_case):
     """Bayes factor of the same data under a wider prior: the exact BF is known."""
-    from tests import exact_models
+    from pm_evidence import testing as exact_models
 
     model_wide, exact_wide = exact_models.normal_mean(tau=10.0)
     ev_a = pme.bridge_sampling(normal_mean_case.model, idata=normal_mean_case.idata, random_seed=1)
@@ -115,3 +115,21 @@ def test_bayes_factor_between_real_models(normal_mean_case):
     exact = normal_mean_case.exact - exact_wide
     err = float(bf["log_bayes_factor"].sel(bf_type="BF10")) - exact
     assert abs(err) < 4 * float(bf["log_bayes_factor_se"]) + 1e-3
+
+
+def _smc_tree(stats):
+    ds = xr.Dataset({"log_marginal_likelihood": (("chain", "stage"), stats)})
+    return xr.DataTree.from_dict({"/sample_stats": ds})
+
+
+def test_from_smc_reads_final_stage_per_chain():
+    stats = np.array([[np.nan, np.nan, -10.0], [np.nan, np.nan, -10.2]], dtype=object)
+    ev = pme.from_smc(_smc_tree(stats))
+    assert ev.method == "smc"
+    assert ev.log_z == pytest.approx(-10.1)
+    assert ev.se == pytest.approx(np.std([-10.0, -10.2], ddof=1) / np.sqrt(2))
+    ragged = np.empty(2, dtype=object)
+    ragged[0], ragged[1] = [np.nan, -9.0], [np.nan, np.nan, -9.4]
+    ds = xr.Dataset({"log_marginal_likelihood": ("chain", ragged)})
+    ev = pme.from_smc(xr.DataTree.from_dict({"/sample_stats": ds}))
+    assert ev.log_z == pytest.approx(-9.2)

@@ -1,4 +1,4 @@
-"""PyMC models whose log evidence is known in closed form (shared by tests and benchmarks).
+"""PyMC models whose log evidence is known in closed form (tests, benchmarks, your own checks).
 
 Each builder returns ``(model, exact_log_z)``. Distribution parameters are passed as float64
 (STYLE habit 9) so that PyTensor does not downcast them.
