@@ -106,12 +106,30 @@ def log_density_at_target_draws(target: LogDensity, x: np.ndarray) -> np.ndarray
     return log_f
 
 
-def log_weights(target: LogDensity, x: np.ndarray, reference: Reference) -> np.ndarray:
-    """``log f(x) - log p0(x)`` (for warp-3: the symmetrized target ``f_sym``)."""
-    log_f = target.log_density(x)
+def log_weights(
+    target: LogDensity, x: np.ndarray, reference: Reference, log_f: np.ndarray | None = None
+) -> np.ndarray:
+    """``log f(x) - log p0(x)`` (for warp-3: the symmetrized target ``f_sym``).
+
+    ``log_f`` (``log f`` at ``x``) is used when already computed.
+    """
+    log_f = target.log_density(x) if log_f is None else log_f
     if isinstance(reference, Warp3Reference):
         log_f = np.logaddexp(log_f, target.log_density(reference.reflect(x))) - np.log(2.0)
     return log_f - reference.logpdf(x)
+
+
+def fit_and_weigh(target: LogDensity, rng, idata, reference, sampling: dict):
+    """Posterior draws; a reference fitted to the first half of every chain; log weights
+    ``log f - log p0`` at the second half, the draws every estimator is judged on.
+
+    Returns ``(est_half, reference, log_weights_target)``.
+    """
+    x = posterior_draws(target, idata, rng=rng, **sampling)
+    fit_half, est_half = split_halves(x)
+    ref = fit_reference(reference, target, fit_half)
+    log_f = log_density_at_target_draws(target, est_half)
+    return est_half, ref, log_weights(target, est_half, ref, log_f=log_f)
 
 
 def _reference_log_weights(target, reference, rng, n):
@@ -242,20 +260,14 @@ def reverse_importance_sampling(
     """
     target = _target(model)
     rng = as_generator(random_seed)
-    x = posterior_draws(
-        target,
-        idata,
-        rng=rng,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        progressbar=progressbar,
-        sample_kwargs=sample_kwargs,
-    )
-    fit_half, est_half = split_halves(x)
-    ref = fit_reference(reference, target, fit_half)
-    log_density_at_target_draws(target, est_half)
-    lw = log_weights(target, est_half, ref)
+    sampling = {
+        "draws": draws,
+        "tune": tune,
+        "chains": chains,
+        "progressbar": progressbar,
+        "sample_kwargs": sample_kwargs,
+    }
+    _, ref, lw = fit_and_weigh(target, rng, idata, reference, sampling)
     estimate = reverse_importance_core(lw)
     estimate.diagnostics["reference"] = ref.name
     _warn_low_ess(
@@ -293,20 +305,14 @@ def discriminance_sampling(
     """
     target = _target(model)
     rng = as_generator(random_seed)
-    x = posterior_draws(
-        target,
-        idata,
-        rng=rng,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        progressbar=progressbar,
-        sample_kwargs=sample_kwargs,
-    )
-    fit_half, est_half = split_halves(x)
-    ref = fit_reference(reference, target, fit_half)
-    log_density_at_target_draws(target, est_half)
-    lw_target = log_weights(target, est_half, ref)
+    sampling = {
+        "draws": draws,
+        "tune": tune,
+        "chains": chains,
+        "progressbar": progressbar,
+        "sample_kwargs": sample_kwargs,
+    }
+    est_half, ref, lw_target = fit_and_weigh(target, rng, idata, reference, sampling)
     n_reference = est_half.shape[0] * est_half.shape[1] if n_reference is None else n_reference
     lw_reference = _reference_log_weights(target, ref, rng, n_reference)
     estimate = discriminance_core(lw_target, lw_reference)
@@ -362,20 +368,14 @@ def bridge_sampling(
         raise EvidenceInputError(f"repetitions must be >= 1, got {repetitions}.")
     target = _target(model)
     rng = as_generator(random_seed)
-    x = posterior_draws(
-        target,
-        idata,
-        rng=rng,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        progressbar=progressbar,
-        sample_kwargs=sample_kwargs,
-    )
-    fit_half, est_half = split_halves(x)
-    ref = fit_reference(method, target, fit_half)
-    log_density_at_target_draws(target, est_half)
-    lw_target = log_weights(target, est_half, ref)
+    sampling = {
+        "draws": draws,
+        "tune": tune,
+        "chains": chains,
+        "progressbar": progressbar,
+        "sample_kwargs": sample_kwargs,
+    }
+    est_half, ref, lw_target = fit_and_weigh(target, rng, idata, method, sampling)
     n_target = est_half.shape[0] * est_half.shape[1]
     n_eff = None
     if use_neff:
@@ -454,25 +454,26 @@ def is_ris_combination(
         )
     target = _target(model)
     rng = as_generator(random_seed)
-    x = posterior_draws(
+    sampling = {
+        "draws": draws,
+        "tune": tune,
+        "chains": chains,
+        "progressbar": progressbar,
+        "sample_kwargs": sample_kwargs,
+    }
+    # one reference, fitted to the first halves, for both estimators
+    est_half, ref, lw_target = fit_and_weigh(target, rng, idata, reference, sampling)
+    lw_reference = _reference_log_weights(target, ref, rng, est_half.shape[0] * est_half.shape[1])
+    estimate = combine_is_ris_core(
+        importance_core(lw_reference), reverse_importance_core(lw_target), rule
+    )
+    estimate.diagnostics["reference"] = ref.name
+    return _evidence(
         target,
-        idata,
-        rng=rng,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        progressbar=progressbar,
-        sample_kwargs=sample_kwargs,
+        estimate,
+        f"is_ris_{rule}",
+        {"log_weight_target": lw_target, "log_weight_reference": lw_reference},
     )
-    fit_half, est_half = split_halves(x)
-    ref = fit_reference(reference, target, fit_half)  # one reference for both estimators
-    ev_ris = reverse_importance_sampling(
-        target, reference=ref, idata=_as_idata(target, x), random_seed=rng
-    )
-    ev_is = importance_sampling(
-        target, reference=ref, n_reference=est_half.shape[0] * est_half.shape[1], random_seed=rng
-    )
-    return combine_is_ris(ev_is, ev_ris, rule)
 
 
 def _as_idata(target: LogDensity, x: np.ndarray) -> xr.Dataset:
