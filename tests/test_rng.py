@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import pm_evidence as pme
+
+LOW_ESS_WARNING = "effective sample size of only"  # the prior is a poor proposal for this model
 
 
 def test_global_numpy_rng_untouched(normal_mean_case):
     state = np.random.get_state()  # noqa: NPY002 (checking the legacy global RNG is the point)
     pme.discriminance_sampling(normal_mean_case.model, idata=normal_mean_case.idata, random_seed=1)
-    pme.importance_sampling(
-        normal_mean_case.model, reference="prior", random_seed=1, n_reference=200
-    )
+    with pytest.warns(UserWarning, match=LOW_ESS_WARNING):
+        pme.importance_sampling(
+            normal_mean_case.model, reference="prior", random_seed=1, n_reference=200
+        )
     after = np.random.get_state()  # noqa: NPY002
     assert state[0] == after[0] and np.array_equal(state[1], after[1]) and state[2:] == after[2:]
 
@@ -27,13 +31,11 @@ def test_same_seed_same_result(normal_mean_case):
 
 
 def test_prior_draws_reproducible(normal_mean_case):
-    a = pme.importance_sampling(
-        normal_mean_case.model, reference="prior", random_seed=3, n_reference=100
-    )
-    b = pme.importance_sampling(
-        normal_mean_case.model,
-        reference="prior",
-        random_seed=np.random.default_rng(3),
-        n_reference=100,
-    )
+    kw = {"reference": "prior", "n_reference": 100}
+    with pytest.warns(UserWarning, match=LOW_ESS_WARNING):
+        a = pme.importance_sampling(normal_mean_case.model, random_seed=3, **kw)
+    with pytest.warns(UserWarning, match=LOW_ESS_WARNING):
+        b = pme.importance_sampling(
+            normal_mean_case.model, random_seed=np.random.default_rng(3), **kw
+        )
     assert a.log_z == b.log_z
