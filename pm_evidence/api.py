@@ -145,9 +145,14 @@ def _reference_log_weights(target, reference, rng, n):
 
 
 def _evidence(target, estimate: Estimate, method: str, draws: dict) -> Evidence:
+    """Wrap an estimate; per-draw arrays are ``(chain, draw)`` if 2-D, ``reference_draw`` if 1-D,
+    or ``(dims, array)`` tuples."""
     data_vars = {}
-    for name, array in draws.items():
-        array = np.asarray(array)
+    for name, value in draws.items():
+        if isinstance(value, tuple):  # (dims, array) given explicitly
+            data_vars[name] = value
+            continue
+        array = np.asarray(value)
         dims = ("chain", "draw") if array.ndim == 2 else ("reference_draw",)
         data_vars[name] = (dims, array)
     return Evidence(
@@ -352,7 +357,8 @@ def bridge_sampling(
     Meng-Wong iteration. ``use_neff`` replaces the number of posterior draws by their effective
     number in the sample-size weights. The error is the relative mean-squared error of
     Frühwirth-Schnatter (2004); ``se = sqrt(re2)``. With ``repetitions > 1`` the reference draws
-    are redrawn each time; ``log_z`` is the median and every repetition's value is kept in the
+    are redrawn each time; ``log_z`` is the median, ``se`` the larger of its RE²-based value and
+    the spread over repetitions, and every repetition's value is kept in the
     ``log_weights`` group as ``log_z_repetitions``.
 
     Raises
@@ -390,23 +396,16 @@ def bridge_sampling(
     log_zs = np.array([e.log_z for e in estimates])
     middle = estimates[int(np.argsort(log_zs)[(len(log_zs) - 1) // 2])]
     diagnostics = dict(middle.diagnostics, method=method, repetitions=repetitions)
+    se = middle.se
     if repetitions > 1:
         diagnostics["log_z_repetition_sd"] = float(np.std(log_zs, ddof=1))
-    estimate = Estimate(float(np.median(log_zs)), middle.se, diagnostics)
+        # R's bridgesampling trusts only the spread for warp-3; keep the larger of the two
+        se = max(se, diagnostics["log_z_repetition_sd"])
+    estimate = Estimate(float(np.median(log_zs)), se, diagnostics)
     evidence_draws = {"log_weight_target": lw_target, "log_weight_reference": lw_reference}
-    evidence = _evidence(target, estimate, "bridge", evidence_draws)
     if repetitions > 1:
-        draws_ds = evidence.draws.assign(log_z_repetitions=("repetition", log_zs))
-        evidence = Evidence(
-            evidence.log_z,
-            evidence.se,
-            evidence.method,
-            evidence.diagnostics,
-            draws_ds,
-            evidence.model_name,
-            evidence.observed_fingerprint,
-        )
-    return evidence
+        evidence_draws["log_z_repetitions"] = (("repetition",), log_zs)
+    return _evidence(target, estimate, "bridge", evidence_draws)
 
 
 def combine_is_ris(ev_is: Evidence, ev_ris: Evidence, rule: str = "selection") -> Evidence:

@@ -91,3 +91,18 @@ def test_draws_posterior_itself_inside_model_context(beta_binomial_case):
         )
     assert ev.draws["log_weight_target"].shape == (2, 250)
     assert_within_se(ev, beta_binomial_case.exact)
+
+
+def test_bridge_repetitions(inverse_gamma_case):
+    ev = pme.bridge_sampling(
+        inverse_gamma_case.model,
+        idata=inverse_gamma_case.idata,
+        method="warp3",
+        repetitions=3,
+        random_seed=9,
+    )
+    reps = ev.draws["log_z_repetitions"]
+    assert reps.dims == ("repetition",) and reps.size == 3
+    assert ev.log_z == float(np.median(reps))
+    assert ev.se >= ev.diagnostics["log_z_repetition_sd"]
+    assert_within_se(ev, inverse_gamma_case.exact)
