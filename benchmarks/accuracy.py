@@ -40,6 +40,13 @@ METHODS = {
 }
 
 
+def timed(fn):
+    """Call ``fn()``; return its result and the wall time in seconds."""
+    start = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - start
+
+
 def run(seeds: int, draws: int) -> None:
     rows = []
     for model_name, builder in MODELS.items():
@@ -48,36 +55,26 @@ def run(seeds: int, draws: int) -> None:
         target.log_density(np.zeros((1, target.dim)))  # compile outside the timings
         results = {name: [] for name in [*METHODS, "NUTS (shared draws)", "pm.sample_smc"]}
         for seed in range(seeds):
-            start = time.perf_counter()
+            options = {
+                "draws": draws,
+                "chains": 2,
+                "cores": 1,
+                "random_seed": seed,
+                "progressbar": False,
+                "compute_convergence_checks": False,
+            }
             with model:
-                idata = pm.sample(
-                    draws=draws,
-                    tune=1000,
-                    chains=2,
-                    cores=1,
-                    random_seed=seed,
-                    progressbar=False,
-                    compute_convergence_checks=False,
-                )
-            results["NUTS (shared draws)"].append((np.nan, np.nan, time.perf_counter() - start))
+                idata, seconds = timed(lambda: pm.sample(tune=1000, **options))  # noqa: B023
+            results["NUTS (shared draws)"].append((np.nan, np.nan, seconds))
             for name, method in METHODS.items():
-                start = time.perf_counter()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    ev = method(model, idata, seed)
-                results[name].append((ev.log_z - exact, ev.se, time.perf_counter() - start))
-            start = time.perf_counter()
+                    ev, seconds = timed(lambda m=method: m(model, idata, seed))  # noqa: B023
+                results[name].append((ev.log_z - exact, ev.se, seconds))
             with model:
-                trace = pm.sample_smc(
-                    draws=draws,
-                    chains=2,
-                    cores=1,
-                    random_seed=seed,
-                    progressbar=False,
-                    compute_convergence_checks=False,
-                )
+                trace, seconds = timed(lambda: pm.sample_smc(**options))  # noqa: B023
             ev = pme.from_smc(trace)
-            results["pm.sample_smc"].append((ev.log_z - exact, ev.se, time.perf_counter() - start))
+            results["pm.sample_smc"].append((ev.log_z - exact, ev.se, seconds))
         for name, values in results.items():
             err, se, seconds = (np.array(v) for v in zip(*values, strict=True))
             rows.append((model_name, name, err, se, seconds))

@@ -63,7 +63,10 @@ def posterior_draws(
     progressbar: bool = True,
     sample_kwargs: dict | None = None,
 ) -> np.ndarray:
-    """Flat unconstrained posterior draws ``(chain, draw, dim)``, from ``idata`` or from NUTS."""
+    """Flat unconstrained posterior draws ``(chain, draw, dim)``, from ``idata`` or from NUTS.
+
+    ``idata`` may be a DataTree/Dataset of named draws or an array of flat draws.
+    """
     if idata is None:
         target.require_continuous("NUTS posterior sampling")
         kwargs = {"compute_convergence_checks": False, **(sample_kwargs or {})}
@@ -76,7 +79,14 @@ def posterior_draws(
             progressbar=progressbar,
             **kwargs,
         )
-    x = target.posterior_to_unconstrained(idata)
+    if isinstance(idata, np.ndarray):  # flat unconstrained draws, already mapped
+        x = idata
+        if x.ndim != 3 or x.shape[-1] != target.dim:
+            raise EvidenceInputError(
+                f"Flat posterior draws must have shape (chain, draw, {target.dim}), got {x.shape}."
+            )
+    else:
+        x = target.posterior_to_unconstrained(idata)
     if x.shape[1] < 4:
         raise EvidenceInputError(
             f"Need at least 4 draws per chain, got {x.shape[1]}. Draw more posterior samples."
@@ -117,6 +127,17 @@ def log_weights(
     if isinstance(reference, Warp3Reference):
         log_f = np.logaddexp(log_f, target.log_density(reference.reflect(x))) - np.log(2.0)
     return log_f - reference.logpdf(x)
+
+
+def _sampling_options(draws, tune, chains, progressbar, sample_kwargs) -> dict:
+    """The NUTS options every public estimator forwards to :func:`posterior_draws`."""
+    return {
+        "draws": draws,
+        "tune": tune,
+        "chains": chains,
+        "progressbar": progressbar,
+        "sample_kwargs": sample_kwargs,
+    }
 
 
 def fit_and_weigh(target: LogDensity, rng, idata, reference, sampling: dict):
@@ -214,16 +235,8 @@ def importance_sampling(
     rng = as_generator(random_seed)
     fit_draws = None
     if not (isinstance(reference, Reference) or reference == "prior"):
-        fit_draws = posterior_draws(
-            target,
-            idata,
-            rng=rng,
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            progressbar=progressbar,
-            sample_kwargs=sample_kwargs,
-        )
+        sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
+        fit_draws = posterior_draws(target, idata, rng=rng, **sampling)
     ref = fit_reference(reference, target, fit_draws)
     if n_reference is None:
         n_reference = 4000 if fit_draws is None else fit_draws.shape[0] * fit_draws.shape[1]
@@ -265,13 +278,7 @@ def reverse_importance_sampling(
     """
     target = _target(model)
     rng = as_generator(random_seed)
-    sampling = {
-        "draws": draws,
-        "tune": tune,
-        "chains": chains,
-        "progressbar": progressbar,
-        "sample_kwargs": sample_kwargs,
-    }
+    sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
     _, ref, lw = fit_and_weigh(target, rng, idata, reference, sampling)
     estimate = reverse_importance_core(lw)
     estimate.diagnostics["reference"] = ref.name
@@ -310,13 +317,7 @@ def discriminance_sampling(
     """
     target = _target(model)
     rng = as_generator(random_seed)
-    sampling = {
-        "draws": draws,
-        "tune": tune,
-        "chains": chains,
-        "progressbar": progressbar,
-        "sample_kwargs": sample_kwargs,
-    }
+    sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
     est_half, ref, lw_target = fit_and_weigh(target, rng, idata, reference, sampling)
     n_reference = est_half.shape[0] * est_half.shape[1] if n_reference is None else n_reference
     lw_reference = _reference_log_weights(target, ref, rng, n_reference)
@@ -374,13 +375,7 @@ def bridge_sampling(
         raise EvidenceInputError(f"repetitions must be >= 1, got {repetitions}.")
     target = _target(model)
     rng = as_generator(random_seed)
-    sampling = {
-        "draws": draws,
-        "tune": tune,
-        "chains": chains,
-        "progressbar": progressbar,
-        "sample_kwargs": sample_kwargs,
-    }
+    sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
     est_half, ref, lw_target = fit_and_weigh(target, rng, idata, method, sampling)
     n_target = est_half.shape[0] * est_half.shape[1]
     n_eff = None
@@ -453,13 +448,7 @@ def is_ris_combination(
         )
     target = _target(model)
     rng = as_generator(random_seed)
-    sampling = {
-        "draws": draws,
-        "tune": tune,
-        "chains": chains,
-        "progressbar": progressbar,
-        "sample_kwargs": sample_kwargs,
-    }
+    sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
     # one reference, fitted to the first halves, for both estimators
     est_half, ref, lw_target = fit_and_weigh(target, rng, idata, reference, sampling)
     lw_reference = _reference_log_weights(target, ref, rng, est_half.shape[0] * est_half.shape[1])
@@ -473,16 +462,6 @@ def is_ris_combination(
         f"is_ris_{rule}",
         {"log_weight_target": lw_target, "log_weight_reference": lw_reference},
     )
-
-
-def _as_idata(target: LogDensity, x: np.ndarray) -> xr.Dataset:
-    """Named constrained posterior Dataset from flat draws ``(chain, draw, dim)``."""
-    values = target.to_constrained(x)
-    data_vars = {}
-    for v in target.layout:
-        dims = ("chain", "draw", *[f"{v.name}_dim_{i}" for i in range(len(v.shape))])
-        data_vars[v.name] = (dims, values[v.name])
-    return xr.Dataset(data_vars)
 
 
 # ---------------------------------------------------------------------- dispatcher
@@ -548,7 +527,7 @@ def marginal_likelihood(
                 progressbar=progressbar,
                 **{k: kwargs.pop(k) for k in sample_keys if k in kwargs},
             )
-            idata = _as_idata(target, x)
+            idata = x  # shared as flat draws: no round trip through named values
         return {
             name: METHODS[name](
                 target, idata=idata, random_seed=rng, progressbar=progressbar, **kwargs

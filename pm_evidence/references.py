@@ -180,14 +180,12 @@ class PriorReference(Reference):
     _rngs: list = field(default_factory=list, repr=False)
 
     def __post_init__(self):
+        from pymc.distributions.continuous import FlatRV, HalfFlatRV
         from pymc.pytensorf import compile as pm_compile
 
         model = self.target.model
         improper = [
-            rv.name
-            for rv in model.free_RVs
-            if type(rv.owner.op).__name__ in {"FlatRV", "HalfFlatRV"}
-            or rv.owner.op.__class__.__name__.startswith(("Flat", "HalfFlat"))
+            rv.name for rv in model.free_RVs if isinstance(rv.owner.op, FlatRV | HalfFlatRV)
         ]
         if improper:
             raise EvidenceInputError(

@@ -36,3 +36,11 @@ def as_log_weights(values, *, what: str, allow_neg_inf: bool) -> np.ndarray:
             f"(e.g. a likelihood that overflows) or drop the offending draws."
         )
     return values
+
+
+def as_two_samples(log_l_target, log_l_reference) -> tuple[np.ndarray, np.ndarray]:
+    """Validate ``log f - log p0`` at target draws (finite) and reference draws (``-inf`` ok)."""
+    return (
+        as_log_weights(log_l_target, what="log weights at target draws", allow_neg_inf=False),
+        as_log_weights(log_l_reference, what="log weights at reference draws", allow_neg_inf=True),
+    )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pm_evidence.estimators.base import Estimate, as_log_weights
+from pm_evidence.estimators.base import Estimate, as_two_samples
 from pm_evidence.estimators.ratio_matching import solve_ratio_matching
 from pm_evidence.utils import mcmc_ess
 
@@ -64,12 +64,7 @@ def discriminance_core(log_l_target, log_l_reference, *, tol: float = 1e-12) -> 
     log_l_reference : array_like
         ``log f - log p0`` at i.i.d. reference draws.
     """
-    log_l_target = as_log_weights(
-        log_l_target, what="log weights at target draws", allow_neg_inf=False
-    )
-    log_l_reference = as_log_weights(
-        log_l_reference, what="log weights at reference draws", allow_neg_inf=True
-    )
+    log_l_target, log_l_reference = as_two_samples(log_l_target, log_l_reference)
     sol = solve_ratio_matching(log_l_target, log_l_reference, solver="bracket", tol=tol)
     variance, ess = discriminance_variance(sol.pi_target, sol.pi_reference)
     n1, n0 = log_l_target.size, log_l_reference.size
