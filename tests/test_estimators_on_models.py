@@ -106,3 +106,21 @@ def test_bridge_repetitions(inverse_gamma_case):
     assert ev.log_z == float(np.median(reps))
     assert ev.se >= ev.diagnostics["log_z_repetition_sd"]
     assert_within_se(ev, inverse_gamma_case.exact)
+
+
+def test_list_of_methods_samples_once_without_idata(beta_binomial_case):
+    out = pme.marginal_likelihood(
+        beta_binomial_case.model,
+        method=["ds", "bridge"],
+        random_seed=1,
+        progressbar=False,
+        draws=400,
+        tune=400,
+        chains=2,
+        sample_kwargs={"cores": 1},
+    )
+    np.testing.assert_array_equal(
+        out["ds"].draws["log_weight_target"].values, out["bridge"].draws["log_weight_target"].values
+    )
+    for ev in out.values():
+        assert_within_se(ev, beta_binomial_case.exact)
