@@ -30,7 +30,12 @@ def plot_evidence(
     -------
     matplotlib.axes.Axes
     """
-    import matplotlib.pyplot as plt
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as err:
+        raise ImportError(
+            "plot_evidence needs matplotlib: pip install 'pm_evidence[plot]'."
+        ) from err
 
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 0.5 + 0.45 * len(evidences)))
