@@ -1,24 +1,31 @@
 """pm_evidence: marginal likelihoods (log evidence) and Bayes factors for PyMC models."""
 
 from pm_evidence.api import (
-    METHODS,
     bridge_sampling,
     combine_is_ris,
     discriminance_sampling,
     importance_sampling,
     is_ris_combination,
-    marginal_likelihood,
     reverse_importance_sampling,
 )
+from pm_evidence.api_tempering import (
+    annealed_discriminance_sampling,
+    annealed_importance_sampling,
+    mbar,
+    rao_blackwellized_tempered_sampling,
+    reverse_annealed_importance_sampling,
+    thermodynamic_integration,
+)
 from pm_evidence.compare import bayes_factor, compare, post_prob
-from pm_evidence.evidence import Evidence
+from pm_evidence.evidence import Evidence, EvidenceSet
 from pm_evidence.exceptions import (
     ConvergenceError,
     EvidenceInputError,
     NonFiniteLogDensityError,
     OverlapError,
 )
-from pm_evidence.plots import plot_evidence
+from pm_evidence.marginal import METHODS, marginal_likelihood
+from pm_evidence.plots import plot_evidence, plot_occupancy, plot_transition_matrix
 from pm_evidence.references import (
     MultivariateNormalReference,
     MultivariateStudentTReference,
@@ -36,6 +43,7 @@ __all__ = [
     "ConvergenceError",
     "Evidence",
     "EvidenceInputError",
+    "EvidenceSet",
     "LogDensity",
     "MultivariateNormalReference",
     "MultivariateStudentTReference",
@@ -44,6 +52,8 @@ __all__ = [
     "PriorReference",
     "Reference",
     "Warp3Reference",
+    "annealed_discriminance_sampling",
+    "annealed_importance_sampling",
     "bayes_factor",
     "bridge_sampling",
     "combine_is_ris",
@@ -53,7 +63,13 @@ __all__ = [
     "importance_sampling",
     "is_ris_combination",
     "marginal_likelihood",
+    "mbar",
     "plot_evidence",
+    "plot_occupancy",
+    "plot_transition_matrix",
     "post_prob",
+    "rao_blackwellized_tempered_sampling",
+    "reverse_annealed_importance_sampling",
     "reverse_importance_sampling",
+    "thermodynamic_integration",
 ]

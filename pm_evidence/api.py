@@ -9,7 +9,6 @@ NUTS draws them (``draws``, ``tune``, ``chains``, ``sample_kwargs``; ``progressb
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
 
 import numpy as np
 import pymc as pm
@@ -31,13 +30,11 @@ from pm_evidence.target import LogDensity
 from pm_evidence.utils import as_generator, mcmc_ess, spawn_seed
 
 __all__ = [
-    "METHODS",
     "bridge_sampling",
     "combine_is_ris",
     "discriminance_sampling",
     "importance_sampling",
     "is_ris_combination",
-    "marginal_likelihood",
     "reverse_importance_sampling",
 ]
 
@@ -165,7 +162,9 @@ def _reference_log_weights(target, reference, rng, n):
     return lw
 
 
-def _evidence(target, estimate: Estimate, method: str, draws: dict) -> Evidence:
+def _evidence(
+    target, estimate: Estimate, method: str, draws: dict, sample_stats: xr.Dataset | None = None
+) -> Evidence:
     """Wrap an estimate; per-draw arrays are ``(chain, draw)`` if 2-D, ``reference_draw`` if 1-D,
     or ``(dims, array)`` tuples."""
     data_vars = {}
@@ -184,6 +183,7 @@ def _evidence(target, estimate: Estimate, method: str, draws: dict) -> Evidence:
         draws=xr.Dataset(data_vars),
         model_name=target.model.name or "",
         observed_fingerprint=target.observed_fingerprint,
+        sample_stats=xr.Dataset() if sample_stats is None else sample_stats,
     )
 
 
@@ -462,86 +462,3 @@ def is_ris_combination(
         f"is_ris_{rule}",
         {"log_weight_target": lw_target, "log_weight_reference": lw_reference},
     )
-
-
-# ---------------------------------------------------------------------- dispatcher
-METHODS: dict[str, Callable[..., Evidence]] = {
-    "is": importance_sampling,
-    "ris": reverse_importance_sampling,
-    "ds": discriminance_sampling,
-    "bridge": bridge_sampling,
-    "is_ris_average": lambda model=None, **kw: is_ris_combination(model, rule="average", **kw),
-    "is_ris_weighted": lambda model=None, **kw: is_ris_combination(model, rule="weighted", **kw),
-    "is_ris_selection": lambda model=None, **kw: is_ris_combination(model, rule="selection", **kw),
-}
-
-
-def marginal_likelihood(
-    model: pm.Model | None = None,
-    *,
-    method: str | Sequence[str] = "bridge",
-    idata=None,
-    random_seed=None,
-    progressbar: bool = True,
-    **kwargs,
-) -> Evidence | dict[str, Evidence]:
-    """Estimate the log marginal likelihood ``log p(y | M)`` of a PyMC model.
-
-    Parameters
-    ----------
-    model : pymc.Model, optional
-        Taken from the ``with model:`` context when omitted.
-    method : str or list of str
-        One of :data:`METHODS` (``"is"``, ``"ris"``, ``"ds"``, ``"bridge"``, and the IS/RIS
-        combinations of seed 000 §6). A list runs each and returns a dict; posterior draws are
-        sampled once and shared.
-    idata : DataTree, optional
-        Posterior draws of this model (``pm.sample()`` output); drawn with NUTS when omitted.
-    random_seed : int or numpy.random.Generator, optional
-    progressbar : bool
-        Show NUTS's progress bar.
-    **kwargs
-        Options of the method's own function (e.g. ``reference=``, ``repetitions=``).
-
-    Returns
-    -------
-    Evidence, or dict of method name to Evidence for a list of methods.
-
-    Examples
-    --------
-    >>> ev = pm_evidence.marginal_likelihood(model, idata=idata, method="bridge", random_seed=1)
-    >>> ev.log_z, ev.se
-    """
-    if not isinstance(method, str):
-        methods = list(method)
-        for name in methods:
-            _check_method(name)
-        target = _target(model)
-        rng = as_generator(random_seed)
-        if idata is None:
-            sample_keys = ("draws", "tune", "chains", "sample_kwargs")
-            x = posterior_draws(
-                target,
-                None,
-                rng=rng,
-                progressbar=progressbar,
-                **{k: kwargs.pop(k) for k in sample_keys if k in kwargs},
-            )
-            idata = x  # shared as flat draws: no round trip through named values
-        return {
-            name: METHODS[name](
-                target, idata=idata, random_seed=rng, progressbar=progressbar, **kwargs
-            )
-            for name in methods
-        }
-    _check_method(method)
-    return METHODS[method](
-        model, idata=idata, random_seed=random_seed, progressbar=progressbar, **kwargs
-    )
-
-
-def _check_method(name) -> None:
-    if name not in METHODS:
-        raise EvidenceInputError(
-            f"Requested method {name!r} but it must be one of {list(METHODS)}."
-        )

@@ -29,6 +29,10 @@ class Evidence:
     draws : xarray.Dataset
         Per-draw arrays, e.g. ``log_weight_target`` ``(chain, draw)`` = ``log f - log p0`` at
         posterior draws and ``log_weight_reference`` ``(reference_draw,)`` at reference draws.
+    sample_stats : xarray.Dataset
+        Sampler diagnostics of annealed / tempered methods, indexed by ``rung`` (with coordinate
+        ``beta``): acceptance rate, rejected non-finite proposals, occupancy ``c_k`` against the
+        prior ``r_k``, the ``beta`` transition matrix (``rung``, ``rung_to``), ...
     model_name : str
         Name of the model (used as a label by :func:`pm_evidence.compare`).
     observed_fingerprint : tuple
@@ -42,13 +46,15 @@ class Evidence:
     draws: xr.Dataset = field(default_factory=xr.Dataset)
     model_name: str = ""
     observed_fingerprint: tuple = ()
+    sample_stats: xr.Dataset = field(default_factory=xr.Dataset)
 
     def __post_init__(self):
         object.__setattr__(self, "log_z", float(self.log_z))
         object.__setattr__(self, "se", float(self.se))
         object.__setattr__(self, "diagnostics", MappingProxyType(dict(self.diagnostics)))
-        for var in self.draws.data_vars.values():
-            var.values.setflags(write=False)
+        for dataset in (self.draws, self.sample_stats):
+            for var in dataset.data_vars.values():
+                var.values.setflags(write=False)
 
     def __repr__(self) -> str:
         keys = ("ess_target", "ess_reference", "gamma", "n_iter")
@@ -71,8 +77,8 @@ class Evidence:
         """ArviZ-compatible DataTree.
 
         Root: ``log_z`` and ``se`` (scalars; attrs ``method``, ``model_name``). Groups
-        ``diagnostics`` (one scalar variable per diagnostic) and ``log_weights`` (per-draw
-        arrays).
+        ``diagnostics`` (one scalar variable per diagnostic), ``log_weights`` (per-draw
+        arrays) and, for annealed / tempered methods, ``sample_stats`` (per-rung diagnostics).
         """
         root = xr.Dataset(
             {"log_z": self.log_z, "se": self.se},
@@ -83,6 +89,68 @@ class Evidence:
             },
         )
         diagnostics = xr.Dataset({k: np.asarray(v) for k, v in self.diagnostics.items()})
-        return xr.DataTree.from_dict(
-            {"/": root, "/diagnostics": diagnostics, "/log_weights": self.draws}
-        )
+        groups = {"/": root, "/diagnostics": diagnostics, "/log_weights": self.draws}
+        if self.sample_stats.data_vars:
+            groups["/sample_stats"] = self.sample_stats
+        return xr.DataTree.from_dict(groups)
+
+
+# Which way each estimator's log Z errs in expectation (Jensen's inequality on an unbiased
+# estimator of Z or of 1/Z); the others have no definite sign.
+BIAS_DIRECTION = {
+    "is": "lower bound",
+    "ais": "lower bound",
+    "ris": "upper bound",
+    "raise": "upper bound",
+}
+DISAGREEMENT_Z = 4.0
+
+
+class EvidenceSet(dict):
+    """Results of several methods on one model: ``{method: Evidence}`` plus a combined report.
+
+    ``summary()`` tabulates every estimate with its SE and bias direction; ``sandwich`` is
+    ``(AIS, RAISE)`` when both were run (a stochastic lower and upper bound, in expectation);
+    ``disagreements()`` lists the pairs that differ by more than 4 combined standard errors
+    (:func:`pm_evidence.marginal_likelihood` warns about them).
+    """
+
+    def summary(self):
+        import pandas as pd
+
+        rows = {
+            name: {
+                "log_z": ev.log_z,
+                "se": ev.se,
+                "bias": BIAS_DIRECTION.get(ev.method, "no definite sign"),
+                "n_evaluations": ev.diagnostics.get("n_evaluations", np.nan),
+            }
+            for name, ev in self.items()
+        }
+        return pd.DataFrame.from_dict(rows, orient="index")
+
+    @property
+    def sandwich(self) -> tuple[float, float] | None:
+        """``(log Z_AIS, log Z_RAISE)``: lower and upper bounds in expectation, if both ran."""
+        if "ais" in self and "raise" in self:
+            return self["ais"].log_z, self["raise"].log_z
+        return None
+
+    def disagreements(self, threshold: float = DISAGREEMENT_Z) -> list[tuple[str, str, float]]:
+        """Pairs ``(a, b, z)`` with ``|log Z_a - log Z_b| > threshold * sqrt(se_a^2 + se_b^2)``."""
+        names = list(self)
+        out = []
+        for i, a in enumerate(names):
+            for b in names[i + 1 :]:
+                ea, eb = self[a], self[b]
+                scale = np.hypot(ea.se, eb.se)
+                z = abs(ea.log_z - eb.log_z) / scale if scale > 0 else np.inf
+                if z > threshold:
+                    out.append((a, b, float(z)))
+        return out
+
+    def __repr__(self) -> str:
+        text = f"EvidenceSet of {len(self)} methods\n{self.summary().to_string()}"
+        if self.sandwich is not None:
+            text += f"\nsandwich (AIS, RAISE): {self.sandwich[0]:.4f} .. {self.sandwich[1]:.4f}"
+        return text

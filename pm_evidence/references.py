@@ -70,6 +70,14 @@ def _mahalanobis_sq(x: np.ndarray, mean: np.ndarray, chol: np.ndarray) -> np.nda
     return np.sum(z**2, axis=0).reshape(x.shape[:-1])
 
 
+def _precision_times_centred(x: np.ndarray, mean: np.ndarray, chol: np.ndarray) -> np.ndarray:
+    """``(L L^T)^{-1} (x - mean)`` for points ``x (..., dim)``."""
+    x = np.asarray(x, dtype=float)
+    centred = (x - mean).reshape(-1, mean.size)
+    z = linalg.solve_triangular(chol, centred.T, lower=True)
+    return linalg.solve_triangular(chol, z, lower=True, trans="T").T.reshape(x.shape)
+
+
 @dataclass(frozen=True, eq=False)
 class MultivariateNormalReference(Reference):
     """Multivariate normal ``N(mean, L L^T)`` (``chol`` is the lower Cholesky factor ``L``)."""
@@ -98,6 +106,10 @@ class MultivariateNormalReference(Reference):
             - self._log_det
             - 0.5 * self.dim * np.log(2 * np.pi)
         )
+
+    def grad_logpdf(self, x):
+        """Gradient ``-Sigma^{-1} (x - mean)``."""
+        return -_precision_times_centred(x, self.mean, self.chol)
 
     def sample(self, rng, n):
         z = rng.standard_normal((n, self.dim))
@@ -139,6 +151,12 @@ class MultivariateStudentTReference(Reference):
             - np.sum(np.log(np.diag(self.chol)))
         )
         return log_norm - 0.5 * (nu + d) * np.log1p(maha / nu)
+
+    def grad_logpdf(self, x):
+        """Gradient ``-(df + d) / (df + m) Sigma^{-1} (x - mean)``, ``m`` the Mahalanobis square."""
+        maha = _mahalanobis_sq(x, self.mean, self.chol)
+        factor = (self.df + self.dim) / (self.df + maha)
+        return -factor[..., None] * _precision_times_centred(x, self.mean, self.chol)
 
     def sample(self, rng, n):
         z = rng.standard_normal((n, self.dim)) @ self.chol.T

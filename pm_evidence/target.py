@@ -24,6 +24,7 @@ import pytensor
 import pytensor.tensor as pt
 from pymc.pytensorf import join_nonshared_inputs
 from pytensor.graph.replace import graph_replace, vectorize_graph
+from pytensor.tensor.random.basic import BernoulliRV
 
 from pm_evidence.exceptions import EvidenceInputError, NonFiniteLogDensityError
 
@@ -171,7 +172,10 @@ class LogDensity:
         """Compile ``outputs(x)`` vectorized over one leading batch dimension of ``x``."""
         x_batch = pt.matrix("x_batch", dtype=x.dtype)
         batched = vectorize_graph(outputs, replace={x: x_batch})
-        return pytensor.function([x_batch], batched, on_unused_input="ignore")
+        # binary/integer variables make x an integer vector: accept 0./1. floats for them
+        return pytensor.function(
+            [x_batch], batched, on_unused_input="ignore", allow_input_downcast=True
+        )
 
     @cached_property
     def _terms_fn(self):
@@ -184,6 +188,13 @@ class LogDensity:
         (logp,), x = self._joined([self.model.logp()])
         grad = pytensor.grad(logp, x)
         return self._compile_batched([logp, grad], x)
+
+    @cached_property
+    def _terms_grad_fn(self):
+        self.require_continuous("gradient")
+        (log_prior, log_lik), x = self._joined([self.model.varlogp, self.model.datalogp])
+        grads = pytensor.grad(log_prior, x), pytensor.grad(log_lik, x)
+        return self._compile_batched([log_prior, log_lik, *grads], x)
 
     @cached_property
     def _to_constrained_fn(self):
@@ -265,6 +276,30 @@ class LogDensity:
         return np.asarray(logp).reshape(batch_shape), np.asarray(grad).reshape(
             *batch_shape, self.dim
         )
+
+    def evaluate_with_grad(self, x) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(log_prior, log_likelihood, grad log_prior, grad log_likelihood)`` at ``x``.
+
+        The two gradients are kept apart so that a tempered density
+        ``log prior + beta * log likelihood`` gets its gradient without a second compile.
+        """
+        flat, batch_shape = self._check_x(x)
+        log_prior, log_lik, grad_prior, grad_lik = self._chunked(self._terms_grad_fn, flat)
+        return (
+            np.asarray(log_prior, dtype=float).reshape(batch_shape),
+            np.asarray(log_lik, dtype=float).reshape(batch_shape),
+            np.asarray(grad_prior, dtype=float).reshape(*batch_shape, self.dim),
+            np.asarray(grad_lik, dtype=float).reshape(*batch_shape, self.dim),
+        )
+
+    @cached_property
+    def binary_mask(self) -> np.ndarray:
+        """Boolean mask over the flat vector: entries of Bernoulli (0/1) free variables."""
+        mask = np.zeros(self.dim, dtype=bool)
+        for v, rv in zip(self.layout, self.model.free_RVs, strict=True):
+            if isinstance(rv.owner.op, BernoulliRV):
+                mask[v.start : v.stop] = True
+        return mask
 
     # ------------------------------------------------------------------ maps
     def to_constrained(self, x) -> dict[str, np.ndarray]:

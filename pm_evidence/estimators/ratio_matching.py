@@ -54,10 +54,20 @@ def classifier_probabilities(log_l, log_c, log_s1, log_s0) -> np.ndarray:
     return expit(np.asarray(log_l) + log_s1 - log_s0 - log_c)
 
 
-def _estimating_function(log_c, log_l_target, log_l_reference, log_s1, log_s0) -> float:
+def _estimating_function(
+    log_c, log_l_target, log_l_reference, log_s1, log_s0, w_target=None, w_reference=None
+) -> float:
     pi0 = classifier_probabilities(log_l_reference, log_c, log_s1, log_s0)
     pi1 = classifier_probabilities(log_l_target, log_c, log_s1, log_s0)
-    return float(np.exp(log_s0) * pi0.mean() - np.exp(log_s1) * (1.0 - pi1).mean())
+    mean0 = pi0.mean() if w_reference is None else np.dot(w_reference, pi0)
+    mean1 = (1.0 - pi1).mean() if w_target is None else np.dot(w_target, 1.0 - pi1)
+    return float(np.exp(log_s0) * mean0 - np.exp(log_s1) * mean1)
+
+
+def _normalized(log_weights) -> np.ndarray:
+    log_weights = np.asarray(log_weights, dtype=float).ravel()
+    w = np.exp(log_weights - np.max(log_weights))
+    return w / w.sum()
 
 
 def _bracket(log_l_target, log_l_reference, log_s1, log_s0, args) -> tuple[float, float]:
@@ -107,6 +117,8 @@ def solve_ratio_matching(
     tol: float = 1e-10,
     maxiter: int = 1000,
     min_overlap: float = 1.0,
+    log_weights_target=None,
+    log_weights_reference=None,
 ) -> RatioMatchingSolution:
     """Solve the ratio-matching equation for ``log c = log Z``.
 
@@ -127,6 +139,10 @@ def solve_ratio_matching(
     min_overlap : float
         Raise :class:`OverlapError` when ``sum pi (1 - pi)`` over the pooled draws, the effective
         number of draws the classifier cannot tell apart, is below this.
+    log_weights_target, log_weights_reference : array_like, optional
+        Importance weights of weighted samples (e.g. AIS's, seed 000 eq. (9)): sample means
+        become weighted means with the normalized weights, and the two samples get equal total
+        weight (``s1 = s0 = 1/2``). ``bracket`` solver only.
 
     Returns
     -------
@@ -138,11 +154,22 @@ def solve_ratio_matching(
         )
     log_l_target = np.asarray(log_l_target, dtype=float)
     log_l_reference = np.asarray(log_l_reference, dtype=float)
-    n1 = float(log_l_target.size if n_target_effective is None else n_target_effective)
-    n0 = float(log_l_reference.size)
+    weighted = log_weights_target is not None or log_weights_reference is not None
+    if weighted:
+        if solver != "bracket":
+            raise EvidenceInputError("Weighted samples need solver='bracket'.")
+        n1 = n0 = 1.0
+        w1 = _normalized(np.zeros(log_l_target.size) if log_weights_target is None
+                         else log_weights_target)  # fmt: skip
+        w0 = _normalized(np.zeros(log_l_reference.size) if log_weights_reference is None
+                         else log_weights_reference)  # fmt: skip
+    else:
+        n1 = float(log_l_target.size if n_target_effective is None else n_target_effective)
+        n0 = float(log_l_reference.size)
+        w1 = w0 = None
     log_s1, log_s0 = np.log(n1 / (n1 + n0)), np.log(n0 / (n1 + n0))
     flat1, flat0 = log_l_target.ravel(), log_l_reference.ravel()
-    args = (flat1, flat0, log_s1, log_s0)
+    args = (flat1, flat0, log_s1, log_s0, w1, w0)
 
     if solver == "bracket":
         lo, hi = _bracket(flat1, flat0, log_s1, log_s0, args)
@@ -160,7 +187,13 @@ def solve_ratio_matching(
 
     pi1 = classifier_probabilities(log_l_target, log_c, log_s1, log_s0)
     pi0 = classifier_probabilities(log_l_reference, log_c, log_s1, log_s0)
-    overlap = float(np.sum(pi1 * (1 - pi1)) + np.sum(pi0 * (1 - pi0)))
+    if weighted:  # weighted sums, scaled to the number of draws
+        overlap = float(
+            log_l_target.size * np.dot(w1, (pi1 * (1 - pi1)).ravel())
+            + log_l_reference.size * np.dot(w0, (pi0 * (1 - pi0)).ravel())
+        )
+    else:
+        overlap = float(np.sum(pi1 * (1 - pi1)) + np.sum(pi0 * (1 - pi0)))
     if overlap < min_overlap:
         raise OverlapError(
             f"The reference and the target do not overlap: the classifier separates the two "

@@ -1,0 +1,126 @@
+r"""Estimators on annealed draws: AIS, reverse AIS (RAISE) and annealed discriminance sampling.
+
+All are pure functions of AIS log weights and ``Delta(x) = log f(x) - log p0(x)`` at the draws;
+the sampler lives in :mod:`pm_evidence.tempering.samplers`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pm_evidence.estimators.base import Estimate, as_log_weights
+from pm_evidence.estimators.multistate import solve_multistate
+from pm_evidence.estimators.ratio_matching import _normalized, solve_ratio_matching
+from pm_evidence.utils import kish_ess, log_mean_exp, relative_sd_of_mean
+
+__all__ = ["ads_binary_core", "ads_multinomial_core", "ais_core", "raise_core"]
+
+
+def ais_core(log_weights) -> Estimate:
+    r"""AIS estimate ``log Z = log mean_i w_i`` over independent chains (seed 001; seed 000 eq. (8)).
+
+    ``E[w] = Z`` exactly, so ``log Z`` is biased *downward* (Jensen): a stochastic lower bound.
+    The SE is the delta-method ``sd(w) / (sqrt(N) mean(w))``, reliable only when the weight ESS
+    is not tiny.
+    """
+    log_weights = as_log_weights(log_weights, what="AIS log weights", allow_neg_inf=True)
+    n = log_weights.size
+    ess = kish_ess(log_weights)
+    return Estimate(
+        float(log_mean_exp(log_weights)),
+        relative_sd_of_mean(log_weights, n),
+        {"n_chains": n, "ess": ess, "ess_fraction": ess / n},
+    )
+
+
+def raise_core(log_weights_reverse) -> Estimate:
+    r"""Reverse AIS: ``log Z = -log mean_i w_i`` with ``w_i`` the reverse-annealing weights from
+    posterior draws to ``p0`` (Burda et al. 2015; seed 004 §3.2).
+
+    ``E[w] = 1/Z`` when the chains start from the exact posterior, so ``log Z`` is biased
+    *upward*: a stochastic upper bound, the other slice of the sandwich with AIS.
+    """
+    log_weights_reverse = as_log_weights(
+        log_weights_reverse, what="reverse AIS log weights", allow_neg_inf=True
+    )
+    n = log_weights_reverse.size
+    ess = kish_ess(log_weights_reverse)
+    return Estimate(
+        -float(log_mean_exp(log_weights_reverse)),
+        relative_sd_of_mean(log_weights_reverse, n),
+        {"n_chains": n, "ess": ess, "ess_fraction": ess / n},
+    )
+
+
+def ads_binary_core(delta, log_weights, betas) -> Estimate:
+    r"""Annealed discriminance sampling, binary-sequential version (seed 000 Alg. 1, eqs. (6)-(9)).
+
+    For each pair of neighbouring rungs, ``log r_{k+1} = log Z_{k+1}/Z_k`` is the root of the
+    weighted ratio-matching equation (eq. (9)) between AIS's weighted draws at rung ``k`` and
+    ``k+1``, with ``log f_{k+1}/f_k = (beta_{k+1} - beta_k) Delta``; ``log Z = sum_k log r_k``
+    (eq. (7)).
+
+    Parameters
+    ----------
+    delta, log_weights : array_like (K, N)
+        ``Delta`` and the AIS log weight of chain ``i``'s point after the transitions at rung
+        ``k`` (:class:`~pm_evidence.tempering.samplers.AnnealRun` with ``store=True``).
+    betas : array_like (K,)
+
+    Notes
+    -----
+    The standard error linearizes every ratio's estimating equation over the ``N`` independent
+    chains (the weights are ratio estimators, so each chain's influence is centred at its rung's
+    weighted mean) and sums the influences along the chain: neighbouring ratios share draws, so
+    their errors are correlated and are not simply added in quadrature.
+    """
+    delta = np.asarray(delta, dtype=float)
+    log_weights = np.asarray(log_weights, dtype=float)
+    betas = np.asarray(betas, dtype=float)
+    n_rungs, n_chains = delta.shape
+    log_ratios = np.zeros(n_rungs - 1)
+    influence = np.zeros(n_chains)
+    min_gamma = np.inf
+    for k in range(n_rungs - 1):
+        d_beta = betas[k + 1] - betas[k]
+        log_l0, log_l1 = d_beta * delta[k], d_beta * delta[k + 1]
+        sol = solve_ratio_matching(
+            log_l1, log_l0, log_weights_target=log_weights[k + 1],
+            log_weights_reference=log_weights[k], min_overlap=0.0,
+        )  # fmt: skip
+        log_ratios[k] = sol.log_c
+        w0, w1 = _normalized(log_weights[k]), _normalized(log_weights[k + 1])
+        pi0, pi1 = sol.pi_reference, sol.pi_target
+        information = np.dot(w0, pi0 * (1 - pi0)) + np.dot(w1, pi1 * (1 - pi1))
+        score = w0 * (pi0 - np.dot(w0, pi0)) - w1 * ((1 - pi1) - np.dot(w1, 1 - pi1))
+        influence += score / information
+        min_gamma = min(min_gamma, information / 2)
+    se = float(np.sqrt(n_chains / (n_chains - 1) * np.sum(influence**2)))
+    return Estimate(
+        float(log_ratios.sum()),
+        se,
+        {"n_chains": n_chains, "n_rungs": n_rungs, "min_gamma": float(min_gamma)},
+    )
+
+
+def ads_multinomial_core(delta, log_weights, betas, *, log_z0=None) -> Estimate:
+    r"""Annealed discriminance sampling, multinomial version (seed 000 Alg. 2, eq. (5)).
+
+    Maximizes the weighted conditional likelihood of the rung labels of all AIS draws jointly, a
+    convex problem in ``log c`` solved by :func:`~pm_evidence.estimators.multistate.solve_multistate`
+    (Newton-CG); SE by the chain-clustered sandwich. Cost ``O(N K^2)`` per iteration: meant for
+    up to a few hundred rungs.
+    """
+    delta = np.asarray(delta, dtype=float)
+    n_rungs, n_chains = delta.shape
+    rung = np.repeat(np.arange(n_rungs), n_chains)
+    unit = np.tile(np.arange(n_chains), n_rungs)
+    sol = solve_multistate(
+        delta.ravel(), rung, betas, log_weights=np.asarray(log_weights).ravel(), unit=unit,
+        log_z0=log_z0,
+    )  # fmt: skip
+    return Estimate(
+        float(sol.log_z[-1]),
+        sol.se,
+        {"n_chains": n_chains, "n_rungs": n_rungs, "n_iter": sol.n_iter},
+    )

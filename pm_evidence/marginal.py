@@ -1,0 +1,139 @@
+"""The entry point :func:`marginal_likelihood`: one method, or several on shared draws."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+
+import pymc as pm
+
+from pm_evidence.api import (
+    _target,
+    bridge_sampling,
+    discriminance_sampling,
+    importance_sampling,
+    is_ris_combination,
+    posterior_draws,
+    reverse_importance_sampling,
+)
+from pm_evidence.api_tempering import (
+    annealed_discriminance_sampling,
+    annealed_importance_sampling,
+    mbar,
+    rao_blackwellized_tempered_sampling,
+    reverse_annealed_importance_sampling,
+    thermodynamic_integration,
+)
+from pm_evidence.evidence import DISAGREEMENT_Z, Evidence, EvidenceSet
+from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.utils import as_generator
+
+__all__ = ["METHODS", "marginal_likelihood"]
+
+METHODS: dict[str, Callable[..., Evidence]] = {
+    "is": importance_sampling,
+    "ris": reverse_importance_sampling,
+    "ds": discriminance_sampling,
+    "bridge": bridge_sampling,
+    "is_ris_average": lambda model=None, **kw: is_ris_combination(model, rule="average", **kw),
+    "is_ris_weighted": lambda model=None, **kw: is_ris_combination(model, rule="weighted", **kw),
+    "is_ris_selection": lambda model=None, **kw: is_ris_combination(model, rule="selection", **kw),
+    "ais": annealed_importance_sampling,
+    "raise": reverse_annealed_importance_sampling,
+    "ads": annealed_discriminance_sampling,
+    "rts": rao_blackwellized_tempered_sampling,
+    "ti": thermodynamic_integration,
+    "mbar": mbar,
+}
+# methods along the geometric path: they share one set-up (reference, ladder, kernel tuning)
+PATH_METHODS = ("ais", "raise", "ads", "rts", "ti", "mbar")
+SAMPLE_KEYS = ("draws", "tune", "chains", "sample_kwargs")
+
+
+def marginal_likelihood(
+    model: pm.Model | None = None,
+    *,
+    method: str | Sequence[str] = "bridge",
+    idata=None,
+    random_seed=None,
+    progressbar: bool = True,
+    **kwargs,
+) -> Evidence | EvidenceSet:
+    """Estimate the log marginal likelihood ``log p(y | M)`` of a PyMC model.
+
+    Parameters
+    ----------
+    model : pymc.Model, optional
+        Taken from the ``with model:`` context when omitted.
+    method : str or list of str
+        One of :data:`METHODS`: ``"is"``, ``"ris"``, ``"ds"``, ``"bridge"``, the IS/RIS
+        combinations of seed 000 §6, and the path methods ``"ais"``, ``"raise"``, ``"ads"``,
+        ``"rts"``, ``"ti"``, ``"mbar"``. A list runs each on shared samples where the maths
+        allows: posterior draws are sampled once; the path methods share one reference, ladder
+        and kernel tuning; ``ads`` reuses the AIS run; ``ti`` and ``mbar`` reuse the tempered
+        run of ``rts``.
+    idata : DataTree, optional
+        Posterior draws of this model (``pm.sample()`` output); drawn with NUTS when needed.
+    random_seed : int or numpy.random.Generator, optional
+    progressbar : bool
+        Show progress bars (NUTS, annealing, tempering).
+    **kwargs
+        Options of the method's own function (e.g. ``reference=``, ``n_rungs=``). With a list,
+        every method receives the options it accepts.
+
+    Returns
+    -------
+    Evidence, or an :class:`EvidenceSet` (a dict of method name to Evidence with a combined
+    report: ``summary()``, ``sandwich``) for a list of methods. A warning is issued when two
+    methods disagree by more than 4 combined standard errors.
+
+    Examples
+    --------
+    >>> ev = pm_evidence.marginal_likelihood(model, method="rts", random_seed=1)
+    >>> ev.log_z, ev.se
+    >>> results = pm_evidence.marginal_likelihood(model, method=["ais", "raise", "ads", "rts"])
+    >>> results.summary()
+    """
+    if isinstance(method, str):
+        _check_method(method)
+        return METHODS[method](
+            model, idata=idata, random_seed=random_seed, progressbar=progressbar, **kwargs
+        )
+    methods = list(method)
+    for name in methods:
+        _check_method(name)
+    target = _target(model)
+    rng = as_generator(random_seed)
+    plain = [m for m in methods if m not in PATH_METHODS]
+    needs_posterior = bool(plain) or "raise" in methods
+    if idata is None and needs_posterior:
+        sampling = {k: kwargs.pop(k) for k in SAMPLE_KEYS if k in kwargs}
+        # shared as flat draws: no round trip through named values
+        idata = posterior_draws(target, None, rng=rng, progressbar=progressbar, **sampling)
+    runs = {"record_tempered": "mbar" in methods}
+    results = EvidenceSet()
+    # tempered methods first so that the run they share records what mbar needs
+    for name in methods:
+        options = dict(kwargs)
+        if name in PATH_METHODS:
+            options["_runs"] = runs
+        results[name] = METHODS[name](
+            target, idata=idata, random_seed=rng, progressbar=progressbar, **options
+        )
+    for a, b, z in results.disagreements():
+        warnings.warn(
+            f"Methods {a!r} and {b!r} disagree by {z:.1f} combined standard errors "
+            f"(> {DISAGREEMENT_Z:g}): log Z = {results[a].log_z:.4f} ± {results[a].se:.4f} vs "
+            f"{results[b].log_z:.4f} ± {results[b].se:.4f}. At least one of them is wrong or "
+            f"under-states its error; check their diagnostics (ESS, occupancy, overlap).",
+            UserWarning,
+            stacklevel=2,
+        )
+    return results
+
+
+def _check_method(name) -> None:
+    if name not in METHODS:
+        raise EvidenceInputError(
+            f"Requested method {name!r} but it must be one of {list(METHODS)}."
+        )

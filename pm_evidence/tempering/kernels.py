@@ -1,0 +1,217 @@
+r"""Markov kernels that leave ``f_beta`` invariant, batched over points that each sit at their own
+``beta`` (chains x rungs in one call).
+
+Every kernel is a pure function ``(rng, path, state, beta, tuning) -> (state, accepted,
+nonfinite)``: ``beta`` and ``tuning`` (a scale or step size per point) are arrays of length
+``n``; one compiled, batched evaluation of the model serves all points. A proposal whose
+tempered log-density (or, for HMC, energy) is not finite is rejected and flagged in
+``nonfinite``.
+
+* ``rwm``: random-walk Metropolis, ``x' = x + s z``, ``z ~ N(0, I)``, ``s`` adapted per rung.
+* ``hmc``: Hamiltonian Monte Carlo with ``n_leapfrog`` leapfrog steps of size ``eps`` per rung
+  (seed 004 App. E; target acceptance 0.651 from Beskos et al. 2013, as there). The gradient is
+  ``grad log p0 + beta grad Delta`` from PyTensor.
+* ``flip``: Metropolis flips of ``n_flips`` random binary (Bernoulli) entries.
+* a user function ``step(rng, x, beta) -> x`` with ``x (n, dim)`` and ``beta (n,)``, which must
+  leave every ``f_beta`` invariant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
+
+__all__ = [
+    "KERNELS",
+    "Kernel",
+    "adapt_tuning",
+    "flip_step",
+    "hmc_step",
+    "make_kernel",
+    "rwm_step",
+    "transition",
+]
+
+KERNELS = ("hmc", "rwm", "flip")
+DEFAULT_TARGET_ACCEPT = {"hmc": 0.651, "rwm": 0.3, "flip": 0.3, "custom": 1.0}
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """Which transition to use and its fixed settings (the per-rung tuning is separate)."""
+
+    kind: str  # "hmc", "rwm", "flip" or "custom"
+    n_leapfrog: int = 8
+    n_flips: int = 1
+    user_step: Callable | None = None
+    target_accept: float = 0.651
+    binary_mask: np.ndarray | None = None
+
+    @property
+    def needs_grad(self) -> bool:
+        return self.kind == "hmc"
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether a per-rung scale/step size is adapted."""
+        return self.kind in ("hmc", "rwm")
+
+    @property
+    def evaluations_per_step(self) -> int:
+        """Log-density (or gradient) evaluations per point per transition (for cost accounting)."""
+        return self.n_leapfrog if self.kind == "hmc" else 1
+
+
+def make_kernel(kernel, target, *, n_leapfrog: int = 8, n_flips: int = 1) -> Kernel:
+    """Build a :class:`Kernel` from a name (``"auto"`` picks one for the model) or a callable."""
+    if isinstance(kernel, Kernel):
+        return kernel
+    if callable(kernel):
+        return Kernel("custom", user_step=kernel, target_accept=DEFAULT_TARGET_ACCEPT["custom"])
+    if kernel == "auto":
+        if target.has_discrete:
+            kernel = "flip"
+        else:
+            kernel = "hmc"
+    if kernel not in KERNELS:
+        raise EvidenceInputError(
+            f"Requested kernel {kernel!r} but it must be one of {list(KERNELS)}, 'auto', or a "
+            f"function step(rng, x, beta) -> x."
+        )
+    mask = target.binary_mask
+    if kernel == "flip":
+        if not mask.any():
+            raise EvidenceInputError(
+                "kernel='flip' flips binary (Bernoulli) variables, and the model has none. Use "
+                "kernel='hmc' or 'rwm'."
+            )
+        if not mask.all():
+            raise EvidenceInputError(
+                f"kernel='flip' moves only binary variables, but the model also has "
+                f"{int((~mask).sum())} other entries; pass a custom kernel that moves all of them."
+            )
+    elif target.has_discrete:
+        raise EvidenceInputError(
+            f"kernel={kernel!r} moves continuous variables, but the model has discrete free "
+            f"variables {list(target.discrete_names)}. Use kernel='flip' (binary variables) or a "
+            f"custom kernel step(rng, x, beta) -> x."
+        )
+    if n_leapfrog < 1 or n_flips < 1:
+        raise EvidenceInputError("n_leapfrog and n_flips must be positive integers.")
+    return Kernel(
+        kernel,
+        n_leapfrog=int(n_leapfrog),
+        n_flips=int(n_flips),
+        target_accept=DEFAULT_TARGET_ACCEPT[kernel],
+        binary_mask=mask if kernel == "flip" else None,
+    )
+
+
+def _metropolis(rng, current: PathState, proposal: PathState, log_ratio: np.ndarray):
+    """Accept ``proposal`` where ``log u < log_ratio``; non-finite ratios are rejected."""
+    finite = np.isfinite(log_ratio)
+    accept = finite & (np.log(rng.random(log_ratio.shape)) < np.where(finite, log_ratio, -np.inf))
+    merged = [
+        None if a is None else np.where(accept.reshape((-1,) + (1,) * (a.ndim - 1)), b, a)
+        for a, b in zip(current, proposal, strict=True)
+    ]
+    return PathState(*merged), accept, ~finite
+
+
+def rwm_step(rng, path: GeometricPath, state: PathState, beta, scale):
+    """Random-walk Metropolis: ``x' = x + scale z``, accepted with ``min(1, f_b(x')/f_b(x))``."""
+    x_new = state.x + np.asarray(scale)[:, None] * rng.standard_normal(state.x.shape)
+    proposal = path.evaluate(x_new)
+    log_ratio = tempered_log_density(proposal.log_p0, proposal.delta, beta) - tempered_log_density(
+        state.log_p0, state.delta, beta
+    )
+    return _metropolis(rng, state, proposal, log_ratio)
+
+
+def _grad(state: PathState, beta) -> np.ndarray:
+    return state.grad_log_p0 + np.asarray(beta)[:, None] * state.grad_delta
+
+
+def hmc_step(rng, path: GeometricPath, state: PathState, beta, step_size, n_leapfrog: int):
+    """HMC with identity mass matrix and ``n_leapfrog`` leapfrog steps of size ``step_size``
+    (one per point); ``state`` must carry gradients."""
+    beta = np.asarray(beta, dtype=float)
+    eps = np.asarray(step_size, dtype=float)[:, None]
+    momentum = rng.standard_normal(state.x.shape)
+    current_h = -tempered_log_density(state.log_p0, state.delta, beta) + 0.5 * np.sum(
+        momentum**2, axis=1
+    )
+    p = momentum + 0.5 * eps * _grad(state, beta)
+    proposal = state
+    with np.errstate(invalid="ignore", over="ignore"):
+        for step in range(n_leapfrog):
+            x_new = proposal.x + eps * p
+            proposal = path.evaluate(x_new, with_grad=True)
+            factor = 1.0 if step < n_leapfrog - 1 else 0.5
+            p = p + factor * eps * _grad(proposal, beta)
+        proposal_h = -tempered_log_density(proposal.log_p0, proposal.delta, beta) + 0.5 * np.sum(
+            p**2, axis=1
+        )
+        log_ratio = current_h - proposal_h
+    log_ratio = np.where(np.all(np.isfinite(proposal.grad_delta), axis=1), log_ratio, np.nan)
+    return _metropolis(rng, state, proposal, log_ratio)
+
+
+def flip_step(rng, path: GeometricPath, state: PathState, beta, mask: np.ndarray, n_flips: int):
+    """Metropolis flips of ``n_flips`` distinct random binary entries per point (symmetric)."""
+    n = state.x.shape[0]
+    binary = np.flatnonzero(mask)
+    k = min(n_flips, binary.size)
+    chosen = np.argsort(rng.random((n, binary.size)), axis=1)[:, :k]
+    x_new = state.x.copy()
+    rows = np.repeat(np.arange(n), k)
+    cols = binary[chosen.ravel()]
+    x_new[rows, cols] = 1.0 - x_new[rows, cols]
+    proposal = path.evaluate(x_new)
+    log_ratio = tempered_log_density(proposal.log_p0, proposal.delta, beta) - tempered_log_density(
+        state.log_p0, state.delta, beta
+    )
+    return _metropolis(rng, state, proposal, log_ratio)
+
+
+def custom_step(rng, path: GeometricPath, state: PathState, beta, user_step: Callable):
+    """Apply a user kernel ``step(rng, x, beta) -> x``; "accepted" means the point moved."""
+    x_new = np.asarray(user_step(rng, state.x.copy(), np.asarray(beta, dtype=float)), dtype=float)
+    if x_new.shape != state.x.shape:
+        raise EvidenceInputError(
+            f"The custom kernel returned shape {x_new.shape}; it must return x of the shape it "
+            f"was given, {state.x.shape}."
+        )
+    new = path.evaluate(x_new)
+    log_f = tempered_log_density(new.log_p0, new.delta, beta)
+    nonfinite = ~np.isfinite(log_f)
+    if np.any(nonfinite):  # keep the old point where the user kernel left the support
+        keep = nonfinite[:, None]
+        new = PathState(
+            np.where(keep, state.x, new.x),
+            np.where(nonfinite, state.log_p0, new.log_p0),
+            np.where(nonfinite, state.delta, new.delta),
+        )
+    moved = np.any(new.x != state.x, axis=1)
+    return new, moved, nonfinite
+
+
+def transition(kernel: Kernel, rng, path: GeometricPath, state: PathState, beta, tuning):
+    """One transition of ``kernel`` at inverse temperatures ``beta`` with per-point ``tuning``."""
+    if kernel.kind == "rwm":
+        return rwm_step(rng, path, state, beta, tuning)
+    if kernel.kind == "hmc":
+        return hmc_step(rng, path, state, beta, tuning, kernel.n_leapfrog)
+    if kernel.kind == "flip":
+        return flip_step(rng, path, state, beta, kernel.binary_mask, kernel.n_flips)
+    return custom_step(rng, path, state, beta, kernel.user_step)
+
+
+def adapt_tuning(log_tuning: np.ndarray, accept_rate, target: float, gain: float = 1.0):
+    """Robbins-Monro step on the log scale: larger steps when accepting more than ``target``."""
+    return log_tuning + gain * (np.asarray(accept_rate) - target)

@@ -1,0 +1,101 @@
+r"""The geometric path between a normalized reference ``p0`` and the target ``f``.
+
+.. math:: \log f_\beta(x) = \log p_0(x) + \beta\,\Delta(x), \qquad
+          \Delta(x) = \log f(x) - \log p_0(x),
+
+seed 004 eq. (2) (seed 001 writes the same path from the other end). ``Z_0 = 1`` because ``p0``
+is normalized, and ``Z_1 = Z = p(y | M)``. When ``p0`` is the model's prior, ``Delta`` is the log
+likelihood and ``f_beta`` is prior x likelihood^beta, the power posterior.
+
+Every estimator of this package's annealed and tempered family needs only ``Delta`` at the draws
+and the ``beta``'s; the samplers need ``log f_beta`` and, for HMC, its gradient.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.references import PriorReference, Reference, Warp3Reference
+
+__all__ = ["GeometricPath", "PathState", "tempered_log_density"]
+
+
+class PathState(NamedTuple):
+    """Points ``x (n, dim)`` with ``log p0``, ``Delta`` and (for HMC) their gradients."""
+
+    x: np.ndarray
+    log_p0: np.ndarray
+    delta: np.ndarray
+    grad_log_p0: np.ndarray | None = None
+    grad_delta: np.ndarray | None = None
+
+
+def tempered_log_density(log_p0: np.ndarray, delta: np.ndarray, beta) -> np.ndarray:
+    """``log p0 + beta * Delta``, with ``0 * (-inf) = 0`` (a point outside the target's support
+    still has the reference's density at ``beta = 0``)."""
+    beta = np.asarray(beta, dtype=float)
+    with np.errstate(invalid="ignore"):
+        scaled = np.where(beta == 0.0, 0.0, beta * delta)
+    return log_p0 + scaled
+
+
+class GeometricPath:
+    """``f_beta = p0^(1 - beta) f^beta`` for a PyMC model's log-density.
+
+    Parameters
+    ----------
+    target : LogDensity
+        The model's batched log-density.
+    reference : Reference
+        Normalized ``p0`` on the flat unconstrained space. :class:`PriorReference` uses the
+        model's own prior/likelihood split (``Delta`` = log likelihood, no extra evaluations);
+        fitted references need ``logpdf`` (and ``grad_logpdf`` for HMC).
+    """
+
+    def __init__(self, target, reference: Reference):
+        if isinstance(reference, Warp3Reference):
+            raise EvidenceInputError(
+                "warp3 is a bridge-sampling construction (a symmetrized target), not a reference "
+                "for an annealing path. Use reference='prior', 'student_t' or 'normal'."
+            )
+        if reference.dim != target.dim:
+            raise EvidenceInputError(
+                f"The reference has dimension {reference.dim} but the model's flat vector has "
+                f"{target.dim}."
+            )
+        self.target = target
+        self.reference = reference
+        self.is_prior = isinstance(reference, PriorReference)
+
+    @property
+    def dim(self) -> int:
+        return self.target.dim
+
+    def evaluate(self, x: np.ndarray, *, with_grad: bool = False) -> PathState:
+        """``PathState`` at points ``x (n, dim)``; one batched compiled call."""
+        x = np.asarray(x, dtype=float)
+        if with_grad:
+            log_prior, log_lik, g_prior, g_lik = self.target.evaluate_with_grad(x)
+        else:
+            log_prior, log_lik = self.target.evaluate(x)
+            g_prior = g_lik = None
+        if self.is_prior:
+            return PathState(x, log_prior, log_lik, g_prior, g_lik)
+        log_p0 = self.reference.logpdf(x)
+        delta = log_prior + log_lik - log_p0
+        if not with_grad:
+            return PathState(x, log_p0, delta)
+        if not hasattr(self.reference, "grad_logpdf"):
+            raise EvidenceInputError(
+                f"HMC needs the gradient of the reference's log-density, and the "
+                f"{self.reference.name!r} reference has no grad_logpdf. Use kernel='rwm'."
+            )
+        g_p0 = self.reference.grad_logpdf(x)
+        return PathState(x, log_p0, delta, g_p0, g_prior + g_lik - g_p0)
+
+    def sample_reference(self, rng: np.random.Generator, n: int, *, with_grad: bool = False):
+        """``n`` exact draws from ``p0`` (``beta = 0``) as a ``PathState``."""
+        return self.evaluate(self.reference.sample(rng, n), with_grad=with_grad)

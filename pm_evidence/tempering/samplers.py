@@ -1,0 +1,395 @@
+r"""Samplers along the geometric path: annealing (AIS and its reverse) and simulated tempering.
+
+They produce only what the estimators in :mod:`pm_evidence.estimators.annealed` and
+:mod:`pm_evidence.estimators.tempered` need: ``Delta(x) = log f(x) - log p0(x)`` at the draws,
+the AIS log weights, and the tempered sampler's running sums. Every transition is one batched
+call over all chains (each chain at its own ``beta``); no Python loop over points.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+from scipy.special import logsumexp, softmax
+
+from pm_evidence.progress import long_run
+from pm_evidence.tempering.kernels import Kernel, adapt_tuning, transition
+from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
+from pm_evidence.utils import log_mean_exp
+
+__all__ = [
+    "AnnealRun",
+    "TemperedRun",
+    "anneal",
+    "rts_initial_iterations",
+    "run_tempered",
+    "tune_kernel",
+]
+
+
+# ---------------------------------------------------------------------- kernel tuning
+def _initial_tuning(kernel: Kernel, state: PathState) -> float:
+    """A starting scale from the spread of reference draws (adapted afterwards)."""
+    spread = float(np.median(np.std(state.x, axis=0))) if state.x.shape[0] > 1 else 1.0
+    spread = spread if np.isfinite(spread) and spread > 0 else 1.0
+    d = state.x.shape[1]
+    if kernel.kind == "rwm":
+        return 2.38 * spread / np.sqrt(d)
+    return spread / d**0.25  # HMC: eps ~ d^(-1/4)
+
+
+def tune_kernel(
+    rng,
+    path: GeometricPath,
+    kernel: Kernel,
+    betas: np.ndarray,
+    *,
+    n_chains: int = 64,
+    n_adapt: int = 4,
+    max_pilot_rungs: int = 100,
+    progressbar: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-rung scale / step size from a pilot annealing run, and the pilot's ``log Z_k``.
+
+    The pilot anneals ``n_chains`` reference draws over at most ``max_pilot_rungs`` rungs of the
+    ladder; at each it makes ``n_adapt`` transitions, moving the log step size by the gap between
+    the observed acceptance rate and the kernel's target (Robbins-Monro), starting from the
+    previous rung's value. Values at the other rungs are interpolated in ``beta``. The kernels
+    used afterwards are fixed (no adaptation inside the estimating runs), so AIS stays unbiased
+    for ``Z`` and the tempered chains are valid MCMC. The pilot's running AIS estimate of
+    ``log Z_k`` is a starting point for RTS's ``log Z_hat`` (seed 004 §2.4: "or a better
+    estimate, if known").
+
+    Returns
+    -------
+    tuning : ndarray (K,)
+        Scale (``rwm``) or leapfrog step size (``hmc``) per rung; ones for other kernels.
+    log_z_pilot : ndarray (K,)
+        Pilot estimate of ``log Z_k`` per rung (``log Z_1 = 0``).
+    """
+    n_rungs = betas.size
+    pilot_idx = np.unique(np.round(np.linspace(0, n_rungs - 1, min(n_rungs, max_pilot_rungs))))
+    pilot_idx = pilot_idx.astype(int)
+    pilot_betas = betas[pilot_idx]
+    state = path.sample_reference(rng, n_chains, with_grad=kernel.needs_grad)
+    log_tuning = np.full(pilot_idx.size, np.log(_initial_tuning(kernel, state)))
+    log_w = np.zeros(n_chains)
+    log_z = np.zeros(pilot_idx.size)
+    current = log_tuning[0]
+    with long_run(pilot_idx.size, "tuning kernel", progressbar) as run:
+        for j, beta in enumerate(pilot_betas):
+            if j > 0:
+                log_w = log_w + _increment(state, beta - pilot_betas[j - 1])
+                log_z[j] = float(log_mean_exp(log_w))
+            beta_vec = np.full(n_chains, beta)
+            steps = n_adapt * (5 if j == 0 else 1)
+            for _ in range(steps):
+                state, accepted, _ = transition(
+                    kernel, rng, path, state, beta_vec, np.full(n_chains, np.exp(current))
+                )
+                if kernel.adaptive:
+                    current = adapt_tuning(current, accepted.mean(), kernel.target_accept)
+            log_tuning[j] = current
+            run.advance()
+            if run.interrupted:
+                raise KeyboardInterrupt("Interrupted while tuning the kernel; nothing to return.")
+    tuning = np.exp(np.interp(betas, pilot_betas, log_tuning))
+    if not kernel.adaptive:
+        tuning = np.ones(n_rungs)
+    return tuning, np.interp(betas, pilot_betas, log_z)
+
+
+def _increment(state: PathState, d_beta: float) -> np.ndarray:
+    """AIS log-weight increment ``(beta_k - beta_{k-1}) Delta(x_{k-1})`` (seed 000 eq. (8))."""
+    with np.errstate(invalid="ignore"):
+        return np.where(d_beta == 0.0, 0.0, d_beta * state.delta)
+
+
+# ---------------------------------------------------------------------- annealing
+class AnnealRun(NamedTuple):
+    """Output of :func:`anneal`.
+
+    ``log_weights[i]``: chain ``i``'s final log weight. With ``store=True``, ``delta[k, i]`` is
+    ``Delta`` at chain ``i``'s point after the transitions at rung ``k`` and
+    ``log_weights_rungs[k, i]`` its log weight there (seed 000 eq. (8)): ``(x_k^i, w_k^i)`` is
+    a weighted sample of ``p_k``.
+    """
+
+    betas: np.ndarray
+    log_weights: np.ndarray
+    delta: np.ndarray | None
+    log_weights_rungs: np.ndarray | None
+    acceptance: np.ndarray  # (K,) mean acceptance of the transitions at each rung
+    nonfinite: np.ndarray  # (K,) rejected non-finite proposals per rung
+    n_evaluations: int
+    final: PathState
+
+
+def anneal(
+    rng,
+    path: GeometricPath,
+    kernel: Kernel,
+    betas: np.ndarray,
+    state: PathState,
+    tuning: np.ndarray,
+    *,
+    n_steps: int = 1,
+    store: bool = False,
+    progressbar: bool = True,
+    description: str = "annealing",
+) -> AnnealRun:
+    r"""Anneal the points ``state`` (drawn from ``f_{beta_1}``) along ``betas``.
+
+    At each rung ``k = 2..K``: ``log w += (beta_k - beta_{k-1}) Delta(x)`` at the current point,
+    then ``n_steps`` transitions leaving ``f_{beta_k}`` invariant (seed 000 eq. (8); seed 001).
+    With ``betas`` from 0 to 1 and ``p0`` draws this is AIS: ``E[w] = Z`` (Neal 2001). With
+    ``betas`` from 1 to 0 and posterior draws it is reverse AIS: ``E[w] = 1 / Z``
+    (Burda et al. 2015).
+
+    Ctrl-C stops the run and raises :class:`KeyboardInterrupt` (a partial annealing run does not
+    estimate ``Z``).
+    """
+    n_chains, n_rungs = state.x.shape[0], betas.size
+    log_w = np.zeros(n_chains)
+    delta = np.empty((n_rungs, n_chains)) if store else None
+    log_w_rungs = np.empty((n_rungs, n_chains)) if store else None
+    if store:
+        delta[0], log_w_rungs[0] = state.delta, 0.0
+    acceptance = np.zeros(n_rungs)
+    nonfinite = np.zeros(n_rungs, dtype=int)
+    n_eval = 0
+    with long_run(n_rungs - 1, description, progressbar) as run:
+        for k in range(1, n_rungs):
+            log_w = log_w + _increment(state, betas[k] - betas[k - 1])
+            beta_vec = np.full(n_chains, betas[k])
+            tune_vec = np.full(n_chains, tuning[k])
+            for _ in range(n_steps):
+                state, accepted, bad = transition(kernel, rng, path, state, beta_vec, tune_vec)
+                acceptance[k] += accepted.mean() / n_steps
+                nonfinite[k] += int(bad.sum())
+                n_eval += n_chains * kernel.evaluations_per_step
+            if store:
+                delta[k], log_w_rungs[k] = state.delta, log_w
+            run.advance()
+            if run.interrupted:
+                raise KeyboardInterrupt(
+                    f"Annealing interrupted at rung {k} of {n_rungs}; an unfinished annealing "
+                    f"run has no estimate of log Z."
+                )
+    return AnnealRun(betas, log_w, delta, log_w_rungs, acceptance, nonfinite, n_eval, state)
+
+
+# ---------------------------------------------------------------------- simulated tempering
+class TemperedRun(NamedTuple):
+    """Sufficient statistics of a simulated-tempering run (memory ``O(units x K)``).
+
+    Units are chains (or chain x time batches when there are few chains); sums are over the
+    iterations of a unit. ``c_sum[u, k] = sum_t q(beta_k | x_t)`` (seed 004 eq. (9) before
+    dividing by ``N``), ``rb_delta_sum[u, k] = sum_t q(beta_k | x_t) Delta(x_t)`` (for TI-RB,
+    eq. (21)), ``count[u, k]`` the number of iterations with ``x_t`` drawn at rung ``k`` and
+    ``count_delta_sum`` the sum of ``Delta`` over them (plain TI). ``transitions[j, k]`` counts
+    moves ``beta_j -> beta_k`` (seed 004 App. F). With ``record=True`` every iteration's
+    ``Delta`` and rung are kept (``(chain, iteration)``, for MBAR).
+    """
+
+    betas: np.ndarray
+    log_r: np.ndarray
+    log_zhat: np.ndarray
+    c_sum: np.ndarray
+    rb_delta_sum: np.ndarray
+    count: np.ndarray
+    count_delta_sum: np.ndarray
+    n_iterations: np.ndarray  # (units,)
+    transitions: np.ndarray
+    acceptance: np.ndarray  # (K,) acceptance rate of the x-transitions at each rung
+    nonfinite: np.ndarray  # (K,)
+    delta_draws: np.ndarray | None
+    rung_draws: np.ndarray | None
+    unit_of_chain_draw: np.ndarray | None  # (chain, iteration) unit index, with record=True
+    n_evaluations: int
+    final: PathState
+    final_rung: np.ndarray
+    interrupted: bool
+
+
+def beta_conditional(delta: np.ndarray, betas, log_r, log_zhat) -> np.ndarray:
+    r"""``q(beta_k | x)`` for every point and rung (seed 004 eq. (7)),
+    ``propto exp(beta_k Delta(x) + log r_k - log Zhat_k)``; shape ``(n, K)``."""
+    logits = tempered_log_density(0.0, delta[:, None], betas[None, :]) + (log_r - log_zhat)
+    return softmax(logits, axis=1)
+
+
+def _draw_categorical(rng, probs: np.ndarray) -> np.ndarray:
+    cumulative = np.cumsum(probs, axis=1)
+    u = rng.random(probs.shape[0])[:, None] * cumulative[:, -1:]
+    return np.minimum((cumulative < u).sum(axis=1), probs.shape[1] - 1)
+
+
+def run_tempered(
+    rng,
+    path: GeometricPath,
+    kernel: Kernel,
+    betas: np.ndarray,
+    log_r: np.ndarray,
+    log_zhat: np.ndarray,
+    state: PathState,
+    rung: np.ndarray | None,
+    tuning: np.ndarray,
+    *,
+    n_sweeps: int,
+    n_steps: int = 1,
+    n_time_batches: int = 1,
+    record: bool = False,
+    progressbar: bool = True,
+    description: str = "tempered sampling",
+    allow_interrupt: bool = True,
+) -> TemperedRun:
+    r"""Simulated-tempering Gibbs sampler over ``(x, beta)`` (seed 004 §2.1, Alg. 1).
+
+    Each sweep: ``n_steps`` transitions of ``x`` leaving ``f_{beta}`` invariant at each chain's
+    current rung, then ``beta | x ~ q(beta | x)`` (eq. (7)). The running sums of
+    :class:`TemperedRun` are updated after the ``x`` move. ``rung=None`` draws the first rungs
+    from ``q(beta | x)``.
+
+    With ``allow_interrupt``, Ctrl-C ends the run after the current sweep and the sums cover the
+    sweeps completed (``interrupted=True``); otherwise it raises :class:`KeyboardInterrupt`.
+    """
+    n_chains, n_rungs = state.x.shape[0], betas.size
+    n_units = n_chains * n_time_batches
+    shape = (n_units, n_rungs)
+    c_sum, rb_sum = np.zeros(shape), np.zeros(shape)
+    count, count_sum = np.zeros(shape), np.zeros(shape)
+    n_iter = np.zeros(n_units)
+    transitions = np.zeros((n_rungs, n_rungs))
+    accepted_sum, attempts = np.zeros(n_rungs), np.zeros(n_rungs)
+    nonfinite = np.zeros(n_rungs, dtype=int)
+    delta_draws = np.empty((n_chains, n_sweeps)) if record else None
+    rung_draws = np.empty((n_chains, n_sweeps), dtype=int) if record else None
+    unit_draws = np.empty((n_chains, n_sweeps), dtype=int) if record else None
+    if rung is None:
+        rung = _draw_categorical(rng, beta_conditional(state.delta, betas, log_r, log_zhat))
+    chains = np.arange(n_chains)
+    n_eval, completed, interrupted = 0, 0, False
+    with long_run(n_sweeps, description, progressbar) as run:
+        for t in range(n_sweeps):
+            for _ in range(n_steps):
+                state, accepted, bad = transition(
+                    kernel, rng, path, state, betas[rung], tuning[rung]
+                )
+                np.add.at(accepted_sum, rung, accepted)
+                np.add.at(attempts, rung, 1.0)
+                np.add.at(nonfinite, rung, bad.astype(int))
+                n_eval += n_chains * kernel.evaluations_per_step
+            q = beta_conditional(state.delta, betas, log_r, log_zhat)
+            new_rung = _draw_categorical(rng, q)
+            units = chains * n_time_batches + (t * n_time_batches) // n_sweeps
+            delta = np.where(np.isfinite(state.delta), state.delta, 0.0)
+            # commit this sweep's statistics together
+            c_sum[units] += q
+            rb_sum[units] += q * delta[:, None]
+            np.add.at(count, (units, rung), 1.0)
+            np.add.at(count_sum, (units, rung), delta)
+            n_iter[units] += 1
+            np.add.at(transitions, (rung, new_rung), 1.0)
+            if record:
+                delta_draws[:, t], rung_draws[:, t], unit_draws[:, t] = state.delta, rung, units
+            rung = new_rung
+            completed = t + 1
+            run.advance()
+            if run.interrupted:
+                if not allow_interrupt:
+                    raise KeyboardInterrupt(f"{description} interrupted; nothing to return.")
+                interrupted = True
+                break
+    if interrupted:
+        warnings.warn(
+            f"{description} interrupted after {completed} of {n_sweeps} sweeps; the estimate "
+            f"uses the sweeps completed (a shorter run: larger error).",
+            UserWarning,
+            stacklevel=3,
+        )
+        if record:
+            delta_draws, rung_draws = delta_draws[:, :completed], rung_draws[:, :completed]
+            unit_draws = unit_draws[:, :completed]
+    acceptance = np.divide(accepted_sum, attempts, out=np.full(n_rungs, np.nan), where=attempts > 0)
+    return TemperedRun(
+        betas,
+        log_r,
+        log_zhat,
+        c_sum,
+        rb_sum,
+        count,
+        count_sum,
+        n_iter,
+        transitions,
+        acceptance,
+        nonfinite,
+        delta_draws,
+        rung_draws,
+        unit_draws,
+        n_eval,
+        state,
+        rung,
+        interrupted,
+    )
+
+
+def rts_initial_iterations(
+    rng,
+    path: GeometricPath,
+    kernel: Kernel,
+    betas: np.ndarray,
+    log_r: np.ndarray,
+    log_zhat: np.ndarray,
+    state: PathState,
+    tuning: np.ndarray,
+    *,
+    n_sweeps: int = 50,
+    tol: float = 0.1,
+    max_iterations: int = 20,
+    progressbar: bool = True,
+) -> tuple[np.ndarray, PathState, list[float], int]:
+    r"""The initial iterations of seed 004 §2.4.
+
+    Repeat: draw fresh rungs uniformly at random, keep the last ``x``'s, run ``n_sweeps`` sweeps,
+    and set ``log Zhat_k`` to the RTS estimate (eq. (12)); stop once
+    ``max_k |r_k - c_k| < tol / K``. The rule can sit below the Monte Carlo noise of ``c_k``
+    from few sweeps, so when an iteration does not halve the gap the next one doubles its
+    sweeps (the gap then shrinks like ``1/sqrt(sweeps)``). Returns the final ``log Zhat``, the last points and the
+    history of ``max_k |r_k - c_k|`` (one entry per iteration). Warns if the rule is not met
+    within ``max_iterations``.
+    """
+    from pm_evidence.estimators.tempered import rts_log_z
+
+    n_rungs = betas.size
+    r = np.exp(log_r - logsumexp(log_r))
+    history = []
+    sweeps, n_eval = n_sweeps, 0
+    for it in range(max_iterations):
+        rung = rng.integers(n_rungs, size=state.x.shape[0])
+        run = run_tempered(
+            rng, path, kernel, betas, log_r, log_zhat, state, rung, tuning,
+            n_sweeps=sweeps, progressbar=progressbar, allow_interrupt=False,
+            description=f"RTS initial iteration {it + 1}",
+        )  # fmt: skip
+        n_eval += run.n_evaluations
+        c_hat = run.c_sum.sum(axis=0) / run.n_iterations.sum()
+        history.append(float(np.max(np.abs(r - c_hat))))
+        state = run.final
+        log_zhat = rts_log_z(c_hat, log_r, log_zhat)
+        if history[-1] < tol / n_rungs:
+            break
+        if len(history) > 1 and history[-1] > 0.5 * history[-2]:
+            sweeps *= 2
+    else:
+        warnings.warn(
+            f"The RTS initial iterations did not reach max_k |r_k - c_k| < {tol}/K in "
+            f"{max_iterations} iterations (last {history[-1]:.3g}, rule {tol / n_rungs:.3g}); "
+            f"the tempered chain may mix poorly across rungs. Use more rungs, more sweeps "
+            f"(n_init_sweeps) or a reference closer to the posterior.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return log_zhat, state, history, n_eval
