@@ -98,6 +98,12 @@ def _setup(
     progressbar: bool,
     runs: dict | None,
 ) -> PathSetup:
+    unknown = set(sampling) - set(_SAMPLE_KEYS)
+    if unknown:
+        raise EvidenceInputError(
+            f"Unexpected options {sorted(unknown)}; besides its own options this method accepts "
+            f"only the NUTS options {list(_SAMPLE_KEYS)}."
+        )
     if runs is not None and "setup" in runs:
         setup = runs["setup"]
         if need_posterior and setup.posterior is None:
@@ -218,15 +224,6 @@ def _tempered_stats(setup: PathSetup, run: TemperedRun) -> xr.Dataset:
 
 # ---------------------------------------------------------------------- options shared
 _SAMPLE_KEYS = ("draws", "tune", "chains", "sample_kwargs")
-
-
-def _split_sampling(kwargs: dict) -> dict:
-    return {k: kwargs.pop(k) for k in _SAMPLE_KEYS if k in kwargs}
-
-
-def _check_unknown(kwargs: dict, name: str) -> None:
-    if kwargs:
-        raise EvidenceInputError(f"{name} got unexpected options {sorted(kwargs)}.")
 
 
 # ---------------------------------------------------------------------- public estimators

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Callable, Sequence
 
@@ -110,11 +111,16 @@ def marginal_likelihood(
         sampling = {k: kwargs.pop(k) for k in SAMPLE_KEYS if k in kwargs}
         # shared as flat draws: no round trip through named values
         idata = posterior_draws(target, None, rng=rng, progressbar=progressbar, **sampling)
+    unused = set(kwargs) - set().union(*(_accepted_options(m) for m in methods))
+    if unused:
+        raise EvidenceInputError(
+            f"Options {sorted(unused)} are not accepted by any of the methods {methods}."
+        )
     runs = {"record_tempered": "mbar" in methods}
     results = EvidenceSet()
-    # tempered methods first so that the run they share records what mbar needs
     for name in methods:
-        options = dict(kwargs)
+        accepted = _accepted_options(name)
+        options = {k: v for k, v in kwargs.items() if k in accepted}
         if name in PATH_METHODS:
             options["_runs"] = runs
         results[name] = METHODS[name](
@@ -130,6 +136,15 @@ def marginal_likelihood(
             stacklevel=2,
         )
     return results
+
+
+def _accepted_options(name: str) -> set[str]:
+    """Keyword options the method's function accepts (its signature plus NUTS options)."""
+    function = METHODS[name]
+    if name.startswith("is_ris_"):
+        function = is_ris_combination
+    parameters = inspect.signature(function).parameters
+    return {p for p in parameters if not p.startswith("_")} | set(SAMPLE_KEYS)
 
 
 def _check_method(name) -> None:

@@ -193,7 +193,10 @@ class LogDensity:
     def _terms_grad_fn(self):
         self.require_continuous("gradient")
         (log_prior, log_lik), x = self._joined([self.model.varlogp, self.model.datalogp])
-        grads = pytensor.grad(log_prior, x), pytensor.grad(log_lik, x)
+        grads = (  # a flat prior (or no likelihood) is disconnected from x: zero gradient
+            pytensor.grad(log_prior, x, disconnected_inputs="ignore"),
+            pytensor.grad(log_lik, x, disconnected_inputs="ignore"),
+        )
         return self._compile_batched([log_prior, log_lik, *grads], x)
 
     @cached_property

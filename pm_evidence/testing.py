@@ -77,3 +77,60 @@ def beta_binomial(alpha: float = 2.0, beta: float = 3.0, seed: int = 3):
         p = pm.Beta("p", np.float64(alpha), np.float64(beta))
         pm.Binomial("k", n=trials, p=p, observed=k)
     return model, float(exact)
+
+
+def mixture_energy_2d():
+    """Seed 003's 2-D energy ``U(x) = -log(N([-2,0], I)/2 + N([2,0], 4I)/2) - log(2 pi)``,
+    written as a ``pm.Potential`` on flat ``x``: ``Z = int exp(-U) = 2 pi``, ``log Z = 1.8379``."""
+    import pytensor.tensor as pt
+
+    with pm.Model(name="mixture_energy") as model:
+        x = pm.Flat("x", shape=2)
+        d2 = x[1] ** 2
+        log_f = pt.logaddexp(
+            -((x[0] + 2) ** 2 + d2) / 2 - np.log(2.0),
+            -((x[0] - 2) ** 2 + d2) / 8 - np.log(8.0),
+        )
+        pm.Potential("minus_energy", log_f)
+    return model, float(np.log(2 * np.pi))
+
+
+def gaussian_mixture_10d(separation: float = 5.0, variance: float = 0.5, prior_var: float = 30.0):
+    """Seed 004 App. E.1: an equal mixture of two 10-D Gaussians with covariance ``0.5 I``,
+    ``separation`` apart along the first axis, with prior (reference) ``N(0, 30 I)``.
+
+    The model is ``x ~ N(0, 30 I)`` plus a potential ``log mixture(x) - log prior(x)``, so that
+    prior x likelihood is the normalized mixture: ``log Z = 0`` exactly.
+    """
+    import pytensor.tensor as pt
+
+    dim = 10
+    shift = np.zeros(dim)
+    shift[0] = separation
+    with pm.Model(name="gaussian_mixture") as model:
+        x = pm.Normal("x", np.float64(0.0), np.float64(np.sqrt(prior_var)), shape=dim)
+        norm = -0.5 * dim * np.log(2 * np.pi * variance)
+        comp0 = norm - pt.sum(x**2) / (2 * variance)
+        comp1 = norm - pt.sum((x - shift) ** 2) / (2 * variance)
+        log_mixture = pt.logaddexp(comp0, comp1) - np.log(2.0)
+        log_prior = -0.5 * dim * np.log(2 * np.pi * prior_var) - pt.sum(x**2) / (2 * prior_var)
+        pm.Potential("mixture_over_prior", log_mixture - log_prior)
+    return model, 0.0
+
+
+def binary_field(n: int = 6, coupling: float = 0.4, seed: int = 5):
+    """``n`` Bernoulli(1/2) variables with a random pairwise ``pm.Potential``; log Z by
+    enumerating all ``2^n`` states."""
+    import itertools
+
+    rng = np.random.default_rng(seed)
+    weights = np.triu(rng.normal(0, coupling, (n, n)), 1)
+    bias = rng.normal(0, 0.5, n)
+    states = np.array(list(itertools.product([0, 1], repeat=n)), dtype=float)
+    energy = np.einsum("si,ij,sj->s", states, weights, states) + states @ bias
+    exact = float(special.logsumexp(energy) - n * np.log(2.0))
+    with pm.Model(name="binary_field") as model:
+        x = pm.Bernoulli("x", np.float64(0.5), shape=n)
+        xf = x.astype("float64")
+        pm.Potential("pairwise", xf @ weights @ xf + xf @ bias)
+    return model, exact
