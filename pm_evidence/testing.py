@@ -134,3 +134,19 @@ def binary_field(n: int = 6, coupling: float = 0.4, seed: int = 5):
         xf = x.astype("float64")
         pm.Potential("pairwise", xf @ weights @ xf + xf @ bias)
     return model, exact
+
+
+def peaked_normal_mean(dim: int = 20, n: int = 1000, tau: float = 10.0, seed: int = 7):
+    """A peaked posterior: ``y_ij ~ N(mu_j, 1)``, ``n`` observations per dimension,
+    ``mu_j ~ N(0, tau^2)``; the likelihood is ~1,000x narrower than the prior."""
+    rng = np.random.default_rng(seed)
+    y = rng.normal(rng.normal(0, 1, dim), 1.0, size=(n, dim))
+    # per dimension: y ~ N(0, I + tau^2 11^T); determinant and quadratic form in closed form
+    sums, squares = y.sum(axis=0), (y**2).sum(axis=0)
+    log_det = np.log1p(n * tau**2)
+    quad = squares - tau**2 * sums**2 / (1 + n * tau**2)
+    exact = float(np.sum(-0.5 * n * np.log(2 * np.pi) - 0.5 * log_det - 0.5 * quad))
+    with pm.Model(name="peaked_normal_mean") as model:
+        mu = pm.Normal("mu", np.float64(0.0), np.float64(tau), shape=dim)
+        pm.Normal("y", mu, np.float64(1.0), observed=y)
+    return model, exact
