@@ -39,7 +39,7 @@ from pm_evidence.tempering.samplers import (
     run_tempered,
     tune_kernel,
 )
-from pm_evidence.utils import as_generator
+from pm_evidence.utils import as_generator, log_mean_exp, normalized_weights
 
 __all__ = [
     "annealed_discriminance_sampling",
@@ -214,7 +214,7 @@ def _tempered_stats(setup: PathSetup, run: TemperedRun) -> xr.Dataset:
         nonfinite=run.nonfinite,
         occupancy=c_hat,
         occupancy_counts=run.count.sum(axis=0) / total,
-        prior_r=np.exp(run.log_r - np.logaddexp.reduce(run.log_r)),
+        prior_r=normalized_weights(run.log_r),
         log_z_rungs=rts_log_z(c_hat, run.log_r, run.log_zhat),
         log_zhat=run.log_zhat - run.log_zhat[0],
         transitions=run.transitions,
@@ -291,9 +291,7 @@ def annealed_importance_sampling(
         "transitions per rung (n_steps) or a reference closer to the posterior.",
     )
     estimate.diagnostics.update(_common_diagnostics(setup, run.n_evaluations, run.nonfinite))
-    from scipy.special import logsumexp
-
-    log_z_rungs = logsumexp(run.log_weights_rungs, axis=1) - np.log(n_chains)
+    log_z_rungs = log_mean_exp(run.log_weights_rungs, axis=1)
     stats = _stats(
         setup, acceptance=run.acceptance, nonfinite=run.nonfinite, step_size=setup.tuning,
         log_z_rungs=log_z_rungs,
@@ -414,10 +412,12 @@ def annealed_discriminance_sampling(
     )
 
 
-def _tempered_common(model, random_seed, reference, ladder, n_rungs, beta_min, kernel,
-                     n_leapfrog, n_flips, idata, sampling, progressbar, _runs, n_chains,
-                     n_sweeps, n_steps, prior_r, n_init_sweeps, max_init_iterations, init_tol,
-                     record):  # fmt: skip
+def _tempered_common(
+    model, *, random_seed, reference, ladder, n_rungs, beta_min, kernel, n_leapfrog, n_flips,
+    idata, sampling, progressbar, _runs, n_chains, n_sweeps, n_steps, prior_r, n_init_sweeps,
+    max_init_iterations, init_tol, record,
+):  # fmt: skip
+    """Set-up plus the (shared) tempered run of RTS, TI and MBAR, and their common diagnostics."""
     target = _target(model)
     rng = as_generator(random_seed)
     setup = _setup(
@@ -492,9 +492,11 @@ def rao_blackwellized_tempered_sampling(
         occupancy ``c_k`` and ``prior_r``, acceptance, and the ``beta`` transition matrix.
     """
     target, setup, run, diagnostics = _tempered_common(
-        model, random_seed, reference, ladder, n_rungs, beta_min, kernel, n_leapfrog, n_flips,
-        idata, sampling, progressbar, _runs, n_chains, n_sweeps, n_steps, prior_r,
-        n_init_sweeps, max_init_iterations, init_tol, record=False,
+        model, random_seed=random_seed, reference=reference, ladder=ladder, n_rungs=n_rungs,
+        beta_min=beta_min, kernel=kernel, n_leapfrog=n_leapfrog, n_flips=n_flips, idata=idata,
+        sampling=sampling, progressbar=progressbar, _runs=_runs, n_chains=n_chains,
+        n_sweeps=n_sweeps, n_steps=n_steps, prior_r=prior_r, n_init_sweeps=n_init_sweeps,
+        max_init_iterations=max_init_iterations, init_tol=init_tol, record=False,
     )  # fmt: skip
     estimate = rts_core(run.c_sum, run.n_iterations, run.log_r, run.log_zhat)
     counts = rts_core(run.count, run.n_iterations, run.log_r, run.log_zhat, pseudo_count=0.1)
@@ -544,9 +546,11 @@ def thermodynamic_integration(
             f"Requested variant {variant!r} but it must be one of {list(TI_VARIANTS)}."
         )
     target, setup, run, diagnostics = _tempered_common(
-        model, random_seed, reference, ladder, n_rungs, beta_min, kernel, n_leapfrog, n_flips,
-        idata, sampling, progressbar, _runs, n_chains, n_sweeps, n_steps, prior_r,
-        n_init_sweeps, max_init_iterations, init_tol, record=False,
+        model, random_seed=random_seed, reference=reference, ladder=ladder, n_rungs=n_rungs,
+        beta_min=beta_min, kernel=kernel, n_leapfrog=n_leapfrog, n_flips=n_flips, idata=idata,
+        sampling=sampling, progressbar=progressbar, _runs=_runs, n_chains=n_chains,
+        n_sweeps=n_sweeps, n_steps=n_steps, prior_r=prior_r, n_init_sweeps=n_init_sweeps,
+        max_init_iterations=max_init_iterations, init_tol=init_tol, record=False,
     )  # fmt: skip
     results = {
         "rb": ti_core(setup.betas, run.c_sum, run.rb_delta_sum, rule="trapezoid"),
@@ -592,9 +596,11 @@ def mbar(
     direction. Options as :func:`rao_blackwellized_tempered_sampling`.
     """
     target, setup, run, diagnostics = _tempered_common(
-        model, random_seed, reference, ladder, n_rungs, beta_min, kernel, n_leapfrog, n_flips,
-        idata, sampling, progressbar, _runs, n_chains, n_sweeps, n_steps, prior_r,
-        n_init_sweeps, max_init_iterations, init_tol, record=True,
+        model, random_seed=random_seed, reference=reference, ladder=ladder, n_rungs=n_rungs,
+        beta_min=beta_min, kernel=kernel, n_leapfrog=n_leapfrog, n_flips=n_flips, idata=idata,
+        sampling=sampling, progressbar=progressbar, _runs=_runs, n_chains=n_chains,
+        n_sweeps=n_sweeps, n_steps=n_steps, prior_r=prior_r, n_init_sweeps=n_init_sweeps,
+        max_init_iterations=max_init_iterations, init_tol=init_tol, record=True,
     )  # fmt: skip
     c_hat = run.c_sum.sum(axis=0) / run.n_iterations.sum()
     estimate = mbar_core(

@@ -13,6 +13,7 @@ __all__ = [
     "kish_ess",
     "log_mean_exp",
     "mcmc_ess",
+    "normalized_weights",
     "relative_sd_of_mean",
     "spawn_seed",
 ]
@@ -44,6 +45,12 @@ def log_mean_exp(log_values: np.ndarray, axis=None) -> np.ndarray:
     log_values = np.asarray(log_values, dtype=float)
     n = log_values.size if axis is None else log_values.shape[axis]
     return logsumexp(log_values, axis=axis) - np.log(n)
+
+
+def normalized_weights(log_weights) -> np.ndarray:
+    """``w / sum(w)`` from log weights (flattened), computed without overflow."""
+    log_weights = np.asarray(log_weights, dtype=float).ravel()
+    return np.exp(log_weights - logsumexp(log_weights))
 
 
 def relative_sd_of_mean(log_values: np.ndarray, n_eff: float) -> float:

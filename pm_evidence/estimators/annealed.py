@@ -10,8 +10,8 @@ import numpy as np
 
 from pm_evidence.estimators.base import Estimate, as_log_weights
 from pm_evidence.estimators.multistate import solve_multistate
-from pm_evidence.estimators.ratio_matching import _normalized, solve_ratio_matching
-from pm_evidence.utils import kish_ess, log_mean_exp, relative_sd_of_mean
+from pm_evidence.estimators.ratio_matching import solve_ratio_matching
+from pm_evidence.utils import kish_ess, log_mean_exp, normalized_weights, relative_sd_of_mean
 
 __all__ = ["ads_binary_core", "ads_multinomial_core", "ais_core", "raise_core"]
 
@@ -89,7 +89,7 @@ def ads_binary_core(delta, log_weights, betas) -> Estimate:
             log_weights_reference=log_weights[k], min_overlap=0.0,
         )  # fmt: skip
         log_ratios[k] = sol.log_c
-        w0, w1 = _normalized(log_weights[k]), _normalized(log_weights[k + 1])
+        w0, w1 = normalized_weights(log_weights[k]), normalized_weights(log_weights[k + 1])
         pi0, pi1 = sol.pi_reference, sol.pi_target
         information = np.dot(w0, pi0 * (1 - pi0)) + np.dot(w1, pi1 * (1 - pi1))
         score = w0 * (pi0 - np.dot(w0, pi0)) - w1 * ((1 - pi1) - np.dot(w1, 1 - pi1))

@@ -143,8 +143,10 @@ def solve_multistate(
     weighted = log_weights is not None
     if weighted:
         log_weights = np.asarray(log_weights, dtype=float).ravel()
-        log_norm = np.array([logsumexp(log_weights[rung == k]) for k in range(n_rungs)])
-        omega = np.exp(log_weights - log_norm[rung]) / n_rungs  # every rung total 1/K
+        top = np.full(n_rungs, -np.inf)
+        np.maximum.at(top, rung, log_weights)
+        scaled = np.exp(log_weights - top[rung])
+        omega = scaled / np.bincount(rung, weights=scaled, minlength=n_rungs)[rung] / n_rungs
     else:
         omega = np.full(delta.size, 1.0 / delta.size)
     nu = np.bincount(rung, weights=omega, minlength=n_rungs)
@@ -172,11 +174,11 @@ def solve_multistate(
     a = np.concatenate([[0.0], a_free])
     log_z = log_nu - log_nu[0] - a
 
-    se = _sandwich_se(objective, a_free, rung, omega, counts, unit, weighted)
+    se = _sandwich_se(objective, a_free, rung, counts, unit, weighted)
     return MultistateSolution(log_z, se, int(result.nit), grad_norm)
 
 
-def _sandwich_se(objective, a_free, rung, omega, counts, unit, weighted) -> float:
+def _sandwich_se(objective, a_free, rung, counts, unit, weighted) -> float:
     n_rungs = objective.betas.size
     n_free = n_rungs - 1
     e_last = np.zeros(n_free)
@@ -193,13 +195,12 @@ def _sandwich_se(objective, a_free, rung, omega, counts, unit, weighted) -> floa
     n_units = unit.max() + 1
     # per-draw score omega_i (p_i - centre_i), projected on v: centre = e_k(i) (random labels)
     # or the rung's weighted mean of p (weights normalized within a rung)
+    omega, nu = objective.omega, objective.nu
     proj = np.zeros(rung.size)
     v_full = np.concatenate([[0.0], v])
-    mean_pv = np.zeros(n_rungs)
     for sl in objective._chunks():
         proj[sl] = objective.probabilities(a_free, sl) @ v_full
     if weighted:
-        nu = np.bincount(rung, weights=omega, minlength=n_rungs)
         mean_pv = np.bincount(rung, weights=omega * proj, minlength=n_rungs) / nu
         score = omega * (proj - mean_pv[rung])
         influence = np.bincount(unit, weights=score, minlength=n_units)

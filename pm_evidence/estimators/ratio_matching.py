@@ -31,6 +31,7 @@ from scipy.optimize import brentq
 from scipy.special import expit, logsumexp
 
 from pm_evidence.exceptions import ConvergenceError, EvidenceInputError, OverlapError
+from pm_evidence.utils import normalized_weights
 
 __all__ = ["RatioMatchingSolution", "classifier_probabilities", "solve_ratio_matching"]
 
@@ -62,12 +63,6 @@ def _estimating_function(
     mean0 = pi0.mean() if w_reference is None else np.dot(w_reference, pi0)
     mean1 = (1.0 - pi1).mean() if w_target is None else np.dot(w_target, 1.0 - pi1)
     return float(np.exp(log_s0) * mean0 - np.exp(log_s1) * mean1)
-
-
-def _normalized(log_weights) -> np.ndarray:
-    log_weights = np.asarray(log_weights, dtype=float).ravel()
-    w = np.exp(log_weights - np.max(log_weights))
-    return w / w.sum()
 
 
 def _bracket(log_l_target, log_l_reference, log_s1, log_s0, args) -> tuple[float, float]:
@@ -159,10 +154,14 @@ def solve_ratio_matching(
         if solver != "bracket":
             raise EvidenceInputError("Weighted samples need solver='bracket'.")
         n1 = n0 = 1.0
-        w1 = _normalized(np.zeros(log_l_target.size) if log_weights_target is None
-                         else log_weights_target)  # fmt: skip
-        w0 = _normalized(np.zeros(log_l_reference.size) if log_weights_reference is None
-                         else log_weights_reference)  # fmt: skip
+        w1 = normalized_weights(
+            np.zeros(log_l_target.size) if log_weights_target is None else log_weights_target
+        )
+        w0 = normalized_weights(
+            np.zeros(log_l_reference.size)
+            if log_weights_reference is None
+            else log_weights_reference
+        )
     else:
         n1 = float(log_l_target.size if n_target_effective is None else n_target_effective)
         n0 = float(log_l_reference.size)

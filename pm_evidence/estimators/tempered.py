@@ -10,11 +10,11 @@ units, as seed 004 App. B suggests ("estimated from c_k estimates on many parall
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
 
 from pm_evidence.estimators.base import Estimate
 from pm_evidence.estimators.multistate import solve_multistate
 from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.utils import normalized_weights
 
 __all__ = ["TI_RULES", "mbar_core", "rts_core", "rts_log_z", "ti_core"]
 
@@ -62,7 +62,7 @@ def rts_core(c_sum, n_iterations, log_r, log_zhat, *, pseudo_count: float = 0.0)
     for k, sign in ((n_rungs - 1, 1.0), (0, -1.0)):
         influence += sign * (c_sum[:, k] - c_hat[k] * n_iterations) / (total * c_hat[k])
     se = float(np.sqrt(n_units / (n_units - 1) * np.sum(influence**2)))
-    r = np.exp(np.asarray(log_r) - logsumexp(log_r))
+    r = normalized_weights(log_r)
     return Estimate(
         float(log_z[-1]),
         se,

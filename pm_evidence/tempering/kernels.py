@@ -49,7 +49,7 @@ class Kernel:
     n_leapfrog: int = 8
     n_flips: int = 1
     user_step: Callable | None = None
-    target_accept: float = 0.651
+    target_accept: float = DEFAULT_TARGET_ACCEPT["hmc"]
     binary_mask: np.ndarray | None = None
 
     @property
@@ -74,10 +74,7 @@ def make_kernel(kernel, target, *, n_leapfrog: int = 8, n_flips: int = 1) -> Ker
     if callable(kernel):
         return Kernel("custom", user_step=kernel, target_accept=DEFAULT_TARGET_ACCEPT["custom"])
     if kernel == "auto":
-        if target.has_discrete:
-            kernel = "flip"
-        else:
-            kernel = "hmc"
+        kernel = "flip" if target.has_discrete else "hmc"
     if kernel not in KERNELS:
         raise EvidenceInputError(
             f"Requested kernel {kernel!r} but it must be one of {list(KERNELS)}, 'auto', or a "

@@ -12,12 +12,12 @@ import warnings
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import logsumexp, softmax
+from scipy.special import softmax
 
 from pm_evidence.progress import long_run
 from pm_evidence.tempering.kernels import Kernel, adapt_tuning, transition
 from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
-from pm_evidence.utils import log_mean_exp
+from pm_evidence.utils import log_mean_exp, normalized_weights
 
 __all__ = [
     "AnnealRun",
@@ -364,7 +364,7 @@ def rts_initial_iterations(
     from pm_evidence.estimators.tempered import rts_log_z
 
     n_rungs = betas.size
-    r = np.exp(log_r - logsumexp(log_r))
+    r = normalized_weights(log_r)
     history = []
     sweeps, n_eval = n_sweeps, 0
     for it in range(max_iterations):
