@@ -38,6 +38,7 @@ __all__ = [
 ]
 
 KERNELS = ("hmc", "rwm", "flip")
+HMC_STEP_JITTER = 0.5
 DEFAULT_TARGET_ACCEPT = {"hmc": 0.651, "rwm": 0.3, "flip": 0.3, "custom": 1.0}
 
 
@@ -46,7 +47,7 @@ class Kernel:
     """Which transition to use and its fixed settings (the per-rung tuning is separate)."""
 
     kind: str  # "hmc", "rwm", "flip" or "custom"
-    n_leapfrog: int = 8
+    n_leapfrog: int = 2
     n_flips: int = 1
     user_step: Callable | None = None
     target_accept: float = DEFAULT_TARGET_ACCEPT["hmc"]
@@ -67,7 +68,7 @@ class Kernel:
         return self.n_leapfrog if self.kind == "hmc" else 1
 
 
-def make_kernel(kernel, target, *, n_leapfrog: int = 8, n_flips: int = 1) -> Kernel:
+def make_kernel(kernel, target, *, n_leapfrog: int = 2, n_flips: int = 1) -> Kernel:
     """Build a :class:`Kernel` from a name (``"auto"`` picks one for the model) or a callable."""
     if isinstance(kernel, Kernel):
         return kernel
@@ -134,11 +135,23 @@ def _grad(state: PathState, beta) -> np.ndarray:
     return state.grad_log_p0 + np.asarray(beta)[:, None] * state.grad_delta
 
 
-def hmc_step(rng, path: GeometricPath, state: PathState, beta, step_size, n_leapfrog: int):
+def hmc_step(
+    rng, path: GeometricPath, state: PathState, beta, step_size, n_leapfrog: int,
+    jitter: float = HMC_STEP_JITTER,
+):  # fmt: skip
     """HMC with identity mass matrix and ``n_leapfrog`` leapfrog steps of size ``step_size``
-    (one per point); ``state`` must carry gradients."""
+    (one per point); ``state`` must carry gradients.
+
+    Each point's step size is multiplied by a fresh ``U(1 - jitter, 1 + jitter)`` draw
+    (Neal 2011, §5.4.2.2). Without it, a trajectory of fixed length can come back close to its
+    start on a near-Gaussian ``f_beta`` (the leapfrog map rotates each direction by an angle
+    ``~ n_leapfrog * eps / sigma``), and the chain hardly moves; random lengths average that
+    out. The draw does not depend on the state, so each transition is a mixture of valid
+    kernels and ``f_beta`` stays invariant.
+    """
     beta = np.asarray(beta, dtype=float)
-    eps = np.asarray(step_size, dtype=float)[:, None]
+    eps = np.asarray(step_size, dtype=float)
+    eps = (eps * rng.uniform(1.0 - jitter, 1.0 + jitter, size=eps.shape))[:, None]
     momentum = rng.standard_normal(state.x.shape)
     current_h = -tempered_log_density(state.log_p0, state.delta, beta) + 0.5 * np.sum(
         momentum**2, axis=1
