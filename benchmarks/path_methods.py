@@ -2,16 +2,26 @@
 
 Run:  .venv/bin/python benchmarks/path_methods.py [--repeats R] [--out docs/_static]
 
-For every exact-answer model, each method is repeated R times with different seeds; we print
-the RMSE and mean error against the exact log Z, the mean reported SE, wall time and the number
-of log-density (or gradient) evaluations, and the ratio of SMC's RMSE to the best method's.
-A second table gives RMSE against the number of rungs K for RTS and TI (seed 004 Fig. 4).
+For every exact-answer model, each group of methods is repeated R times with different seeds
+at two budgets (``scale`` 0.25 and 1 of the settings below). Methods in one group share their
+run (ADS on AIS's draws; TI and MBAR on RTS's tempered draws), so each is charged the whole
+group's wall time (an upper bound on its own). We print RMSE, mean error and its z-score
+(mean error / its standard error over the repetitions: ``|z| > 3`` means biased), the mean
+reported SE, wall time and log-density (or gradient) evaluations.
+
+Then ``pm.sample_smc`` runs at a wall time matched to the best method's (draws scaled from
+two timed calibration runs), and we print RMSE(SMC) / RMSE(best): the target
+is >= 2 on every model, with no method of ours biased where SMC is. SMC does not report how
+many log-densities it evaluated, so its cost is wall time only.
+
+A last table gives RMSE against the number of rungs K for RTS and TI (seed 004 Fig. 4).
 Prints ratios and RMSEs; it is not a timed test.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import time
 import warnings
 from pathlib import Path
@@ -19,85 +29,162 @@ from pathlib import Path
 import numpy as np
 import pymc as pm
 
+logging.getLogger("pymc").setLevel(logging.ERROR)
+
 import pm_evidence as pme
 from pm_evidence import testing
 
-METHODS = ["ais", "raise", "ads", "rts", "ti", "mbar"]
+SCALES = (0.25, 1.0)
+# Every group runs alone and is charged its whole wall time. MBAR has its own group: it keeps
+# every tempered draw and its solve costs more than RTS's running sums.
+# model -> (builder, {group of methods sharing one run: options at scale 1})
 MODELS = {
-    "normal_mean (conjugate, 1-D)": (testing.normal_mean, {"n_rungs": 100}),
+    "normal_mean (conjugate, 1-D)": (
+        testing.normal_mean,
+        {
+            ("ais", "ads"): {"n_chains": 1000, "n_rungs": 200},
+            ("raise",): {"n_chains": 1000, "n_rungs": 200},
+            ("rts", "ti"): {"n_chains": 1000, "n_rungs": 30, "n_sweeps": 200},
+            ("mbar",): {"n_chains": 1000, "n_rungs": 30, "n_sweeps": 200},
+        },
+    ),
     "gaussian_mixture_10d (seed 004 E.1)": (
         testing.gaussian_mixture_10d,
-        {"n_rungs": 100, "ladder": "linear"},
+        {
+            ("ais", "ads"): {"n_chains": 1000, "n_rungs": 1200, "beta_min": 1e-3},
+            ("raise",): {"n_chains": 1000, "n_rungs": 1200, "beta_min": 1e-3},
+            ("rts", "ti"): {"n_chains": 1000, "n_rungs": 30, "n_sweeps": 1000, "beta_min": 1e-3},
+            ("mbar",): {"n_chains": 1000, "n_rungs": 30, "n_sweeps": 1000, "beta_min": 1e-3},
+        },
     ),
     "peaked_normal_mean (20-D, n=1000)": (
         testing.peaked_normal_mean,
-        {"n_rungs": 100, "beta_min": 1e-6},
+        {
+            ("ais", "ads"): {"n_chains": 1000, "n_rungs": 40, "reference": "student_t",
+                             "ladder": "linear"},
+            ("raise",): {"n_chains": 1000, "n_rungs": 40, "reference": "student_t",
+                         "ladder": "linear"},
+            ("rts", "ti"): {"n_chains": 500, "n_rungs": 20, "n_sweeps": 200,
+                            "reference": "student_t", "ladder": "linear"},
+            ("mbar",): {"n_chains": 500, "n_rungs": 20, "n_sweeps": 200,
+                        "reference": "student_t", "ladder": "linear"},
+            ("ais (prior p0)",): {"n_chains": 300, "n_rungs": 1000, "beta_min": 1e-6},
+        },
     ),
-}
+}  # fmt: skip
+SCALED = ("n_rungs", "n_sweeps")  # what the budget scale multiplies (AIS rungs, RTS sweeps)
 
 
-def run_methods(model, seed, options):
+def _scaled(options, scale):
+    key = "n_sweeps" if "n_sweeps" in options else "n_rungs"
+    assert key in SCALED
+    return {**options, key: max(int(round(options[key] * scale)), 5)}
+
+
+def run_group(model, group, options, seed):
+    methods = [g.split(" ")[0] for g in group]
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         results = pme.marginal_likelihood(
-            model, method=METHODS, random_seed=seed, progressbar=False, n_chains=100,
-            n_sweeps=500, **options,
-        )  # fmt: skip
+            model, method=methods, random_seed=seed, progressbar=False, **options
+        )
     elapsed = time.perf_counter() - start
-    return results, elapsed
+    return {g: results[m] for g, m in zip(group, methods, strict=True)}, elapsed
 
 
-def run_smc(model, seed):
+def run_smc(model, seed, draws):
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         trace = pm.sample_smc(
-            draws=1000, chains=2, cores=1, model=model, random_seed=seed, progressbar=False,
+            draws=draws, chains=2, cores=1, model=model, random_seed=seed, progressbar=False,
             compute_convergence_checks=False,
         )  # fmt: skip
     ev = pme.from_smc(trace, model=model)
     return ev, time.perf_counter() - start
 
 
-def main(repeats: int, out: Path | None):
-    rows = []
-    for label, (builder, options) in MODELS.items():
-        model, exact = builder()
-        errors = {m: [] for m in [*METHODS, "smc"]}
-        ses = {m: [] for m in errors}
-        evals = {m: [] for m in METHODS}
-        wall = {"path methods (all six, shared runs)": [], "smc": []}
-        for seed in range(repeats):
-            results, elapsed = run_methods(model, seed + 100, options)
-            wall["path methods (all six, shared runs)"].append(elapsed)
-            for m in METHODS:
-                errors[m].append(results[m].log_z - exact)
-                ses[m].append(results[m].se)
-                evals[m].append(results[m].diagnostics["n_evaluations"])
-            ev, elapsed = run_smc(model, seed + 100)
-            wall["smc"].append(elapsed)
-            errors["smc"].append(ev.log_z - exact)
-            ses["smc"].append(ev.se)
-        print(f"\n## {label}: exact log Z = {exact:.4f}, {repeats} repetitions")
-        print(f"{'method':8s} {'RMSE':>8s} {'mean err':>9s} {'mean SE':>8s} {'evals':>10s}")
-        rmse = {}
-        for m in errors:
-            e = np.array(errors[m])
-            rmse[m] = float(np.sqrt(np.mean(e**2)))
-            n_eval = f"{np.mean(evals[m]):10.0f}" if m in evals else f"{'-':>10s}"
-            print(f"{m:8s} {rmse[m]:8.4f} {e.mean():9.4f} {np.mean(ses[m]):8.4f} {n_eval}")
-        best = min((m for m in METHODS), key=lambda m: rmse[m])
-        for name, times in wall.items():
-            print(f"wall time {name}: {np.mean(times):.1f} s")
-        print(f"best here: {best}; RMSE(smc) / RMSE({best}) = {rmse['smc'] / rmse[best]:.1f}")
-        rows.append((label, rmse, best))
+def summarize(errors, ses, times, evals=None):
+    e = np.asarray(errors)
+    sd = e.std(ddof=1) if e.size > 1 else np.nan
+    return {
+        "rmse": float(np.sqrt(np.mean(e**2))),
+        "bias": float(e.mean()),
+        "z": float(e.mean() / (sd / np.sqrt(e.size))) if sd > 0 else np.nan,
+        "se": float(np.mean(ses)),
+        "time": float(np.mean(times)),
+        "evals": float(np.mean(evals)) if evals else np.nan,
+    }
 
-    # RMSE against K for RTS and TI on the 10-D mixture (seed 004 Fig. 4 in spirit)
+
+def print_row(name, s):
+    evals = f"{s['evals']:10.3g}" if np.isfinite(s["evals"]) else f"{'-':>10s}"
+    flag = "  BIASED" if abs(s["z"]) > 3 else ""
+    print(
+        f"{name:24s} {s['rmse']:8.4f} {s['bias']:+9.4f} {s['z']:+6.1f} {s['se']:8.4f} "
+        f"{s['time']:7.2f} {evals}{flag}"
+    )
+
+
+def benchmark_model(label, builder, groups, repeats):
+    model, exact = builder()
+    print(f"\n## {label}: exact log Z = {exact:.4f}, {repeats} repetitions")
+    print(f"{'method @ scale':24s} {'RMSE':>8s} {'mean err':>9s} {'z':>6s} {'mean SE':>8s} "
+          f"{'time s':>7s} {'evals':>10s}")  # fmt: skip
+    rows = {}
+    for group, options in groups.items():
+        run_group(model, group, _scaled(options, SCALES[0]), 0)  # warm-up (compilation)
+        for scale in SCALES:
+            opts = _scaled(options, scale)
+            out = {g: ([], [], [], []) for g in group}
+            for seed in range(repeats):
+                results, elapsed = run_group(model, group, opts, 1000 + seed)
+                for g in group:
+                    out[g][0].append(results[g].log_z - exact)
+                    out[g][1].append(results[g].se)
+                    out[g][2].append(elapsed)
+                    out[g][3].append(results[g].diagnostics["n_evaluations"])
+            for g in group:
+                rows[(g, scale)] = summarize(*out[g])
+                print_row(f"{g} @ {scale}", rows[(g, scale)])
+    best = min((k for k in rows if k[1] == 1.0), key=lambda k: rows[k]["rmse"])
+    # SMC at a matched wall time: two timed calibration runs (its time is not linear in draws)
+    run_smc(model, 0, 200)  # warm-up
+    matched_draws, t_cal = 1000, run_smc(model, 1, 1000)[1]
+    for step in range(2):
+        matched_draws = max(int(np.ceil(matched_draws * rows[best]["time"] / t_cal)), 100)
+        t_cal = run_smc(model, 2 + step, matched_draws)[1]
+    smc = {}
+    for label_smc, draws in (("smc @ 1000 draws", 1000), ("smc @ matched time", matched_draws)):
+        errors, ses, times = [], [], []
+        for seed in range(repeats):
+            ev, elapsed = run_smc(model, 2000 + seed, draws)
+            errors.append(ev.log_z - exact)
+            ses.append(ev.se)
+            times.append(elapsed)
+        smc[label_smc] = summarize(errors, ses, times)
+        smc[label_smc]["draws"] = draws
+        print_row(f"{label_smc} ({draws})", smc[label_smc])
+    matched = smc["smc @ matched time"]
+    ratio = matched["rmse"] / rows[best]["rmse"]
+    ours_biased = [k[0] for k in rows if k[1] == 1.0 and abs(rows[k]["z"]) > 3]
+    print(
+        f"best here: {best[0]} (RMSE {rows[best]['rmse']:.4f} in {rows[best]['time']:.1f} s); "
+        f"SMC at {matched['time']:.1f} s: RMSE {matched['rmse']:.4f}; "
+        f"RMSE(smc) / RMSE(best) = {ratio:.1f} (target >= 2: {'met' if ratio >= 2 else 'NOT met'})"
+    )
+    if abs(matched["z"]) > 3:
+        print(f"SMC biased (z = {matched['z']:+.1f}); ours biased at scale 1: {ours_biased or 'none'}")
+    return {"rows": rows, "smc": smc, "best": best, "ratio": ratio}
+
+
+def rmse_vs_rungs(repeats):
+    """RMSE against K for RTS and TI on the 10-D mixture (seed 004 Fig. 4 in spirit)."""
     model, exact = testing.gaussian_mixture_10d()
-    print("\n## RMSE vs number of rungs K (gaussian_mixture_10d, 100 chains x 500 sweeps)")
+    print("\n## RMSE vs number of rungs K (gaussian_mixture_10d, 1000 chains x 500 sweeps)")
     print(f"{'K':>5s} {'RTS':>8s} {'TI-RB':>8s} {'TI trap':>8s} {'TI riemann':>10s}")
-    ks, table = [10, 30, 100, 300], []
+    ks, table = [5, 10, 30, 100], []
     for k in ks:
         errs = {"rts": [], "rb": [], "trapezoid": [], "riemann": []}
         for seed in range(repeats):
@@ -105,7 +192,7 @@ def main(repeats: int, out: Path | None):
                 warnings.simplefilter("ignore")
                 res = pme.marginal_likelihood(
                     model, method=["rts", "ti"], random_seed=seed, progressbar=False,
-                    n_rungs=k, ladder="linear", n_chains=100, n_sweeps=500,
+                    n_rungs=k, beta_min=1e-3, n_chains=1000, n_sweeps=500,
                 )  # fmt: skip
             errs["rts"].append(res["rts"].log_z - exact)
             for v in ("rb", "trapezoid", "riemann"):
@@ -113,39 +200,63 @@ def main(repeats: int, out: Path | None):
         r = {v: float(np.sqrt(np.mean(np.square(e)))) for v, e in errs.items()}
         table.append(r)
         print(f"{k:5d} {r['rts']:8.4f} {r['rb']:8.4f} {r['trapezoid']:8.4f} {r['riemann']:10.4f}")
+    return ks, table
 
-    if out is not None:
-        import matplotlib
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+def plot(results, ks, table, out: Path):
+    import matplotlib
 
-        out.mkdir(parents=True, exist_ok=True)
-        fig, ax = plt.subplots(figsize=(5, 3.5))
-        for v, label in (("rts", "RTS"), ("rb", "TI-RB"), ("trapezoid", "TI trapezoid"),
-                         ("riemann", "TI Riemann")):  # fmt: skip
-            ax.loglog(ks, [r[v] for r in table], "o-", label=label)
-        ax.set_xlabel("number of rungs K")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for v, label in (("rts", "RTS"), ("rb", "TI-RB"), ("trapezoid", "TI trapezoid"),
+                     ("riemann", "TI Riemann")):  # fmt: skip
+        ax.loglog(ks, [r[v] for r in table], "o-", label=label)
+    ax.set_xlabel("number of rungs K")
+    ax.set_ylabel("RMSE of log Z")
+    ax.set_title("10-D mixture (seed 004 App. E.1)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "rmse_vs_rungs.png", dpi=120)
+
+    fig, axes = plt.subplots(1, len(results), figsize=(4.6 * len(results), 3.8))
+    for ax, (label, res) in zip(np.atleast_1d(axes), results.items(), strict=True):
+        methods = sorted({k[0] for k in res["rows"]})
+        for i, m in enumerate(methods):
+            pts = [res["rows"][(m, s)] for s in SCALES]
+            ax.loglog([p["time"] for p in pts], [p["rmse"] for p in pts], "o-", color=f"C{i}",
+                      label=m)  # fmt: skip
+        pts = list(res["smc"].values())
+        ax.loglog([p["time"] for p in pts], [p["rmse"] for p in pts], "s--", color="k",
+                  label="pm.sample_smc")  # fmt: skip
+        ax.set_title(label, fontsize=9)
+        ax.set_xlabel("wall time per run (s)")
         ax.set_ylabel("RMSE of log Z")
-        ax.set_title("10-D mixture (seed 004 App. E.1)")
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(out / "rmse_vs_rungs.png", dpi=120)
-        fig, axes = plt.subplots(1, len(rows), figsize=(4 * len(rows), 3.2))
-        for ax, (label, rmse, _) in zip(np.atleast_1d(axes), rows, strict=True):
-            names = list(rmse)
-            ax.bar(names, [rmse[n] for n in names], color=["C0"] * len(METHODS) + ["C3"])
-            ax.set_yscale("log")
-            ax.set_title(label, fontsize=8)
-            ax.set_ylabel("RMSE of log Z")
-            ax.tick_params(axis="x", rotation=60, labelsize=7)
-        fig.tight_layout()
-        fig.savefig(out / "rmse_path_methods_vs_smc.png", dpi=120)
+    np.atleast_1d(axes)[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "rmse_path_methods_vs_smc.png", dpi=120)
+
+
+def main(repeats: int, out: Path | None, models: list[str] | None):
+    results = {}
+    for label, (builder, groups) in MODELS.items():
+        if models and not any(label.startswith(m) for m in models):
+            continue
+        results[label] = benchmark_model(label, builder, groups, repeats)
+    print("\n## Summary: RMSE(smc at matched wall time) / RMSE(best method here)")
+    for label, res in results.items():
+        print(f"{label:40s} best {res['best'][0]:16s} ratio {res['ratio']:5.1f}")
+    ks, table = rmse_vs_rungs(repeats) if not models else ([], [])
+    if out is not None and table:
+        plot(results, ks, table, out)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=8)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--models", nargs="*", help="substrings of model labels to run (no plot)")
     args = parser.parse_args()
-    main(args.repeats, args.out)
+    main(args.repeats, args.out, args.models)

@@ -37,6 +37,7 @@ from pm_evidence.tempering.samplers import (
     anneal,
     rts_initial_iterations,
     run_tempered,
+    sample_at_beta,
     tune_kernel,
 )
 from pm_evidence.utils import as_generator, log_mean_exp, normalized_weights
@@ -92,6 +93,7 @@ def _setup(
     kernel,
     n_leapfrog,
     n_flips,
+    blocks,
     idata,
     need_posterior: bool,
     sampling: dict,
@@ -107,25 +109,46 @@ def _setup(
     if runs is not None and "setup" in runs:
         setup = runs["setup"]
         if need_posterior and setup.posterior is None:
-            posterior = posterior_draws(target, idata, rng=rng, progressbar=progressbar, **sampling)
+            posterior = _posterior(setup, rng, idata, sampling, progressbar)
             setup = PathSetup(**{**setup.__dict__, "posterior": posterior})
             runs["setup"] = setup
         return setup
     ref = _default_reference(target, reference)
     posterior = None
-    if ref is None or need_posterior:
+    if ref is None or (need_posterior and (idata is not None or not target.has_discrete)):
         posterior = posterior_draws(target, idata, rng=rng, progressbar=progressbar, **sampling)
     if ref is None:
         kind = "student_t" if reference == "auto" else reference
         ref = fit_reference(kind, target, posterior)
     path = GeometricPath(target, ref)
-    kern = make_kernel(kernel, target, n_leapfrog=n_leapfrog, n_flips=n_flips)
+    kern = make_kernel(kernel, target, n_leapfrog=n_leapfrog, n_flips=n_flips, blocks=blocks)
     betas = make_ladder(ladder, n_rungs, beta_min=beta_min)
     tuning, log_z_pilot = tune_kernel(rng, path, kern, betas, progressbar=progressbar)
     setup = PathSetup(target, path, kern, betas, tuning, log_z_pilot, posterior)
+    if need_posterior and posterior is None:
+        setup = PathSetup(
+            **{**setup.__dict__, "posterior": _posterior(setup, rng, idata, sampling, progressbar)}
+        )
     if runs is not None:
         runs["setup"] = setup
     return setup
+
+
+def _posterior(setup: PathSetup, rng, idata, sampling: dict, progressbar: bool) -> np.ndarray:
+    """Posterior draws ``(chain, draw, dim)``: from ``idata`` or NUTS, or, for discrete models
+    without ``idata``, from the path's own kernel at ``beta = 1`` after a burn-in (seed 000 §6:
+    "Gibbs sampling with 500 burn-in steps"): ``draws`` chains (default 1000) run ``tune``
+    transitions (default 500) from reference draws."""
+    target = setup.target
+    if idata is not None or not target.has_discrete:
+        return posterior_draws(target, idata, rng=rng, progressbar=progressbar, **sampling)
+    n_draws, n_burn = int(sampling.get("draws", 1000)), int(sampling.get("tune", 500))
+    state = setup.path.sample_reference(rng, n_draws, with_grad=setup.kernel.needs_grad)
+    state = sample_at_beta(
+        rng, setup.path, setup.kernel, state, 1.0, setup.tuning[-1], n_transitions=n_burn,
+        progressbar=progressbar,
+    )  # fmt: skip
+    return state.x[None]
 
 
 def _stats(setup: PathSetup, **per_rung) -> xr.Dataset:
@@ -238,6 +261,7 @@ def annealed_importance_sampling(
     n_steps: int = 1,
     n_leapfrog: int = 2,
     n_flips: int = 1,
+    blocks: list | None = None,
     reference: str | Reference = "auto",
     idata=None,
     random_seed=None,
@@ -258,9 +282,14 @@ def annealed_importance_sampling(
     n_chains, n_rungs, ladder, beta_min
         Chains, rungs (2 to 10,000) and the ladder (``"geometric"``, ``"linear"``,
         ``"sigmoid"`` or an array from 0 to 1).
-    kernel : {"auto", "hmc", "rwm", "flip"} or callable
-        Transition per rung; ``"auto"`` is HMC for continuous models, flips for binary ones.
-        A callable ``step(rng, x, beta) -> x`` must leave every ``f_beta`` invariant.
+    kernel : {"auto", "hmc", "rwm", "flip", "gibbs", "gwg"} or callable
+        Transition per rung; ``"auto"`` is HMC for continuous models and Gibbs sweeps for
+        all-binary ones; ``"gwg"`` is Gibbs-with-gradients. A callable
+        ``step(rng, x, beta) -> x`` must leave every ``f_beta`` invariant.
+    blocks : list of index arrays, optional
+        For ``kernel="gibbs"``: groups of flat entries updated together, each conditionally
+        independent given the rest (e.g. :func:`pm_evidence.energy.checkerboard_blocks`).
+        Default: one entry at a time.
     n_steps, n_leapfrog, n_flips
         Transitions per rung; leapfrog steps (HMC, default 2, with a jittered step size);
         entries flipped per proposal. Short trajectories and more rungs beat long trajectories
@@ -283,7 +312,7 @@ def annealed_importance_sampling(
     rng = as_generator(random_seed)
     setup = _setup(
         target, rng, reference=reference, ladder=ladder, n_rungs=n_rungs, beta_min=beta_min,
-        kernel=kernel, n_leapfrog=n_leapfrog, n_flips=n_flips, idata=idata,
+        kernel=kernel, n_leapfrog=n_leapfrog, n_flips=n_flips, blocks=blocks, idata=idata,
         need_posterior=False, sampling=sampling, progressbar=progressbar, runs=_runs,
     )  # fmt: skip
     run = _ais_run(setup, rng, n_chains, n_steps, progressbar, _runs)
@@ -316,6 +345,7 @@ def reverse_annealed_importance_sampling(
     n_steps: int = 1,
     n_leapfrog: int = 2,
     n_flips: int = 1,
+    blocks: list | None = None,
     reference: str | Reference = "auto",
     idata=None,
     random_seed=None,
@@ -335,7 +365,7 @@ def reverse_annealed_importance_sampling(
     rng = as_generator(random_seed)
     setup = _setup(
         target, rng, reference=reference, ladder=ladder, n_rungs=n_rungs, beta_min=beta_min,
-        kernel=kernel, n_leapfrog=n_leapfrog, n_flips=n_flips, idata=idata,
+        kernel=kernel, n_leapfrog=n_leapfrog, n_flips=n_flips, blocks=blocks, idata=idata,
         need_posterior=True, sampling=sampling, progressbar=progressbar, runs=_runs,
     )  # fmt: skip
     flat = setup.posterior.reshape(-1, target.dim)
@@ -379,6 +409,7 @@ def annealed_discriminance_sampling(
     n_steps: int = 1,
     n_leapfrog: int = 2,
     n_flips: int = 1,
+    blocks: list | None = None,
     reference: str | Reference = "auto",
     idata=None,
     random_seed=None,
@@ -402,7 +433,7 @@ def annealed_discriminance_sampling(
     rng = as_generator(random_seed)
     setup = _setup(
         target, rng, reference=reference, ladder=ladder, n_rungs=n_rungs, beta_min=beta_min,
-        kernel=kernel, n_leapfrog=n_leapfrog, n_flips=n_flips, idata=idata,
+        kernel=kernel, n_leapfrog=n_leapfrog, n_flips=n_flips, blocks=blocks, idata=idata,
         need_posterior=False, sampling=sampling, progressbar=progressbar, runs=_runs,
     )  # fmt: skip
     run = _ais_run(setup, rng, n_chains, n_steps, progressbar, _runs)
@@ -417,7 +448,7 @@ def annealed_discriminance_sampling(
 
 
 def _tempered_common(
-    model, *, random_seed, reference, ladder, n_rungs, beta_min, kernel, n_leapfrog, n_flips,
+    model, *, random_seed, reference, ladder, n_rungs, beta_min, kernel, n_leapfrog, n_flips, blocks,
     idata, sampling, progressbar, _runs, n_chains, n_sweeps, n_steps, prior_r, n_init_sweeps,
     max_init_iterations, init_tol, record,
 ):  # fmt: skip
@@ -426,7 +457,7 @@ def _tempered_common(
     rng = as_generator(random_seed)
     setup = _setup(
         target, rng, reference=reference, ladder=ladder, n_rungs=n_rungs, beta_min=beta_min,
-        kernel=kernel, n_leapfrog=n_leapfrog, n_flips=n_flips, idata=idata,
+        kernel=kernel, n_leapfrog=n_leapfrog, n_flips=n_flips, blocks=blocks, idata=idata,
         need_posterior=False, sampling=sampling, progressbar=progressbar, runs=_runs,
     )  # fmt: skip
     log_r = _log_r(prior_r, setup.betas.size)
@@ -458,6 +489,7 @@ def rao_blackwellized_tempered_sampling(
     n_steps: int = 1,
     n_leapfrog: int = 2,
     n_flips: int = 1,
+    blocks: list | None = None,
     reference: str | Reference = "auto",
     idata=None,
     random_seed=None,
@@ -484,7 +516,7 @@ def rao_blackwellized_tempered_sampling(
     n_init_sweeps, max_init_iterations, init_tol
         Initial iterations of seed 004 §2.4 (sweeps per iteration, cap, and the stopping rule
         ``max_k |r_k - c_k| < init_tol / K``).
-    ladder, n_rungs, beta_min, kernel, n_leapfrog, n_flips, reference, idata, random_seed,
+    ladder, n_rungs, beta_min, kernel, n_leapfrog, n_flips, blocks, reference, idata, random_seed,
     progressbar, **sampling
         As :func:`annealed_importance_sampling`.
 
@@ -497,7 +529,7 @@ def rao_blackwellized_tempered_sampling(
     """
     target, setup, run, diagnostics = _tempered_common(
         model, random_seed=random_seed, reference=reference, ladder=ladder, n_rungs=n_rungs,
-        beta_min=beta_min, kernel=kernel, n_leapfrog=n_leapfrog, n_flips=n_flips, idata=idata,
+        beta_min=beta_min, kernel=kernel, n_leapfrog=n_leapfrog, n_flips=n_flips, blocks=blocks, idata=idata,
         sampling=sampling, progressbar=progressbar, _runs=_runs, n_chains=n_chains,
         n_sweeps=n_sweeps, n_steps=n_steps, prior_r=prior_r, n_init_sweeps=n_init_sweeps,
         max_init_iterations=max_init_iterations, init_tol=init_tol, record=False,
@@ -529,6 +561,7 @@ def thermodynamic_integration(
     n_steps: int = 1,
     n_leapfrog: int = 2,
     n_flips: int = 1,
+    blocks: list | None = None,
     reference: str | Reference = "auto",
     idata=None,
     random_seed=None,
@@ -551,7 +584,7 @@ def thermodynamic_integration(
         )
     target, setup, run, diagnostics = _tempered_common(
         model, random_seed=random_seed, reference=reference, ladder=ladder, n_rungs=n_rungs,
-        beta_min=beta_min, kernel=kernel, n_leapfrog=n_leapfrog, n_flips=n_flips, idata=idata,
+        beta_min=beta_min, kernel=kernel, n_leapfrog=n_leapfrog, n_flips=n_flips, blocks=blocks, idata=idata,
         sampling=sampling, progressbar=progressbar, _runs=_runs, n_chains=n_chains,
         n_sweeps=n_sweeps, n_steps=n_steps, prior_r=prior_r, n_init_sweeps=n_init_sweeps,
         max_init_iterations=max_init_iterations, init_tol=init_tol, record=False,
@@ -585,6 +618,7 @@ def mbar(
     n_steps: int = 1,
     n_leapfrog: int = 2,
     n_flips: int = 1,
+    blocks: list | None = None,
     reference: str | Reference = "auto",
     idata=None,
     random_seed=None,
@@ -601,7 +635,7 @@ def mbar(
     """
     target, setup, run, diagnostics = _tempered_common(
         model, random_seed=random_seed, reference=reference, ladder=ladder, n_rungs=n_rungs,
-        beta_min=beta_min, kernel=kernel, n_leapfrog=n_leapfrog, n_flips=n_flips, idata=idata,
+        beta_min=beta_min, kernel=kernel, n_leapfrog=n_leapfrog, n_flips=n_flips, blocks=blocks, idata=idata,
         sampling=sampling, progressbar=progressbar, _runs=_runs, n_chains=n_chains,
         n_sweeps=n_sweeps, n_steps=n_steps, prior_r=prior_r, n_init_sweeps=n_init_sweeps,
         max_init_iterations=max_init_iterations, init_tol=init_tol, record=True,

@@ -106,7 +106,8 @@ def marginal_likelihood(
     target = _target(model)
     rng = as_generator(random_seed)
     plain = [m for m in methods if m not in PATH_METHODS]
-    needs_posterior = bool(plain) or "raise" in methods
+    # RAISE on a discrete model draws its own posterior with the path's kernel (no NUTS)
+    needs_posterior = bool(plain) or ("raise" in methods and not target.has_discrete)
     if idata is None and needs_posterior:
         sampling = {k: kwargs.pop(k) for k in SAMPLE_KEYS if k in kwargs}
         # shared as flat draws: no round trip through named values

@@ -20,6 +20,7 @@ from pm_evidence.exceptions import EvidenceInputError
 from pm_evidence.utils import spawn_seed
 
 __all__ = [
+    "BernoulliProductReference",
     "MultivariateNormalReference",
     "MultivariateStudentTReference",
     "PriorReference",
@@ -232,6 +233,55 @@ class PriorReference(Reference):
             name: np.stack([d[i] for d in draws]) for i, name in enumerate(self.target.var_names)
         }
         return self.target.to_unconstrained(values, batch_ndim=1)
+
+
+@dataclass(frozen=True, eq=False)
+class BernoulliProductReference(Reference):
+    r"""Independent Bernoulli variables, ``p0(x) = prod_j sigma(l_j)^{x_j} sigma(-l_j)^{1 - x_j}``
+    on ``x in {0, 1}^dim``, given by the logits ``l``.
+
+    The uniform distribution (``l = 0``), a mean-field approximation (seed 000 Fig. 2b) and the
+    data base rate distribution of RBMs (seed 004 §4.2) are of this form; see
+    :mod:`pm_evidence.energy` for their constructors. ``logpdf`` is ``-inf`` off the binary
+    points. ``grad_logpdf`` is that of the relaxed ``sum_j x_j log sigma(l_j) + (1 - x_j)
+    log sigma(-l_j)``, i.e. ``l``, for gradient-informed flips.
+    """
+
+    logits: np.ndarray
+    name: str = "bernoulli_product"
+
+    def __post_init__(self):
+        logits = np.asarray(self.logits, dtype=float)
+        if logits.ndim != 1 or not np.all(np.isfinite(logits)):
+            raise EvidenceInputError(
+                "BernoulliProductReference needs a 1-D array of finite logits (one per binary "
+                "entry); clip probabilities away from 0 and 1 before taking logits."
+            )
+        object.__setattr__(self, "logits", logits)
+
+    @classmethod
+    def from_probabilities(cls, probs, *, clip: float = 1e-3, name: str = "bernoulli_product"):
+        """From success probabilities, clipped to ``[clip, 1 - clip]`` so every state keeps
+        positive mass (a reference must cover the target's support)."""
+        probs = np.clip(np.asarray(probs, dtype=float), clip, 1.0 - clip)
+        return cls(special.logit(probs), name=name)
+
+    @property
+    def dim(self) -> int:
+        return self.logits.size
+
+    def logpdf(self, x):
+        x = np.asarray(x, dtype=float)
+        binary = np.all((x == 0.0) | (x == 1.0), axis=-1)
+        log_p = np.sum(x * -np.logaddexp(0.0, -self.logits) + (1.0 - x) * -np.logaddexp(
+            0.0, self.logits), axis=-1)  # fmt: skip
+        return np.where(binary, log_p, -np.inf)
+
+    def grad_logpdf(self, x):
+        return np.broadcast_to(self.logits, np.shape(x)).copy()
+
+    def sample(self, rng, n):
+        return (rng.random((n, self.dim)) < special.expit(self.logits)).astype(float)
 
 
 REFERENCE_NAMES = ("prior", "normal", "student_t", "warp3")

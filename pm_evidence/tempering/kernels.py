@@ -12,6 +12,12 @@ tempered log-density (or, for HMC, energy) is not finite is rejected and flagged
   (seed 004 App. E; target acceptance 0.651 from Beskos et al. 2013, as there). The gradient is
   ``grad log p0 + beta grad Delta`` from PyTensor.
 * ``flip``: Metropolis flips of ``n_flips`` random binary (Bernoulli) entries.
+* ``gibbs``: a heat-bath (Gibbs) sweep over binary entries, one entry at a time, or over
+  ``blocks`` of entries that are conditionally independent given the rest (a checkerboard on a
+  grid MRF; the visible or hidden layer of an RBM): all flips of a block come from one batched
+  call over ``points x entries``.
+* ``gwg``: Gibbs-with-gradients (Grathwohl et al. 2021): the gradient of the relaxed
+  log-density ranks all single flips at once, one is proposed and Metropolis-corrected.
 * a user function ``step(rng, x, beta) -> x`` with ``x (n, dim)`` and ``beta (n,)``, which must
   leave every ``f_beta`` invariant.
 """
@@ -22,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 
 from pm_evidence.exceptions import EvidenceInputError
 from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
@@ -31,31 +38,37 @@ __all__ = [
     "Kernel",
     "adapt_tuning",
     "flip_step",
+    "gibbs_step",
+    "gwg_step",
     "hmc_step",
     "make_kernel",
     "rwm_step",
     "transition",
 ]
 
-KERNELS = ("hmc", "rwm", "flip")
+KERNELS = ("hmc", "rwm", "flip", "gibbs", "gwg")
+BINARY_KERNELS = ("flip", "gibbs", "gwg")
 HMC_STEP_JITTER = 0.5
-DEFAULT_TARGET_ACCEPT = {"hmc": 0.651, "rwm": 0.3, "flip": 0.3, "custom": 1.0}
+DEFAULT_TARGET_ACCEPT = {
+    "hmc": 0.651, "rwm": 0.3, "flip": 0.3, "gibbs": 1.0, "gwg": 1.0, "custom": 1.0,
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Kernel:
     """Which transition to use and its fixed settings (the per-rung tuning is separate)."""
 
-    kind: str  # "hmc", "rwm", "flip" or "custom"
+    kind: str  # "hmc", "rwm", "flip", "gibbs", "gwg" or "custom"
     n_leapfrog: int = 2
     n_flips: int = 1
     user_step: Callable | None = None
     target_accept: float = DEFAULT_TARGET_ACCEPT["hmc"]
     binary_mask: np.ndarray | None = None
+    blocks: tuple[np.ndarray, ...] | None = None  # gibbs: entries updated together
 
     @property
     def needs_grad(self) -> bool:
-        return self.kind == "hmc"
+        return self.kind in ("hmc", "gwg")
 
     @property
     def adaptive(self) -> bool:
@@ -65,32 +78,51 @@ class Kernel:
     @property
     def evaluations_per_step(self) -> int:
         """Log-density (or gradient) evaluations per point per transition (for cost accounting)."""
+        if self.kind == "gibbs":
+            return sum(b.size for b in self.blocks) + sum(b.size > 1 for b in self.blocks)
         return self.n_leapfrog if self.kind == "hmc" else 1
 
 
-def make_kernel(kernel, target, *, n_leapfrog: int = 2, n_flips: int = 1) -> Kernel:
-    """Build a :class:`Kernel` from a name (``"auto"`` picks one for the model) or a callable."""
+def _check_blocks(blocks, dim: int) -> tuple[np.ndarray, ...]:
+    """Blocks as index arrays that together cover every entry exactly once."""
+    if blocks is None:
+        return tuple(np.array([j]) for j in range(dim))
+    blocks = tuple(np.asarray(b, dtype=int).ravel() for b in blocks)
+    joined = np.sort(np.concatenate(blocks)) if blocks else np.array([], dtype=int)
+    if joined.size != dim or np.any(joined != np.arange(dim)):
+        raise EvidenceInputError(
+            f"Gibbs blocks must cover each of the {dim} entries of the flat vector exactly once "
+            f"(got {joined.size} indices); e.g. pm_evidence.energy.checkerboard_blocks(shape)."
+        )
+    return blocks
+
+
+def make_kernel(kernel, target, *, n_leapfrog: int = 2, n_flips: int = 1, blocks=None) -> Kernel:
+    """Build a :class:`Kernel` from a name (``"auto"`` picks one for the model) or a callable.
+
+    ``"auto"`` is HMC for continuous models and Gibbs sweeps for all-binary ones.
+    """
     if isinstance(kernel, Kernel):
         return kernel
     if callable(kernel):
         return Kernel("custom", user_step=kernel, target_accept=DEFAULT_TARGET_ACCEPT["custom"])
     if kernel == "auto":
-        kernel = "flip" if target.has_discrete else "hmc"
+        kernel = "gibbs" if target.has_discrete else "hmc"
     if kernel not in KERNELS:
         raise EvidenceInputError(
             f"Requested kernel {kernel!r} but it must be one of {list(KERNELS)}, 'auto', or a "
             f"function step(rng, x, beta) -> x."
         )
     mask = target.binary_mask
-    if kernel == "flip":
+    if kernel in BINARY_KERNELS:
         if not mask.any():
             raise EvidenceInputError(
-                "kernel='flip' flips binary (Bernoulli) variables, and the model has none. Use "
-                "kernel='hmc' or 'rwm'."
+                f"kernel={kernel!r} flips binary (Bernoulli) variables, and the model has none. "
+                f"Use kernel='hmc' or 'rwm'."
             )
         if not mask.all():
             raise EvidenceInputError(
-                f"kernel='flip' moves only binary variables, but the model also has "
+                f"kernel={kernel!r} moves only binary variables, but the model also has "
                 f"{int((~mask).sum())} other entries; pass a custom kernel that moves all of them."
             )
     elif target.has_discrete:
@@ -106,7 +138,8 @@ def make_kernel(kernel, target, *, n_leapfrog: int = 2, n_flips: int = 1) -> Ker
         n_leapfrog=int(n_leapfrog),
         n_flips=int(n_flips),
         target_accept=DEFAULT_TARGET_ACCEPT[kernel],
-        binary_mask=mask if kernel == "flip" else None,
+        binary_mask=mask if kernel in BINARY_KERNELS else None,
+        blocks=_check_blocks(blocks, target.dim) if kernel == "gibbs" else None,
     )
 
 
@@ -189,6 +222,90 @@ def flip_step(rng, path: GeometricPath, state: PathState, beta, mask: np.ndarray
     return _metropolis(rng, state, proposal, log_ratio)
 
 
+def gibbs_step(rng, path: GeometricPath, state: PathState, beta, blocks):
+    r"""One heat-bath sweep over ``blocks`` of binary entries at inverse temperatures ``beta``.
+
+    For a block ``B`` and each ``j in B``, ``x_j`` is set to its flipped value with probability
+    ``sigma(log f_beta(x^{(j)}) - log f_beta(x))`` (its exact conditional), for all ``j in B``
+    at once: exact Gibbs when the entries of ``B`` are conditionally independent given the rest
+    under every ``f_beta`` (the caller's promise; single entries always are). The flipped
+    states of a block are evaluated in one batched call over ``n x |B|`` points.
+    """
+    beta = np.asarray(beta, dtype=float)
+    n, d = state.x.shape
+    current = state
+    moved = np.zeros(n, dtype=bool)
+    nonfinite = np.zeros(n, dtype=bool)
+    log_f = tempered_log_density(current.log_p0, current.delta, beta)
+    for block in blocks:
+        m = block.size
+        flipped = np.repeat(current.x[:, None, :], m, axis=1)
+        entries = np.arange(m)
+        flipped[:, entries, block] = 1.0 - flipped[:, entries, block]
+        proposal = path.evaluate(flipped.reshape(n * m, d))
+        log_f_flip = tempered_log_density(
+            proposal.log_p0, proposal.delta, np.repeat(beta, m)
+        ).reshape(n, m)
+        with np.errstate(invalid="ignore"):
+            diff = log_f_flip - log_f[:, None]
+        bad = np.isnan(diff)
+        nonfinite |= bad.any(axis=1)
+        flip = rng.random((n, m)) < special.expit(np.where(bad, -np.inf, diff))
+        if m == 1:  # the flipped point was evaluated already
+            current = _merge(current, proposal, flip[:, 0])
+            log_f = np.where(flip[:, 0], log_f_flip[:, 0], log_f)
+        elif flip.any():
+            x_new = current.x.copy()
+            x_new[:, block] = np.where(flip, 1.0 - x_new[:, block], x_new[:, block])
+            current = path.evaluate(x_new)
+            log_f = tempered_log_density(current.log_p0, current.delta, beta)
+        moved |= flip.any(axis=1)
+    return current, moved, nonfinite
+
+
+def _merge(current: PathState, proposal: PathState, take: np.ndarray) -> PathState:
+    """Per point, ``proposal`` where ``take`` else ``current``."""
+    return PathState(*[
+        None if a is None else np.where(take.reshape((-1,) + (1,) * (a.ndim - 1)), b, a)
+        for a, b in zip(current, proposal, strict=True)
+    ])  # fmt: skip
+
+
+def _flip_log_probs(state: PathState, beta) -> np.ndarray:
+    """GWG's proposal over single flips: ``log softmax(d / 2)`` with
+    ``d = (1 - 2x) * grad log f_beta(x)`` (Grathwohl et al. 2021, eq. (4))."""
+    d = (1.0 - 2.0 * state.x) * _grad(state, beta)
+    return special.log_softmax(d / 2.0, axis=1)
+
+
+def gwg_step(rng, path: GeometricPath, state: PathState, beta):
+    """Gibbs-with-gradients: propose one flip ``i ~ q(i | x)`` ranked by the relaxed gradient,
+    accept with ``min(1, f_beta(x') q(i | x') / (f_beta(x) q(i | x)))``; ``state`` must
+    carry (relaxed) gradients."""
+    beta = np.asarray(beta, dtype=float)
+    n = state.x.shape[0]
+    log_q = _flip_log_probs(state, beta)
+    rows = np.arange(n)
+    chosen = _draw_index(rng, log_q)
+    x_new = state.x.copy()
+    x_new[rows, chosen] = 1.0 - x_new[rows, chosen]
+    proposal = path.evaluate(x_new, with_grad=True)
+    log_q_back = _flip_log_probs(proposal, beta)[rows, chosen]
+    with np.errstate(invalid="ignore"):
+        log_ratio = (
+            tempered_log_density(proposal.log_p0, proposal.delta, beta)
+            - tempered_log_density(state.log_p0, state.delta, beta)
+            + log_q_back
+            - log_q[rows, chosen]
+        )
+    return _metropolis(rng, state, proposal, log_ratio)
+
+
+def _draw_index(rng, log_probs: np.ndarray) -> np.ndarray:
+    """One index per row from row-wise log-probabilities (Gumbel-max)."""
+    return np.argmax(log_probs + rng.gumbel(size=log_probs.shape), axis=1)
+
+
 def custom_step(rng, path: GeometricPath, state: PathState, beta, user_step: Callable):
     """Apply a user kernel ``step(rng, x, beta) -> x``; "accepted" means the point moved."""
     x_new = np.asarray(user_step(rng, state.x.copy(), np.asarray(beta, dtype=float)), dtype=float)
@@ -219,6 +336,10 @@ def transition(kernel: Kernel, rng, path: GeometricPath, state: PathState, beta,
         return hmc_step(rng, path, state, beta, tuning, kernel.n_leapfrog)
     if kernel.kind == "flip":
         return flip_step(rng, path, state, beta, kernel.binary_mask, kernel.n_flips)
+    if kernel.kind == "gibbs":
+        return gibbs_step(rng, path, state, beta, kernel.blocks)
+    if kernel.kind == "gwg":
+        return gwg_step(rng, path, state, beta)
     return custom_step(rng, path, state, beta, kernel.user_step)
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "anneal",
     "rts_initial_iterations",
     "run_tempered",
+    "sample_at_beta",
     "tune_kernel",
 ]
 
@@ -179,6 +180,31 @@ def anneal(
                     f"run has no estimate of log Z."
                 )
     return AnnealRun(betas, log_w, delta, log_w_rungs, acceptance, nonfinite, n_eval, state)
+
+
+def sample_at_beta(
+    rng,
+    path: GeometricPath,
+    kernel: Kernel,
+    state: PathState,
+    beta: float,
+    tuning: float,
+    *,
+    n_transitions: int,
+    progressbar: bool = True,
+    description: str = "burn-in at beta = 1",
+) -> PathState:
+    """``n_transitions`` transitions of every point at one fixed ``beta`` (burn-in, or draws
+    of ``f_beta`` for models NUTS cannot sample); returns the last points."""
+    n = state.x.shape[0]
+    beta_vec, tune_vec = np.full(n, float(beta)), np.full(n, float(tuning))
+    with long_run(n_transitions, description, progressbar) as run:
+        for _ in range(n_transitions):
+            state, _, _ = transition(kernel, rng, path, state, beta_vec, tune_vec)
+            run.advance()
+            if run.interrupted:
+                raise KeyboardInterrupt(f"{description} interrupted; nothing to return.")
+    return state
 
 
 # ---------------------------------------------------------------------- simulated tempering
