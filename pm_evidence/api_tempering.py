@@ -26,7 +26,12 @@ from pm_evidence.estimators.base import Estimate
 from pm_evidence.estimators.tempered import mbar_core, rts_core, rts_log_z, ti_core
 from pm_evidence.evidence import Evidence
 from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.references import PriorReference, Reference, fit_reference
+from pm_evidence.references import (
+    BernoulliProductReference,
+    PriorReference,
+    Reference,
+    fit_reference,
+)
 from pm_evidence.target import LogDensity
 from pm_evidence.tempering.kernels import Kernel, make_kernel
 from pm_evidence.tempering.ladders import make_ladder
@@ -72,6 +77,13 @@ def _default_reference(target: LogDensity, reference):
     """The prior when proper, else ``None`` (a reference must be fitted to posterior draws)."""
     if isinstance(reference, Reference):
         return reference
+    if reference == "uniform":
+        if not target.binary_mask.all():
+            raise EvidenceInputError(
+                "reference='uniform' is the uniform distribution on {0, 1}^d, for models whose "
+                "free variables are all binary (Bernoulli). Use 'prior' or a fitted reference."
+            )
+        return BernoulliProductReference(np.zeros(target.dim), name="uniform")
     if reference in ("auto", "prior"):
         try:
             return PriorReference(target)
@@ -296,8 +308,11 @@ def annealed_importance_sampling(
         at equal cost in ``benchmarks/path_methods.py``: the estimators' variance comes from
         how slowly ``Delta(x)``, an energy-like quantity, mixes, and every momentum refresh
         moves it.
-    reference : "auto", "prior", "student_t", "normal" or Reference
+    reference : "auto", "prior", "uniform", "student_t", "normal" or Reference
         ``p0``. ``"auto"``: the prior when it is proper, else a Student-t fitted to NUTS draws.
+        ``"uniform"``: uniform on ``{0, 1}^d`` (all-binary models). For binary models see also
+        :class:`pm_evidence.references.BernoulliProductReference` and the mean-field and data
+        base rate references of :mod:`pm_evidence.energy`.
     idata, random_seed, progressbar, **sampling
         Posterior draws (only needed for fitted references), seed, progress bars, and NUTS
         options (``draws``, ``tune``, ``chains``, ``sample_kwargs``).
