@@ -29,10 +29,10 @@ from pathlib import Path
 import numpy as np
 import pymc as pm
 
-logging.getLogger("pymc").setLevel(logging.ERROR)
-
 import pm_evidence as pme
 from pm_evidence import testing
+
+logging.getLogger("pymc").setLevel(logging.ERROR)
 
 SCALES = (0.25, 1.0)
 # Every group runs alone and is charged its whole wall time. MBAR has its own group: it keeps
@@ -78,7 +78,7 @@ SCALED = ("n_rungs", "n_sweeps")  # what the budget scale multiplies (AIS rungs,
 def _scaled(options, scale):
     key = "n_sweeps" if "n_sweeps" in options else "n_rungs"
     assert key in SCALED
-    return {**options, key: max(int(round(options[key] * scale)), 5)}
+    return {**options, key: max(round(options[key] * scale), 5)}
 
 
 def run_group(model, group, options, seed):
