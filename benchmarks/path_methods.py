@@ -175,7 +175,9 @@ def benchmark_model(label, builder, groups, repeats):
         f"RMSE(smc) / RMSE(best) = {ratio:.1f} (target >= 2: {'met' if ratio >= 2 else 'NOT met'})"
     )
     if abs(matched["z"]) > 3:
-        print(f"SMC biased (z = {matched['z']:+.1f}); ours biased at scale 1: {ours_biased or 'none'}")
+        print(
+            f"SMC biased (z = {matched['z']:+.1f}); ours biased at scale 1: {ours_biased or 'none'}"
+        )
     return {"rows": rows, "smc": smc, "best": best, "ratio": ratio}
 
 
