@@ -131,12 +131,19 @@ class GridMRF:
             vert = _bilinear(self.vertical[:, c], states[:, :-1], states[:, 1:])
             return unary.sum(axis=1) + vert.sum(axis=1)
 
+        def coupling(c):  # H_c(s, t) = sum_i h_i(s_i, t_i), expanded bilinearly: one matmul
+            h = self.horizontal[:, c]
+            h00, h01, h10, h11 = h[:, 0, 0], h[:, 0, 1], h[:, 1, 0], h[:, 1, 1]
+            return (
+                h00.sum()
+                + (states @ (h10 - h00))[:, None]
+                + (states @ (h01 - h00))[None, :]
+                + (states * (h00 - h01 - h10 + h11)) @ states.T
+            )
+
         alpha = column(0)
         for c in range(1, cols):
-            coupling = _bilinear(
-                self.horizontal[None, None, :, c - 1], states[:, None, :], states[None, :, :]
-            ).sum(axis=2)  # (S, S)
-            alpha = special.logsumexp(alpha[:, None] + coupling, axis=0) + column(c)
+            alpha = special.logsumexp(alpha[:, None] + coupling(c - 1), axis=0) + column(c)
         return float(special.logsumexp(alpha))
 
     def exact_model_log_z(self) -> float:
