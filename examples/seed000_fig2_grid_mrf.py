@@ -25,13 +25,13 @@ from pathlib import Path
 import numpy as np
 
 from pm_evidence import energy
-from pm_evidence.exceptions import OverlapError
 from pm_evidence.estimators import (
     combine_is_ris_core,
     discriminance_core,
     importance_core,
     reverse_importance_core,
 )
+from pm_evidence.exceptions import OverlapError
 
 METHODS = ("IS", "reverse IS", "average", "weighted selection", "DS (half the draws)")
 REFERENCES = ("uniform", "mean field")
