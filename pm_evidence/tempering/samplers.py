@@ -12,7 +12,6 @@ import warnings
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import softmax
 
 from pm_evidence.progress import long_run
 from pm_evidence.tempering.kernels import Kernel, adapt_tuning, transition
@@ -244,7 +243,8 @@ def beta_conditional(delta: np.ndarray, betas, log_r, log_zhat) -> np.ndarray:
     r"""``q(beta_k | x)`` for every point and rung (seed 004 eq. (7)),
     ``propto exp(beta_k Delta(x) + log r_k - log Zhat_k)``; shape ``(n, K)``."""
     logits = tempered_log_density(0.0, delta[:, None], betas[None, :]) + (log_r - log_zhat)
-    return softmax(logits, axis=1)
+    weights = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return weights / weights.sum(axis=1, keepdims=True)
 
 
 def _draw_categorical(rng, probs: np.ndarray) -> np.ndarray:
@@ -304,9 +304,9 @@ def run_tempered(
                 state, accepted, bad = transition(
                     kernel, rng, path, state, betas[rung], tuning[rung]
                 )
-                np.add.at(accepted_sum, rung, accepted)
-                np.add.at(attempts, rung, 1.0)
-                np.add.at(nonfinite, rung, bad.astype(int))
+                accepted_sum += np.bincount(rung, weights=accepted, minlength=n_rungs)
+                attempts += np.bincount(rung, minlength=n_rungs)
+                nonfinite += np.bincount(rung, weights=bad, minlength=n_rungs).astype(int)
                 n_eval += n_chains * kernel.evaluations_per_step
             q = beta_conditional(state.delta, betas, log_r, log_zhat)
             new_rung = _draw_categorical(rng, q)
@@ -315,10 +315,12 @@ def run_tempered(
             # commit this sweep's statistics together
             c_sum[units] += q
             rb_sum[units] += q * delta[:, None]
-            np.add.at(count, (units, rung), 1.0)
-            np.add.at(count_sum, (units, rung), delta)
+            count[units, rung] += 1.0  # one (unit, rung) pair per chain: no repeats
+            count_sum[units, rung] += delta
             n_iter[units] += 1
-            np.add.at(transitions, (rung, new_rung), 1.0)
+            transitions += np.bincount(
+                rung * n_rungs + new_rung, minlength=n_rungs * n_rungs
+            ).reshape(n_rungs, n_rungs)
             if record:
                 delta_draws[:, t], rung_draws[:, t], unit_draws[:, t] = state.delta, rung, units
             rung = new_rung
