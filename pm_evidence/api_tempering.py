@@ -127,9 +127,8 @@ def _setup(
         return setup
     ref = _default_reference(target, reference)
     posterior = None
-    if ref is None or (need_posterior and (idata is not None or not target.has_discrete)):
+    if ref is None:  # a fitted reference: needs posterior draws first
         posterior = posterior_draws(target, idata, rng=rng, progressbar=progressbar, **sampling)
-    if ref is None:
         kind = "student_t" if reference == "auto" else reference
         ref = fit_reference(kind, target, posterior)
     path = GeometricPath(target, ref)
@@ -138,9 +137,8 @@ def _setup(
     tuning, log_z_pilot = tune_kernel(rng, path, kern, betas, progressbar=progressbar)
     setup = PathSetup(target, path, kern, betas, tuning, log_z_pilot, posterior)
     if need_posterior and posterior is None:
-        setup = PathSetup(
-            **{**setup.__dict__, "posterior": _posterior(setup, rng, idata, sampling, progressbar)}
-        )
+        posterior = _posterior(setup, rng, idata, sampling, progressbar)
+        setup = PathSetup(**{**setup.__dict__, "posterior": posterior})
     if runs is not None:
         runs["setup"] = setup
     return setup

@@ -54,9 +54,13 @@ def checkerboard_blocks(shape: tuple[int, int]) -> list[np.ndarray]:
     """The two colours of a grid (flat C-order indices): on a nearest-neighbour grid MRF the
     entries of one colour are conditionally independent given the other, so a Gibbs kernel may
     update each colour in one batched step."""
-    rows, cols = shape
-    parity = np.add.outer(np.arange(rows), np.arange(cols)).ravel() % 2
-    return [np.flatnonzero(parity == 0), np.flatnonzero(parity == 1)]
+    black = _black_squares(shape).ravel()
+    return [np.flatnonzero(black), np.flatnonzero(~black)]
+
+
+def _black_squares(shape: tuple[int, int]) -> np.ndarray:
+    """Boolean ``(rows, cols)`` mask of one checkerboard colour."""
+    return np.add.outer(np.arange(shape[0]), np.arange(shape[1])) % 2 == 0
 
 
 def _bilinear(table, a, b):
@@ -197,9 +201,9 @@ class GridMRF:
         """Checkerboard Gibbs sweeps of ``p(x) ∝ exp(E(x))`` for states ``(n, rows, cols)``,
         batched over states (target draws for seed 000 Fig. 2)."""
         x = self._grid(x).copy()
-        parity = np.add.outer(np.arange(self.shape[0]), np.arange(self.shape[1])) % 2 == 0
+        black = _black_squares(self.shape)
         for _ in range(n_sweeps):
-            for colour in (parity, ~parity):
+            for colour in (black, ~black):
                 prob = special.expit(self.conditional_logits(x))
                 draw = (rng.random(x.shape) < prob).astype(float)
                 x = np.where(colour, draw, x)

@@ -147,11 +147,7 @@ def _metropolis(rng, current: PathState, proposal: PathState, log_ratio: np.ndar
     """Accept ``proposal`` where ``log u < log_ratio``; non-finite ratios are rejected."""
     finite = np.isfinite(log_ratio)
     accept = finite & (np.log(rng.random(log_ratio.shape)) < np.where(finite, log_ratio, -np.inf))
-    merged = [
-        None if a is None else np.where(accept.reshape((-1,) + (1,) * (a.ndim - 1)), b, a)
-        for a, b in zip(current, proposal, strict=True)
-    ]
-    return PathState(*merged), accept, ~finite
+    return _merge(current, proposal, accept), accept, ~finite
 
 
 def rwm_step(rng, path: GeometricPath, state: PathState, beta, scale):
