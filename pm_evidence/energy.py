@@ -102,10 +102,16 @@ class GridMRF:
     def energy(self, x: np.ndarray) -> np.ndarray:
         """``E(x)`` for binary ``x`` of shape ``(..., rows, cols)`` (or ``(..., rows * cols)``)."""
         x = self._grid(x)
-        unary = self.unary[..., 0] * (1 - x) + self.unary[..., 1] * x
-        horiz = _bilinear(self.horizontal, x[..., :, :-1], x[..., :, 1:])
-        vert = _bilinear(self.vertical, x[..., :-1, :], x[..., 1:, :])
-        return unary.sum(axis=(-2, -1)) + horiz.sum(axis=(-2, -1)) + vert.sum(axis=(-2, -1))
+        return self._site_energies(x).sum(axis=(-2, -1))
+
+    def _site_energies(self, x):
+        """Per-site energy terms ``(..., rows, cols)``: the unary term plus the edges to the right
+        and below. Written with arithmetic only, so ``x`` may be a numpy array or a PyTensor
+        variable (the PyMC model and :meth:`energy` share this one formula)."""
+        h, v = self.horizontal, self.vertical
+        terms = self.unary[..., 0] * (1 - x) + self.unary[..., 1] * x
+        terms = terms + _pad_last(_bilinear(h, x[..., :, :-1], x[..., :, 1:]), axis=-1)
+        return terms + _pad_last(_bilinear(v, x[..., :-1, :], x[..., 1:, :]), axis=-2)
 
     def _grid(self, x) -> np.ndarray:
         x = np.asarray(x, dtype=float)
@@ -159,10 +165,7 @@ class GridMRF:
         with pm.Model(name=name) as model:
             x = pm.Bernoulli("x", np.float64(0.5), shape=self.shape)
             xf = x.astype("float64")
-            unary = self.unary[..., 0] * (1 - xf) + self.unary[..., 1] * xf
-            horiz = _bilinear(pt.as_tensor(self.horizontal), xf[:, :-1], xf[:, 1:])
-            vert = _bilinear(pt.as_tensor(self.vertical), xf[:-1, :], xf[1:, :])
-            pm.Potential("energy", unary.sum() + horiz.sum() + vert.sum())
+            pm.Potential("energy", self._site_energies(xf).sum())
         return model
 
     def conditional_logits(self, x: np.ndarray) -> np.ndarray:
@@ -208,6 +211,17 @@ class GridMRF:
                 draw = (rng.random(x.shape) < prob).astype(float)
                 x = np.where(colour, draw, x)
         return x
+
+
+def _pad_last(terms, axis: int):
+    """Append one zero slice along ``axis`` (numpy or PyTensor), aligning edge terms with sites."""
+    if isinstance(terms, np.ndarray):
+        widths = [(0, 0)] * terms.ndim
+        widths[axis] = (0, 1)
+        return np.pad(terms, widths)
+    zeros_shape = list(terms.shape)
+    zeros_shape[axis] = 1
+    return pt.concatenate([terms, pt.zeros(zeros_shape)], axis=axis)
 
 
 def _lin(diff_table, x):
