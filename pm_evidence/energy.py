@@ -35,9 +35,11 @@ from pm_evidence.references import BernoulliProductReference
 __all__ = [
     "RBM",
     "GridMRF",
+    "binary_digits",
     "checkerboard_blocks",
     "grid_mrf",
     "random_rbm",
+    "set_rbm_parameters",
     "train_rbm",
     "uniform_reference",
 ]
@@ -317,13 +319,27 @@ class RBM:
         """The PyMC model's ``log Z``: :meth:`exact_log_z` minus ``(n_v + n_h) log 2``."""
         return self.exact_log_z() - self.size * LOG2
 
-    def to_pymc(self, name: str = "rbm") -> pm.Model:
-        """``v, h ~ Bernoulli(1/2)`` plus ``pm.Potential("energy", E(v, h))``."""
+    def to_pymc(self, name: str = "rbm", *, mutable: bool = False) -> pm.Model:
+        """``v, h ~ Bernoulli(1/2)`` plus ``pm.Potential("energy", E(v, h))``.
+
+        With ``mutable=True`` the parameters are ``pm.Data`` containers (``weights``,
+        ``visible_bias``, ``hidden_bias``): :func:`set_rbm_parameters` changes them in place and
+        the compiled log-density follows without recompiling (for tracking ``log Z`` during
+        training, seed 004 §4.4).
+        """
         with pm.Model(name=name) as model:
+            if mutable:
+                weights = pm.Data("weights", self.weights)
+                visible_bias = pm.Data("visible_bias", self.visible_bias)
+                hidden_bias = pm.Data("hidden_bias", self.hidden_bias)
+            else:
+                weights, visible_bias, hidden_bias = (
+                    self.weights, self.visible_bias, self.hidden_bias
+                )  # fmt: skip
             v = pm.Bernoulli("v", np.float64(0.5), shape=self.n_visible)
             h = pm.Bernoulli("h", np.float64(0.5), shape=self.n_hidden)
             vf, hf = v.astype("float64"), h.astype("float64")
-            energy = vf @ self.weights @ hf + vf @ self.visible_bias + hf @ self.hidden_bias
+            energy = vf @ weights @ hf + vf @ visible_bias + hf @ hidden_bias
             pm.Potential("energy", energy)
         return model
 
@@ -380,6 +396,34 @@ class RBM:
         return float(np.mean(self.log_marginal_visible(data)) - log_z)
 
 
+def set_rbm_parameters(model: pm.Model, rbm: RBM) -> None:
+    """Write ``rbm``'s parameters into a model built by ``RBM.to_pymc(mutable=True)``."""
+    prefix = f"{model.name}::" if model.name else ""
+    for field in ("weights", "visible_bias", "hidden_bias"):
+        key = prefix + field
+        if key not in model.named_vars:
+            raise EvidenceInputError(
+                f"The model has no data container {key!r}; build it with "
+                f"RBM.to_pymc(mutable=True)."
+            )
+        model[key].set_value(np.asarray(getattr(rbm, field), dtype=float))
+
+
+def binary_digits(*, threshold: float = 7.0, n_validation: int = 297, seed: int = 0):
+    """scikit-learn's bundled 8x8 digits (1797 images, offline), thresholded to binary
+    ``pixel > threshold`` (pixels are 0..16) and split at random into train and validation rows.
+    Needs scikit-learn (``pip install pm_evidence[examples]``)."""
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError as err:  # optional dependency
+        raise ImportError(
+            "binary_digits needs scikit-learn: pip install 'pm_evidence[examples]'."
+        ) from err
+    data = (load_digits().data > threshold).astype(float)
+    order = np.random.default_rng(seed).permutation(data.shape[0])
+    return data[order[n_validation:]], data[order[:n_validation]]
+
+
 def random_rbm(n_visible: int, n_hidden: int, *, scale: float = 0.5, seed: int = 0) -> RBM:
     """An RBM with ``N(0, scale^2)`` weights and biases (for tests)."""
     rng = np.random.default_rng(seed)
@@ -401,18 +445,26 @@ def train_rbm(
     weight_decay: float = 1e-4,
     seed: int = 0,
     callback=None,
+    callback_every: str = "epoch",
 ) -> RBM:
     """Contrastive divergence CD-k (Hinton 2002) on binary ``data (n, n_visible)``.
 
-    Visible biases start at the base-rate logits; ``callback(epoch, rbm)``, if given, is called
-    after every epoch (e.g. to track the log-likelihood, seed 004 Fig. 5).
+    Visible biases start at the base-rate logits. ``callback(step, rbm)``, if given, is called
+    after every epoch (``callback_every="epoch"``, ``step`` = epoch) or after every gradient
+    update (``"update"``, ``step`` = update index), e.g. to track the log-likelihood during
+    training (seed 004 Fig. 5).
     """
+    if callback_every not in ("epoch", "update"):
+        raise EvidenceInputError(
+            f"callback_every must be 'epoch' or 'update', got {callback_every!r}."
+        )
     rng = np.random.default_rng(seed)
     data = np.asarray(data, dtype=float)
     n, n_visible = data.shape
     rate = np.clip(data.mean(axis=0), 1e-3, 1 - 1e-3)
     weights = rng.normal(0.0, 0.01, (n_visible, n_hidden))
     b, c = special.logit(rate), np.zeros(n_hidden)
+    update = 0
     for epoch in range(epochs):
         order = rng.permutation(n)
         for start in range(0, n, batch_size):
@@ -428,6 +480,9 @@ def train_rbm(
             weights += learning_rate * ((v0.T @ p_h0 - v.T @ p_h) / m - weight_decay * weights)
             b += learning_rate * (v0 - v).mean(axis=0)
             c += learning_rate * (p_h0 - p_h).mean(axis=0)
-        if callback is not None:
+            update += 1
+            if callback is not None and callback_every == "update":
+                callback(update - 1, RBM(weights.copy(), b.copy(), c.copy()))
+        if callback is not None and callback_every == "epoch":
             callback(epoch, RBM(weights.copy(), b.copy(), c.copy()))
     return RBM(weights, b, c)

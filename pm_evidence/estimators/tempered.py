@@ -16,7 +16,7 @@ from pm_evidence.estimators.multistate import solve_multistate
 from pm_evidence.exceptions import EvidenceInputError
 from pm_evidence.utils import normalized_weights
 
-__all__ = ["TI_RULES", "mbar_core", "rts_core", "rts_log_z", "ti_core"]
+__all__ = ["TI_RULES", "mbar_core", "rts_core", "rts_log_z", "rts_partial_update", "ti_core"]
 
 TI_RULES = ("trapezoid", "riemann")
 
@@ -28,6 +28,23 @@ def rts_log_z(c_hat, log_r, log_zhat) -> np.ndarray:
     with np.errstate(divide="ignore"):
         log_z = np.asarray(log_zhat) - np.asarray(log_r) + np.log(c_hat)
     return log_z - log_z[0]
+
+
+def rts_partial_update(log_zhat, c_hat, log_r, alpha: float) -> np.ndarray:
+    r"""Partial RTS update of every ``log Zhat_k`` (seed 004 eq. (24)), for tracking a slowly
+    changing model: ``Zhat^(t+1) = Zhat^(t) ((r_1 / r_k)(c_k / c_1))^alpha``, i.e.
+
+    .. math:: \log \hat Z_k^{(t+1)} = (1 - \alpha) \log \hat Z_k^{(t)}
+              + \alpha \log \hat Z_k^{\mathrm{RTS}},
+
+    with ``log Z^RTS`` from eq. (12) on this step's ``c_hat`` (normalized to ``log Z_1 = 0``).
+    ``alpha = 1`` is the full update; the paper uses 0.2 (0.05 to 0.5 worked as well).
+    """
+    if not 0.0 < alpha <= 1.0:
+        raise EvidenceInputError(f"alpha must be in (0, 1], got {alpha}.")
+    log_zhat = np.asarray(log_zhat, dtype=float)
+    log_zhat = log_zhat - log_zhat[0]
+    return (1.0 - alpha) * log_zhat + alpha * rts_log_z(c_hat, log_r, log_zhat)
 
 
 def _units_check(sums: np.ndarray) -> int:

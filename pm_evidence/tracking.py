@@ -1,0 +1,122 @@
+r"""Tracking ``log Z`` of a model whose parameters change slowly (seed 004 §4.4).
+
+During training (of an RBM, say) the parameters move a little between gradient updates, so a
+set of tempered chains can be carried along: after each update a few sweeps of simulated
+tempering give this step's occupancies ``c_k`` and the running ``log Zhat_k`` takes a partial
+step towards the RTS estimate (seed 004 eq. (24)),
+
+.. math:: \hat Z_k^{(t+1)} = \hat Z_k^{(t)}
+          \left(\frac{r_1}{r_k}\frac{\hat c_k^{(t)}}{\hat c_1^{(t)}}\right)^{\alpha}.
+
+The model must read its changing parameters from ``pm.Data`` containers, so that the compiled
+log-density follows ``set_value`` without recompiling (``RBM.to_pymc(mutable=True)`` does this).
+The estimate lags a fast-moving model by about ``1/alpha`` updates and carries the Monte Carlo
+noise of ``n_sweeps`` sweeps, smoothed by the same factor; occasional long runs of AIS or RTS
+are the check (examples/seed004_fig5_tracking.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+
+from pm_evidence.api import _target
+from pm_evidence.api_tempering import _log_r, _setup
+from pm_evidence.estimators.tempered import rts_partial_update
+from pm_evidence.target import LogDensity
+from pm_evidence.tempering.samplers import rts_initial_iterations, run_tempered
+from pm_evidence.utils import as_generator
+
+__all__ = ["LogZTracker"]
+
+
+class LogZTracker:
+    """Running RTS estimate of ``log Z`` for a model with slowly changing ``pm.Data``.
+
+    Parameters
+    ----------
+    model : pymc.Model or LogDensity, optional
+        The model (from the context if omitted). Its changing parameters must be ``pm.Data``.
+    n_chains, n_rungs, ladder, beta_min, prior_r, kernel, blocks, reference
+        As :func:`pm_evidence.rao_blackwellized_tempered_sampling` (the reference and the
+        kernel's tuning are fixed at construction; pass a reference that stays sensible while
+        the model changes, e.g. the data base rate of an RBM).
+    n_init_sweeps, max_init_iterations
+        The initial iterations of seed 004 §2.4, run once at construction.
+    random_seed, progressbar
+        As elsewhere; the generator is kept and advanced by :meth:`update`.
+
+    Attributes
+    ----------
+    log_z : float
+        Current estimate of ``log Z`` (``log Zhat_K``; ``Z_1 = 1`` for the normalized reference).
+    history : list of float
+        ``log_z`` after construction and after every :meth:`update`.
+    n_evaluations : int
+        Log-density evaluations so far (the cost of tracking).
+    """
+
+    def __init__(
+        self,
+        model: pm.Model | LogDensity | None = None,
+        *,
+        n_chains: int = 200,
+        n_rungs: int = 100,
+        ladder: str | np.ndarray = "linear",
+        beta_min: float = 1e-4,
+        prior_r="uniform",
+        kernel="auto",
+        blocks: list | None = None,
+        reference="auto",
+        n_init_sweeps: int = 50,
+        max_init_iterations: int = 10,
+        random_seed=None,
+        progressbar: bool = False,
+    ):
+        self._target = _target(model)
+        self._rng = as_generator(random_seed)
+        self._progressbar = progressbar
+        self._setup = _setup(
+            self._target, self._rng, reference=reference, ladder=ladder, n_rungs=n_rungs,
+            beta_min=beta_min, kernel=kernel, n_leapfrog=2, n_flips=1, blocks=blocks, idata=None,
+            need_posterior=False, sampling={}, progressbar=progressbar, runs=None,
+        )  # fmt: skip
+        self._log_r = _log_r(prior_r, self._setup.betas.size)
+        state = self._setup.path.sample_reference(
+            self._rng, n_chains, with_grad=self._setup.kernel.needs_grad
+        )
+        log_zhat, state, self.init_history, n_eval = rts_initial_iterations(
+            self._rng, self._setup.path, self._setup.kernel, self._setup.betas, self._log_r,
+            self._setup.log_z_pilot, state, self._setup.tuning, n_sweeps=n_init_sweeps,
+            max_iterations=max_init_iterations, progressbar=progressbar,
+        )  # fmt: skip
+        self._state, self._rung = state, None
+        self._log_zhat = log_zhat - log_zhat[0]
+        self.n_evaluations = int(n_eval)
+        self.history = [self.log_z]
+
+    @property
+    def log_z(self) -> float:
+        return float(self._log_zhat[-1])
+
+    @property
+    def log_z_rungs(self) -> np.ndarray:
+        """Current ``log Zhat_k`` at every rung (``log Zhat_1 = 0``)."""
+        return self._log_zhat.copy()
+
+    def update(self, *, n_sweeps: int = 25, alpha: float = 0.2) -> float:
+        """Re-evaluate the chains under the model's current parameters, run ``n_sweeps`` sweeps
+        of simulated tempering from where they were, and apply eq. (24). Returns ``log_z``."""
+        setup = self._setup
+        state = setup.path.evaluate(self._state.x, with_grad=setup.kernel.needs_grad)
+        run = run_tempered(
+            self._rng, setup.path, setup.kernel, setup.betas, self._log_r, self._log_zhat,
+            state, self._rung, setup.tuning, n_sweeps=n_sweeps, progressbar=self._progressbar,
+            allow_interrupt=False, description="tracking log Z",
+        )  # fmt: skip
+        c_hat = run.c_sum.sum(axis=0) / run.n_iterations.sum()
+        self._log_zhat = rts_partial_update(self._log_zhat, c_hat, self._log_r, alpha)
+        self._state, self._rung = run.final, run.final_rung
+        self.n_evaluations += int(run.n_evaluations + state.x.shape[0])
+        self.history.append(self.log_z)
+        return self.log_z
