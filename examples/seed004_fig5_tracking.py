@@ -78,7 +78,8 @@ def main(n_hidden: int, epochs: int, ais_rungs: int, out: Path, *, n_sweeps=10, 
     ais = []
     energy.train_rbm(train, n_hidden, epochs=epochs, seed=0, callback=on_update,
                      callback_every="update")  # fmt: skip
-    step, tracked, exact, ll_train, ll_valid = map(np.array, zip(*rows))
+    step, tracked, exact, ll_train, ll_valid = np.array(rows).T
+    step = step.astype(int)
     err = tracked - exact
     n_updates = step.size
     print(f"RBM 64-{n_hidden} on thresholded digits ({train.shape[0]} train / "
