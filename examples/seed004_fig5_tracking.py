@@ -84,19 +84,25 @@ def main(n_hidden: int, epochs: int, ais_rungs: int, out: Path, *, n_sweeps=10, 
     n_updates = step.size
     print(f"RBM 64-{n_hidden} on thresholded digits ({train.shape[0]} train / "
           f"{valid.shape[0]} validation rows), {n_updates} CD-1 updates")  # fmt: skip
-    print(f"tracking: 200 chains, K=100, {n_sweeps} sweeps per update, alpha={alpha}; "
-          f"initial iterations {init_time:.1f} s, tracking {track_time[0]:.1f} s in all, "
-          f"{tracker.n_evaluations / n_updates:,.0f} evaluations per update")
-    print(f"tracked log Z - exact: RMSE {np.sqrt(np.mean(err**2)):.3f}, mean {err.mean():+.3f}, "
-          f"max |err| {np.abs(err).max():.3f} nats (log Z moved from {exact[0]:.2f} to "
-          f"{exact[-1]:.2f})")
+    print(
+        f"tracking: 200 chains, K=100, {n_sweeps} sweeps per update, alpha={alpha}; "
+        f"initial iterations {init_time:.1f} s, tracking {track_time[0]:.1f} s in all, "
+        f"{tracker.n_evaluations / n_updates:,.0f} evaluations per update"
+    )
+    print(
+        f"tracked log Z - exact: RMSE {np.sqrt(np.mean(err**2)):.3f}, mean {err.mean():+.3f}, "
+        f"max |err| {np.abs(err).max():.3f} nats (log Z moved from {exact[0]:.2f} to "
+        f"{exact[-1]:.2f})"
+    )
     print("\n  update   exact     AIS (+- se)   tracked   AIS time  AIS evaluations")
     for s, log_z, se, seconds, n_eval in ais:
         print(f"{s:8d} {exact[s]:8.3f} {log_z:8.3f} ({se:.3f}) {tracked[s]:8.3f} "
               f"{seconds:8.1f} s {n_eval:12,d}")  # fmt: skip
     best = int(np.argmax(ll_valid - exact))
-    print(f"\nvalidation log-likelihood peaks at update {step[best]} (exact); "
-          f"by the tracked log Z at update {step[int(np.argmax(ll_valid - tracked))]}")
+    print(
+        f"\nvalidation log-likelihood peaks at update {step[best]} (exact); "
+        f"by the tracked log Z at update {step[int(np.argmax(ll_valid - tracked))]}"
+    )
 
     import matplotlib
 

@@ -403,8 +403,7 @@ def set_rbm_parameters(model: pm.Model, rbm: RBM) -> None:
         key = prefix + field
         if key not in model.named_vars:
             raise EvidenceInputError(
-                f"The model has no data container {key!r}; build it with "
-                f"RBM.to_pymc(mutable=True)."
+                f"The model has no data container {key!r}; build it with RBM.to_pymc(mutable=True)."
             )
         model[key].set_value(np.asarray(getattr(rbm, field), dtype=float))
 
