@@ -9,7 +9,7 @@ by ``ais``, ``ads``) and the tempered run (shared by ``rts``, ``ti``, ``mbar``) 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pymc as pm
@@ -69,8 +69,9 @@ class PathSetup:
     kernel: Kernel
     betas: np.ndarray
     tuning: np.ndarray
-    log_z_pilot: np.ndarray
+    log_z_pilot: np.ndarray | None  # None until a tempered method needs it (adaptive: always)
     posterior: np.ndarray | None  # flat posterior draws (chain, draw, dim) if drawn
+    n_setup_evaluations: int = 0  # pilot and, for discrete RAISE, the posterior burn-in
 
 
 def _default_reference(target: LogDensity, reference):
@@ -111,6 +112,7 @@ def _setup(
     sampling: dict,
     progressbar: bool,
     runs: dict | None,
+    need_pilot: bool = False,
 ) -> PathSetup:
     unknown = set(sampling) - set(_SAMPLE_KEYS)
     if unknown:
@@ -120,10 +122,11 @@ def _setup(
         )
     if runs is not None and "setup" in runs:
         setup = runs["setup"]
+        if need_pilot and setup.log_z_pilot is None:
+            setup = _with_pilot(setup, rng, progressbar)
         if need_posterior and setup.posterior is None:
-            posterior = _posterior(setup, rng, idata, sampling, progressbar)
-            setup = PathSetup(**{**setup.__dict__, "posterior": posterior})
-            runs["setup"] = setup
+            setup = _with_posterior(setup, rng, idata, sampling, progressbar)
+        runs["setup"] = setup
         return setup
     ref = _default_reference(target, reference)
     posterior = None
@@ -134,31 +137,47 @@ def _setup(
     path = GeometricPath(target, ref)
     kern = make_kernel(kernel, target, n_leapfrog=n_leapfrog, n_flips=n_flips, blocks=blocks)
     betas = make_ladder(ladder, n_rungs, beta_min=beta_min)
-    tuning, log_z_pilot = tune_kernel(rng, path, kern, betas, progressbar=progressbar)
-    setup = PathSetup(target, path, kern, betas, tuning, log_z_pilot, posterior)
+    setup = PathSetup(target, path, kern, betas, np.ones(betas.size), None, posterior)
+    if kern.adaptive or need_pilot:  # a kernel with nothing to tune needs no pilot for AIS
+        setup = _with_pilot(setup, rng, progressbar)
     if need_posterior and posterior is None:
-        posterior = _posterior(setup, rng, idata, sampling, progressbar)
-        setup = PathSetup(**{**setup.__dict__, "posterior": posterior})
+        setup = _with_posterior(setup, rng, idata, sampling, progressbar)
     if runs is not None:
         runs["setup"] = setup
     return setup
 
 
-def _posterior(setup: PathSetup, rng, idata, sampling: dict, progressbar: bool) -> np.ndarray:
-    """Posterior draws ``(chain, draw, dim)``: from ``idata`` or NUTS, or, for discrete models
-    without ``idata``, from the path's own kernel at ``beta = 1`` after a burn-in (seed 000 §6:
-    "Gibbs sampling with 500 burn-in steps"): ``draws`` chains (default 1000) run ``tune``
-    transitions (default 500) from reference draws."""
+def _with_pilot(setup: PathSetup, rng, progressbar: bool) -> PathSetup:
+    """The set-up with the pilot's per-rung tuning and ``log Z_k`` (:func:`tune_kernel`)."""
+    tuning, log_z_pilot, n_eval = tune_kernel(
+        rng, setup.path, setup.kernel, setup.betas, progressbar=progressbar
+    )
+    return replace(
+        setup, tuning=tuning, log_z_pilot=log_z_pilot,
+        n_setup_evaluations=setup.n_setup_evaluations + n_eval,
+    )  # fmt: skip
+
+
+def _with_posterior(setup: PathSetup, rng, idata, sampling: dict, progressbar: bool):
+    """The set-up with posterior draws ``(chain, draw, dim)``: from ``idata`` or NUTS, or, for
+    discrete models without ``idata``, from the path's own kernel at ``beta = 1`` after a
+    burn-in (seed 000 §6: "Gibbs sampling with 500 burn-in steps"): ``draws`` chains (default
+    1000) run ``tune`` transitions (default 500) from reference draws; their evaluations are
+    added to ``n_setup_evaluations``."""
     target = setup.target
     if idata is not None or not target.has_discrete:
-        return posterior_draws(target, idata, rng=rng, progressbar=progressbar, **sampling)
+        posterior = posterior_draws(target, idata, rng=rng, progressbar=progressbar, **sampling)
+        return replace(setup, posterior=posterior)
     n_draws, n_burn = int(sampling.get("draws", 1000)), int(sampling.get("tune", 500))
     state = setup.path.sample_reference(rng, n_draws, with_grad=setup.kernel.needs_grad)
     state = sample_at_beta(
         rng, setup.path, setup.kernel, state, 1.0, setup.tuning[-1], n_transitions=n_burn,
         progressbar=progressbar,
     )  # fmt: skip
-    return state.x[None]
+    n_eval = n_draws * (1 + n_burn * setup.kernel.evaluations_per_step)
+    return replace(
+        setup, posterior=state.x[None], n_setup_evaluations=setup.n_setup_evaluations + n_eval
+    )
 
 
 def _stats(setup: PathSetup, **per_rung) -> xr.Dataset:
@@ -177,6 +196,7 @@ def _common_diagnostics(setup: PathSetup, n_evaluations: int, nonfinite) -> dict
         "kernel": setup.kernel.kind,
         "n_rungs": int(setup.betas.size),
         "n_evaluations": int(n_evaluations),
+        "n_setup_evaluations": int(setup.n_setup_evaluations),
         "n_nonfinite_rejected": int(np.sum(nonfinite)),
     }
 
@@ -472,6 +492,7 @@ def _tempered_common(
         target, rng, reference=reference, ladder=ladder, n_rungs=n_rungs, beta_min=beta_min,
         kernel=kernel, n_leapfrog=n_leapfrog, n_flips=n_flips, blocks=blocks, idata=idata,
         need_posterior=False, sampling=sampling, progressbar=progressbar, runs=_runs,
+        need_pilot=True,
     )  # fmt: skip
     log_r = _log_r(prior_r, setup.betas.size)
     run, history = _tempered_run(

@@ -80,6 +80,7 @@ class LogZTracker:
             self._target, self._rng, reference=reference, ladder=ladder, n_rungs=n_rungs,
             beta_min=beta_min, kernel=kernel, n_leapfrog=2, n_flips=1, blocks=blocks, idata=None,
             need_posterior=False, sampling={}, progressbar=progressbar, runs=None,
+            need_pilot=True,
         )  # fmt: skip
         self._log_r = _log_r(prior_r, self._setup.betas.size)
         state = self._setup.path.sample_reference(
@@ -92,7 +93,7 @@ class LogZTracker:
         )  # fmt: skip
         self._state, self._rung = state, None
         self._log_zhat = log_zhat - log_zhat[0]
-        self.n_evaluations = int(n_eval)
+        self.n_evaluations = int(n_eval + self._setup.n_setup_evaluations)
         self.history = [self.log_z]
 
     @property

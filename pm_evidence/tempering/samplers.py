@@ -50,7 +50,7 @@ def tune_kernel(
     n_adapt: int = 4,
     max_pilot_rungs: int = 100,
     progressbar: bool = False,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Per-rung scale / step size from a pilot annealing run, and the pilot's ``log Z_k``.
 
     The pilot anneals ``n_chains`` reference draws over at most ``max_pilot_rungs`` rungs of the
@@ -68,6 +68,9 @@ def tune_kernel(
         Scale (``rwm``) or leapfrog step size (``hmc``) per rung; ones for other kernels.
     log_z_pilot : ndarray (K,)
         Pilot estimate of ``log Z_k`` per rung (``log Z_1 = 0``).
+    n_evaluations : int
+        Log-density evaluations the pilot made. A kernel with nothing to tune makes one
+        transition per pilot rung (the pilot then only provides ``log Z_k``).
     """
     n_rungs = betas.size
     pilot_idx = np.unique(np.round(np.linspace(0, n_rungs - 1, min(n_rungs, max_pilot_rungs))))
@@ -78,13 +81,15 @@ def tune_kernel(
     log_w = np.zeros(n_chains)
     log_z = np.zeros(pilot_idx.size)
     current = log_tuning[0]
+    n_eval = n_chains
     with long_run(pilot_idx.size, "tuning kernel", progressbar) as run:
         for j, beta in enumerate(pilot_betas):
             if j > 0:
                 log_w = log_w + _increment(state, beta - pilot_betas[j - 1])
                 log_z[j] = float(log_mean_exp(log_w))
             beta_vec = np.full(n_chains, beta)
-            steps = n_adapt * (5 if j == 0 else 1)
+            steps = n_adapt * (5 if j == 0 else 1) if kernel.adaptive else 1
+            n_eval += steps * n_chains * kernel.evaluations_per_step
             for _ in range(steps):
                 state, accepted, _ = transition(
                     kernel, rng, path, state, beta_vec, np.full(n_chains, np.exp(current))
@@ -98,7 +103,7 @@ def tune_kernel(
     tuning = np.exp(np.interp(betas, pilot_betas, log_tuning))
     if not kernel.adaptive:
         tuning = np.ones(n_rungs)
-    return tuning, np.interp(betas, pilot_betas, log_z)
+    return tuning, np.interp(betas, pilot_betas, log_z), n_eval
 
 
 def _increment(state: PathState, d_beta: float) -> np.ndarray:
