@@ -10,6 +10,13 @@ from pm_evidence.estimators.combinations import COMBINATION_RULES, combine_is_ri
 from pm_evidence.estimators.discriminance import discriminance_core
 from pm_evidence.estimators.importance import importance_core, reverse_importance_core
 from pm_evidence.estimators.ratio_matching import RatioMatchingSolution, solve_ratio_matching
+from pm_evidence.estimators.variational import (
+    draw_sumo_lengths,
+    elbo_core,
+    iwae_core,
+    sumo_core,
+    sumo_values,
+)
 
 __all__ = [
     "COMBINATION_RULES",
@@ -18,8 +25,13 @@ __all__ = [
     "bridge_core",
     "combine_is_ris_core",
     "discriminance_core",
+    "draw_sumo_lengths",
+    "elbo_core",
     "fruhwirth_schnatter_re2",
     "importance_core",
+    "iwae_core",
     "reverse_importance_core",
     "solve_ratio_matching",
+    "sumo_core",
+    "sumo_values",
 ]
