@@ -221,7 +221,7 @@ def main(full: bool, repeats: int, out: Path) -> None:
     fig, axes = plt.subplots(2, len(panels), figsize=(5 * len(panels), 7), squeeze=False)
     for j, (title, b, r) in enumerate(panels):
         plot(axes[:, j], b, r, title)
-    fig.suptitle("Seed 000 Fig. 3 / seed 004 Fig. 3: RBM on thresholded 8x8 digits")
+    fig.suptitle("Seed 000 / 004 Fig. 3: RBM, 8x8 digits", fontsize=10)
     fig.tight_layout()
     out.mkdir(parents=True, exist_ok=True)
     fig.savefig(out / "seed004_fig3_rbm.png", dpi=120)
