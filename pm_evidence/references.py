@@ -10,7 +10,7 @@ seed 000 §3 (p0 for IS and reverse IS); seed 002 eq. (18.44); Meng & Schilling 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
@@ -195,12 +195,9 @@ class PriorReference(Reference):
 
     target: object  # LogDensity
     name: str = "prior"
-    _draw_fn: object = field(default=None, repr=False)
-    _rngs: list = field(default_factory=list, repr=False)
 
     def __post_init__(self):
         from pymc.distributions.continuous import FlatRV, HalfFlatRV
-        from pymc.pytensorf import compile as pm_compile
 
         model = self.target.model
         improper = [
@@ -212,10 +209,6 @@ class PriorReference(Reference):
                 f"reference distribution. Use a fitted reference (reference='student_t' or "
                 f"'normal'), or give those variables proper priors."
             )
-        self._draw_fn, updates = pm_compile(
-            inputs=[], outputs=model.free_RVs, random_seed=False, return_updates=True
-        )
-        self._rngs = list(updates)
 
     @property
     def dim(self) -> int:
@@ -227,8 +220,9 @@ class PriorReference(Reference):
     def sample(self, rng, n):
         from pymc.pytensorf import reseed_rngs
 
-        reseed_rngs(self._rngs, spawn_seed(rng))
-        draws = [self._draw_fn() for _ in range(n)]
+        draw_fn, rngs = self.target.prior_sampler
+        reseed_rngs(rngs, spawn_seed(rng))
+        draws = [draw_fn() for _ in range(n)]
         values = {
             name: np.stack([d[i] for d in draws]) for i, name in enumerate(self.target.var_names)
         }

@@ -245,6 +245,17 @@ class LogDensity:
         )
 
     @cached_property
+    def prior_sampler(self):
+        """A compiled forward draw of the free variables (one draw per call) and the random
+        generator variables to reseed before use; compiled once per model."""
+        from pymc.pytensorf import compile as pm_compile
+
+        draw_fn, updates = pm_compile(
+            inputs=[], outputs=self.model.free_RVs, random_seed=False, return_updates=True
+        )
+        return draw_fn, list(updates)
+
+    @cached_property
     def _to_constrained_fn(self):
         constrained = self.model.replace_rvs_by_values(self.model.free_RVs)
         outputs, x = self._joined(constrained)

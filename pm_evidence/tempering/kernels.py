@@ -160,6 +160,11 @@ def rwm_step(rng, path: GeometricPath, state: PathState, beta, scale):
     return _metropolis(rng, state, proposal, log_ratio)
 
 
+def _kinetic(momentum: np.ndarray) -> np.ndarray:
+    """``|p|^2 / 2`` per point (identity mass matrix)."""
+    return 0.5 * np.einsum("ij,ij->i", momentum, momentum)
+
+
 def _grad(state: PathState, beta) -> np.ndarray:
     return state.grad_log_p0 + np.asarray(beta)[:, None] * state.grad_delta
 
@@ -182,22 +187,17 @@ def hmc_step(
     eps = np.asarray(step_size, dtype=float)
     eps = (eps * rng.uniform(1.0 - jitter, 1.0 + jitter, size=eps.shape))[:, None]
     momentum = rng.standard_normal(state.x.shape)
-    current_h = -tempered_log_density(state.log_p0, state.delta, beta) + 0.5 * np.sum(
-        momentum**2, axis=1
-    )
+    current_h = _kinetic(momentum) - tempered_log_density(state.log_p0, state.delta, beta)
     p = momentum + 0.5 * eps * _grad(state, beta)
     proposal = state
     with np.errstate(invalid="ignore", over="ignore"):
         for step in range(n_leapfrog):
-            x_new = proposal.x + eps * p
-            proposal = path.evaluate(x_new, with_grad=True)
+            proposal = path.evaluate(proposal.x + eps * p, with_grad=True)
             factor = 1.0 if step < n_leapfrog - 1 else 0.5
-            p = p + factor * eps * _grad(proposal, beta)
-        proposal_h = -tempered_log_density(proposal.log_p0, proposal.delta, beta) + 0.5 * np.sum(
-            p**2, axis=1
-        )
+            p += factor * eps * _grad(proposal, beta)
+        # a non-finite gradient makes p, hence the energy, non-finite: rejected and counted
+        proposal_h = _kinetic(p) - tempered_log_density(proposal.log_p0, proposal.delta, beta)
         log_ratio = current_h - proposal_h
-    log_ratio = np.where(np.all(np.isfinite(proposal.grad_delta), axis=1), log_ratio, np.nan)
     return _metropolis(rng, state, proposal, log_ratio)
 
 

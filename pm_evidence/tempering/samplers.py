@@ -219,7 +219,8 @@ class TemperedRun(NamedTuple):
     iterations of a unit. ``c_sum[u, k] = sum_t q(beta_k | x_t)`` (seed 004 eq. (9) before
     dividing by ``N``), ``rb_delta_sum[u, k] = sum_t q(beta_k | x_t) Delta(x_t)`` (for TI-RB,
     eq. (21)), ``count[u, k]`` the number of iterations with ``x_t`` drawn at rung ``k`` and
-    ``count_delta_sum`` the sum of ``Delta`` over them (plain TI). ``transitions[j, k]`` counts
+    ``count_delta_sum`` the sum of ``Delta`` over them (plain TI); the ``*_delta2_sum`` are the
+    same sums of ``Delta^2`` (per-rung variances, for TI's corrected trapezoid rule). ``transitions[j, k]`` counts
     moves ``beta_j -> beta_k`` (seed 004 App. F). With ``record=True`` every iteration's
     ``Delta`` and rung are kept (``(chain, iteration)``, for MBAR).
     """
@@ -229,8 +230,10 @@ class TemperedRun(NamedTuple):
     log_zhat: np.ndarray
     c_sum: np.ndarray
     rb_delta_sum: np.ndarray
+    rb_delta2_sum: np.ndarray
     count: np.ndarray
     count_delta_sum: np.ndarray
+    count_delta2_sum: np.ndarray
     n_iterations: np.ndarray  # (units,)
     transitions: np.ndarray
     acceptance: np.ndarray  # (K,) acceptance rate of the x-transitions at each rung
@@ -246,10 +249,20 @@ class TemperedRun(NamedTuple):
 
 def beta_conditional(delta: np.ndarray, betas, log_r, log_zhat) -> np.ndarray:
     r"""``q(beta_k | x)`` for every point and rung (seed 004 eq. (7)),
-    ``propto exp(beta_k Delta(x) + log r_k - log Zhat_k)``; shape ``(n, K)``."""
-    logits = tempered_log_density(0.0, delta[:, None], betas[None, :]) + (log_r - log_zhat)
-    weights = np.exp(logits - logits.max(axis=1, keepdims=True))
-    return weights / weights.sum(axis=1, keepdims=True)
+    ``propto exp(beta_k Delta(x) + log r_k - log Zhat_k)``; shape ``(n, K)``.
+
+    This runs once per sweep on ``n x K`` numbers, so it works in place on one array.
+    """
+    delta = np.asarray(delta, dtype=float)
+    if np.all(np.isfinite(delta)):
+        logits = np.multiply.outer(delta, betas)
+    else:  # 0 * (-inf) must be 0 at beta = 0 (a point outside the target's support)
+        logits = tempered_log_density(0.0, delta[:, None], np.asarray(betas)[None, :])
+    logits += log_r - log_zhat
+    logits -= logits.max(axis=1, keepdims=True)
+    np.exp(logits, out=logits)
+    logits /= logits.sum(axis=1, keepdims=True)
+    return logits
 
 
 def _draw_categorical(rng, probs: np.ndarray) -> np.ndarray:
@@ -290,8 +303,8 @@ def run_tempered(
     n_chains, n_rungs = state.x.shape[0], betas.size
     n_units = n_chains * n_time_batches
     shape = (n_units, n_rungs)
-    c_sum, rb_sum = np.zeros(shape), np.zeros(shape)
-    count, count_sum = np.zeros(shape), np.zeros(shape)
+    c_sum, rb_sum, rb2_sum = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+    count, count_sum, count2_sum = np.zeros(shape), np.zeros(shape), np.zeros(shape)
     n_iter = np.zeros(n_units)
     transitions = np.zeros((n_rungs, n_rungs))
     accepted_sum, attempts = np.zeros(n_rungs), np.zeros(n_rungs)
@@ -315,14 +328,21 @@ def run_tempered(
                 n_eval += n_chains * kernel.evaluations_per_step
             q = beta_conditional(state.delta, betas, log_r, log_zhat)
             new_rung = _draw_categorical(rng, q)
-            units = chains * n_time_batches + (t * n_time_batches) // n_sweeps
+            batch = (t * n_time_batches) // n_sweeps
+            # one unit per chain: its rows of the sums are a slice (views, no fancy indexing)
+            rows = slice(batch * n_chains, (batch + 1) * n_chains)
+            units = batch * n_chains + chains
             delta = np.where(np.isfinite(state.delta), state.delta, 0.0)
             # commit this sweep's statistics together
-            c_sum[units] += q
-            rb_sum[units] += q * delta[:, None]
+            c_sum[rows] += q
+            q *= delta[:, None]
+            rb_sum[rows] += q
+            q *= delta[:, None]
+            rb2_sum[rows] += q
             count[units, rung] += 1.0  # one (unit, rung) pair per chain: no repeats
             count_sum[units, rung] += delta
-            n_iter[units] += 1
+            count2_sum[units, rung] += delta**2
+            n_iter[rows] += 1
             transitions += np.bincount(
                 rung * n_rungs + new_rung, minlength=n_rungs * n_rungs
             ).reshape(n_rungs, n_rungs)
@@ -353,8 +373,10 @@ def run_tempered(
         log_zhat,
         c_sum,
         rb_sum,
+        rb2_sum,
         count,
         count_sum,
+        count2_sum,
         n_iter,
         transitions,
         acceptance,
