@@ -28,6 +28,7 @@ from pm_evidence.evidence import Evidence
 from pm_evidence.exceptions import EvidenceInputError
 from pm_evidence.references import (
     BernoulliProductReference,
+    CategoricalProductReference,
     PriorReference,
     Reference,
     fit_reference,
@@ -79,12 +80,15 @@ def _default_reference(target: LogDensity, reference):
     if isinstance(reference, Reference):
         return reference
     if reference == "uniform":
-        if not target.binary_mask.all():
+        if target.binary_mask.all():
+            return BernoulliProductReference(np.zeros(target.dim), name="uniform")
+        if not target.finite_levels.all():
             raise EvidenceInputError(
-                "reference='uniform' is the uniform distribution on {0, 1}^d, for models whose "
-                "free variables are all binary (Bernoulli). Use 'prior' or a fitted reference."
+                "reference='uniform' is the uniform distribution over the values of finite "
+                "discrete variables, for models whose free variables are all Bernoulli or "
+                "Categorical. Use 'prior' or a fitted reference."
             )
-        return BernoulliProductReference(np.zeros(target.dim), name="uniform")
+        return CategoricalProductReference.uniform(target.finite_levels)
     if reference in ("auto", "prior"):
         try:
             return PriorReference(target)
@@ -328,7 +332,8 @@ def annealed_importance_sampling(
         moves it.
     reference : "auto", "prior", "uniform", "student_t", "normal" or Reference
         ``p0``. ``"auto"``: the prior when it is proper, else a Student-t fitted to NUTS draws.
-        ``"uniform"``: uniform on ``{0, 1}^d`` (all-binary models). For binary models see also
+        ``"uniform"``: uniform over the values of every entry (models whose free variables are
+        all Bernoulli or Categorical). For binary models see also
         :class:`pm_evidence.references.BernoulliProductReference` and the mean-field and data
         base rate references of :mod:`pm_evidence.energy`.
     idata, random_seed, progressbar, **sampling

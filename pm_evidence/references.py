@@ -21,6 +21,7 @@ from pm_evidence.utils import spawn_seed
 
 __all__ = [
     "BernoulliProductReference",
+    "CategoricalProductReference",
     "MultivariateNormalReference",
     "MultivariateStudentTReference",
     "PriorReference",
@@ -276,6 +277,67 @@ class BernoulliProductReference(Reference):
 
     def sample(self, rng, n):
         return (rng.random((n, self.dim)) < special.expit(self.logits)).astype(float)
+
+
+@dataclass(frozen=True, eq=False)
+class CategoricalProductReference(Reference):
+    r"""Independent categorical entries, ``p0(x) = prod_j P_j(x_j)``, ``x_j in {0..L_j-1}``.
+
+    ``log_probs`` has shape ``(dim, L)`` with ``L = max_j L_j``; row ``j`` holds the log
+    probabilities of entry ``j``'s values, ``-inf`` past its ``L_j`` (each row normalized).
+    ``logpdf`` is ``-inf`` off the grid of allowed values. :meth:`uniform` gives the uniform
+    distribution over every entry's values, the reference of models with Categorical (and
+    Bernoulli) free variables under ``reference="uniform"``.
+    """
+
+    log_probs: np.ndarray
+    name: str = "categorical_product"
+
+    def __post_init__(self):
+        log_probs = np.asarray(self.log_probs, dtype=float)
+        if log_probs.ndim != 2 or np.any(np.isnan(log_probs)) or np.any(log_probs == np.inf):
+            raise EvidenceInputError(
+                "CategoricalProductReference needs log probabilities of shape (dim, L) without "
+                "NaN or +inf (-inf marks a value an entry does not have)."
+            )
+        if not np.allclose(special.logsumexp(log_probs, axis=1), 0.0, atol=1e-10):
+            raise EvidenceInputError(
+                "Each row of CategoricalProductReference.log_probs must be normalized "
+                "(logsumexp over a row = 0)."
+            )
+        object.__setattr__(self, "log_probs", log_probs)
+
+    @classmethod
+    def uniform(cls, levels) -> CategoricalProductReference:
+        """Uniform over ``0..L_j-1`` for each entry, from the numbers of values ``levels``."""
+        levels = np.asarray(levels, dtype=int)
+        if levels.ndim != 1 or np.any(levels < 1):
+            raise EvidenceInputError("levels must be a 1-D array of positive integers.")
+        values = np.arange(levels.max())
+        log_probs = np.where(values < levels[:, None], -np.log(levels)[:, None], -np.inf)
+        return cls(log_probs, name="uniform")
+
+    @property
+    def dim(self) -> int:
+        return self.log_probs.shape[0]
+
+    def logpdf(self, x):
+        x = np.asarray(x, dtype=float)
+        n_levels = self.log_probs.shape[1]
+        allowed = (x == np.round(x)) & (x >= 0) & (x < n_levels)
+        index = np.where(allowed, x, 0).astype(int)
+        terms = np.take_along_axis(
+            np.broadcast_to(self.log_probs, (*x.shape[:-1], *self.log_probs.shape)),
+            index[..., None],
+            axis=-1,
+        )[..., 0]
+        return np.where(np.all(allowed, axis=-1), terms.sum(axis=-1), -np.inf)
+
+    def sample(self, rng, n):
+        cumulative = np.cumsum(np.exp(self.log_probs), axis=1)  # (dim, L)
+        u = rng.random((n, self.dim, 1))
+        values = (cumulative[None] <= u * cumulative[None, :, -1:]).sum(axis=2)
+        return np.minimum(values, self.log_probs.shape[1] - 1).astype(float)
 
 
 REFERENCE_NAMES = ("prior", "normal", "student_t", "warp3")

@@ -22,9 +22,10 @@ import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
+from pymc.exceptions import NotConstantValueError
 from pymc.pytensorf import join_nonshared_inputs
 from pytensor.graph.replace import clone_replace, graph_replace, vectorize_graph
-from pytensor.tensor.random.basic import BernoulliRV
+from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
 from pm_evidence.exceptions import EvidenceInputError, NonFiniteLogDensityError
 
@@ -359,6 +360,24 @@ class LogDensity:
             if isinstance(rv.owner.op, BernoulliRV):
                 mask[v.start : v.stop] = True
         return mask
+
+    @cached_property
+    def finite_levels(self) -> np.ndarray:
+        """Number of values of each flat entry of a finite discrete variable: 2 for Bernoulli
+        (values 0, 1), ``L`` for a Categorical with ``L`` probabilities (values ``0..L-1``);
+        0 for every other entry (continuous, or discrete with unbounded support)."""
+        levels = np.zeros(self.dim, dtype=int)
+        for v, rv in zip(self.layout, self.model.free_RVs, strict=True):
+            if isinstance(rv.owner.op, BernoulliRV):
+                levels[v.start : v.stop] = 2
+            elif isinstance(rv.owner.op, CategoricalRV):
+                n_levels = rv.owner.inputs[-1].shape[-1]  # the number of probabilities
+                try:
+                    (n_levels,) = pm.pytensorf.constant_fold([n_levels])
+                except NotConstantValueError:  # a shape known only at run time: not finite here
+                    continue
+                levels[v.start : v.stop] = int(n_levels)
+        return levels
 
     # ------------------------------------------------------------------ maps
     def to_constrained(self, x) -> dict[str, np.ndarray]:

@@ -136,6 +136,33 @@ def binary_field(n: int = 6, coupling: float = 0.4, seed: int = 5):
     return model, exact
 
 
+def categorical_chain(n: int = 6, n_levels: int = 3, coupling: float = 0.8, seed: int = 12):
+    """``n`` Categorical variables with ``n_levels`` values each (a Potts-like chain):
+    non-uniform prior probabilities ``p``, a unary field ``h[i, x_i]`` and a pairwise term
+    ``J[x_i, x_{i+1}]`` between neighbours as a ``pm.Potential``; log Z by enumerating all
+    ``n_levels^n`` states."""
+    import itertools
+
+    import pytensor.tensor as pt
+
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet(np.full(n_levels, 3.0))
+    pairwise = rng.normal(0.0, coupling, (n_levels, n_levels))
+    unary = rng.normal(0.0, 0.5, (n, n_levels))
+    states = np.array(list(itertools.product(range(n_levels), repeat=n)))
+    log_prior = np.log(p)[states].sum(axis=1)
+    energy = unary[np.arange(n), states].sum(axis=1) + pairwise[states[:, :-1], states[:, 1:]].sum(
+        axis=1
+    )
+    exact = float(special.logsumexp(log_prior + energy))
+    with pm.Model(name="categorical_chain") as model:
+        x = pm.Categorical("x", p=p, shape=n)
+        pair = pt.as_tensor(pairwise)[x[:-1], x[1:]].sum()
+        field = pt.as_tensor(unary)[np.arange(n), x].sum()
+        pm.Potential("potts", pair + field)
+    return model, exact
+
+
 def peaked_normal_mean(dim: int = 20, n: int = 1000, tau: float = 10.0, seed: int = 7):
     """A peaked posterior: ``y_ij ~ N(mu_j, 1)``, ``n`` observations per dimension,
     ``mu_j ~ N(0, tau^2)``; the likelihood is ~1,000x narrower than the prior."""

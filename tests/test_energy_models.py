@@ -10,9 +10,9 @@ import pytest
 from scipy import special, stats
 
 import pm_evidence as pme
-from pm_evidence import energy
+from pm_evidence import energy, testing
 from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.references import BernoulliProductReference
+from pm_evidence.references import BernoulliProductReference, CategoricalProductReference
 from pm_evidence.target import LogDensity
 from pm_evidence.tempering.kernels import make_kernel, transition
 from pm_evidence.tempering.path import GeometricPath
@@ -20,8 +20,8 @@ from pm_evidence.tempering.path import GeometricPath
 PATH_METHODS = ["ais", "raise", "ads", "rts", "ti", "mbar"]
 
 
-def all_states(d: int) -> np.ndarray:
-    return np.array(list(itertools.product([0.0, 1.0], repeat=d)))
+def all_states(d: int, n_levels: int = 2) -> np.ndarray:
+    return np.array(list(itertools.product(range(n_levels), repeat=d)), dtype=float)
 
 
 # ---------------------------------------------------------------------- exact log Z
@@ -70,16 +70,16 @@ def tiny_mrf():
     return mrf, LogDensity.for_model(mrf.to_pymc())
 
 
-def _invariance_p_value(path, kernel, beta, rng, n=40_000):
+def _invariance_p_value(path, kernel, beta, rng, n=40_000, n_levels=2):
     """Chi-square p-value that one transition maps exact f_beta draws to f_beta draws."""
-    states = all_states(path.dim)
+    states = all_states(path.dim, n_levels)
     state_all = path.evaluate(states)
     log_f = state_all.log_p0 + beta * state_all.delta
     probs = special.softmax(log_f)
     idx = rng.choice(states.shape[0], size=n, p=probs)
     state = path.evaluate(states[idx], with_grad=kernel.needs_grad)
     new, _, _ = transition(kernel, rng, path, state, np.full(n, beta), np.ones(n))
-    codes = new.x @ (2 ** np.arange(path.dim)[::-1])
+    codes = new.x @ (n_levels ** np.arange(path.dim)[::-1])
     counts = np.bincount(codes.astype(int), minlength=states.shape[0])
     return stats.chisquare(counts, probs * n).pvalue, float(np.mean(np.any(new.x != state.x, 1)))
 
@@ -106,6 +106,51 @@ def test_rbm_block_gibbs_leaves_tempered_density_invariant():
     # a kernel that ignores the reference part of f_beta is caught by the same check
     wrong = make_kernel(rbm.block_gibbs_kernel(None), target)
     assert _invariance_p_value(path, wrong, 0.7, np.random.default_rng(7))[0] < 1e-6
+
+
+@pytest.fixture(scope="module")
+def categorical_chain():
+    model, exact = testing.categorical_chain()
+    return model, exact, LogDensity.for_model(model)
+
+
+def test_categorical_model_levels_reference_and_exact_log_z(categorical_chain):
+    _, exact, target = categorical_chain
+    assert target.finite_levels.tolist() == [3] * 6 and not target.binary_mask.any()
+    states = all_states(6, 3)
+    log_prior, log_lik = target.evaluate(states)
+    assert special.logsumexp(log_prior + log_lik) == pytest.approx(exact, abs=1e-10)
+    uniform = CategoricalProductReference.uniform([3, 2, 4])
+    grid = np.array(list(itertools.product(range(3), range(2), range(4))), dtype=float)
+    assert special.logsumexp(uniform.logpdf(grid)) == pytest.approx(0.0, abs=1e-12)
+    assert np.isneginf(uniform.logpdf(np.array([[0.0, 2.0, 0.0], [0.5, 0.0, 0.0]]))).all()
+    draws = uniform.sample(np.random.default_rng(0), 20_000)
+    assert np.isfinite(uniform.logpdf(draws)).all()
+    assert np.allclose(np.bincount(draws[:, 2].astype(int)) / 20_000, 0.25, atol=0.015)
+
+
+def test_categorical_gibbs_leaves_tempered_density_invariant():
+    target = LogDensity.for_model(testing.categorical_chain(n=3)[0])  # 27 states
+    levels = np.array([[0.1, 0.6, 0.3]] * 3)
+    path = GeometricPath(target, CategoricalProductReference(np.log(levels)))  # non-uniform p0
+    for blocks in (None, [np.array([0, 2]), np.array([1])]):  # x_0, x_2 independent given x_1
+        kernel = make_kernel("gibbs", target, blocks=blocks)
+        p_value, moved = _invariance_p_value(
+            path, kernel, 0.6, np.random.default_rng(13), n_levels=3
+        )
+        assert moved > 0.3 and p_value > 1e-3
+    assert kernel.evaluations_per_step == 2 * 2 + 1 * 2 + 1  # two other values per entry
+
+
+def test_every_path_method_on_a_categorical_chain(categorical_chain):
+    model, exact, _ = categorical_chain
+    for reference, seed in (("uniform", 14), ("prior", 15)):
+        results = pme.marginal_likelihood(
+            model, method=PATH_METHODS, reference=reference, random_seed=seed,
+            progressbar=False, n_chains=200, n_rungs=50, n_sweeps=200, draws=200, tune=100,
+        )  # fmt: skip
+        assert all(ev.diagnostics["kernel"] == "gibbs" for ev in results.values())
+        _within_se(results, exact)
 
 
 # ---------------------------------------------------------------------- methods vs exact
@@ -148,8 +193,6 @@ def test_discrete_model_errors(tiny_mrf):
     with pytest.raises(EvidenceInputError, match="exactly once"):
         make_kernel("gibbs", target, blocks=[[0, 1, 2]])
     with pytest.raises(EvidenceInputError, match="uniform"):
-        from pm_evidence import testing
-
         pme.annealed_importance_sampling(
             testing.normal_mean()[0], reference="uniform", progressbar=False
         )

@@ -101,9 +101,7 @@ def _fill_empty(means: np.ndarray, betas: np.ndarray, empty: np.ndarray) -> np.n
     return filled
 
 
-def ti_core(
-    betas, weight_sum, delta_sum, *, rule: str = "trapezoid", delta2_sum=None
-) -> Estimate:
+def ti_core(betas, weight_sum, delta_sum, *, rule: str = "trapezoid", delta2_sum=None) -> Estimate:
     r"""Thermodynamic integration ``log Z = int_0^1 E_beta[Delta] d beta`` (seed 004 eq. (20)).
 
     ``mu_k = E_{beta_k}[Delta]`` is ``sum_u delta_sum[u, k] / sum_u weight_sum[u, k]``: with

@@ -12,7 +12,7 @@ tempered log-density (or, for HMC, energy) is not finite is rejected and flagged
   (seed 004 App. E; target acceptance 0.651 from Beskos et al. 2013, as there). The gradient is
   ``grad log p0 + beta grad Delta`` from PyTensor.
 * ``flip``: Metropolis flips of ``n_flips`` random binary (Bernoulli) entries.
-* ``gibbs``: a heat-bath (Gibbs) sweep over binary entries, one entry at a time, or over
+* ``gibbs``: a heat-bath (Gibbs) sweep over binary or categorical entries, one entry at a time, or over
   ``blocks`` of entries that are conditionally independent given the rest (a checkerboard on a
   grid MRF; the visible or hidden layer of an RBM): all flips of a block come from one batched
   call over ``points x entries``.
@@ -65,6 +65,7 @@ class Kernel:
     target_accept: float = DEFAULT_TARGET_ACCEPT["hmc"]
     binary_mask: np.ndarray | None = None
     blocks: tuple[np.ndarray, ...] | None = None  # gibbs: entries updated together
+    levels: np.ndarray | None = None  # gibbs: number of values of each entry (2: binary)
 
     @property
     def needs_grad(self) -> bool:
@@ -79,7 +80,8 @@ class Kernel:
     def evaluations_per_step(self) -> int:
         """Log-density (or gradient) evaluations per point per transition (for cost accounting)."""
         if self.kind == "gibbs":
-            return sum(b.size for b in self.blocks) + sum(b.size > 1 for b in self.blocks)
+            per_block = [b.size * (int(self.levels[b].max()) - 1) for b in self.blocks]
+            return sum(per_block) + sum(b.size > 1 for b in self.blocks)
         return self.n_leapfrog if self.kind == "hmc" else 1
 
 
@@ -100,21 +102,29 @@ def _check_blocks(blocks, dim: int) -> tuple[np.ndarray, ...]:
 def make_kernel(kernel, target, *, n_leapfrog: int = 2, n_flips: int = 1, blocks=None) -> Kernel:
     """Build a :class:`Kernel` from a name (``"auto"`` picks one for the model) or a callable.
 
-    ``"auto"`` is HMC for continuous models and Gibbs sweeps for all-binary ones.
+    ``"auto"`` is HMC for continuous models and Gibbs sweeps for models whose free variables
+    are all finite discrete (Bernoulli, Categorical).
     """
     if isinstance(kernel, Kernel):
         return kernel
     if callable(kernel):
         return Kernel("custom", user_step=kernel, target_accept=DEFAULT_TARGET_ACCEPT["custom"])
     if kernel == "auto":
-        kernel = "gibbs" if target.has_discrete else "hmc"
+        kernel = "gibbs" if target.has_discrete and target.finite_levels.all() else "hmc"
     if kernel not in KERNELS:
         raise EvidenceInputError(
             f"Requested kernel {kernel!r} but it must be one of {list(KERNELS)}, 'auto', or a "
             f"function step(rng, x, beta) -> x."
         )
     mask = target.binary_mask
-    if kernel in BINARY_KERNELS:
+    if kernel == "gibbs":
+        if not target.finite_levels.all():
+            raise EvidenceInputError(
+                f"kernel='gibbs' draws finite discrete (Bernoulli, Categorical) variables, and "
+                f"{int((target.finite_levels == 0).sum())} entries of the model's flat vector "
+                f"are not; pass a custom kernel step(rng, x, beta) -> x that moves all of them."
+            )
+    elif kernel in BINARY_KERNELS:
         if not mask.any():
             raise EvidenceInputError(
                 f"kernel={kernel!r} flips binary (Bernoulli) variables, and the model has none. "
@@ -128,8 +138,8 @@ def make_kernel(kernel, target, *, n_leapfrog: int = 2, n_flips: int = 1, blocks
     elif target.has_discrete:
         raise EvidenceInputError(
             f"kernel={kernel!r} moves continuous variables, but the model has discrete free "
-            f"variables {list(target.discrete_names)}. Use kernel='flip' (binary variables) or a "
-            f"custom kernel step(rng, x, beta) -> x."
+            f"variables {list(target.discrete_names)}. Use kernel='gibbs' (Bernoulli and "
+            f"Categorical variables), 'flip' (binary) or a custom kernel step(rng, x, beta) -> x."
         )
     if n_leapfrog < 1 or n_flips < 1:
         raise EvidenceInputError("n_leapfrog and n_flips must be positive integers.")
@@ -140,6 +150,7 @@ def make_kernel(kernel, target, *, n_leapfrog: int = 2, n_flips: int = 1, blocks
         target_accept=DEFAULT_TARGET_ACCEPT[kernel],
         binary_mask=mask if kernel in BINARY_KERNELS else None,
         blocks=_check_blocks(blocks, target.dim) if kernel == "gibbs" else None,
+        levels=target.finite_levels if kernel == "gibbs" else None,
     )
 
 
@@ -218,44 +229,64 @@ def flip_step(rng, path: GeometricPath, state: PathState, beta, mask: np.ndarray
     return _metropolis(rng, state, proposal, log_ratio)
 
 
-def gibbs_step(rng, path: GeometricPath, state: PathState, beta, blocks):
-    r"""One heat-bath sweep over ``blocks`` of binary entries at inverse temperatures ``beta``.
+def gibbs_step(rng, path: GeometricPath, state: PathState, beta, blocks, levels=None):
+    r"""One heat-bath (Gibbs) sweep over ``blocks`` of finite discrete entries at inverse
+    temperatures ``beta``.
 
-    For a block ``B`` and each ``j in B``, ``x_j`` is set to its flipped value with probability
-    ``sigma(log f_beta(x^{(j)}) - log f_beta(x))`` (its exact conditional), for all ``j in B``
-    at once: exact Gibbs when the entries of ``B`` are conditionally independent given the rest
-    under every ``f_beta`` (the caller's promise; single entries always are). The flipped
-    states of a block are evaluated in one batched call over ``n x |B|`` points.
+    Entry ``j`` takes values ``0..L_j-1`` (``levels``; all 2, binary, by default). For a block
+    ``B`` and each ``j in B``, the ``L_j - 1`` other values ``(x_j + s) mod L_j``,
+    ``s = 1..L_j-1``, are evaluated, and ``x_j`` is drawn from its exact conditional
+    ``propto f_beta`` over all ``L_j`` values (for a binary entry: flipped with probability
+    ``sigma(log f_beta(x^{(j)}) - log f_beta(x))``), for all ``j in B`` at once: exact Gibbs
+    when the entries of ``B`` are conditionally independent given the rest under every
+    ``f_beta`` (the caller's promise; single entries always are). The candidate states of a
+    block are evaluated in one batched call over ``n x |B| x max(L_j - 1)`` points.
     """
     beta = np.asarray(beta, dtype=float)
     n, d = state.x.shape
+    levels = np.full(d, 2) if levels is None else np.asarray(levels)
     current = state
     moved = np.zeros(n, dtype=bool)
     nonfinite = np.zeros(n, dtype=bool)
     log_f = tempered_log_density(current.log_p0, current.delta, beta)
     for block in blocks:
-        m = block.size
-        flipped = np.repeat(current.x[:, None, :], m, axis=1)
-        entries = np.arange(m)
-        flipped[:, entries, block] = 1.0 - flipped[:, entries, block]
-        proposal = path.evaluate(flipped.reshape(n * m, d))
-        log_f_flip = tempered_log_density(
-            proposal.log_p0, proposal.delta, np.repeat(beta, m)
-        ).reshape(n, m)
+        m, block_levels = block.size, levels[block]
+        n_alt = int(block_levels.max()) - 1
+        shifts = np.arange(1, n_alt + 1)
+        # candidates[i, e, s]: point i with entry block[e] moved to its s-th other value
+        candidates = np.repeat(current.x[:, None, :], m * n_alt, axis=1).reshape(n, m, n_alt, d)
+        entries = np.arange(m)[:, None]
+        new_values = np.mod(current.x[:, block][:, :, None] + shifts, block_levels[:, None])
+        candidates[:, entries, shifts - 1, block[:, None]] = new_values
+        proposal = path.evaluate(candidates.reshape(n * m * n_alt, d))
+        log_f_alt = tempered_log_density(
+            proposal.log_p0, proposal.delta, np.repeat(beta, m * n_alt)
+        ).reshape(n, m, n_alt)
         with np.errstate(invalid="ignore"):
-            diff = log_f_flip - log_f[:, None]
+            diff = log_f_alt - log_f[:, None, None]
         bad = np.isnan(diff)
-        nonfinite |= bad.any(axis=1)
-        flip = rng.random((n, m)) < special.expit(np.where(bad, -np.inf, diff))
-        if m == 1:  # the flipped point was evaluated already
-            current = _merge(current, proposal, flip[:, 0])
-            log_f = np.where(flip[:, 0], log_f_flip[:, 0], log_f)
-        elif flip.any():
+        nonfinite |= bad.any(axis=(1, 2))
+        padded = shifts[None, :] >= block_levels[:, None]  # value s does not exist for entry
+        diff = np.where(bad | padded, -np.inf, diff)
+        # heat bath over {the n_alt other values, the current one (diff 0)}
+        top = np.maximum(diff.max(axis=2), 0.0)
+        log_norm = top + np.log(np.exp(-top) + np.exp(diff - top[..., None]).sum(axis=2))
+        cumulative = np.cumsum(np.exp(diff - log_norm[..., None]), axis=2)
+        u = rng.random((n, m))
+        choice = (cumulative <= u[..., None]).sum(axis=2)  # == n_alt: keep the current value
+        change = choice < n_alt
+        if m == 1:  # the chosen candidate was evaluated already
+            pick = np.minimum(choice[:, 0], n_alt - 1) + np.arange(n) * n_alt
+            chosen = PathState(*[None if a is None else a[pick] for a in proposal])
+            current = _merge(current, chosen, change[:, 0])
+            log_f = np.where(change[:, 0], log_f_alt[np.arange(n), 0, pick % n_alt], log_f)
+        elif change.any():
             x_new = current.x.copy()
-            x_new[:, block] = np.where(flip, 1.0 - x_new[:, block], x_new[:, block])
+            picked = np.take_along_axis(new_values, np.minimum(choice, n_alt - 1)[..., None], 2)
+            x_new[:, block] = np.where(change, picked[..., 0], x_new[:, block])
             current = path.evaluate(x_new)
             log_f = tempered_log_density(current.log_p0, current.delta, beta)
-        moved |= flip.any(axis=1)
+        moved |= change.any(axis=1)
     return current, moved, nonfinite
 
 
@@ -333,7 +364,7 @@ def transition(kernel: Kernel, rng, path: GeometricPath, state: PathState, beta,
     if kernel.kind == "flip":
         return flip_step(rng, path, state, beta, kernel.binary_mask, kernel.n_flips)
     if kernel.kind == "gibbs":
-        return gibbs_step(rng, path, state, beta, kernel.blocks)
+        return gibbs_step(rng, path, state, beta, kernel.blocks, kernel.levels)
     if kernel.kind == "gwg":
         return gwg_step(rng, path, state, beta)
     return custom_step(rng, path, state, beta, kernel.user_step)
