@@ -12,10 +12,10 @@ tempered log-density (or, for HMC, energy) is not finite is rejected and flagged
   (seed 004 App. E; target acceptance 0.651 from Beskos et al. 2013, as there). The gradient is
   ``grad log p0 + beta grad Delta`` from PyTensor.
 * ``flip``: Metropolis flips of ``n_flips`` random binary (Bernoulli) entries.
-* ``gibbs``: a heat-bath (Gibbs) sweep over binary or categorical entries, one entry at a time, or over
-  ``blocks`` of entries that are conditionally independent given the rest (a checkerboard on a
-  grid MRF; the visible or hidden layer of an RBM): all flips of a block come from one batched
-  call over ``points x entries``.
+* ``gibbs``: a heat-bath (Gibbs) sweep over binary or categorical entries, one entry at a
+  time, or over ``blocks`` of entries that are conditionally independent given the rest (a
+  checkerboard on a grid MRF; the visible or hidden layer of an RBM): all candidate values of
+  a block come from one batched call over ``points x entries x values``.
 * ``gwg``: Gibbs-with-gradients (Grathwohl et al. 2021): the gradient of the relaxed
   log-density ranks all single flips at once, one is proposed and Metropolis-corrected.
 * a user function ``step(rng, x, beta) -> x`` with ``x (n, dim)`` and ``beta (n,)``, which must
