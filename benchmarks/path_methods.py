@@ -1,6 +1,7 @@
 """RMSE of log Z against cost for the annealed / tempered methods and pm.sample_smc.
 
 Run:  .venv/bin/python benchmarks/path_methods.py [--repeats R] [--out docs/_static]
+      [--models PREFIX ...] [--skip-k]
 
 For every exact-answer model, each group of methods is repeated R times with different seeds
 at two budgets (``scale`` 0.25 and 1 of the settings below). Methods in one group share their
@@ -213,25 +214,27 @@ def rmse_vs_rungs(repeats):
 
 
 def plot(results, ks, table, out: Path):
+    """Write ``rmse_vs_rungs.png`` (if the K sweep ran) and, per model run,
+    ``rmse_vs_time_<model>.png``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     out.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    for v, label in (("rts", "RTS"), ("rb", "TI-RB"), ("rb_corrected", "TI-RB, corrected"),
-                     ("trapezoid", "TI trapezoid"), ("riemann", "TI Riemann")):  # fmt: skip
-        ax.loglog(ks, [r[v] for r in table], "o-", label=label)
-    ax.set_xlabel("number of rungs K")
-    ax.set_ylabel("RMSE of log Z")
-    ax.set_title("10-D mixture (seed 004 App. E.1)")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(out / "rmse_vs_rungs.png", dpi=120)
-
-    fig, axes = plt.subplots(1, len(results), figsize=(4.6 * len(results), 3.8))
-    for ax, (label, res) in zip(np.atleast_1d(axes), results.items(), strict=True):
+    if table:
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        for v, label in (("rts", "RTS"), ("rb", "TI-RB"), ("rb_corrected", "TI-RB, corrected"),
+                         ("trapezoid", "TI trapezoid"), ("riemann", "TI Riemann")):  # fmt: skip
+            ax.loglog(ks, [r[v] for r in table], "o-", label=label)
+        ax.set_xlabel("number of rungs K")
+        ax.set_ylabel("RMSE of log Z")
+        ax.set_title("10-D mixture (seed 004 App. E.1)")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(out / "rmse_vs_rungs.png", dpi=120)
+    for label, res in results.items():
+        fig, ax = plt.subplots(figsize=(5, 3.8))
         methods = sorted({k[0] for k in res["rows"]})
         for i, m in enumerate(methods):
             pts = [res["rows"][(m, s)] for s in SCALES]
@@ -243,12 +246,12 @@ def plot(results, ks, table, out: Path):
         ax.set_title(label, fontsize=9)
         ax.set_xlabel("wall time per run (s)")
         ax.set_ylabel("RMSE of log Z")
-    np.atleast_1d(axes)[0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "rmse_path_methods_vs_smc.png", dpi=120)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(out / f"rmse_vs_time_{label.split(' ')[0]}.png", dpi=120)
 
 
-def main(repeats: int, out: Path | None, models: list[str] | None):
+def main(repeats: int, out: Path | None, models: list[str] | None, skip_k: bool):
     results = {}
     for label, (builder, groups) in MODELS.items():
         if models and not any(label.startswith(m) for m in models):
@@ -257,15 +260,16 @@ def main(repeats: int, out: Path | None, models: list[str] | None):
     print("\n## Summary: RMSE(smc at matched wall time) / RMSE(best method here)")
     for label, res in results.items():
         print(f"{label:40s} best {res['best'][0]:16s} ratio {res['ratio']:5.1f}")
-    ks, table = rmse_vs_rungs(repeats) if not models else ([], [])
-    if out is not None and table:
+    ks, table = ([], []) if skip_k else rmse_vs_rungs(repeats)
+    if out is not None:
         plot(results, ks, table, out)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=8)
-    parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--models", nargs="*", help="substrings of model labels to run (no plot)")
+    parser.add_argument("--out", type=Path, default=None, help="folder for the figures")
+    parser.add_argument("--models", nargs="*", help="prefixes of the model labels to run")
+    parser.add_argument("--skip-k", action="store_true", help="no RMSE-vs-K sweep")
     args = parser.parse_args()
-    main(args.repeats, args.out, args.models)
+    main(args.repeats, args.out, args.models, args.skip_k)
