@@ -43,6 +43,18 @@ class Reference:
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
+    def graph_parameters(self) -> tuple[np.ndarray, ...] | None:
+        """Numeric inputs of :meth:`graph_logpdf`, or ``None`` when this reference has no
+        symbolic log-density (then compiled transitions fall back to NumPy)."""
+        return None
+
+    @staticmethod
+    def graph_logpdf(x, *parameters):  # pragma: no cover - interface
+        """``logpdf`` as a PyTensor graph of a symbolic ``x (n, dim)`` and symbolic parameters
+        shaped like :meth:`graph_parameters` (inputs, not constants: one compiled function
+        serves every fitted reference of a kind)."""
+        raise NotImplementedError
+
 
 def _fit_location_scale(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean and lower Cholesky factor of the sample covariance of ``draws (..., dim)``."""
@@ -80,6 +92,19 @@ def _precision_times_centred(x: np.ndarray, mean: np.ndarray, chol: np.ndarray) 
     return linalg.solve_triangular(chol, z, lower=True, trans="T").T.reshape(x.shape)
 
 
+def _inverse_lower(chol: np.ndarray) -> np.ndarray:
+    """``L^{-1}`` of a lower-triangular ``L``."""
+    return linalg.solve_triangular(chol, np.eye(chol.shape[0]), lower=True)
+
+
+def _graph_mahalanobis_sq(x, mean, chol_inv):
+    """Symbolic ``|L^{-1} (x - mean)|^2`` per row of ``x (n, dim)``."""
+    import pytensor.tensor as pt
+
+    z = pt.dot(x - mean, chol_inv.T)
+    return pt.sum(z**2, axis=-1)
+
+
 @dataclass(frozen=True, eq=False)
 class MultivariateNormalReference(Reference):
     """Multivariate normal ``N(mean, L L^T)`` (``chol`` is the lower Cholesky factor ``L``)."""
@@ -112,6 +137,15 @@ class MultivariateNormalReference(Reference):
     def grad_logpdf(self, x):
         """Gradient ``-Sigma^{-1} (x - mean)``."""
         return -_precision_times_centred(x, self.mean, self.chol)
+
+    def graph_parameters(self):
+        """``(mean, L^{-1}, log normalizer)``."""
+        log_norm = -self._log_det - 0.5 * self.dim * np.log(2 * np.pi)
+        return self.mean, _inverse_lower(self.chol), np.float64(log_norm)
+
+    @staticmethod
+    def graph_logpdf(x, mean, chol_inv, log_norm):
+        return log_norm - 0.5 * _graph_mahalanobis_sq(x, mean, chol_inv)
 
     def sample(self, rng, n):
         z = rng.standard_normal((n, self.dim))
@@ -159,6 +193,24 @@ class MultivariateStudentTReference(Reference):
         maha = _mahalanobis_sq(x, self.mean, self.chol)
         factor = (self.df + self.dim) / (self.df + maha)
         return -factor[..., None] * _precision_times_centred(x, self.mean, self.chol)
+
+    def graph_parameters(self):
+        """``(mean, L^{-1}, log normalizer, df)``."""
+        d, nu = self.dim, self.df
+        log_norm = (
+            special.gammaln((nu + d) / 2)
+            - special.gammaln(nu / 2)
+            - 0.5 * d * np.log(nu * np.pi)
+            - np.sum(np.log(np.diag(self.chol)))
+        )
+        return self.mean, _inverse_lower(self.chol), np.float64(log_norm), np.float64(nu)
+
+    @staticmethod
+    def graph_logpdf(x, mean, chol_inv, log_norm, df):
+        import pytensor.tensor as pt
+
+        maha = _graph_mahalanobis_sq(x, mean, chol_inv)
+        return log_norm - 0.5 * (df + x.shape[-1]) * pt.log1p(maha / df)
 
     def sample(self, rng, n):
         z = rng.standard_normal((n, self.dim)) @ self.chol.T

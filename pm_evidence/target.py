@@ -24,7 +24,11 @@ import pytensor
 import pytensor.tensor as pt
 from pymc.exceptions import NotConstantValueError
 from pymc.pytensorf import join_nonshared_inputs
+from pytensor.compile.builders import OpFromGraph, SymbolicOp
 from pytensor.graph.replace import clone_replace, graph_replace, vectorize_graph
+from pytensor.graph.rewriting.basic import dfs_rewriter, node_rewriter
+from pytensor.graph.rewriting.utils import rewrite_graph
+from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
 from pm_evidence.exceptions import EvidenceInputError, NonFiniteLogDensityError
@@ -172,7 +176,7 @@ class LogDensity:
     def _compile_batched(self, outputs, x):
         """Compile ``outputs(x)`` vectorized over one leading batch dimension of ``x``."""
         x_batch = pt.matrix("x_batch", dtype=x.dtype)
-        batched = vectorize_graph(outputs, replace={x: x_batch})
+        batched = vectorize_batched(outputs, x, x_batch)
         # binary/integer variables make x an integer vector: accept 0./1. floats for them
         return pytensor.function(
             [x_batch], batched, on_unused_input="ignore", allow_input_downcast=True
@@ -191,14 +195,28 @@ class LogDensity:
         return self._compile_batched([logp, grad], x)
 
     @cached_property
-    def _terms_grad_fn(self):
+    def _terms_grad_graph(self):
+        """Log prior, log likelihood and their gradients as graphs of one flat vector ``x``."""
         self.require_continuous("gradient")
         (log_prior, log_lik), x = self._joined([self.model.varlogp, self.model.datalogp])
         grads = (  # a flat prior (or no likelihood) is disconnected from x: zero gradient
             pytensor.grad(log_prior, x, disconnected_inputs="ignore"),
             pytensor.grad(log_lik, x, disconnected_inputs="ignore"),
         )
-        return self._compile_batched([log_prior, log_lik, *grads], x)
+        return [log_prior, log_lik, *grads], x
+
+    @cached_property
+    def _terms_grad_fn(self):
+        outputs, x = self._terms_grad_graph
+        return self._compile_batched(outputs, x)
+
+    def symbolic_terms_with_grad(self, x_batch):
+        """``(log_prior, log_lik, grad log_prior, grad log_lik)`` as symbolic graphs of a
+        symbolic matrix ``x_batch (n, dim)``, for building larger compiled functions (a whole
+        HMC transition) around the model's log-density; the model's graph is vectorized over
+        the rows, not compiled."""
+        outputs, x = self._terms_grad_graph
+        return vectorize_batched(outputs, x, x_batch)
 
     @cached_property
     def _relaxed_terms_grad_fn(self):
@@ -433,6 +451,41 @@ class LogDensity:
             if name in posterior:
                 values[name] = posterior[name].transpose("chain", "draw", ...).to_numpy()
         return self.to_unconstrained(values, batch_ndim=2)
+
+
+@node_rewriter([Blockwise])
+def _blockwise_inner_graph_to_batched(fgraph, node):
+    """Replace a ``Blockwise`` of an ``OpFromGraph`` by its inner graph on the batched inputs.
+
+    Vectorizing a model's graph wraps every ``OpFromGraph`` (``pt.logaddexp``, ``logsumexp``
+    and their gradients) in a ``Blockwise``, which PyTensor neither fuses nor inlines; the
+    compiled function then calls the inner graph once per point (on a 10-D mixture written
+    with ``pt.logaddexp``, the log-density and gradient at 1000 points took 0.21 ms instead of
+    0.07 ms). An elementwise ``SymbolicOp`` is applied to the batched inputs as the same op
+    (PyTensor still inlines it late, where that is safe); any other ``OpFromGraph`` has its
+    inner graph vectorized in place.
+    """
+    core = node.op.core_op
+    if not isinstance(core, OpFromGraph):
+        return None
+    elementwise = not any(node.op.inputs_sig) and not any(node.op.outputs_sig)
+    if isinstance(core, SymbolicOp) and elementwise:
+        outputs = core(*node.inputs)
+        return outputs if isinstance(outputs, list | tuple) else [outputs]
+    # bind the (frozen) inner graph to fresh core inputs, then vectorize it to the batched ones
+    core_inputs = [inp.type() for inp in core.fgraph.inputs]
+    inner = core.fgraph.bind(dict(zip(core.fgraph.inputs, core_inputs, strict=True)))
+    return vectorize_graph(inner, replace=dict(zip(core_inputs, node.inputs, strict=True)))
+
+
+def vectorize_batched(outputs, x, x_batch):
+    """``outputs``, graphs of one flat vector ``x``, vectorized over the rows of ``x_batch``,
+    with batched inner graphs unwrapped (see ``_blockwise_inner_graph_to_batched``)."""
+    batched = vectorize_graph(outputs, replace={x: x_batch})
+    return rewrite_graph(
+        batched, include=(), custom_rewrite=dfs_rewriter(_blockwise_inner_graph_to_batched),
+        clone=True,
+    )  # fmt: skip
 
 
 def _posterior_dataset(idata):

@@ -31,6 +31,7 @@ import numpy as np
 from scipy import special
 
 from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.tempering.compiled import hmc_transition_function
 from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
 
 __all__ = [
@@ -182,10 +183,13 @@ def _grad(state: PathState, beta) -> np.ndarray:
 
 def hmc_step(
     rng, path: GeometricPath, state: PathState, beta, step_size, n_leapfrog: int,
-    jitter: float = HMC_STEP_JITTER,
+    jitter: float = HMC_STEP_JITTER, compiled: bool = True,
 ):  # fmt: skip
     """HMC with identity mass matrix and ``n_leapfrog`` leapfrog steps of size ``step_size``
     (one per point); ``state`` must carry gradients.
+
+    With ``compiled`` (and a path that allows it) the whole transition is one compiled call
+    (:mod:`pm_evidence.tempering.compiled`), fed the same random numbers as the NumPy code.
 
     Each point's step size is multiplied by a fresh ``U(1 - jitter, 1 + jitter)`` draw
     (Neal 2011, §5.4.2.2). Without it, a trajectory of fixed length can come back close to its
@@ -198,6 +202,10 @@ def hmc_step(
     eps = np.asarray(step_size, dtype=float)
     eps = (eps * rng.uniform(1.0 - jitter, 1.0 + jitter, size=eps.shape))[:, None]
     momentum = rng.standard_normal(state.x.shape)
+    fused = hmc_transition_function(path, n_leapfrog) if compiled else None
+    if fused is not None:
+        log_u = np.log(rng.random(eps.shape[0]))
+        return fused(state, beta, eps[:, 0], momentum, log_u)
     current_h = _kinetic(momentum) - tempered_log_density(state.log_p0, state.delta, beta)
     p = momentum + 0.5 * eps * _grad(state, beta)
     proposal = state

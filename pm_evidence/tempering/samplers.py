@@ -251,24 +251,30 @@ def beta_conditional(delta: np.ndarray, betas, log_r, log_zhat) -> np.ndarray:
     r"""``q(beta_k | x)`` for every point and rung (seed 004 eq. (7)),
     ``propto exp(beta_k Delta(x) + log r_k - log Zhat_k)``; shape ``(n, K)``.
 
-    This runs once per sweep on ``n x K`` numbers, so it works in place on one array.
+    This runs once per sweep on ``n x K`` numbers, so it works in place on one array laid out
+    rung-major, ``(K, n)``, where every reduction over rungs runs across whole rows of points;
+    the result is its transpose (a view).
     """
     delta = np.asarray(delta, dtype=float)
     if np.all(np.isfinite(delta)):
-        logits = np.multiply.outer(delta, betas)
+        logits = np.multiply.outer(betas, delta)
     else:  # 0 * (-inf) must be 0 at beta = 0 (a point outside the target's support)
-        logits = tempered_log_density(0.0, delta[:, None], np.asarray(betas)[None, :])
-    logits += log_r - log_zhat
-    logits -= logits.max(axis=1, keepdims=True)
+        logits = tempered_log_density(0.0, delta[None, :], np.asarray(betas)[:, None])
+    logits += (np.asarray(log_r) - log_zhat)[:, None]
+    logits -= logits.max(axis=0)
     np.exp(logits, out=logits)
-    logits /= logits.sum(axis=1, keepdims=True)
-    return logits
+    logits /= logits.sum(axis=0)
+    return logits.T
 
 
 def _draw_categorical(rng, probs: np.ndarray) -> np.ndarray:
-    cumulative = np.cumsum(probs, axis=1)
-    u = rng.random(probs.shape[0])[:, None] * cumulative[:, -1:]
-    return np.minimum((cumulative < u).sum(axis=1), probs.shape[1] - 1)
+    """One index per row of ``probs (n, K)`` (rows sum to one up to rounding): the number of
+    cumulative probabilities below a uniform, with the running sums from one matrix product
+    (``np.cumsum`` over short rows is several times slower)."""
+    n_cat = probs.shape[1]
+    cumulative = np.tri(n_cat) @ probs.T  # (K, n): row k sums categories 0..k
+    u = rng.random(probs.shape[0]) * cumulative[-1]
+    return np.minimum((cumulative < u).sum(axis=0), n_cat - 1)
 
 
 def run_tempered(
@@ -302,7 +308,9 @@ def run_tempered(
     """
     n_chains, n_rungs = state.x.shape[0], betas.size
     n_units = n_chains * n_time_batches
-    shape = (n_units, n_rungs)
+    # running sums kept rung-major, (K, units), like q from beta_conditional; transposed at
+    # the end
+    shape = (n_rungs, n_units)
     c_sum, rb_sum, rb2_sum = np.zeros(shape), np.zeros(shape), np.zeros(shape)
     count, count_sum, count2_sum = np.zeros(shape), np.zeros(shape), np.zeros(shape)
     n_iter = np.zeros(n_units)
@@ -326,23 +334,23 @@ def run_tempered(
                 attempts += np.bincount(rung, minlength=n_rungs)
                 nonfinite += np.bincount(rung, weights=bad, minlength=n_rungs).astype(int)
                 n_eval += n_chains * kernel.evaluations_per_step
-            q = beta_conditional(state.delta, betas, log_r, log_zhat)
-            new_rung = _draw_categorical(rng, q)
+            q = beta_conditional(state.delta, betas, log_r, log_zhat).T  # (K, n)
+            new_rung = _draw_categorical(rng, q.T)
             batch = (t * n_time_batches) // n_sweeps
-            # one unit per chain: its rows of the sums are a slice (views, no fancy indexing)
-            rows = slice(batch * n_chains, (batch + 1) * n_chains)
+            # one unit per chain: its columns of the sums are a slice (views, no fancy indexing)
+            cols = slice(batch * n_chains, (batch + 1) * n_chains)
             units = batch * n_chains + chains
             delta = np.where(np.isfinite(state.delta), state.delta, 0.0)
             # commit this sweep's statistics together
-            c_sum[rows] += q
-            q *= delta[:, None]
-            rb_sum[rows] += q
-            q *= delta[:, None]
-            rb2_sum[rows] += q
-            count[units, rung] += 1.0  # one (unit, rung) pair per chain: no repeats
-            count_sum[units, rung] += delta
-            count2_sum[units, rung] += delta**2
-            n_iter[rows] += 1
+            c_sum[:, cols] += q
+            q *= delta
+            rb_sum[:, cols] += q
+            q *= delta
+            rb2_sum[:, cols] += q
+            count[rung, units] += 1.0  # one (rung, unit) pair per chain: no repeats
+            count_sum[rung, units] += delta
+            count2_sum[rung, units] += delta**2
+            n_iter[cols] += 1
             transitions += np.bincount(
                 rung * n_rungs + new_rung, minlength=n_rungs * n_rungs
             ).reshape(n_rungs, n_rungs)
@@ -371,12 +379,12 @@ def run_tempered(
         betas,
         log_r,
         log_zhat,
-        c_sum,
-        rb_sum,
-        rb2_sum,
-        count,
-        count_sum,
-        count2_sum,
+        np.ascontiguousarray(c_sum.T),
+        np.ascontiguousarray(rb_sum.T),
+        np.ascontiguousarray(rb2_sum.T),
+        np.ascontiguousarray(count.T),
+        np.ascontiguousarray(count_sum.T),
+        np.ascontiguousarray(count2_sum.T),
         n_iter,
         transitions,
         acceptance,

@@ -1,0 +1,149 @@
+r"""A whole HMC transition at per-point ``beta`` as one compiled PyTensor function.
+
+:func:`pm_evidence.tempering.kernels.hmc_step` in NumPy calls the compiled log-density once per
+leapfrog step and does the leapfrog arithmetic, the energies and the Metropolis test in NumPy.
+On a small model that arithmetic costs as much as the model itself (10-D mixture, 1000 points:
+the compiled log-density and gradient are about a third of a tempered sweep). Here the model's
+graph (vectorized over points), the reference's graph, the ``n_leapfrog`` leapfrog steps, both
+energies and the accept/reject step form one graph, compiled once per (model, reference kind,
+``n_leapfrog``) and reused by every later call.
+
+The random numbers (jittered step sizes, momenta, log-uniforms) are inputs drawn by the caller
+from its own ``rng`` in the same order as the NumPy kernel, so the function is pure and the
+transition is the same Markov kernel (the same draws up to floating-point rounding).
+
+The transition, for a point ``x`` at inverse temperature ``beta`` with
+``log f_beta = log p0 + beta Delta`` (seed 004 eq. (2)) and step size ``eps``:
+
+.. math::
+    p_{1/2} = p + \tfrac{\epsilon}{2} \nabla \log f_\beta(x), \quad
+    x_{l} = x_{l-1} + \epsilon\, p_{l-1/2}, \quad
+    p_{l+1/2} = p_{l-1/2} + \epsilon \nabla \log f_\beta(x_l)
+
+(the last momentum step is a half step), accepted with probability
+``min(1, exp(H(x, p) - H(x_L, p_L)))``, ``H = |p|^2 / 2 - log f_beta``; a non-finite energy
+difference is rejected and flagged.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from pytensor.graph.replace import graph_replace
+
+from pm_evidence.tempering.path import GeometricPath, PathState
+
+__all__ = ["MAX_COMPILED_LEAPFROG", "hmc_transition_function"]
+
+MAX_COMPILED_LEAPFROG = 8  # the graph holds one copy of the model per leapfrog step
+
+# Compiled transitions per live model adapter (weak keys: dropped with the model). A cache of
+# compiled code, not state: results never depend on it.
+_COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _reference_key(path: GeometricPath):
+    """What the compiled graph depends on: the model's prior, or the reference's class (its
+    parameters are inputs). ``None`` when the reference has no symbolic log-density."""
+    if path.is_prior:
+        return "prior"
+    if path.reference.graph_parameters() is None:
+        return None
+    return type(path.reference)
+
+
+def _parameter_inputs(values) -> list:
+    return [pt.tensor(dtype="float64", shape=(None,) * np.ndim(v)) for v in values]
+
+
+def _path_terms(path: GeometricPath, x, reference_inputs):
+    """Symbolic ``(log p0, Delta, grad log p0, grad Delta)`` at the rows of ``x``."""
+    log_prior, log_lik, g_prior, g_lik = path.target.symbolic_terms_with_grad(x)
+    if path.is_prior:
+        return log_prior, log_lik, g_prior, g_lik
+    placeholder = pt.matrix("x_reference", dtype="float64")
+    log_p0 = path.reference.graph_logpdf(placeholder, *reference_inputs)
+    g_p0 = pytensor.grad(log_p0.sum(), placeholder)  # rows are independent
+    log_p0, g_p0 = graph_replace([log_p0, g_p0], {placeholder: x}, strict=False)
+    return log_p0, log_prior + log_lik - log_p0, g_p0, g_prior + g_lik - g_p0
+
+
+def _build(path: GeometricPath, n_leapfrog: int):
+    x, g_p0, g_delta, momentum = (pt.matrix(name, dtype="float64")
+                                  for name in ("x", "g_p0", "g_delta", "momentum"))  # fmt: skip
+    log_p0, delta, beta, eps, log_u = (pt.vector(name, dtype="float64")
+                                       for name in ("log_p0", "delta", "beta", "eps", "log_u"))  # fmt: skip
+    parameters = path.reference.graph_parameters() if not path.is_prior else ()
+    reference_inputs = _parameter_inputs(parameters)
+
+    def log_f(lp0, d):  # 0 * (-inf) = 0 at beta = 0, as in tempered_log_density
+        return lp0 + pt.switch(pt.eq(beta, 0.0), 0.0, beta * d)
+
+    def grad(gp0, gd):
+        return gp0 + beta[:, None] * gd
+
+    def kinetic(p):
+        return 0.5 * pt.sum(p**2, axis=1)
+
+    step = eps[:, None]
+    current_h = kinetic(momentum) - log_f(log_p0, delta)
+    p = momentum + 0.5 * step * grad(g_p0, g_delta)
+    x_new = x
+    for leap in range(n_leapfrog):
+        x_new = x_new + step * p
+        lp0_new, d_new, gp0_new, gd_new = _path_terms(path, x_new, reference_inputs)
+        factor = 1.0 if leap < n_leapfrog - 1 else 0.5
+        p = p + factor * step * grad(gp0_new, gd_new)
+    log_ratio = current_h - (kinetic(p) - log_f(lp0_new, d_new))
+    finite = pt.isfinite(log_ratio)
+    accept = finite & (log_u < pt.switch(finite, log_ratio, -np.inf))
+    take = accept[:, None]
+    outputs = [
+        pt.switch(take, x_new, x),
+        pt.switch(accept, lp0_new, log_p0),
+        pt.switch(accept, d_new, delta),
+        pt.switch(take, gp0_new, g_p0),
+        pt.switch(take, gd_new, g_delta),
+        accept,
+        ~finite,
+    ]
+    inputs = [x, log_p0, delta, g_p0, g_delta, beta, eps, momentum, log_u, *reference_inputs]
+    return pytensor.function(inputs, outputs, on_unused_input="ignore")
+
+
+def hmc_transition_function(path: GeometricPath, n_leapfrog: int) -> Callable | None:
+    """A compiled HMC transition ``(state, beta, eps, momentum, log_u) -> (state, accepted,
+    nonfinite)`` for ``path``, or ``None`` where NumPy HMC must be used (a reference without a
+    symbolic log-density, a model without gradients, more than ``MAX_COMPILED_LEAPFROG``
+    leapfrog steps).
+
+    ``eps`` are the (already jittered) step sizes per point; ``log_u`` the logs of the
+    Metropolis uniforms. Points are processed in blocks of the target's ``chunk_size`` rows.
+    """
+    key = _reference_key(path)
+    target = path.target
+    if key is None or n_leapfrog > MAX_COMPILED_LEAPFROG or target.has_discrete:
+        return None
+    functions = _COMPILED.setdefault(target, {})
+    if (key, n_leapfrog) not in functions:
+        functions[key, n_leapfrog] = _build(path, n_leapfrog)
+    fn = functions[key, n_leapfrog]
+    parameters = path.reference.graph_parameters() if not path.is_prior else ()
+    chunk = target.chunk_size
+
+    def transition(state: PathState, beta, eps, momentum, log_u):
+        arrays = (state.x, state.log_p0, state.delta, state.grad_log_p0, state.grad_delta,
+                  beta, eps, momentum, log_u)  # fmt: skip
+        n = state.x.shape[0]
+        blocks = [fn(*(a[i : i + chunk] for a in arrays), *parameters)
+                  for i in range(0, n, chunk)]  # fmt: skip
+        outs = blocks[0] if len(blocks) == 1 else [
+            np.concatenate([b[k] for b in blocks]) for k in range(len(blocks[0]))
+        ]  # fmt: skip
+        return PathState(*outs[:5]), np.asarray(outs[5], dtype=bool), np.asarray(outs[6], bool)
+
+    return transition

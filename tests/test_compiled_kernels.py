@@ -1,0 +1,117 @@
+"""The compiled HMC transition against the NumPy one, the unwrapped batched graphs, and the
+tempered sampler's categorical draw of rungs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+from pytensor.compile.builders import OpFromGraph
+from pytensor.tensor.blockwise import Blockwise
+from scipy import stats
+
+from pm_evidence import LogDensity
+from pm_evidence import testing as exact_models
+from pm_evidence.references import MultivariateStudentTReference, PriorReference
+from pm_evidence.tempering.compiled import hmc_transition_function
+from pm_evidence.tempering.kernels import hmc_step
+from pm_evidence.tempering.path import GeometricPath
+from pm_evidence.tempering.samplers import _draw_categorical, beta_conditional
+
+
+@pytest.fixture(scope="module")
+def walled_target():
+    """A 3-D normal prior with a likelihood that is -inf beyond a wall at x[0] = 1.5 (HMC
+    proposals across it have a non-finite energy), and pt.logaddexp / logsumexp terms (inner
+    graphs that vectorizing wraps in a Blockwise)."""
+    with pm.Model() as model:
+        x = pm.Normal("x", 0.0, 1.0, shape=3)
+        pm.Potential("wall", pt.switch(x[0] < 1.5, 0.0, -np.inf))
+        pm.Potential("bumps", pt.logaddexp(-((x[1] - 1) ** 2), -((x[1] + 1) ** 2)))
+        pm.Potential("soft", pm.math.logsumexp(pt.stack([x[2], -x[2], 0.5 * x[2]])))
+    return LogDensity.for_model(model)
+
+
+def _state_and_inputs(path, n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    x = np.clip(path.reference.sample(rng, n), -1.4, 1.4)  # inside the wall
+    state = path.evaluate(x, with_grad=True)
+    beta = rng.uniform(0.0, 1.0, n)
+    beta[:20] = 0.0  # the reference alone
+    beta[20:40] = 1.0
+    step_size = rng.uniform(0.2, 1.2, n)  # large steps: many proposals cross the wall
+    return state, beta, step_size
+
+
+@pytest.mark.parametrize("reference", ["prior", "student_t"])
+def test_compiled_hmc_equals_numpy_hmc(walled_target, reference):
+    if reference == "prior":
+        ref = PriorReference(walled_target)
+    else:
+        draws = np.random.default_rng(3).normal(0.2, 0.7, size=(500, 3))
+        ref = MultivariateStudentTReference.fit(draws)
+    path = GeometricPath(walled_target, ref)
+    assert hmc_transition_function(path, 2) is not None
+    state, beta, step_size = _state_and_inputs(path)
+    numpy_out = hmc_step(np.random.default_rng(7), path, state, beta, step_size, 2, compiled=False)
+    compiled_out = hmc_step(np.random.default_rng(7), path, state, beta, step_size, 2)
+    (new_np, acc_np, bad_np), (new_c, acc_c, bad_c) = numpy_out, compiled_out
+    assert 0.05 < bad_np.mean() < 0.95 and acc_np.any()  # the test exercises both branches
+    np.testing.assert_array_equal(acc_c, acc_np)
+    np.testing.assert_array_equal(bad_c, bad_np)
+    for a, b in zip(new_c, new_np, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+    # rejected points are unchanged, and every point is inside the support
+    np.testing.assert_array_equal(new_c.x[~acc_c], state.x[~acc_c])
+    assert np.all(new_c.x[:, 0] < 1.5) and np.all(np.isfinite(new_c.delta))
+
+
+def test_compiled_hmc_not_used_where_unsupported(walled_target):
+    path = GeometricPath(walled_target, PriorReference(walled_target))
+    assert hmc_transition_function(path, 100) is None  # too many model copies in one graph
+    binary_model, _ = exact_models.binary_field(n=3)
+    binary = LogDensity.for_model(binary_model)
+    assert hmc_transition_function(GeometricPath(binary, PriorReference(binary)), 2) is None
+
+
+def test_batched_graphs_have_no_blockwise_inner_graphs(walled_target, rng):
+    fn = walled_target._terms_grad_fn
+    wrapped = [
+        node for node in fn.maker.fgraph.apply_nodes
+        if isinstance(node.op, Blockwise) and isinstance(node.op.core_op, OpFromGraph)
+    ]  # fmt: skip
+    assert wrapped == []
+    # values and gradients still equal PyMC's own (unbatched) compiled functions
+    x = rng.uniform(-1.4, 1.4, size=(6, 3))
+    logp_fn = walled_target.model.compile_logp()
+    dlogp_fn = walled_target.model.compile_dlogp()
+    points = [{"x": xi} for xi in x]
+    logp, grad = walled_target.log_density_and_grad(x)
+    np.testing.assert_allclose(logp, [logp_fn(p) for p in points], rtol=1e-12)
+    np.testing.assert_allclose(grad, [dlogp_fn(p) for p in points], rtol=1e-10, atol=1e-12)
+
+
+def test_rung_draws_follow_q_beta_given_x():
+    """q(beta | x) of seed 004 eq. (7) against a direct softmax, and the categorical draw
+    against its probabilities (chi-square over 20,000 draws of 5 rows)."""
+    rng = np.random.default_rng(1)
+    betas = np.linspace(0.0, 1.0, 6)
+    delta = np.array([-3.0, 0.0, 2.0, 5.0, -np.inf])
+    log_r, log_zhat = np.log(np.arange(1.0, 7.0)), rng.normal(size=6)
+    q = beta_conditional(delta, betas, log_r, log_zhat)
+    with np.errstate(invalid="ignore"):
+        logits = np.where(betas == 0.0, 0.0, np.multiply.outer(delta, betas)) + log_r - log_zhat
+    expected = np.exp(logits - logits.max(axis=1, keepdims=True))
+    expected /= expected.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(q, expected, rtol=1e-12, atol=1e-300)
+    n_draws = 20_000
+    draws = _draw_categorical(rng, np.repeat(q, n_draws, axis=0)).reshape(5, n_draws)
+    for row, probs in zip(draws, q, strict=True):
+        counts = np.bincount(row, minlength=6)
+        support = probs > 0
+        assert counts[~support].sum() == 0
+        if support.sum() == 1:  # Delta = -inf: only beta = 0 has mass
+            continue
+        result = stats.chisquare(counts[support], n_draws * probs[support])
+        assert result.pvalue > 1e-3
