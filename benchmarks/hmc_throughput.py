@@ -71,7 +71,9 @@ def main():
     print(f"Linear regression ({target.dim} parameters)")
     x = np.random.default_rng(1).normal(size=(n_points, target.dim))
     log_density_comparison(target, x)
-    reference = MultivariateStudentTReference.fit(np.random.default_rng(2).normal(size=(500, target.dim)))
+    reference = MultivariateStudentTReference.fit(
+        np.random.default_rng(2).normal(size=(500, target.dim))
+    )
     for ref in (PriorReference(target), reference):
         hmc_comparison(GeometricPath(target, ref), n_points, 2)
 
