@@ -244,6 +244,7 @@ def plot(results, ks, table, out: Path):
         ax.loglog([p["time"] for p in pts], [p["rmse"] for p in pts], "s--", color="k",
                   label="pm.sample_smc")  # fmt: skip
         ax.set_title(label, fontsize=9)
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # no overlapping labels
         ax.set_xlabel("wall time per run (s)")
         ax.set_ylabel("RMSE of log Z")
         ax.legend(fontsize=7)
