@@ -555,8 +555,9 @@ def rao_blackwellized_tempered_sampling(
     n_init_sweeps, max_init_iterations, init_tol
         Initial iterations of seed 004 §2.4 (sweeps per iteration, cap, and the stopping rule
         ``max_k |r_k - c_k| < init_tol / K``).
-    ladder, n_rungs, beta_min, kernel, n_leapfrog, n_flips, blocks, reference, idata, random_seed,
-    progressbar, **sampling
+    ladder, n_rungs, beta_min, kernel, n_leapfrog, n_flips, blocks
+        As :func:`annealed_importance_sampling`.
+    reference, idata, random_seed, progressbar, **sampling
         As :func:`annealed_importance_sampling`.
 
     Returns
