@@ -115,3 +115,13 @@ def test_rung_draws_follow_q_beta_given_x():
             continue
         result = stats.chisquare(counts[support], n_draws * probs[support])
         assert result.pvalue > 1e-3
+
+
+@pytest.mark.parametrize("n_categories", [20, 300])  # matrix-product and cumsum branches
+def test_categorical_draw_with_many_categories(n_categories):
+    rng = np.random.default_rng(4)
+    probs = rng.dirichlet(np.full(n_categories, 20.0))
+    n_draws = 200 * n_categories
+    draws = _draw_categorical(rng, np.tile(probs, (n_draws, 1)))
+    counts = np.bincount(draws, minlength=n_categories)
+    assert stats.chisquare(counts, n_draws * probs).pvalue > 1e-3

@@ -41,9 +41,11 @@ __all__ = ["MAX_COMPILED_LEAPFROG", "hmc_transition_function"]
 
 MAX_COMPILED_LEAPFROG = 8  # the graph holds one copy of the model per leapfrog step
 
-# Compiled transitions per live model adapter (weak keys: dropped with the model). A cache of
-# compiled code, not state: results never depend on it.
+# Compiled transitions per live model adapter, and the callables bound to each live path's
+# reference parameters (weak keys: dropped with the model or path). Caches of compiled code,
+# not state: results never depend on them.
 _COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_BOUND: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _reference_key(path: GeometricPath):
@@ -123,7 +125,15 @@ def hmc_transition_function(path: GeometricPath, n_leapfrog: int) -> Callable | 
 
     ``eps`` are the (already jittered) step sizes per point; ``log_u`` the logs of the
     Metropolis uniforms. Points are processed in blocks of the target's ``chunk_size`` rows.
+    Built once per path and ``n_leapfrog`` (the kernels call this on every transition).
     """
+    bound = _BOUND.setdefault(path, {})
+    if n_leapfrog not in bound:
+        bound[n_leapfrog] = _bind(path, n_leapfrog)
+    return bound[n_leapfrog]
+
+
+def _bind(path: GeometricPath, n_leapfrog: int) -> Callable | None:
     key = _reference_key(path)
     target = path.target
     if key is None or n_leapfrog > MAX_COMPILED_LEAPFROG or target.has_discrete:

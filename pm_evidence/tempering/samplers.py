@@ -267,12 +267,18 @@ def beta_conditional(delta: np.ndarray, betas, log_r, log_zhat) -> np.ndarray:
     return logits.T
 
 
+MAX_CATEGORIES_MATMUL = 128  # above this a K x K triangular product costs more than cumsum
+
+
 def _draw_categorical(rng, probs: np.ndarray) -> np.ndarray:
     """One index per row of ``probs (n, K)`` (rows sum to one up to rounding): the number of
-    cumulative probabilities below a uniform, with the running sums from one matrix product
-    (``np.cumsum`` over short rows is several times slower)."""
+    cumulative probabilities below a uniform. For few categories the running sums come from one
+    matrix product (``np.cumsum`` over 30 categories was several times slower)."""
     n_cat = probs.shape[1]
-    cumulative = np.tri(n_cat) @ probs.T  # (K, n): row k sums categories 0..k
+    if n_cat <= MAX_CATEGORIES_MATMUL:
+        cumulative = np.tri(n_cat) @ probs.T  # (K, n): row k sums categories 0..k
+    else:
+        cumulative = np.cumsum(probs.T, axis=0)
     u = rng.random(probs.shape[0]) * cumulative[-1]
     return np.minimum((cumulative < u).sum(axis=0), n_cat - 1)
 
