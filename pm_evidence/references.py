@@ -127,12 +127,12 @@ class MultivariateNormalReference(Reference):
     def _log_det(self) -> float:
         return float(np.sum(np.log(np.diag(self.chol))))
 
+    @cached_property
+    def _log_norm(self) -> float:
+        return -self._log_det - 0.5 * self.dim * np.log(2 * np.pi)
+
     def logpdf(self, x):
-        return (
-            -0.5 * _mahalanobis_sq(x, self.mean, self.chol)
-            - self._log_det
-            - 0.5 * self.dim * np.log(2 * np.pi)
-        )
+        return self._log_norm - 0.5 * _mahalanobis_sq(x, self.mean, self.chol)
 
     def grad_logpdf(self, x):
         """Gradient ``-Sigma^{-1} (x - mean)``."""
@@ -140,8 +140,7 @@ class MultivariateNormalReference(Reference):
 
     def graph_parameters(self):
         """``(mean, L^{-1}, log normalizer)``."""
-        log_norm = -self._log_det - 0.5 * self.dim * np.log(2 * np.pi)
-        return self.mean, _inverse_lower(self.chol), np.float64(log_norm)
+        return self.mean, _inverse_lower(self.chol), np.float64(self._log_norm)
 
     @staticmethod
     def graph_logpdf(x, mean, chol_inv, log_norm):
@@ -177,16 +176,19 @@ class MultivariateStudentTReference(Reference):
     def dim(self) -> int:
         return self.mean.size
 
-    def logpdf(self, x):
+    @cached_property
+    def _log_norm(self) -> float:
         d, nu = self.dim, self.df
-        maha = _mahalanobis_sq(x, self.mean, self.chol)
-        log_norm = (
+        return float(
             special.gammaln((nu + d) / 2)
             - special.gammaln(nu / 2)
             - 0.5 * d * np.log(nu * np.pi)
             - np.sum(np.log(np.diag(self.chol)))
         )
-        return log_norm - 0.5 * (nu + d) * np.log1p(maha / nu)
+
+    def logpdf(self, x):
+        maha = _mahalanobis_sq(x, self.mean, self.chol)
+        return self._log_norm - 0.5 * (self.df + self.dim) * np.log1p(maha / self.df)
 
     def grad_logpdf(self, x):
         """Gradient ``-(df + d) / (df + m) Sigma^{-1} (x - mean)``, ``m`` the Mahalanobis square."""
@@ -196,14 +198,9 @@ class MultivariateStudentTReference(Reference):
 
     def graph_parameters(self):
         """``(mean, L^{-1}, log normalizer, df)``."""
-        d, nu = self.dim, self.df
-        log_norm = (
-            special.gammaln((nu + d) / 2)
-            - special.gammaln(nu / 2)
-            - 0.5 * d * np.log(nu * np.pi)
-            - np.sum(np.log(np.diag(self.chol)))
-        )
-        return self.mean, _inverse_lower(self.chol), np.float64(log_norm), np.float64(nu)
+        return (
+            self.mean, _inverse_lower(self.chol), np.float64(self._log_norm), np.float64(self.df)
+        )  # fmt: skip
 
     @staticmethod
     def graph_logpdf(x, mean, chol_inv, log_norm, df):

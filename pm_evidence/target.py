@@ -309,16 +309,19 @@ class LogDensity:
             )
         return x.reshape(-1, self.dim), x.shape[:-1]
 
-    def _chunked(self, fn, flat: np.ndarray) -> list[np.ndarray]:
-        """Call a batched function on blocks of ``chunk_size`` rows and join the outputs.
+    def _chunked(self, fn, *arrays: np.ndarray, constants=()) -> list[np.ndarray]:
+        """Call a batched function on blocks of ``chunk_size`` rows of ``arrays`` (the same
+        rows of each; ``constants`` are passed whole to every call) and join the outputs.
 
         Blocks keep the intermediates (e.g. ``chunk x n_obs`` linear predictors) in cache; on a
         regression with 200 observations this is about 3x faster than one call on 20,000 rows.
         """
-        if flat.shape[0] <= self.chunk_size:
-            return [np.asarray(out) for out in fn(flat)]
+        n = arrays[0].shape[0]
+        if n <= self.chunk_size:
+            return [np.asarray(out) for out in fn(*arrays, *constants)]
         blocks = [
-            fn(flat[i : i + self.chunk_size]) for i in range(0, flat.shape[0], self.chunk_size)
+            fn(*(a[i : i + self.chunk_size] for a in arrays), *constants)
+            for i in range(0, n, self.chunk_size)
         ]
         return [np.concatenate([np.asarray(b[k]) for b in blocks]) for k in range(len(blocks[0]))]
 

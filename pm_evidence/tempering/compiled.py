@@ -48,16 +48,6 @@ _COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _BOUND: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _reference_key(path: GeometricPath):
-    """What the compiled graph depends on: the model's prior, or the reference's class (its
-    parameters are inputs). ``None`` when the reference has no symbolic log-density."""
-    if path.is_prior:
-        return "prior"
-    if path.reference.graph_parameters() is None:
-        return None
-    return type(path.reference)
-
-
 def _parameter_inputs(values) -> list:
     return [pt.tensor(dtype="float64", shape=(None,) * np.ndim(v)) for v in values]
 
@@ -74,12 +64,11 @@ def _path_terms(path: GeometricPath, x, reference_inputs):
     return log_p0, log_prior + log_lik - log_p0, g_p0, g_prior + g_lik - g_p0
 
 
-def _build(path: GeometricPath, n_leapfrog: int):
+def _build(path: GeometricPath, n_leapfrog: int, parameters):
     x, g_p0, g_delta, momentum = (pt.matrix(name, dtype="float64")
                                   for name in ("x", "g_p0", "g_delta", "momentum"))  # fmt: skip
     log_p0, delta, beta, eps, log_u = (pt.vector(name, dtype="float64")
                                        for name in ("log_p0", "delta", "beta", "eps", "log_u"))  # fmt: skip
-    parameters = path.reference.graph_parameters() if not path.is_prior else ()
     reference_inputs = _parameter_inputs(parameters)
 
     def log_f(lp0, d):  # 0 * (-inf) = 0 at beta = 0, as in tempered_log_density
@@ -134,26 +123,23 @@ def hmc_transition_function(path: GeometricPath, n_leapfrog: int) -> Callable | 
 
 
 def _bind(path: GeometricPath, n_leapfrog: int) -> Callable | None:
-    key = _reference_key(path)
     target = path.target
-    if key is None or n_leapfrog > MAX_COMPILED_LEAPFROG or target.has_discrete:
+    parameters = () if path.is_prior else path.reference.graph_parameters()
+    if parameters is None or n_leapfrog > MAX_COMPILED_LEAPFROG or target.has_discrete:
         return None
+    # the graph depends on the model's prior, or on the reference's class (its parameters are
+    # inputs)
+    key = ("prior" if path.is_prior else type(path.reference), n_leapfrog)
     functions = _COMPILED.setdefault(target, {})
-    if (key, n_leapfrog) not in functions:
-        functions[key, n_leapfrog] = _build(path, n_leapfrog)
-    fn = functions[key, n_leapfrog]
-    parameters = path.reference.graph_parameters() if not path.is_prior else ()
-    chunk = target.chunk_size
+    if key not in functions:
+        functions[key] = _build(path, n_leapfrog, parameters)
+    fn = functions[key]
 
     def transition(state: PathState, beta, eps, momentum, log_u):
-        arrays = (state.x, state.log_p0, state.delta, state.grad_log_p0, state.grad_delta,
-                  beta, eps, momentum, log_u)  # fmt: skip
-        n = state.x.shape[0]
-        blocks = [fn(*(a[i : i + chunk] for a in arrays), *parameters)
-                  for i in range(0, n, chunk)]  # fmt: skip
-        outs = blocks[0] if len(blocks) == 1 else [
-            np.concatenate([b[k] for b in blocks]) for k in range(len(blocks[0]))
-        ]  # fmt: skip
-        return PathState(*outs[:5]), np.asarray(outs[5], dtype=bool), np.asarray(outs[6], bool)
+        outs = target._chunked(
+            fn, state.x, state.log_p0, state.delta, state.grad_log_p0, state.grad_delta,
+            beta, eps, momentum, log_u, constants=parameters,
+        )  # fmt: skip
+        return PathState(*outs[:5]), outs[5].astype(bool), outs[6].astype(bool)
 
     return transition
