@@ -163,7 +163,12 @@ def _reference_log_weights(target, reference, rng, n):
 
 
 def _evidence(
-    target, estimate: Estimate, method: str, draws: dict, sample_stats: xr.Dataset | None = None
+    target,
+    estimate: Estimate,
+    method: str,
+    draws: dict,
+    sample_stats: xr.Dataset | None = None,
+    warnings: tuple[str, ...] | list[str] = (),
 ) -> Evidence:
     """Wrap an estimate; per-draw arrays are ``(chain, draw)`` if 2-D, ``reference_draw`` if 1-D,
     or ``(dims, array)`` tuples."""
@@ -184,6 +189,7 @@ def _evidence(
         model_name=target.model.name or "",
         observed_fingerprint=target.observed_fingerprint,
         sample_stats=xr.Dataset() if sample_stats is None else sample_stats,
+        warnings=tuple(warnings),
     )
 
 

@@ -156,7 +156,8 @@ def compare(
     pandas.DataFrame
         One row per model, best first: ``log_z``, ``se``, ``method``, ``log_bf`` (against the
         best model, <= 0) and ``log_bf_se``, posterior probability ``prob`` and its
-        delta-method ``prob_se``.
+        delta-method ``prob_se``; ``warning`` is ``True`` when the model's evidence carries
+        warnings (:attr:`Evidence.warnings`), as in :func:`arviz_stats.compare`.
     """
     evs = _as_evidences(evidences)
     if check_data:
@@ -175,6 +176,7 @@ def compare(
             "log_bf_se": np.where(np.arange(len(names)) == best, 0.0, np.hypot(se, se[best])),
             "prob": prob,
             "prob_se": prob_se,
+            "warning": [bool(evs[n].warnings) for n in names],
         },
         index=pd.Index(names, name="model"),
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -37,6 +38,9 @@ class Evidence:
         Name of the model (used as a label by :func:`pm_evidence.compare`).
     observed_fingerprint : tuple
         Hashes of the model's observed data, checked by :func:`pm_evidence.bayes_factor`.
+    warnings : tuple of str
+        What the user should distrust about this estimate and why (e.g. a low effective sample
+        size); empty when nothing was flagged. See :attr:`reliable`.
     """
 
     log_z: float
@@ -47,8 +51,12 @@ class Evidence:
     model_name: str = ""
     observed_fingerprint: tuple = ()
     sample_stats: xr.Dataset = field(default_factory=xr.Dataset)
+    warnings: tuple[str, ...] = ()
 
     def __post_init__(self):
+        if isinstance(self.warnings, str):
+            object.__setattr__(self, "warnings", (self.warnings,))
+        object.__setattr__(self, "warnings", tuple(str(w) for w in self.warnings))
         object.__setattr__(self, "log_z", float(self.log_z))
         object.__setattr__(self, "se", float(self.se))
         object.__setattr__(self, "diagnostics", MappingProxyType(dict(self.diagnostics)))
@@ -56,13 +64,20 @@ class Evidence:
             for var in dataset.data_vars.values():
                 var.values.setflags(write=False)
 
+    @property
+    def reliable(self) -> bool:
+        """``True`` when no warning was attached to this estimate (``warnings`` is empty)."""
+        return not self.warnings
+
     def __repr__(self) -> str:
         keys = ("ess_target", "ess_reference", "gamma", "n_iter")
         shown = ", ".join(f"{k}={self.diagnostics[k]:.4g}" for k in keys if k in self.diagnostics)
         name = f"{self.model_name!r}, " if self.model_name else ""
+        flagged = f", warnings={list(self.warnings)!r}" if self.warnings else ""
         return (
             f"Evidence({name}method={self.method!r}, log_z={self.log_z:.4f} ± {self.se:.4f}"
             + (f", {shown}" if shown else "")
+            + flagged
             + ")"
         )
 
@@ -86,6 +101,7 @@ class Evidence:
                 "method": self.method,
                 "model_name": self.model_name,
                 "creation_library": "pm_evidence",
+                "warnings": json.dumps(list(self.warnings)),
             },
         )
         diagnostics = xr.Dataset({k: np.asarray(v) for k, v in self.diagnostics.items()})

@@ -133,3 +133,16 @@ def test_from_smc_reads_final_stage_per_chain():
     ds = xr.Dataset({"log_marginal_likelihood": ("chain", ragged)})
     ev = pme.from_smc(xr.DataTree.from_dict({"/sample_stats": ds}))
     assert ev.log_z == pytest.approx(-9.2)
+
+
+def test_warnings_make_evidence_unreliable_and_show_everywhere():
+    clean = make_evidence(-10.0, 0.1, "a")
+    flagged = pme.Evidence(
+        -11.0, 0.1, "bridge", {}, xr.Dataset(), "b", warnings=("low ESS: SE unreliable",)
+    )
+    assert clean.reliable and clean.warnings == ()
+    assert not flagged.reliable
+    assert "low ESS: SE unreliable" in repr(flagged)
+    assert "warnings" not in repr(clean)
+    table = pme.compare({"a": clean, "b": flagged}, check_data=False)
+    assert table["warning"].to_dict() == {"a": False, "b": True}
