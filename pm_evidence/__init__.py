@@ -17,7 +17,7 @@ from pm_evidence.api_tempering import (
     thermodynamic_integration,
 )
 from pm_evidence.compare import bayes_factor, compare, post_prob
-from pm_evidence.evidence import Evidence, EvidenceSet
+from pm_evidence.evidence import Evidence, EvidenceSet, from_datatree
 from pm_evidence.exceptions import (
     ConvergenceError,
     EvidenceInputError,
@@ -25,8 +25,15 @@ from pm_evidence.exceptions import (
     OverlapError,
 )
 from pm_evidence.marginal import METHODS, marginal_likelihood
-from pm_evidence.plots import plot_evidence, plot_occupancy, plot_transition_matrix
+from pm_evidence.plots import (
+    plot_bayes_factor,
+    plot_evidence,
+    plot_occupancy,
+    plot_transition_matrix,
+)
 from pm_evidence.references import (
+    BernoulliProductReference,
+    CategoricalProductReference,
     MultivariateNormalReference,
     MultivariateStudentTReference,
     PriorReference,
@@ -35,16 +42,20 @@ from pm_evidence.references import (
 )
 from pm_evidence.smc import from_smc
 from pm_evidence.target import LogDensity
+from pm_evidence.tracking import LogZTracker
 
 __version__ = "0.1.0"
 
 __all__ = [
     "METHODS",
+    "BernoulliProductReference",
+    "CategoricalProductReference",
     "ConvergenceError",
     "Evidence",
     "EvidenceInputError",
     "EvidenceSet",
     "LogDensity",
+    "LogZTracker",
     "MultivariateNormalReference",
     "MultivariateStudentTReference",
     "NonFiniteLogDensityError",
@@ -59,11 +70,13 @@ __all__ = [
     "combine_is_ris",
     "compare",
     "discriminance_sampling",
+    "from_datatree",
     "from_smc",
     "importance_sampling",
     "is_ris_combination",
     "marginal_likelihood",
     "mbar",
+    "plot_bayes_factor",
     "plot_evidence",
     "plot_occupancy",
     "plot_transition_matrix",

@@ -25,6 +25,7 @@ from pm_evidence.estimators import (
 )
 from pm_evidence.evidence import Evidence
 from pm_evidence.exceptions import EvidenceInputError, NonFiniteLogDensityError
+from pm_evidence.progress import pymc_sample
 from pm_evidence.references import Reference, Warp3Reference, fit_reference
 from pm_evidence.target import LogDensity
 from pm_evidence.utils import as_generator, mcmc_ess, spawn_seed
@@ -67,7 +68,7 @@ def posterior_draws(
     if idata is None:
         target.require_continuous("NUTS posterior sampling")
         kwargs = {"compute_convergence_checks": False, **(sample_kwargs or {})}
-        idata = pm.sample(
+        idata = pymc_sample(
             draws=draws,
             tune=tune,
             chains=chains,
@@ -337,13 +338,13 @@ def discriminance_sampling(
     )
 
 
-BRIDGE_METHODS = ("normal", "warp3")
+BRIDGE_PROPOSALS = ("normal", "warp3")
 
 
 def bridge_sampling(
     model: pm.Model | LogDensity | None = None,
     *,
-    method: str = "normal",
+    proposal: str = "normal",
     repetitions: int = 1,
     use_neff: bool = True,
     tol: float = 1e-10,
@@ -355,10 +356,11 @@ def bridge_sampling(
     tune: int = 1000,
     chains: int = 4,
     sample_kwargs: dict | None = None,
+    method: str | None = None,
 ) -> Evidence:
     """Bridge sampling with the optimal bridge function (Meng & Wong 1996), as R's bridgesampling.
 
-    Half of every chain fits the reference (``method="normal"``: a multivariate normal on the
+    Half of every chain fits the proposal (``proposal="normal"``: a multivariate normal on the
     unconstrained space; ``"warp3"``: warp-3 of Meng & Schilling 2002, matching mean, covariance
     and skewness), the other half and as many reference draws estimate ``log Z`` by the
     Meng-Wong iteration. ``use_neff`` replaces the number of posterior draws by their effective
@@ -368,21 +370,62 @@ def bridge_sampling(
     the spread over repetitions, and every repetition's value is kept in the
     ``log_weights`` group as ``log_z_repetitions``.
 
+    The result's ``method`` is ``"bridge"`` for the normal proposal and ``"bridge_warp3"`` for
+    warp-3; ``marginal_likelihood(model, method="bridge", proposal="warp3")`` reaches it too.
+
+    Parameters
+    ----------
+    model : pymc.Model, optional
+        Taken from the context when omitted.
+    proposal : {"normal", "warp3"}
+        The proposal (reference) density bridged to the posterior.
+    repetitions : int
+        Number of independent sets of proposal draws.
+    use_neff : bool
+        Use the effective number of posterior draws in the sample-size weights.
+    tol, maxiter
+        Convergence tolerance and iteration cap of the Meng-Wong iteration.
+    idata, draws, tune, chains, sample_kwargs, progressbar
+        Posterior draws, or how NUTS draws them.
+    random_seed : int or numpy.random.Generator, optional
+    method : str, optional
+        Deprecated name of ``proposal`` (``method`` names the estimator everywhere else).
+
+    Returns
+    -------
+    Evidence
+        Diagnostics: ``proposal``, ``n_iter``, ``ess_target``, ``gamma``, ``cv``,
+        ``percentage_error``, ``repetitions`` (and ``log_z_repetition_sd``).
+
     Raises
     ------
     ConvergenceError
         If the iteration does not converge within ``maxiter``.
     """
-    if method not in BRIDGE_METHODS:
+    if method is not None:
+        if method not in BRIDGE_PROPOSALS:
+            raise EvidenceInputError(
+                f"Requested bridge method {method!r} but it must be one of "
+                f"{list(BRIDGE_PROPOSALS)}; pass it as proposal= (method= is deprecated)."
+            )
+        warnings.warn(
+            "bridge_sampling(method=...) is deprecated: pass the proposal as "
+            f"proposal={method!r} (method names the estimator everywhere else).",
+            FutureWarning,
+            stacklevel=2,
+        )
+        proposal = method
+    if proposal not in BRIDGE_PROPOSALS:
         raise EvidenceInputError(
-            f"Requested bridge method {method!r} but it must be one of {list(BRIDGE_METHODS)}."
+            f"Requested bridge proposal {proposal!r} but it must be one of "
+            f"{list(BRIDGE_PROPOSALS)}."
         )
     if repetitions < 1:
         raise EvidenceInputError(f"repetitions must be >= 1, got {repetitions}.")
     target = _target(model)
     rng = as_generator(random_seed)
     sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
-    est_half, ref, lw_target = fit_and_weigh(target, rng, idata, method, sampling)
+    est_half, ref, lw_target = fit_and_weigh(target, rng, idata, proposal, sampling)
     n_target = est_half.shape[0] * est_half.shape[1]
     n_eff = None
     if use_neff:
@@ -396,7 +439,7 @@ def bridge_sampling(
         )
     log_zs = np.array([e.log_z for e in estimates])
     middle = estimates[int(np.argsort(log_zs)[(len(log_zs) - 1) // 2])]
-    diagnostics = dict(middle.diagnostics, method=method, repetitions=repetitions)
+    diagnostics = dict(middle.diagnostics, proposal=proposal, repetitions=repetitions)
     se = middle.se
     if repetitions > 1:
         diagnostics["log_z_repetition_sd"] = float(np.std(log_zs, ddof=1))
@@ -406,7 +449,8 @@ def bridge_sampling(
     evidence_draws = {"log_weight_target": lw_target, "log_weight_reference": lw_reference}
     if repetitions > 1:
         evidence_draws["log_z_repetitions"] = (("repetition",), log_zs)
-    return _evidence(target, estimate, "bridge", evidence_draws)
+    label = "bridge" if proposal == "normal" else f"bridge_{proposal}"
+    return _evidence(target, estimate, label, evidence_draws)
 
 
 def combine_is_ris(ev_is: Evidence, ev_ris: Evidence, rule: str = "selection") -> Evidence:

@@ -1,7 +1,9 @@
 """Follow-ups on Evidence results: Bayes factors, posterior model probabilities, comparison.
 
 Modelled on R's bridgesampling (``bf``, ``post_prob``) and ArviZ (``bayes_factor`` returns a
-Dataset with a ``bf_type`` dimension, ``compare`` a DataFrame).
+Dataset with a ``bf_type`` dimension; ``compare`` a DataFrame with ArviZ's column names, which
+``arviz_plots.plot_compare`` draws). Every function also takes the DataTree form of the results
+(:meth:`~pm_evidence.Evidence.to_datatree`, also once saved and loaded).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import pandas as pd
 import xarray as xr
 from scipy.special import softmax
 
-from pm_evidence.evidence import Evidence
+from pm_evidence.evidence import IDATA_GROUP, Evidence, EvidenceSet, from_datatree
 from pm_evidence.exceptions import EvidenceInputError
 
 __all__ = ["bayes_factor", "compare", "post_prob"]
@@ -38,39 +40,94 @@ def _check_same_data(evidences: Mapping[str, Evidence]) -> None:
             )
 
 
+def _as_evidence(value, name: str) -> Evidence:
+    """An Evidence, or one read from an Evidence DataTree (or an InferenceData holding one)."""
+    if isinstance(value, Evidence):
+        return value
+    if isinstance(value, xr.DataTree):
+        loaded = from_datatree(value)
+        if isinstance(loaded, EvidenceSet):
+            raise EvidenceInputError(
+                f"Entry {name!r} is an EvidenceSet tree (several methods on one model): pick one "
+                f"method, e.g. EvidenceSet.from_datatree(tree)[{next(iter(loaded))!r}]."
+            )
+        return loaded
+    raise EvidenceInputError(
+        f"Entry {name!r} is a {type(value).__name__}, not an Evidence result: pass the output of "
+        f"pm_evidence.marginal_likelihood (or its to_datatree(), also once saved and loaded). "
+        f"To use a log evidence computed elsewhere, wrap it as "
+        f"pm_evidence.Evidence(log_z, se, method='...')."
+    )
+
+
 def _as_evidences(evidences) -> dict[str, Evidence]:
     if isinstance(evidences, Evidence):
         raise EvidenceInputError("Pass several Evidence results (a dict or a list), not one.")
+    if isinstance(evidences, xr.DataTree):
+        node = evidences
+        if "pm_evidence_type" not in node.attrs and IDATA_GROUP in node.children:
+            node = node[IDATA_GROUP]
+        if node.attrs.get("pm_evidence_type") == "Evidence":
+            raise EvidenceInputError(
+                "Pass several Evidence results (a dict or a list), not one Evidence tree."
+            )
+        # a tree of Evidence trees: an EvidenceSet tree, or one group per model
+        evidences = (
+            EvidenceSet.from_datatree(node)
+            if node.attrs.get("pm_evidence_type") == "EvidenceSet"
+            else {name: child for name, child in node.children.items()}
+        )
     if isinstance(evidences, Mapping):
-        out = dict(evidences)
+        out = {str(k): _as_evidence(v, str(k)) for k, v in evidences.items()}
     else:
         out = {}
-        for i, ev in enumerate(evidences):
-            out[ev.model_name or f"model_{i}"] = ev
-    for name, ev in out.items():
-        if not isinstance(ev, Evidence):
-            raise EvidenceInputError(
-                f"Entry {name!r} is a {type(ev).__name__}, not an Evidence result "
-                f"(the output of pm_evidence.marginal_likelihood)."
-            )
+        for i, value in enumerate(evidences):
+            ev = _as_evidence(value, f"#{i}")
+            name = ev.model_name or f"model_{i}"
+            if name in out:
+                raise EvidenceInputError(
+                    f"Two models are both named {name!r}: pass a dict {{name: Evidence}} to "
+                    f"label them."
+                )
+            out[name] = ev
     if len(out) < 2:
         raise EvidenceInputError(f"Need at least two models to compare, got {len(out)}.")
     return out
 
 
-def bayes_factor(ev1: Evidence, ev0: Evidence, *, check_data: bool = True) -> xr.Dataset:
+def bayes_factor(
+    ev1: Evidence | xr.DataTree, ev0: Evidence | xr.DataTree, *, check_data: bool = True
+) -> xr.Dataset:
     r"""Bayes factor of the first model (H1) against the second (H0).
 
     ``BF10 = Z1 / Z0``, ``BF01 = 1 / BF10``; the log Bayes factor's standard error is
     ``sqrt(se1^2 + se0^2)`` (independent estimates).
 
+    Parameters
+    ----------
+    ev1, ev0 : Evidence or xarray.DataTree
+        Log evidences of H1 and H0 (or their :meth:`~pm_evidence.Evidence.to_datatree` trees).
+    check_data : bool
+        Refuse two models fitted to different observed data (compared by content).
+
     Returns
     -------
     xarray.Dataset
         ``bayes_factor`` and ``log_bayes_factor`` with dim ``bf_type`` (``["BF10", "BF01"]``),
-        ``log_bayes_factor_se`` (scalar).
+        ``log_bayes_factor_se`` (scalar), as :func:`arviz_stats.bayes_factor`.
+
+    Raises
+    ------
+    EvidenceInputError
+        If an argument is not an Evidence result, or the models saw different data.
+
+    See Also
+    --------
+    pm_evidence.plot_bayes_factor : The log Bayes factor with its interval and evidence categories.
     """
-    evs = _as_evidences({f"H1 ({ev1.model_name})": ev1, f"H0 ({ev0.model_name})": ev0})
+    ev1 = _as_evidence(ev1, "ev1 (H1)")
+    ev0 = _as_evidence(ev0, "ev0 (H0)")
+    evs = {f"H1 ({ev1.model_name})": ev1, f"H0 ({ev0.model_name})": ev0}
     if check_data:
         _check_same_data(evs)
     log_bf10 = ev1.log_z - ev0.log_z
@@ -93,7 +150,7 @@ def bayes_factor(ev1: Evidence, ev0: Evidence, *, check_data: bool = True) -> xr
 
 
 def post_prob(
-    *evidences: Evidence,
+    *evidences: Evidence | xr.DataTree,
     prior_prob: Sequence[float] | None = None,
     model_names: Sequence[str] | None = None,
     check_data: bool = True,
@@ -101,17 +158,34 @@ def post_prob(
     r"""Posterior model probabilities ``p(M_k | y) ∝ p(y | M_k) p(M_k)``.
 
     Computed with a softmax of ``log Z_k + log p(M_k)`` (stable for log Z of hundreds of nats).
-    ``prior_prob`` defaults to equal prior probabilities.
+
+    Parameters
+    ----------
+    *evidences : Evidence or xarray.DataTree
+        Several results, or one dict / list of them (or a tree of Evidence trees).
+    prior_prob : sequence of float, optional
+        Prior model probabilities, in the same order; equal by default.
+    model_names : sequence of str, optional
+        Labels of the models (default: the dict keys, or each result's ``model_name``).
+    check_data : bool
+        Refuse models fitted to different observed data.
 
     Returns
     -------
     xarray.DataArray
-        Dim ``model``.
+        Named ``post_prob``, dim ``model``.
     """
     if len(evidences) == 1 and not isinstance(evidences[0], Evidence):
-        evs = _as_evidences(evidences[0])
+        collection = evidences[0]
     else:
-        evs = _as_evidences(list(evidences))
+        collection = list(evidences)
+    if model_names is not None and isinstance(collection, list):
+        if len(model_names) != len(collection):
+            raise EvidenceInputError(
+                f"Got {len(model_names)} model_names for {len(collection)} models."
+            )
+        collection = dict(zip(model_names, collection, strict=True))
+    evs = _as_evidences(collection)
     if model_names is not None:
         if len(model_names) != len(evs):
             raise EvidenceInputError(f"Got {len(model_names)} model_names for {len(evs)} models.")
@@ -144,20 +218,57 @@ def _posterior_probabilities(evs: dict[str, Evidence], prior_prob) -> tuple[np.n
 
 
 def compare(
-    evidences: Mapping[str, Evidence] | Sequence[Evidence],
+    evidences: Mapping[str, Evidence | xr.DataTree] | Sequence[Evidence] | xr.DataTree,
     *,
     prior_prob: Sequence[float] | None = None,
+    reference: str | None = None,
     check_data: bool = True,
 ) -> pd.DataFrame:
-    """Rank models by log evidence.
+    """Rank models by log evidence, in a table that :func:`arviz_plots.plot_compare` draws.
+
+    Parameters
+    ----------
+    evidences : dict of str to Evidence, list of Evidence, or xarray.DataTree
+        The models' results. Values may be Evidence trees (:meth:`Evidence.to_datatree`, also
+        once saved and loaded) or InferenceData holding one in their ``log_evidence`` group; a
+        single DataTree with one Evidence tree per child group is read as one model per group.
+    prior_prob : sequence of float, optional
+        Prior model probabilities, in the order given; equal by default.
+    reference : str, optional
+        The model that the log Bayes factors are taken against (default: the best one), as
+        ``reference=`` of :func:`arviz_stats.compare`.
+    check_data : bool
+        Refuse models fitted to different observed data (compared by content).
 
     Returns
     -------
     pandas.DataFrame
-        One row per model, best first: ``log_z``, ``se``, ``method``, ``log_bf`` (against the
-        best model, <= 0) and ``log_bf_se``, posterior probability ``prob`` and its
-        delta-method ``prob_se``; ``warning`` is ``True`` when the model's evidence carries
-        warnings (:attr:`Evidence.warnings`), as in :func:`arviz_stats.compare`.
+        One row per model (index: model names), best first. Columns:
+
+        - ``rank``: 0 for the model with the highest log evidence.
+        - ``log_z``, ``se``: log evidence and its standard error.
+        - ``log_bf``: log Bayes factor against the reference model, ``log Z_k - log Z_ref``
+          (``<= 0`` when the reference is the best model); ``dse``: its standard error,
+          ``sqrt(se_k^2 + se_ref^2)`` (0 for the reference), ArviZ's name for it.
+        - ``prob``: posterior model probability (with ``prior_prob``); ``prob_se``: its
+          delta-method standard error from the ``se`` column.
+        - ``method``: the estimator of each ``log_z``.
+        - ``warning``: ``True`` when the model's result carries warnings
+          (:attr:`Evidence.warnings`); read them before trusting the row.
+        - ``elpd``, ``elpd_diff``, ``weight``: ``log_z``, ``log_bf`` and ``prob`` under
+          ArviZ's column names, so that ``arviz_plots.plot_compare`` draws the table
+          (``relative_scale=True`` draws ``elpd_diff`` with ``dse``, ``False`` draws ``elpd``
+          with ``se``). The meaning differs from ArviZ's leave-one-out ELPD: here the score is
+          the log prior predictive density of all the data,
+          ``log p(y | M) = sum_i log p(y_i | y_<i, M)``, and ``weight`` is a posterior model
+          probability, not a stacking weight. Differences in log Z are log Bayes factors (see
+          :func:`plot_bayes_factor` for their usual categories), not ELPD differences: ArviZ's
+          "differences below 4 are negligible" rule does not apply.
+
+    Examples
+    --------
+    >>> table = pm_evidence.compare({"M1": ev1, "M2": ev2})  # doctest: +SKIP
+    >>> arviz_plots.plot_compare(table)  # doctest: +SKIP
     """
     evs = _as_evidences(evidences)
     if check_data:
@@ -166,18 +277,34 @@ def compare(
     names = list(evs)
     log_z = np.array([evs[n].log_z for n in names])
     se = np.array([evs[n].se for n in names])
-    best = int(np.argmax(log_z))
+    if reference is None:
+        ref = int(np.argmax(log_z))
+    elif reference in evs:
+        ref = names.index(reference)
+    else:
+        raise EvidenceInputError(
+            f"Requested reference model {reference!r} but it must be one of {names}."
+        )
+    log_bf = log_z - log_z[ref]
+    dse = np.where(np.arange(len(names)) == ref, 0.0, np.hypot(se, se[ref]))
+    order = np.argsort(-log_z, kind="stable")
+    rank = np.empty(len(names), dtype=int)
+    rank[order] = np.arange(len(names))
     frame = pd.DataFrame(
         {
+            "rank": rank,
             "log_z": log_z,
             "se": se,
-            "method": [evs[n].method for n in names],
-            "log_bf": log_z - log_z[best],
-            "log_bf_se": np.where(np.arange(len(names)) == best, 0.0, np.hypot(se, se[best])),
+            "log_bf": log_bf,
+            "dse": dse,
             "prob": prob,
             "prob_se": prob_se,
-            "warning": [bool(evs[n].warnings) for n in names],
+            "method": [evs[n].method for n in names],
+            "warning": [not evs[n].reliable for n in names],
+            "elpd": log_z,
+            "elpd_diff": log_bf,
+            "weight": prob,
         },
         index=pd.Index(names, name="model"),
     )
-    return frame.sort_values("log_z", ascending=False)
+    return frame.iloc[order]

@@ -27,11 +27,12 @@ from pm_evidence.api_tempering import (
 )
 from pm_evidence.evidence import DISAGREEMENT_Z, Evidence, EvidenceSet
 from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.progress import interruptible, quiet, status
 from pm_evidence.utils import as_generator
 
 __all__ = ["METHODS", "marginal_likelihood"]
 
-METHODS: dict[str, Callable[..., Evidence]] = {
+_METHOD_FUNCTIONS: dict[str, Callable[..., Evidence]] = {
     "is": importance_sampling,
     "ris": reverse_importance_sampling,
     "ds": discriminance_sampling,
@@ -46,6 +47,8 @@ METHODS: dict[str, Callable[..., Evidence]] = {
     "ti": thermodynamic_integration,
     "mbar": mbar,
 }
+METHODS: tuple[str, ...] = tuple(_METHOD_FUNCTIONS)
+"""Names accepted by ``marginal_likelihood(method=...)`` (read-only)."""
 # methods along the geometric path: they share one set-up (reference, ladder, kernel tuning)
 PATH_METHODS = ("ais", "raise", "ads", "rts", "ti", "mbar")
 SAMPLE_KEYS = ("draws", "tune", "chains", "sample_kwargs")
@@ -79,8 +82,9 @@ def marginal_likelihood(
     progressbar : bool
         Show progress bars (NUTS, annealing, tempering).
     **kwargs
-        Options of the method's own function (e.g. ``reference=``, ``n_rungs=``). With a list,
-        every method receives the options it accepts.
+        Options of the method's own function (e.g. ``reference=``, ``n_rungs=``, or
+        ``proposal="warp3"`` for ``"bridge"``, whose result is then labelled
+        ``"bridge_warp3"``). With a list, every method receives the options it accepts.
 
     Returns
     -------
@@ -95,10 +99,26 @@ def marginal_likelihood(
     >>> results = pm_evidence.marginal_likelihood(model, method=["ais", "raise", "ads", "rts"])
     >>> results.summary()
     """
+    label = method if isinstance(method, str) else ", ".join(method)
+    with quiet(not progressbar), interruptible(label):
+        return _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs)
+
+
+def _run_method(name: str, model, progressbar: bool, **options) -> Evidence:
+    """One method, with a status line until its progress bars take over."""
+    with status(
+        f"pm_evidence {name}: compiling the model's log-density and setting up",
+        progressbar,
+        phase_name=f"compilation / set-up of {name!r}",
+    ):
+        return _METHOD_FUNCTIONS[name](model, progressbar=progressbar, **options)
+
+
+def _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs):
     if isinstance(method, str):
         _check_method(method)
-        return METHODS[method](
-            model, idata=idata, random_seed=random_seed, progressbar=progressbar, **kwargs
+        return _run_method(
+            method, model, progressbar, idata=idata, random_seed=random_seed, **kwargs
         )
     methods = list(method)
     for name in methods:
@@ -124,9 +144,28 @@ def marginal_likelihood(
         options = {k: v for k, v in kwargs.items() if k in accepted}
         if name in PATH_METHODS:
             options["_runs"] = runs
-        results[name] = METHODS[name](
-            target, idata=idata, random_seed=rng, progressbar=progressbar, **options
-        )
+        try:
+            results[name] = _run_method(
+                name, target, progressbar, idata=idata, random_seed=rng, **options
+            )
+        except KeyboardInterrupt:
+            if not results:
+                raise
+            warnings.warn(
+                f"Interrupted (Ctrl-C) while running {name!r}: returning the methods that "
+                f"finished, {list(results)}; {methods[len(results) :]} did not run.",
+                UserWarning,
+                stacklevel=3,
+            )
+            break
+        if results[name].diagnostics.get("interrupted") and name != methods[-1]:
+            warnings.warn(
+                f"{name!r} was interrupted (Ctrl-C) and returned a partial estimate; "
+                f"{methods[len(results) :]} did not run.",
+                UserWarning,
+                stacklevel=3,
+            )
+            break
     for a, b, z in results.disagreements():
         warnings.warn(
             f"Methods {a!r} and {b!r} disagree by {z:.1f} combined standard errors "
@@ -134,14 +173,14 @@ def marginal_likelihood(
             f"{results[b].log_z:.4f} ± {results[b].se:.4f}. At least one of them is wrong or "
             f"under-states its error; check their diagnostics (ESS, occupancy, overlap).",
             UserWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     return results
 
 
 def _accepted_options(name: str) -> set[str]:
     """Keyword options the method's function accepts (its signature plus NUTS options)."""
-    function = METHODS[name]
+    function = _METHOD_FUNCTIONS[name]
     if name.startswith("is_ris_"):
         function = is_ris_combination
     parameters = inspect.signature(function).parameters

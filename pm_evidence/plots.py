@@ -1,4 +1,10 @@
-"""Plots of Evidence results (matplotlib imported lazily: an optional dependency)."""
+"""Plots of Evidence results (matplotlib imported lazily: an optional dependency).
+
+Every function takes keyword-only options after its data, draws on ``ax`` when given (else on a
+new figure with a constrained layout, so that labels are never clipped) and returns the
+matplotlib ``Axes``. Tables from :func:`pm_evidence.compare` are drawn by
+``arviz_plots.plot_compare`` directly.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +13,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from pm_evidence.evidence import Evidence
+from pm_evidence.exceptions import EvidenceInputError
 
-__all__ = ["plot_evidence", "plot_occupancy", "plot_transition_matrix"]
+__all__ = ["plot_bayes_factor", "plot_evidence", "plot_occupancy", "plot_transition_matrix"]
 
 
 def _pyplot(caller: str):
@@ -17,6 +24,12 @@ def _pyplot(caller: str):
     except ImportError as err:
         raise ImportError(f"{caller} needs matplotlib: pip install 'pm_evidence[plot]'.") from err
     return plt
+
+
+def _new_axes(plt, figsize):
+    """Axes on a new figure whose constrained layout keeps long tick labels inside it."""
+    _, ax = plt.subplots(figsize=figsize, layout="constrained")
+    return ax
 
 
 def _tempering_stats(evidence: Evidence, needed: str):
@@ -40,7 +53,7 @@ def plot_occupancy(evidence: Evidence, *, ax=None):
     plt = _pyplot("plot_occupancy")
     stats = _tempering_stats(evidence, "occupancy")
     if ax is None:
-        _, ax = plt.subplots(figsize=(6, 3.5))
+        ax = _new_axes(plt, (6, 3.5))
     rung = np.arange(stats.sizes["rung"])
     ax.plot(rung, stats["occupancy_counts"], ".", color="0.6", label="counts")
     ax.plot(rung, stats["occupancy"], "-", color="C0", label="$\\hat c_k$ (Rao-Blackwellized)")
@@ -66,7 +79,7 @@ def plot_transition_matrix(evidence: Evidence, *, ax=None):
     rows = counts.sum(axis=1, keepdims=True)
     probs = np.divide(counts, rows, out=np.zeros_like(counts), where=rows > 0)
     if ax is None:
-        _, ax = plt.subplots(figsize=(4.5, 4))
+        ax = _new_axes(plt, (4.5, 4))
     image = ax.imshow(np.log10(probs + 1e-4), origin="lower", cmap="viridis", vmin=-4, vmax=0)
     ax.figure.colorbar(image, ax=ax, label="log10 P(k -> k')")
     ax.set_xlabel("next rung k'")
@@ -75,19 +88,25 @@ def plot_transition_matrix(evidence: Evidence, *, ax=None):
 
 
 def plot_evidence(
-    evidences: Mapping[str, Evidence], *, prob: float = 0.95, reference=None, ax=None
+    evidences: Mapping[str, Evidence],
+    *,
+    prob: float = 0.95,
+    reference: float | None = None,
+    ax=None,
 ):
     """Forest plot of log Z estimates with their normal-approximation intervals.
 
     Parameters
     ----------
-    evidences : dict of label to Evidence
-        E.g. one entry per method, or per model.
+    evidences : dict of str to Evidence
+        E.g. one entry per method, or per model (an :class:`~pm_evidence.EvidenceSet` works).
     prob : float
         Interval probability (from each result's ``se``).
     reference : float, optional
         A known value of log Z to draw as a vertical line (e.g. the exact one).
-    ax : matplotlib Axes, optional
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw on; a new figure (constrained layout: long labels are not clipped) if
+        omitted.
 
     Returns
     -------
@@ -95,7 +114,7 @@ def plot_evidence(
     """
     plt = _pyplot("plot_evidence")
     if ax is None:
-        _, ax = plt.subplots(figsize=(6, 0.5 + 0.45 * len(evidences)))
+        ax = _new_axes(plt, (6, 1.0 + 0.45 * len(evidences)))
     labels = list(evidences)
     centres = np.array([evidences[k].log_z for k in labels])
     intervals = np.array([evidences[k].interval(prob) for k in labels])
@@ -112,5 +131,117 @@ def plot_evidence(
         ax.axvline(reference, color="C3", linestyle="--", label="reference")
         ax.legend(loc="best")
     ax.set_yticks(y, labels)
-    ax.set_xlabel(f"log Z  ({int(prob * 100)}% interval from the reported SE)")
+    ax.set_ylim(-0.6, len(labels) - 0.4)
+    ax.set_xlabel(f"log Z  ({prob:.0%} interval from the reported SE)")
+    return ax
+
+
+# Evidence categories of a Bayes factor, as bounds on BF10 >= 1 (symmetric for BF01).
+# Jeffreys (1961, App. B), with the labels of Lee & Wagenmakers (2013) used by JASP;
+# Kass & Raftery (1995, Sec. 3.2), whose bounds are on 2 log BF = 2, 6, 10.
+BF_CATEGORIES = {
+    "jeffreys": (
+        (1.0, "anecdotal"),
+        (3.0, "moderate"),
+        (10.0, "strong"),
+        (30.0, "very strong"),
+        (100.0, "extreme"),
+    ),
+    "kass_raftery": (
+        (1.0, "bare mention"),
+        (float(np.exp(1.0)), "positive"),
+        (float(np.exp(3.0)), "strong"),
+        (float(np.exp(5.0)), "very strong"),
+    ),
+}
+
+
+def plot_bayes_factor(
+    ev1: Evidence,
+    ev0: Evidence,
+    *,
+    prob: float = 0.95,
+    categories: str = "jeffreys",
+    check_data: bool = True,
+    ax=None,
+):
+    """The log Bayes factor ``log BF10`` with its interval, over the usual evidence categories.
+
+    The point is ``log Z1 - log Z0``; the bar its normal-approximation interval from the
+    combined standard error ``sqrt(se1^2 + se0^2)`` (Monte Carlo error only). Shaded bands mark
+    the evidence categories for H1 (right of 0) and for H0 (left).
+
+    Parameters
+    ----------
+    ev1, ev0 : Evidence or xarray.DataTree
+        Log evidences of H1 and H0, as for :func:`pm_evidence.bayes_factor`.
+    prob : float
+        Probability of the interval.
+    categories : {"jeffreys", "kass_raftery"}
+        ``"jeffreys"``: BF 1-3 anecdotal, 3-10 moderate, 10-30 strong, 30-100 very strong,
+        above 100 extreme (Jeffreys 1961, labels of Lee & Wagenmakers 2013);
+        ``"kass_raftery"``: 2 log BF 0-2 not worth more than a bare mention, 2-6 positive,
+        6-10 strong, above 10 very strong (Kass & Raftery 1995).
+    check_data : bool
+        Refuse two models fitted to different observed data.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw on; a new figure if omitted.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> pm_evidence.plot_bayes_factor(ev1, ev2)  # doctest: +SKIP
+    """
+    from scipy.stats import norm
+
+    from pm_evidence.compare import bayes_factor
+
+    if categories not in BF_CATEGORIES:
+        raise EvidenceInputError(
+            f"Requested categories {categories!r} but it must be one of {list(BF_CATEGORIES)}."
+        )
+    if not 0 < prob < 1:
+        raise EvidenceInputError(f"prob must be in (0, 1), got {prob!r}.")
+    bf = bayes_factor(ev1, ev0, check_data=check_data)
+    plt = _pyplot("plot_bayes_factor")
+    log_bf = float(bf["log_bayes_factor"].sel(bf_type="BF10"))
+    half = float(norm.ppf(0.5 + prob / 2) * bf["log_bayes_factor_se"])
+    bounds = [np.log(b) for b, _ in BF_CATEGORIES[categories]]
+    # show every category up to the one holding the interval, and a margin beyond it
+    reach = max(abs(log_bf) + half, bounds[-1] + 0.6 * (bounds[-1] - bounds[-2]))
+    limit = 1.08 * reach
+    if ax is None:
+        ax = _new_axes(plt, (7, 2.8))
+    shades = np.linspace(0.96, 0.78, len(bounds))
+    edges = [*bounds, limit]
+    for (_, label), lo, hi, shade in zip(
+        BF_CATEGORIES[categories], edges[:-1], edges[1:], shades, strict=True
+    ):
+        for sign, colour in ((1, (shade, shade, 1.0)), (-1, (1.0, shade, shade))):
+            ax.axvspan(sign * lo, sign * hi, color=colour, zorder=0, linewidth=0)
+            ax.text(
+                sign * (lo + hi) / 2,
+                0.97,
+                label,
+                transform=ax.get_xaxis_transform(),
+                ha="center",
+                va="top",
+                rotation=90 if hi - lo < 0.16 * limit else 0,
+                fontsize="small",
+                color="0.25",
+            )
+    ax.axvline(0.0, color="0.3", linewidth=0.8)
+    ax.errorbar(log_bf, 0.35, xerr=half, fmt="o", capsize=4, color="C0", zorder=3)
+    ax.set_xlim(-limit, limit)
+    ax.set_ylim(0, 1)
+    ax.set_yticks([])
+    h1 = bf.attrs["H1"] or "H1"
+    h0 = bf.attrs["H0"] or "H0"
+    ax.set_xlabel(
+        f"log BF10 = log Z({h1}) - log Z({h0}) = {log_bf:.2f} ± {half:.2f} ({prob:.0%} interval)"
+    )
+    ax.set_title(f"← favours {h0}    |    favours {h1} →", fontsize="medium")
     return ax

@@ -58,7 +58,7 @@ def test_compare_table():
     table = pme.compare({"small": make_evidence(-12.0, 0.1), "big": make_evidence(-10.0, 0.2)})
     assert list(table.index) == ["big", "small"]
     assert table.loc["small", "log_bf"] == pytest.approx(-2.0)
-    assert table.loc["small", "log_bf_se"] == pytest.approx(np.hypot(0.1, 0.2))
+    assert table.loc["small", "dse"] == pytest.approx(np.hypot(0.1, 0.2))
     assert table["prob"].sum() == pytest.approx(1.0)
     # the probability's delta-method SE: p(1-p) * sqrt(se1^2 + se2^2)
     p = table.loc["big", "prob"]
