@@ -32,7 +32,8 @@ def ms_per_call(fn, repeats: int = 300) -> float:
 
 
 def log_density_comparison(target: LogDensity, x: np.ndarray) -> None:
-    outputs, x_flat = target._terms_grad_graph
+    graphs = target._graphs
+    outputs, x_flat = graphs.with_grads(), graphs.x
     x_batch = pt.matrix("x_batch")
     wrapped = pytensor.function([x_batch], vectorize_graph(outputs, replace={x_flat: x_batch}))
     plain = ms_per_call(lambda: wrapped(x))

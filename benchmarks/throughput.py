@@ -32,7 +32,7 @@ def main(n_points: int = 20_000, n_loop: int = 2_000) -> None:
     x = rng.normal(size=(n_points, target.dim))
     logp_fn = model.compile_logp()
     points = [
-        {v.value_name: xi[v.start : v.stop].reshape(v.shape) for v in target.layout}
+        {v.value_name: xi[v.start : v.stop].reshape(v.value_shape) for v in target.layout}
         for xi in x[:n_loop]
     ]
     # warm up (compilation and first-call JIT)

@@ -17,7 +17,6 @@ import numpy as np
 from scipy import linalg, special
 
 from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.utils import spawn_seed
 
 __all__ = [
     "BernoulliProductReference",
@@ -268,15 +267,7 @@ class PriorReference(Reference):
         return self.target.log_prior(x)
 
     def sample(self, rng, n):
-        from pymc.pytensorf import reseed_rngs
-
-        draw_fn, rngs = self.target.prior_sampler
-        reseed_rngs(rngs, spawn_seed(rng))
-        draws = [draw_fn() for _ in range(n)]
-        values = {
-            name: np.stack([d[i] for d in draws]) for i, name in enumerate(self.target.var_names)
-        }
-        return self.target.to_unconstrained(values, batch_ndim=1)
+        return self.target.sample_prior(rng, n)
 
 
 @dataclass(frozen=True, eq=False)

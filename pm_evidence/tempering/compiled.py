@@ -113,7 +113,7 @@ def hmc_transition_function(path: GeometricPath, n_leapfrog: int) -> Callable | 
     leapfrog steps).
 
     ``eps`` are the (already jittered) step sizes per point; ``log_u`` the logs of the
-    Metropolis uniforms. Points are processed in blocks of the target's ``chunk_size`` rows.
+    Metropolis uniforms. Points are processed in blocks of the target's ``block_size`` rows.
     Built once per path and ``n_leapfrog`` (the kernels call this on every transition).
     """
     bound = _BOUND.setdefault(path, {})
@@ -133,11 +133,11 @@ def _bind(path: GeometricPath, n_leapfrog: int) -> Callable | None:
     functions = _COMPILED.setdefault(target, {})
     if key not in functions:
         functions[key] = _build(path, n_leapfrog, parameters)
-    fn = functions[key]
+    fn = target.blocked(functions[key])
 
     def transition(state: PathState, beta, eps, momentum, log_u):
-        outs = target._chunked(
-            fn, state.x, state.log_p0, state.delta, state.grad_log_p0, state.grad_delta,
+        outs = fn(
+            state.x, state.log_p0, state.delta, state.grad_log_p0, state.grad_delta,
             beta, eps, momentum, log_u, constants=parameters,
         )  # fmt: skip
         return PathState(*outs[:5]), outs[5].astype(bool), outs[6].astype(bool)

@@ -18,6 +18,11 @@ tempered log-density (or, for HMC, energy) is not finite is rejected and flagged
   a block come from one batched call over ``points x entries x values``.
 * ``gwg``: Gibbs-with-gradients (Grathwohl et al. 2021): the gradient of the relaxed
   log-density ranks all single flips at once, one is proposed and Metropolis-corrected.
+* ``hmc+gibbs`` and ``rwm+gibbs``: for models with continuous and finite discrete (Bernoulli,
+  Categorical) variables, a compound kernel: HMC or random-walk Metropolis on the continuous
+  entries with the discrete ones held fixed, then a Gibbs sweep over the discrete entries with
+  the continuous ones held fixed. Each part leaves ``f_beta`` invariant, so their composition
+  does too.
 * a user function ``step(rng, x, beta) -> x`` with ``x (n, dim)`` and ``beta (n,)``, which must
   leave every ``f_beta`` invariant.
 """
@@ -35,6 +40,7 @@ from pm_evidence.tempering.compiled import hmc_transition_function
 from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
 
 __all__ = [
+    "COMPOUND_KERNELS",
     "KERNELS",
     "Kernel",
     "adapt_tuning",
@@ -48,10 +54,12 @@ __all__ = [
 ]
 
 KERNELS = ("hmc", "rwm", "flip", "gibbs", "gwg")
+COMPOUND_KERNELS = ("hmc+gibbs", "rwm+gibbs")
 BINARY_KERNELS = ("flip", "gibbs", "gwg")
 HMC_STEP_JITTER = 0.5
 DEFAULT_TARGET_ACCEPT = {
     "hmc": 0.651, "rwm": 0.3, "flip": 0.3, "gibbs": 1.0, "gwg": 1.0, "custom": 1.0,
+    "hmc+gibbs": 0.651, "rwm+gibbs": 0.3,
 }  # fmt: skip
 
 
@@ -59,7 +67,7 @@ DEFAULT_TARGET_ACCEPT = {
 class Kernel:
     """Which transition to use and its fixed settings (the per-rung tuning is separate)."""
 
-    kind: str  # "hmc", "rwm", "flip", "gibbs", "gwg" or "custom"
+    kind: str  # "hmc", "rwm", "flip", "gibbs", "gwg", "hmc+gibbs", "rwm+gibbs" or "custom"
     n_leapfrog: int = 2
     n_flips: int = 1
     user_step: Callable | None = None
@@ -67,22 +75,33 @@ class Kernel:
     binary_mask: np.ndarray | None = None
     blocks: tuple[np.ndarray, ...] | None = None  # gibbs: entries updated together
     levels: np.ndarray | None = None  # gibbs: number of values of each entry (2: binary)
+    continuous_mask: np.ndarray | None = None  # compound kernels: entries moved by hmc/rwm
+
+    @property
+    def continuous_kind(self) -> str:
+        """The kernel of the continuous entries: ``"hmc"``, ``"rwm"`` or the kind itself."""
+        return self.kind.split("+")[0]
 
     @property
     def needs_grad(self) -> bool:
-        return self.kind in ("hmc", "gwg")
+        return self.continuous_kind in ("hmc", "gwg")
 
     @property
     def adaptive(self) -> bool:
         """Whether a per-rung scale/step size is adapted."""
-        return self.kind in ("hmc", "rwm")
+        return self.continuous_kind in ("hmc", "rwm")
 
     @property
     def evaluations_per_step(self) -> int:
         """Log-density (or gradient) evaluations per point per transition (for cost accounting)."""
-        if self.kind == "gibbs":
+        gibbs = 0
+        if self.blocks is not None:
             per_block = [b.size * (int(self.levels[b].max()) - 1) for b in self.blocks]
-            return sum(per_block) + sum(b.size > 1 for b in self.blocks)
+            gibbs = sum(per_block) + sum(b.size > 1 for b in self.blocks)
+        if self.kind == "gibbs":
+            return gibbs
+        if self.kind in COMPOUND_KERNELS:  # + one evaluation with gradients after the sweep
+            return (self.n_leapfrog if self.kind == "hmc+gibbs" else 1) + gibbs + 1
         return self.n_leapfrog if self.kind == "hmc" else 1
 
 
@@ -110,8 +129,15 @@ def make_kernel(kernel, target, *, n_leapfrog: int = 2, n_flips: int = 1, blocks
         return kernel
     if callable(kernel):
         return Kernel("custom", user_step=kernel, target_accept=DEFAULT_TARGET_ACCEPT["custom"])
+    mixed = target.has_discrete and not target.discrete_mask.all()
+    if target.has_discrete and (kernel == "auto" or mixed):
+        _check_finite_discrete(target, kernel)
     if kernel == "auto":
-        kernel = "gibbs" if target.has_discrete and target.finite_levels.all() else "hmc"
+        kernel = "hmc+gibbs" if mixed else "gibbs" if target.has_discrete else "hmc"
+    if mixed and kernel in ("hmc", "rwm"):
+        kernel = f"{kernel}+gibbs"
+    if mixed and kernel in COMPOUND_KERNELS:
+        return _compound_kernel(kernel, target, n_leapfrog)
     if kernel not in KERNELS:
         raise EvidenceInputError(
             f"Requested kernel {kernel!r} but it must be one of {list(KERNELS)}, 'auto', or a "
@@ -138,8 +164,8 @@ def make_kernel(kernel, target, *, n_leapfrog: int = 2, n_flips: int = 1, blocks
             )
     elif target.has_discrete:
         raise EvidenceInputError(
-            f"kernel={kernel!r} moves continuous variables, but the model has discrete free "
-            f"variables {list(target.discrete_names)}. Use kernel='gibbs' (Bernoulli and "
+            f"kernel={kernel!r} moves continuous variables, but every free variable of the model "
+            f"is discrete ({list(target.discrete_names)}). Use kernel='gibbs' (Bernoulli and "
             f"Categorical variables), 'flip' (binary) or a custom kernel step(rng, x, beta) -> x."
         )
     if n_leapfrog < 1 or n_flips < 1:
@@ -155,6 +181,34 @@ def make_kernel(kernel, target, *, n_leapfrog: int = 2, n_flips: int = 1, blocks
     )
 
 
+def _check_finite_discrete(target, kernel) -> None:
+    """Built-in kernels move discrete variables only by Gibbs sweeps over their values."""
+    unbounded = target.layout_info.unbounded_discrete_names
+    if unbounded and not callable(kernel):
+        raise EvidenceInputError(
+            f"The discrete variables {list(unbounded)} have unbounded support (Poisson, "
+            f"negative binomial, ...), which no built-in kernel can move (Gibbs sweeps enumerate "
+            f"the values of Bernoulli and Categorical variables). Pass kernel=step, a function "
+            f"step(rng, x, beta) -> x of flat points (n, {target.dim}) that leaves every "
+            f"tempered density invariant, or marginalize those variables out of the model."
+        )
+
+
+def _compound_kernel(kind: str, target, n_leapfrog: int) -> Kernel:
+    """HMC or RWM on the continuous entries, then a Gibbs sweep over the discrete ones."""
+    if n_leapfrog < 1:
+        raise EvidenceInputError("n_leapfrog must be a positive integer.")
+    discrete = np.flatnonzero(target.discrete_mask)
+    return Kernel(
+        kind,
+        n_leapfrog=int(n_leapfrog),
+        target_accept=DEFAULT_TARGET_ACCEPT[kind],
+        blocks=tuple(np.array([j]) for j in discrete),
+        levels=target.finite_levels,
+        continuous_mask=~target.discrete_mask,
+    )
+
+
 def _metropolis(rng, current: PathState, proposal: PathState, log_ratio: np.ndarray):
     """Accept ``proposal`` where ``log u < log_ratio``; non-finite ratios are rejected."""
     finite = np.isfinite(log_ratio)
@@ -162,9 +216,13 @@ def _metropolis(rng, current: PathState, proposal: PathState, log_ratio: np.ndar
     return _merge(current, proposal, accept), accept, ~finite
 
 
-def rwm_step(rng, path: GeometricPath, state: PathState, beta, scale):
-    """Random-walk Metropolis: ``x' = x + scale z``, accepted with ``min(1, f_b(x')/f_b(x))``."""
-    x_new = state.x + np.asarray(scale)[:, None] * rng.standard_normal(state.x.shape)
+def rwm_step(rng, path: GeometricPath, state: PathState, beta, scale, mask=None):
+    """Random-walk Metropolis: ``x' = x + scale z``, accepted with ``min(1, f_b(x')/f_b(x))``;
+    only the entries of ``mask`` move when it is given."""
+    z = rng.standard_normal(state.x.shape)
+    if mask is not None:
+        z = z * mask
+    x_new = state.x + np.asarray(scale)[:, None] * z
     proposal = path.evaluate(x_new)
     log_ratio = tempered_log_density(proposal.log_p0, proposal.delta, beta) - tempered_log_density(
         state.log_p0, state.delta, beta
@@ -183,7 +241,7 @@ def _grad(state: PathState, beta) -> np.ndarray:
 
 def hmc_step(
     rng, path: GeometricPath, state: PathState, beta, step_size, n_leapfrog: int,
-    jitter: float = HMC_STEP_JITTER, compiled: bool = True,
+    jitter: float = HMC_STEP_JITTER, compiled: bool = True, mask=None,
 ):  # fmt: skip
     """HMC with identity mass matrix and ``n_leapfrog`` leapfrog steps of size ``step_size``
     (one per point); ``state`` must carry gradients.
@@ -197,12 +255,18 @@ def hmc_step(
     ``~ n_leapfrog * eps / sigma``), and the chain hardly moves; random lengths average that
     out. The draw does not depend on the state, so each transition is a mixture of valid
     kernels and ``f_beta`` stays invariant.
+
+    With a boolean ``mask`` only those entries move (HMC on the conditional of the masked
+    entries given the others): the momentum and gradient are zero elsewhere.
     """
     beta = np.asarray(beta, dtype=float)
     eps = np.asarray(step_size, dtype=float)
     eps = (eps * rng.uniform(1.0 - jitter, 1.0 + jitter, size=eps.shape))[:, None]
     momentum = rng.standard_normal(state.x.shape)
-    fused = hmc_transition_function(path, n_leapfrog) if compiled else None
+    if mask is not None:
+        momentum = momentum * mask
+        eps = eps * mask  # x moves by eps * p: zero outside the mask whatever the gradient
+    fused = hmc_transition_function(path, n_leapfrog) if compiled and mask is None else None
     if fused is not None:
         log_u = np.log(rng.random(eps.shape[0]))
         return fused(state, beta, eps[:, 0], momentum, log_u)
@@ -363,8 +427,30 @@ def custom_step(rng, path: GeometricPath, state: PathState, beta, user_step: Cal
     return new, moved, nonfinite
 
 
+def compound_step(kernel: Kernel, rng, path: GeometricPath, state: PathState, beta, tuning):
+    """HMC or RWM on the continuous entries, then a Gibbs sweep over the discrete entries.
+
+    The acceptance returned is that of the continuous move (what the step size adapts to); a
+    point is flagged non-finite if either part met a non-finite density.
+    """
+    mask = kernel.continuous_mask
+    if kernel.kind == "hmc+gibbs":
+        state, accepted, nonfinite = hmc_step(
+            rng, path, state, beta, tuning, kernel.n_leapfrog, mask=mask
+        )
+    else:
+        state, accepted, nonfinite = rwm_step(rng, path, state, beta, tuning, mask=mask)
+    plain = PathState(state.x, state.log_p0, state.delta)
+    state, _, nonfinite_gibbs = gibbs_step(rng, path, plain, beta, kernel.blocks, kernel.levels)
+    if kernel.needs_grad:
+        state = path.evaluate(state.x, with_grad=True)
+    return state, accepted, nonfinite | nonfinite_gibbs
+
+
 def transition(kernel: Kernel, rng, path: GeometricPath, state: PathState, beta, tuning):
     """One transition of ``kernel`` at inverse temperatures ``beta`` with per-point ``tuning``."""
+    if kernel.kind in COMPOUND_KERNELS:
+        return compound_step(kernel, rng, path, state, beta, tuning)
     if kernel.kind == "rwm":
         return rwm_step(rng, path, state, beta, tuning)
     if kernel.kind == "hmc":

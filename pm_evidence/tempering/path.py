@@ -77,10 +77,10 @@ class GeometricPath:
     def evaluate(self, x: np.ndarray, *, with_grad: bool = False) -> PathState:
         """``PathState`` at points ``x (n, dim)``; one batched compiled call."""
         x = np.asarray(x, dtype=float)
-        if with_grad:  # binary models: gradients of the relaxed log-density (for GWG)
+        if with_grad:  # all-binary models: gradients of the relaxed log-density (for GWG)
             grad_fn = (
                 self.target.evaluate_with_relaxed_grad
-                if self.target.has_discrete
+                if self.target.discrete_mask.all()
                 else self.target.evaluate_with_grad
             )
             log_prior, log_lik, g_prior, g_lik = grad_fn(x)

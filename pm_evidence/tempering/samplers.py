@@ -32,10 +32,11 @@ __all__ = [
 # ---------------------------------------------------------------------- kernel tuning
 def _initial_tuning(kernel: Kernel, state: PathState) -> float:
     """A starting scale from the spread of reference draws (adapted afterwards)."""
-    spread = float(np.median(np.std(state.x, axis=0))) if state.x.shape[0] > 1 else 1.0
+    x = state.x if kernel.continuous_mask is None else state.x[:, kernel.continuous_mask]
+    spread = float(np.median(np.std(x, axis=0))) if x.shape[0] > 1 else 1.0
     spread = spread if np.isfinite(spread) and spread > 0 else 1.0
-    d = state.x.shape[1]
-    if kernel.kind == "rwm":
+    d = x.shape[1]
+    if kernel.continuous_kind == "rwm":
         return 2.38 * spread / np.sqrt(d)
     return spread / d**0.25  # HMC: eps ~ d^(-1/4)
 

@@ -1,0 +1,5 @@
+"""The units of the model adapter (see :mod:`pm_evidence.target` for how they fit together).
+
+Dependencies point one way: these modules import PyMC, PyTensor and :mod:`pm_evidence.utils`
+only; the samplers and estimators never reach into them except through ``LogDensity``.
+"""

@@ -1,0 +1,154 @@
+"""Maps between named constrained draws and flat unconstrained vectors, in both directions.
+
+Every transform PyMC applies is used through its own ``forward`` and ``backward`` graphs,
+including those that change the dimension: the simplex (stick-breaking) transform of a
+Dirichlet (``K`` values to ``K - 1``), the packed-Cholesky transform of ``LKJCholeskyCov``,
+``ordered`` and the zero-sum transform of ``ZeroSumNormal``. Both maps are compiled once per
+model and vectorized over a leading batch dimension.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cached_property
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+from pytensor.graph.replace import graph_replace, vectorize_graph
+
+from pm_evidence.adapter.graphs import vectorize_batched
+from pm_evidence.adapter.layout import Layout
+from pm_evidence.exceptions import EvidenceInputError, NonFiniteLogDensityError
+
+__all__ = ["ValueMaps", "posterior_dataset"]
+
+
+class ValueMaps:
+    """``to_constrained`` and ``to_unconstrained`` for one model (compiled lazily, once).
+
+    Parameters
+    ----------
+    model : pymc.Model
+    layout : Layout
+    point : dict
+        A point of the model's value variables (fixes the shapes of the flat vector).
+    """
+
+    def __init__(self, model: pm.Model, layout: Layout, point: dict):
+        self.model = model
+        self.layout = layout
+        self._point = point
+
+    @cached_property
+    def _to_constrained_fn(self):
+        model = self.model
+        constrained = model.replace_rvs_by_values(model.free_RVs)
+        outputs, x = pm.pytensorf.join_nonshared_inputs(self._point, constrained, model.value_vars)
+        x_batch = pt.matrix("x_batch", dtype=x.dtype)
+        return pytensor.function(
+            [x_batch], vectorize_batched(outputs, x, x_batch), on_unused_input="ignore",
+            allow_input_downcast=True,
+        )  # fmt: skip
+
+    @cached_property
+    def _to_unconstrained_fn(self):
+        model = self.model
+        placeholders = [rv.type() for rv in model.free_RVs]
+        replace = dict(zip(model.free_RVs, placeholders, strict=True))
+        pieces = []
+        for rv in model.free_RVs:
+            transform = model.rvs_to_transforms.get(rv)
+            value = transform.forward(rv, *rv.owner.inputs) if transform is not None else rv
+            pieces.append(pt.as_tensor(value).astype("float64").ravel())
+        flat = graph_replace(pt.concatenate(pieces), replace, strict=False)
+        batched_inputs = [
+            pt.tensor(dtype=p.dtype, shape=(None, *p.type.shape)) for p in placeholders
+        ]
+        flat_batched = vectorize_graph(
+            flat, replace=dict(zip(placeholders, batched_inputs, strict=True))
+        )
+        return pytensor.function(
+            batched_inputs, flat_batched, on_unused_input="ignore", allow_input_downcast=True
+        )
+
+    def to_constrained(self, flat: np.ndarray, batch_shape: tuple) -> dict[str, np.ndarray]:
+        """Flat unconstrained rows ``(n, dim)`` to named constrained values ``(*batch, *shape)``."""
+        values = self._to_constrained_fn(flat)
+        return {
+            v.name: np.asarray(val).reshape(batch_shape + v.shape)
+            for v, val in zip(self.layout.variables, values, strict=True)
+        }
+
+    def to_unconstrained(self, values: Mapping[str, np.ndarray], batch_ndim: int = 1) -> np.ndarray:
+        """Named constrained values ``{name: (*batch, *shape)}`` to flat vectors ``(*batch, dim)``.
+
+        ``batch_ndim`` is the number of leading batch dimensions (2 for ``(chain, draw)``).
+        """
+        names = self.layout.var_names
+        missing = [name for name in names if name not in values]
+        if missing:
+            raise EvidenceInputError(
+                f"Posterior values are missing the free variables {missing}; got "
+                f"{sorted(values)}. Pass draws of every free variable of the model ({names})."
+            )
+        arrays, batch_shape = [], None
+        for v in self.layout.variables:
+            array = np.asarray(values[v.name])
+            this_batch = array.shape[:batch_ndim]
+            if array.shape[batch_ndim:] != v.shape:
+                raise EvidenceInputError(
+                    f"Variable {v.name!r} has draws of shape {array.shape}; expected "
+                    f"{batch_ndim} batch dimension(s) followed by the variable's shape {v.shape}."
+                )
+            if batch_shape is None:
+                batch_shape = this_batch
+            elif this_batch != batch_shape:
+                raise EvidenceInputError(
+                    f"Variable {v.name!r} has batch shape {this_batch}, others have {batch_shape}."
+                )
+            if not np.all(np.isfinite(array)):
+                raise NonFiniteLogDensityError(
+                    f"Draws of {v.name!r} contain non-finite values (NaN or inf); drop those draws "
+                    f"or check the sampler that produced them."
+                )
+            arrays.append(array.reshape(-1, *v.shape))
+        flat = np.asarray(self._to_unconstrained_fn(*arrays), dtype=float)
+        if not np.all(np.isfinite(flat)):
+            bad = [v.name for v in self.layout.variables
+                   if not np.all(np.isfinite(flat[:, v.start : v.stop]))]  # fmt: skip
+            raise NonFiniteLogDensityError(
+                f"Draws of {bad} lie on the boundary of (or outside) their support: their "
+                f"unconstrained values are not finite. Check that the draws come from this model."
+            )
+        return flat.reshape(*batch_shape, self.layout.dim)
+
+
+def posterior_dataset(idata):
+    """The posterior group of an ArviZ DataTree/InferenceData, or a Dataset given directly."""
+    import xarray as xr
+
+    if isinstance(idata, xr.Dataset):
+        posterior = idata
+    elif isinstance(idata, xr.DataTree):
+        if "posterior" not in idata.children:
+            raise EvidenceInputError(
+                f"idata has no 'posterior' group (groups: {list(idata.children)}); pass the "
+                f"result of pm.sample()."
+            )
+        posterior = idata["posterior"].to_dataset()
+    elif hasattr(idata, "posterior"):
+        posterior = idata.posterior
+        posterior = posterior.to_dataset() if hasattr(posterior, "to_dataset") else posterior
+    else:
+        raise EvidenceInputError(
+            f"idata must be an ArviZ DataTree (as returned by pm.sample) or an xarray Dataset of "
+            f"posterior draws, got {type(idata).__name__}."
+        )
+    for dim in ("chain", "draw"):
+        if dim not in posterior.dims:
+            raise EvidenceInputError(
+                f"Posterior draws must have dims ('chain', 'draw', ...); got {tuple(posterior.dims)}."
+            )
+    return posterior
