@@ -10,9 +10,10 @@
 - :func:`quiet` silences PyMC's and PyTensor's loggers below ``ERROR`` while it is active and
   restores their levels afterwards (``progressbar=False`` prints nothing).
 - :func:`interruptible` turns a Ctrl-C anywhere inside it (compilation, NUTS, a path sampler)
-  into :class:`EvidenceInterrupted`, a :class:`KeyboardInterrupt` that names the phase and shows
-  as one line instead of a traceback, in a script and in IPython alike. It installs no signal
-  handler.
+  into a :class:`KeyboardInterrupt` that names the phase and shows as one line instead of a
+  traceback, in a script and in IPython alike (:func:`interruption`). It installs no signal
+  handler; once a run was interrupted, ``sys.excepthook`` is wrapped so that this one exception
+  prints as one line (every other exception goes to the previous hook).
 """
 
 from __future__ import annotations
@@ -24,47 +25,40 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["EvidenceInterrupted", "LongRun", "interruptible", "long_run", "quiet", "status"]
+_log = logging.getLogger(__name__)
+
+__all__ = ["LongRun", "interruptible", "interruption", "long_run", "quiet", "status"]
 
 # What the library is doing now, innermost last (named in the Ctrl-C message).
 _PHASES: list[str] = []
 # Status lines being shown, innermost last (paused while a progress bar is shown).
 _STATUSES: list = []
+# Phases in which compiled code swallowed a Ctrl-C (raised at the next phase boundary).
+_SWALLOWED: list[str] = []
 # Loggers that print during pm.sample and compilation.
 QUIET_LOGGERS = ("pymc", "pytensor")
 
 
-class EvidenceInterrupted(KeyboardInterrupt):
-    """Ctrl-C stopped a run of :func:`pm_evidence.marginal_likelihood`.
+def interruption(message: str, *, phase: str = "", method: str = "") -> KeyboardInterrupt:
+    """A :class:`KeyboardInterrupt` that names the phase and, left uncaught, shows as one line.
 
-    A :class:`KeyboardInterrupt` (``except KeyboardInterrupt`` catches it), whose message names
-    the phase that was running. Left uncaught, it ends the program with that one line instead of
-    a traceback (also in IPython / Jupyter).
-
-    Attributes
-    ----------
-    phase : str
-        What was running: ``"compiling"``, ``"NUTS tuning"``, ``"tuning kernel"``, ...
-    method : str
-        The method being run.
+    A plain ``KeyboardInterrupt`` (``except KeyboardInterrupt`` catches it, and an uncaught one
+    ends the program with the usual status 130), with attributes ``phase`` (what was running:
+    ``"NUTS tuning"``, ``"tuning kernel"``, ...) and ``method``. It prints as
+    ``KeyboardInterrupt: <message>`` instead of a traceback, also in IPython / Jupyter.
     """
-
-    def __init__(self, message: str, *, phase: str = "", method: str = ""):
-        super().__init__(message)
-        self.phase = phase
-        self.method = method
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else "interrupted"
-
-    def _render_traceback_(self) -> list[str]:
-        # IPython's hook for exceptions that draw their own traceback
-        return [f"KeyboardInterrupt: {self}"]
+    err = KeyboardInterrupt(message)
+    err.phase = phase
+    err.method = method
+    err.pm_evidence_one_line = True
+    # IPython's hook for exceptions that draw their own traceback
+    err._render_traceback_ = lambda: [f"KeyboardInterrupt: {message}"]
+    return err
 
 
 def _one_line_excepthook(previous):
     def hook(exc_type, exc, tb):
-        if isinstance(exc, EvidenceInterrupted):
+        if getattr(exc, "pm_evidence_one_line", False):
             sys.stderr.write(f"KeyboardInterrupt: {exc}\n")
             sys.stderr.flush()
             return
@@ -75,7 +69,7 @@ def _one_line_excepthook(previous):
 
 
 def _install_one_line_excepthook() -> None:
-    """Make an uncaught :class:`EvidenceInterrupted` print one line; other errors unchanged.
+    """Make an uncaught :func:`interruption` print one line; other exceptions unchanged.
 
     Installed only once a run was interrupted (the user asked to stop); it hands every other
     exception to the hook it wraps.
@@ -84,10 +78,25 @@ def _install_one_line_excepthook() -> None:
         sys.excepthook = _one_line_excepthook(sys.excepthook)
 
 
+def _raise_if_swallowed() -> None:
+    """Re-raise a Ctrl-C that compiled code swallowed (see :func:`interruptible`)."""
+    if _SWALLOWED:
+        where = _SWALLOWED[0]
+        _SWALLOWED.clear()
+        err = KeyboardInterrupt()
+        err.pm_evidence_phase = where
+        raise err
+
+
 @contextmanager
 def phase(name: str) -> Iterator[None]:
-    """Name what runs inside; a Ctrl-C inside is tagged with the innermost name."""
+    """Name what runs inside; a Ctrl-C inside is tagged with the innermost name.
+
+    On entry and exit, a Ctrl-C that compiled code swallowed in the meantime is raised.
+    """
+    _raise_if_swallowed()
     _PHASES.append(name)
+    _log.debug("phase started: %s", name)
     try:
         yield
     except KeyboardInterrupt as err:
@@ -96,11 +105,18 @@ def phase(name: str) -> Iterator[None]:
         raise
     finally:
         _PHASES.pop()
+    _raise_if_swallowed()
 
 
 @contextmanager
 def interruptible(method: str, *, nothing_computed: str = "nothing was computed") -> Iterator[None]:
-    """Turn a Ctrl-C inside into a one-line :class:`EvidenceInterrupted` naming the phase.
+    """Turn a Ctrl-C inside into a one-line :func:`interruption` that names the phase.
+
+    A Ctrl-C that lands in a C callback (numba's LLVM compiler calls back into Python through
+    ``ctypes``) is swallowed there and reported to ``sys.unraisablehook``, and compilation goes
+    on in a broken state. While the block runs, ``sys.unraisablehook`` is wrapped to note such
+    a ``KeyboardInterrupt`` (instead of printing its traceback); it is raised at the next phase
+    boundary. Every other unraisable exception goes to the previous hook, restored afterwards.
 
     Parameters
     ----------
@@ -109,20 +125,33 @@ def interruptible(method: str, *, nothing_computed: str = "nothing was computed"
     nothing_computed : str
         The end of the message: what the user keeps.
     """
+    previous_hook = sys.unraisablehook
+
+    def _note_swallowed(unraisable):
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            _SWALLOWED.append(_PHASES[-1] if _PHASES else "setting up")
+            return
+        previous_hook(unraisable)
+
+    sys.unraisablehook = _note_swallowed
     try:
         yield
-    except EvidenceInterrupted:
-        raise
+        _raise_if_swallowed()
     except KeyboardInterrupt as err:
+        if getattr(err, "pm_evidence_one_line", False):
+            raise
         where = getattr(err, "pm_evidence_phase", "setting up")
         detail = f" ({err})" if str(err) else ""
         _install_one_line_excepthook()
-        raise EvidenceInterrupted(
+        raise interruption(
             f"pm_evidence: {method!r} interrupted by Ctrl-C during {where}{detail}; "
             f"{nothing_computed}.",
             phase=where,
             method=method,
         ) from None
+    finally:
+        sys.unraisablehook = previous_hook
+        _SWALLOWED.clear()
 
 
 @contextmanager
@@ -296,9 +325,11 @@ def long_run(total: int, description: str, enabled: bool = True) -> Iterator[Lon
 def pymc_sample(*, draws: int, progressbar: bool, **kwargs):
     """``pm.sample`` with its logger silenced when ``progressbar=False`` and Ctrl-C passed on.
 
-    PyMC stops at a Ctrl-C and returns the draws it has; here that becomes a
-    :class:`KeyboardInterrupt` tagged ``"NUTS tuning"`` or ``"NUTS sampling"``, so a caller
-    never estimates ``log Z`` from a run the user stopped.
+    PyMC catches a Ctrl-C, stops the chain it was sampling (others go on) and returns what it
+    has. While ``pm.sample`` runs, a SIGINT handler that notes the Ctrl-C and then calls the
+    previous handler is installed (and restored afterwards); a noted Ctrl-C becomes a
+    :class:`KeyboardInterrupt` tagged ``"NUTS tuning"`` or ``"NUTS sampling"``, so that no caller
+    estimates ``log Z`` from a run the user stopped.
 
     Parameters
     ----------
@@ -316,11 +347,52 @@ def pymc_sample(*, draws: int, progressbar: bool, **kwargs):
     """
     import pymc as pm
 
-    with phase("NUTS (compiling, tuning, sampling)"), quiet(not progressbar), progress_bar_shown():
-        idata = pm.sample(draws=draws, progressbar=progressbar, **kwargs)
+    noted = []
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGINT) if in_main else None
+
+    def _note_and_pass_on(signum, frame):
+        noted.append(signum)
+        if callable(previous):
+            previous(signum, frame)
+        else:  # SIG_DFL (or None: set outside Python): Python's default action
+            raise KeyboardInterrupt
+
+    user_callback = kwargs.pop("callback", None)
+
+    def _stop_every_chain(trace, draw):
+        # PyMC stops only the chain a Ctrl-C hit; this stops the ones after it at their first draw
+        if user_callback is not None:
+            user_callback(trace=trace, draw=draw)
+        if noted:
+            raise KeyboardInterrupt
+
+    watch = in_main and previous is not signal.SIG_IGN
+    if watch:
+        signal.signal(signal.SIGINT, _note_and_pass_on)
+    try:
+        with (
+            phase("NUTS (compiling, tuning, sampling)"),
+            quiet(not progressbar),
+            progress_bar_shown(),
+        ):
+            idata = pm.sample(
+                draws=draws, progressbar=progressbar, callback=_stop_every_chain, **kwargs
+            )
+    except Exception as err:
+        if not noted:
+            raise
+        # a run stopped part-way can fail when PyMC assembles it: report the Ctrl-C
+        stopped = KeyboardInterrupt()
+        tuning = "not enough samples" in str(err).lower()  # PyMC drops the tuning draws
+        stopped.pm_evidence_phase = "NUTS tuning" if tuning else "NUTS sampling"
+        raise stopped from err
+    finally:
+        if watch:
+            signal.signal(signal.SIGINT, previous)
     got = int(idata["posterior"].sizes.get("draw", 0))
-    if got < draws:
-        stopped = KeyboardInterrupt(f"NUTS stopped after {got} of {draws} draws per chain")
+    if noted or got < draws:
+        stopped = KeyboardInterrupt(f"{got} of {draws} draws per chain" if got < draws else "")
         stopped.pm_evidence_phase = "NUTS tuning" if got == 0 else "NUTS sampling"
         raise stopped
     return idata
