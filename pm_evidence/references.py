@@ -21,6 +21,7 @@ from pm_evidence.exceptions import EvidenceInputError
 __all__ = [
     "BernoulliProductReference",
     "CategoricalProductReference",
+    "DefensiveMixtureReference",
     "MultivariateNormalReference",
     "MultivariateStudentTReference",
     "PriorReference",
@@ -233,6 +234,24 @@ class Warp3Reference(MultivariateNormalReference):
         return 2.0 * self.mean - np.asarray(x, dtype=float)
 
 
+def _restricting_transforms(model) -> list[str]:
+    """Free variables whose transform is not their distribution's default one, except a
+    default transform left out (``default_transform=None``, which changes no density)."""
+    from pymc.distributions.transforms import _default_transform
+    from pymc.logprob.transforms import ChainedTransform
+
+    names = []
+    for rv in model.free_RVs:
+        transform = model.rvs_to_transforms.get(rv)
+        if transform is None:
+            continue
+        default = _default_transform(rv.owner.op, rv)
+        parts = transform.transform_list if isinstance(transform, ChainedTransform) else [transform]
+        if any(part is not default and type(part) is not type(default) for part in parts):
+            names.append(rv.name)
+    return names
+
+
 @dataclass(eq=False)
 class PriorReference(Reference):
     """The model's own prior on the unconstrained space: ``log p0(x) = model.varlogp(x)``.
@@ -258,6 +277,15 @@ class PriorReference(Reference):
                 f"reference distribution. Use a fitted reference (reference='student_t' or "
                 f"'normal'), or give those variables proper priors."
             )
+        restricted = _restricting_transforms(model)
+        if restricted:
+            raise EvidenceInputError(
+                f"The variables {restricted} have a transform that restricts their support "
+                f"(e.g. 'ordered'): the model's prior density is then the distribution cut to "
+                f"that region, not normalized, and forward draws ignore the restriction, so the "
+                f"prior cannot be a reference distribution. Use a fitted reference "
+                f"(reference='student_t' or 'normal')."
+            )
 
     @property
     def dim(self) -> int:
@@ -268,6 +296,92 @@ class PriorReference(Reference):
 
     def sample(self, rng, n):
         return self.target.sample_prior(rng, n)
+
+
+@dataclass(frozen=True, eq=False)
+class DefensiveMixtureReference(Reference):
+    r"""A defensive mixture of the model's prior and a fitted reference (Hesterberg 1995),
+
+    .. math:: p_0(x) = w\, \pi(x) + (1 - w)\, q(x),
+
+    with ``pi`` the prior on the unconstrained space (:class:`PriorReference`) and ``q`` a
+    reference fitted to posterior draws (a :class:`MultivariateStudentTReference`). ``q`` puts
+    the path's start where the posterior is; the prior keeps mass wherever the prior has it, so
+    a mode that the posterior draws missed still lies under ``p0`` (``f / p0 <= f / (w pi)``
+    everywhere). Only for proper priors that PyMC can draw from.
+
+    ``grad_logpdf`` mixes the two gradients with the components' posterior weights; the prior's
+    log-density and gradient come from the model (:meth:`LogDensity.evaluate_with_grad`), and
+    :meth:`graph_logpdf` builds the same mixture symbolically from the model's prior graph, so
+    compiled HMC transitions use it too.
+    """
+
+    target: object  # LogDensity
+    component: MultivariateStudentTReference
+    prior_weight: float = 0.1
+    name: str = "prior+student_t"
+
+    def __post_init__(self):
+        if not 0.0 < self.prior_weight < 1.0:
+            raise EvidenceInputError(
+                f"prior_weight must be in (0, 1), got {self.prior_weight!r}."
+            )
+        PriorReference(self.target)  # raises for improper (Flat/HalfFlat) priors
+        if self.component.dim != self.target.dim:
+            raise EvidenceInputError(
+                f"The fitted component has dimension {self.component.dim} but the model's "
+                f"unconstrained vector has dimension {self.target.dim}."
+            )
+        object.__setattr__(self, "prior_weight", float(self.prior_weight))
+
+    @property
+    def dim(self) -> int:
+        return self.target.dim
+
+    @cached_property
+    def _log_weights(self) -> tuple[float, float]:
+        return float(np.log(self.prior_weight)), float(np.log1p(-self.prior_weight))
+
+    def _component_logs(self, x, log_prior):
+        log_w_prior, log_w_fit = self._log_weights
+        return log_w_prior + log_prior, log_w_fit + self.component.logpdf(x)
+
+    def logpdf(self, x):
+        a, b = self._component_logs(x, self.target.log_prior(x))
+        return np.logaddexp(a, b)
+
+    def grad_logpdf(self, x):
+        """``r(x) grad log pi + (1 - r(x)) grad log q``, ``r = w pi / p0``."""
+        log_prior, _, grad_prior, _ = self.target.evaluate_with_grad(x)
+        a, b = self._component_logs(x, log_prior)
+        with np.errstate(invalid="ignore"):
+            r = special.expit(a - b)  # 0 where the prior density is 0
+        r = np.where(np.isfinite(a), r, 0.0)[..., None]
+        grad_prior = np.where(r > 0, grad_prior, 0.0)
+        return r * grad_prior + (1.0 - r) * self.component.grad_logpdf(x)
+
+    def graph_parameters(self):
+        """``(log w, log(1 - w), *component parameters)``."""
+        log_w_prior, log_w_fit = self._log_weights
+        return (np.float64(log_w_prior), np.float64(log_w_fit), *self.component.graph_parameters())
+
+    def graph_logpdf(self, x, log_w_prior, log_w_fit, *component_parameters):
+        """The mixture as a graph; the prior's term is the model's own prior graph of ``x``."""
+        import pytensor.tensor as pt
+
+        log_prior = self.target.symbolic_terms_with_grad(x)[0]
+        log_fit = type(self.component).graph_logpdf(x, *component_parameters)
+        return pt.logaddexp(log_w_prior + log_prior, log_w_fit + log_fit)
+
+    def sample(self, rng, n):
+        from_prior = rng.random(n) < self.prior_weight
+        x = np.empty((n, self.dim))
+        n_prior = int(from_prior.sum())
+        if n_prior:
+            x[from_prior] = self.target.sample_prior(rng, n_prior)
+        if n_prior < n:
+            x[~from_prior] = self.component.sample(rng, n - n_prior)
+        return x
 
 
 @dataclass(frozen=True, eq=False)

@@ -40,6 +40,11 @@ from pm_evidence.tempering.path import GeometricPath, PathState
 __all__ = ["MAX_COMPILED_LEAPFROG", "hmc_transition_function"]
 
 MAX_COMPILED_LEAPFROG = 8  # the graph holds one copy of the model per leapfrog step
+# Operations in the model's log-density-and-gradient graph times leapfrog steps above which the
+# fused graph is not built: its compile time grows faster than its size (3-D LKJ model, 449
+# operations: 7.6 s with one leapfrog step, 65 s with two, and gigabytes of memory at times).
+# Larger models use the NumPy transition around the model's own compiled function.
+MAX_FUSED_OPERATIONS = 600
 
 # Compiled transitions per live model adapter, and the callables bound to each live path's
 # reference parameters (weak keys: dropped with the model or path). Caches of compiled code,
@@ -110,7 +115,7 @@ def hmc_transition_function(path: GeometricPath, n_leapfrog: int) -> Callable | 
     """A compiled HMC transition ``(state, beta, eps, momentum, log_u) -> (state, accepted,
     nonfinite)`` for ``path``, or ``None`` where NumPy HMC must be used (a reference without a
     symbolic log-density, a model without gradients, more than ``MAX_COMPILED_LEAPFROG``
-    leapfrog steps).
+    leapfrog steps, a model whose graph times ``n_leapfrog`` exceeds ``MAX_FUSED_OPERATIONS``).
 
     ``eps`` are the (already jittered) step sizes per point; ``log_u`` the logs of the
     Metropolis uniforms. Points are processed in blocks of the target's ``block_size`` rows.
@@ -126,6 +131,8 @@ def _bind(path: GeometricPath, n_leapfrog: int) -> Callable | None:
     target = path.target
     parameters = () if path.is_prior else path.reference.graph_parameters()
     if parameters is None or n_leapfrog > MAX_COMPILED_LEAPFROG or target.has_discrete:
+        return None
+    if target.gradient_graph_size * n_leapfrog > MAX_FUSED_OPERATIONS:
         return None
     # the graph depends on the model's prior, or on the reference's class (its parameters are
     # inputs)

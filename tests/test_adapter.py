@@ -1,0 +1,185 @@
+"""The model adapter on the models people write: every transform both ways, a total log-density,
+batched prior draws, blocks sized to the data, the live data fingerprint, mixed discrete models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytest
+from scipy import stats
+
+from pm_evidence import LogDensity
+from pm_evidence.adapter.batched import MAX_BLOCK_ELEMENTS, BlockedFunction, block_size_for
+from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.tempering.kernels import make_kernel
+
+
+def _transform_zoo():
+    """One model with every dimension-changing or bounded transform PyMC applies."""
+    with pm.Model() as model:
+        pm.Dirichlet("p", a=np.ones(5))  # simplex: 5 values -> 4
+        pm.LKJCholeskyCov(
+            "chol", n=3, eta=2.0, sd_dist=pm.Exponential.dist(1.0, shape=3),
+            compute_corr=False,
+        )  # fmt: skip
+        pm.Normal(
+            "cuts", mu=0.0, sigma=3.0, shape=3,
+            transform=pm.distributions.transforms.ordered, initval=np.array([-1.0, 0.0, 1.0]),
+        )  # fmt: skip
+        pm.ZeroSumNormal("effect", sigma=1.0, shape=4)  # zero sum: 4 values -> 3
+        pm.HalfNormal("sigma", 1.0)  # log
+        pm.Uniform("u", -1.0, 2.0)  # interval
+        pm.Beta("theta", 2.0, 2.0)  # logodds
+        pm.TruncatedNormal("t", mu=0.0, sigma=1.0, lower=0.0, upper=2.0)
+    return model
+
+
+@pytest.fixture(scope="module")
+def transform_target():
+    return LogDensity.for_model(_transform_zoo())
+
+
+def test_layout_has_constrained_and_value_shapes(transform_target):
+    shapes = {v.name: (v.shape, v.value_shape) for v in transform_target.layout}
+    assert shapes["p"] == ((5,), (4,))
+    assert shapes["chol"] == ((6,), (6,))
+    assert shapes["cuts"] == ((3,), (3,))
+    assert shapes["effect"] == ((4,), (3,))
+    assert transform_target.dim == 4 + 6 + 3 + 3 + 4
+    assert len(transform_target.coordinate_names) == transform_target.dim
+
+
+def test_round_trip_every_transform(transform_target, rng):
+    """flat -> named -> flat is the identity, and named draws satisfy their constraints."""
+    x = rng.normal(size=(7, transform_target.dim))
+    named = transform_target.to_constrained(x)
+    np.testing.assert_allclose(named["p"].sum(-1), 1.0, atol=1e-12)
+    assert np.all(named["p"] > 0)
+    assert np.all(np.diff(named["cuts"], axis=-1) > 0)
+    np.testing.assert_allclose(named["effect"].sum(-1), 0.0, atol=1e-12)
+    assert np.all(named["sigma"] > 0)
+    assert np.all((named["u"] > -1) & (named["u"] < 2))
+    assert np.all((named["t"] > 0) & (named["t"] < 2))
+    back = transform_target.to_unconstrained(named, batch_ndim=1)
+    np.testing.assert_allclose(back, x, rtol=1e-9, atol=1e-9)
+    # named -> flat -> named from prior draws (the other direction); PyMC's forward draws
+    # ignore the 'ordered' restriction, so those are sorted first
+    draws = transform_target.prior.draw(rng, 5)
+    draws["cuts"] = np.sort(draws["cuts"], axis=-1)
+    again = transform_target.to_constrained(transform_target.to_unconstrained(draws))
+    for name, value in draws.items():
+        np.testing.assert_allclose(again[name], value, rtol=1e-9, atol=1e-12)
+
+
+def test_prior_reference_refuses_a_restricting_transform(transform_target):
+    from pm_evidence.references import PriorReference
+
+    with pytest.raises(EvidenceInputError, match=r"\['cuts'\] have a transform that restricts"):
+        PriorReference(transform_target)
+
+
+def test_wrong_shape_names_the_variable(transform_target, rng):
+    named = transform_target.to_constrained(rng.normal(size=(3, transform_target.dim)))
+    named["p"] = named["p"][..., :4]
+    with pytest.raises(EvidenceInputError, match=r"'p' has draws of shape \(3, 4\).*\(5,\)"):
+        transform_target.to_unconstrained(named)
+
+
+def test_log_density_is_total(rng):
+    """Points where PyMC's parameter checks fail get -inf, never an exception."""
+    y = rng.normal(size=20)
+    with pm.Model() as model:
+        # no transforms: raw values, so negative ones fail the checks
+        sigma = pm.HalfNormal("sigma", np.float64(1.0), default_transform=None)
+        p = pm.Beta("p", np.float64(2.0), np.float64(2.0), default_transform=None)
+        pm.Normal("y", np.float64(0.0), sigma, observed=y)
+        pm.Binomial("k", n=10, p=p, observed=3)
+    target = LogDensity(model)
+    x = np.array([[1.0, 0.5], [-1.0, 0.5], [1.0, 1.5], [0.7, 0.2]])
+    log_prior, log_lik = target.evaluate(x)
+    assert np.isneginf(log_prior[1]) or np.isneginf(log_lik[1])
+    assert np.isneginf(log_prior[2]) or np.isneginf(log_lik[2])
+    assert np.all(np.isfinite(log_prior[[0, 3]] + log_lik[[0, 3]]))
+    expected = (
+        stats.halfnorm.logpdf(0.7) + stats.beta(2, 2).logpdf(0.2)
+        + stats.norm(0, 0.7).logpdf(y).sum() + stats.binom(10, 0.2).logpmf(3)
+    )  # fmt: skip
+    np.testing.assert_allclose(log_prior[3] + log_lik[3], expected, rtol=1e-10)
+    logp, grad = target.log_density_and_grad(x)
+    assert np.isneginf(logp[1]) and np.all(np.isfinite(grad[0]))
+
+
+def test_prior_sampler_draws_a_batch_in_one_call(rng):
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        tau = pm.HalfNormal("tau", 1.0)
+        pm.Normal("theta", mu, tau, shape=3)
+        pm.Dirichlet("w", np.ones(3))
+    target = LogDensity(model)
+    assert target.prior.batched
+    draws = target.prior.draw(rng, 40_000)
+    assert draws["theta"].shape == (40_000, 3) and draws["w"].shape == (40_000, 3)
+    # Var(theta) = Var(mu) + E[tau^2] = 2; the rows are independent draws of the hierarchy
+    se = np.sqrt(2 * 4.0 / 40_000)  # sd of a sample variance of a near-normal variable
+    np.testing.assert_allclose(draws["theta"].var(axis=0), 2.0, atol=5 * se * 1.5)
+    corr = np.corrcoef(draws["theta"][:, 0], draws["theta"][:, 1])[0, 1]
+    assert abs(corr - 0.5) < 0.03  # shared mu: Cov = 1, Var = 2
+    # LKJ (a SymbolicRandomVariable) draws one point per call, with the same interface
+    unbatched = LogDensity(_transform_zoo())
+    assert not unbatched.prior.batched
+    assert unbatched.prior.draw(rng, 3)["chol"].shape == (3, 6)
+
+
+def test_block_size_adapts_to_the_data():
+    assert block_size_for(200) == 1024
+    assert block_size_for(100_000) == MAX_BLOCK_ELEMENTS // 100_000
+    assert block_size_for(10_000_000) == 1
+
+
+def test_blocked_function_isolates_rows_that_raise():
+    def fn(x):
+        if np.any(x < 0):
+            raise ValueError("negative")
+        return [x.sum(axis=1)]
+
+    blocked = BlockedFunction(fn, block_size=4, fill_values=(-np.inf,))
+    x = np.array([[1.0], [-1.0], [2.0], [3.0], [4.0]])
+    with pytest.warns(RuntimeWarning, match="raised ValueError .* at 1 of 4 points"):
+        (out,) = blocked(x)
+    np.testing.assert_array_equal(out, [1.0, -np.inf, 2.0, 3.0, 4.0])
+    assert blocked.n_raised == 1
+    with pytest.raises(ValueError):  # every row raises: a broken model, not a boundary
+        blocked(-x[:1] - 1.0)
+
+
+def test_fingerprint_follows_set_data(rng):
+    with pm.Model() as model:
+        data = pm.Data("data", rng.normal(size=5))
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("y", mu, 1.0, observed=data)
+    target = LogDensity.for_model(model)
+    before = target.observed_fingerprint
+    with model:
+        pm.set_data({"data": rng.normal(size=5)})
+    assert target.observed_fingerprint != before
+    assert target.observed_fingerprint[0][1] == (5,)
+
+
+def test_mixed_model_gets_compound_kernel_and_unbounded_count_a_clear_error(rng):
+    y = rng.normal(size=8)
+    with pm.Model() as switch:
+        z = pm.Bernoulli("z", 0.3)
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("y", mu + 2.0 * z, 1.0, observed=y)
+    target = LogDensity(switch)
+    kernel = make_kernel("auto", target)
+    assert kernel.kind == "hmc+gibbs"
+    assert list(kernel.continuous_mask) == [False, True]
+    assert make_kernel("rwm", target).kind == "rwm+gibbs"
+    with pytest.raises(EvidenceInputError, match="path method"):
+        target.require_continuous("bridge")
+    with pm.Model() as count:
+        n = pm.Poisson("n", 3.0)
+        pm.Normal("y", n, pm.HalfNormal("s", 1.0), observed=y)
+    with pytest.raises(EvidenceInputError, match=r"\['n'\] have unbounded support"):
+        make_kernel("auto", LogDensity(count))
