@@ -509,11 +509,24 @@ def test_ordered_gold_by_quadrature_over_the_cone():
 
 
 def test_latent_count_sum_by_quadrature():
-    """The Poisson latent-count gold vs QUADPACK over ``mu`` of the joint, summed over k."""
-    entry = zoo(["poisson_latent_count"])[0]
-    gold = entry.gold()
+    """The Poisson latent-count gold vs QUADPACK over ``mu`` for each k (the joint written
+    afresh: ``k ~ Poisson(4)``, ``mu ~ N(0, 1)``, ``y_i ~ N(mu + k / 2, 1)``), summed over k."""
+    gold = zoo(["poisson_latent_count"])[0].gold()
+    y = testing._poisson_latent_count_data(10, 0.5, 1.0, 34)
+
+    log_pmf = stats.poisson.logpmf(np.arange(40), 4.0)
+
+    def log_f(mu, k):
+        resid = y - mu - 0.5 * k
+        return (
+            log_pmf[k]
+            - 0.5 * mu * mu
+            - 0.5 * resid @ resid
+            - 0.5 * (y.size + 1) * np.log(2 * np.pi)
+        )
+
+    # P(k >= 40) under Poisson(4) is below 1e-20
     terms = [
-        _scipy_quad_log(lambda mu, k=k: entry.log_joint({"k": k, "mu": mu}), -40, 40, gold.log_z)[0]
-        for k in range(40)  # P(k >= 40) under Poisson(4) is below 1e-20
+        _scipy_quad_log(lambda mu, k=k: log_f(mu, k), -40, 40, gold.log_z)[0] for k in range(40)
     ]
     assert abs(special.logsumexp(terms) - gold.log_z) < 1e-8
