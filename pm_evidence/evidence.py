@@ -387,19 +387,19 @@ def _child_dataset(tree: xr.DataTree, name: str) -> xr.Dataset:
     return tree[name].to_dataset(inherit=False).load()
 
 
-def _evidence_node(tree, expected: str) -> xr.DataTree:
+def _evidence_node(tree, *expected: str) -> xr.DataTree:
     """The node written by ``to_datatree``: the tree itself or its ``log_evidence`` group."""
     if not isinstance(tree, xr.DataTree):
         raise EvidenceInputError(
-            f"Expected an xarray.DataTree (from {expected}.to_datatree or xarray.open_datatree), "
-            f"got {type(tree).__name__}."
+            f"Expected an xarray.DataTree (from {expected[0]}.to_datatree or "
+            f"xarray.open_datatree), got {type(tree).__name__}."
         )
     if _TYPE_ATTR not in tree.attrs and IDATA_GROUP in tree.children:
         tree = tree[IDATA_GROUP]
     kind = tree.attrs.get(_TYPE_ATTR)
-    if kind is not None and kind != expected:
+    if kind is not None and kind not in expected:
         raise EvidenceInputError(
-            f"This DataTree holds an {kind}, not an {expected}: read it with "
+            f"This DataTree holds an {kind}, not an {expected[0]}: read it with "
             f"pm_evidence.{kind}.from_datatree."
         )
     return tree
@@ -418,7 +418,7 @@ def from_datatree(tree: xr.DataTree) -> Evidence | EvidenceSet:
     -------
     Evidence or EvidenceSet
     """
-    node = _evidence_node(tree, "Evidence or EvidenceSet")
+    node = _evidence_node(tree, "Evidence", "EvidenceSet")
     if node.attrs.get(_TYPE_ATTR) == "EvidenceSet":
         return EvidenceSet.from_datatree(node)
     return Evidence.from_datatree(node)

@@ -114,7 +114,8 @@ def plot_evidence(
     """
     plt = _pyplot("plot_evidence")
     if ax is None:
-        ax = _new_axes(plt, (6, 1.0 + 0.45 * len(evidences)))
+        longest = max((len(str(label)) for label in evidences), default=0)
+        ax = _new_axes(plt, (max(6.0, 3.5 + 0.08 * longest), 1.0 + 0.45 * len(evidences)))
     labels = list(evidences)
     centres = np.array([evidences[k].log_z for k in labels])
     intervals = np.array([evidences[k].interval(prob) for k in labels])
@@ -132,7 +133,7 @@ def plot_evidence(
         ax.legend(loc="best")
     ax.set_yticks(y, labels)
     ax.set_ylim(-0.6, len(labels) - 0.4)
-    ax.set_xlabel(f"log Z  ({prob:.0%} interval from the reported SE)")
+    ax.set_xlabel(f"log Z ({prob:.0%} interval from the SE)")
     return ax
 
 
