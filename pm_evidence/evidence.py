@@ -137,10 +137,10 @@ class Evidence:
     se : float
         Its standard error (Monte Carlo error of ``log Z``).
     method : str
-        The estimator that produced it: a name of :data:`pm_evidence.METHODS`, with the bridge
+        The estimator that produced it: a name of :data:`~pm_evidence.METHODS`, with the bridge
         proposal appended when it is not the default (``"bridge"``, ``"bridge_warp3"``), or
         ``"smc"`` for :func:`pm_evidence.from_smc`.
-    diagnostics : Mapping[str, float | int | bool | str]
+    diagnostics : mapping of str to scalar
         Scalar diagnostics (effective sample sizes, overlap ``gamma``, iterations, ...),
         read-only.
     draws : xarray.Dataset

@@ -70,13 +70,13 @@ def marginal_likelihood(
     model : pymc.Model, optional
         Taken from the ``with model:`` context when omitted.
     method : str or list of str
-        One of :data:`METHODS`: ``"is"``, ``"ris"``, ``"ds"``, ``"bridge"``, the IS/RIS
+        One of :data:`~pm_evidence.METHODS`: ``"is"``, ``"ris"``, ``"ds"``, ``"bridge"``, the IS/RIS
         combinations of seed 000 §6, and the path methods ``"ais"``, ``"raise"``, ``"ads"``,
         ``"rts"``, ``"ti"``, ``"mbar"``. A list runs each on shared samples where the maths
         allows: posterior draws are sampled once; the path methods share one reference, ladder
         and kernel tuning; ``ads`` reuses the AIS run; ``ti`` and ``mbar`` reuse the tempered
         run of ``rts``.
-    idata : DataTree, optional
+    idata : xarray.DataTree, optional
         Posterior draws of this model (``pm.sample()`` output); drawn with NUTS when needed.
     random_seed : int or numpy.random.Generator, optional
     progressbar : bool
@@ -88,9 +88,26 @@ def marginal_likelihood(
 
     Returns
     -------
-    Evidence, or an :class:`EvidenceSet` (a dict of method name to Evidence with a combined
-    report: ``summary()``, ``sandwich``) for a list of methods. A warning is issued when two
-    methods disagree by more than 4 combined standard errors.
+    Evidence or EvidenceSet
+        One :class:`~pm_evidence.Evidence` for one method; for a list, an
+        :class:`~pm_evidence.EvidenceSet` (a dict of method name to Evidence with a combined
+        report: ``summary()``, ``sandwich``). A warning is issued when two methods disagree by
+        more than 4 combined standard errors.
+
+    Raises
+    ------
+    EvidenceInputError
+        For an unknown method or options no requested method accepts.
+    KeyboardInterrupt
+        On Ctrl-C: one line naming the phase (compilation, NUTS tuning, ...), no traceback when
+        uncaught. With a list of methods, a Ctrl-C after the first finished returns those that
+        finished, with a warning; the tempered methods return their partial estimate.
+
+    Notes
+    -----
+    ``progressbar=False`` prints nothing: PyMC's and PyTensor's loggers are raised to ``ERROR``
+    for the run and restored afterwards. With ``progressbar=True`` a status line (on a
+    terminal) shows what runs while no progress bar does, e.g. compilation.
 
     Examples
     --------

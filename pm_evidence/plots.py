@@ -9,11 +9,15 @@ matplotlib ``Axes``. Tables from :func:`pm_evidence.compare` are drawn by
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from pm_evidence.evidence import Evidence
 from pm_evidence.exceptions import EvidenceInputError
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 __all__ = ["plot_bayes_factor", "plot_evidence", "plot_occupancy", "plot_transition_matrix"]
 
@@ -42,13 +46,24 @@ def _tempering_stats(evidence: Evidence, needed: str):
     return stats
 
 
-def plot_occupancy(evidence: Evidence, *, ax=None):
+def plot_occupancy(evidence: Evidence, *, ax: Axes | None = None) -> Axes:
     """Occupancy ``c_k`` of every rung against the prior ``r_k`` (seed 004 §2.4, Fig. 1).
 
     With good ``Zhat_k``'s, ``c_k ~ r_k`` on every rung (the dashed line). A rung far below
     ``r_k`` is rarely visited: the tempered chains do not cross it, and ``log Z`` estimates
     that rely on it are poor. The count-based occupancy is drawn too: far noisier than the
     Rao-Blackwellized ``c_k``.
+
+    Parameters
+    ----------
+    evidence : Evidence
+        A result of a tempered method (``"rts"``, ``"ti"`` or ``"mbar"``).
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw on; a new figure if omitted.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
     """
     plt = _pyplot("plot_occupancy")
     stats = _tempering_stats(evidence, "occupancy")
@@ -65,13 +80,24 @@ def plot_occupancy(evidence: Evidence, *, ax=None):
     return ax
 
 
-def plot_transition_matrix(evidence: Evidence, *, ax=None):
+def plot_transition_matrix(evidence: Evidence, *, ax: Axes | None = None) -> Axes:
     """Empirical ``beta`` transition matrix of the tempered chains (seed 004 App. F).
 
     Row ``j``: where chains at rung ``j`` moved next (rows normalized). A healthy run shows a
     band around the diagonal all the way along; a "knot" -- a rung where the band pinches and
     chains rarely cross -- signals a reference ``p0`` poorly matched to the target and estimates
     that will be poor.
+
+    Parameters
+    ----------
+    evidence : Evidence
+        A result of a tempered method (``"rts"``, ``"ti"`` or ``"mbar"``).
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw on; a new figure if omitted.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
     """
     plt = _pyplot("plot_transition_matrix")
     stats = _tempering_stats(evidence, "transitions")
@@ -92,8 +118,8 @@ def plot_evidence(
     *,
     prob: float = 0.95,
     reference: float | None = None,
-    ax=None,
-):
+    ax: Axes | None = None,
+) -> Axes:
     """Forest plot of log Z estimates with their normal-approximation intervals.
 
     Parameters
@@ -164,8 +190,8 @@ def plot_bayes_factor(
     prob: float = 0.95,
     categories: str = "jeffreys",
     check_data: bool = True,
-    ax=None,
-):
+    ax: Axes | None = None,
+) -> Axes:
     """The log Bayes factor ``log BF10`` with its interval, over the usual evidence categories.
 
     The point is ``log Z1 - log Z0``; the bar its normal-approximation interval from the

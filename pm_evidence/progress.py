@@ -208,7 +208,7 @@ def status(message: str, enabled: bool = True, *, phase_name: str | None = None)
     """A transient one-line status (spinner) on stderr while the block runs.
 
     Shown only on a terminal and when ``enabled``; hidden while a progress bar is shown
-    (:func:`long_run`, :func:`progress_bar_shown`).
+    (:func:`long_run`, ``progress_bar_shown``).
 
     Parameters
     ----------

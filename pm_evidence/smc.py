@@ -39,6 +39,25 @@ def from_smc(trace, model=None) -> Evidence:
 
     SMC's estimate of ``Z`` is unbiased, so ``log Z`` from it is biased low when the tempering
     schedule is too coarse; the spread over chains does not show that bias.
+
+    Parameters
+    ----------
+    trace : xarray.DataTree
+        The output of ``pm.sample_smc`` (its ``sample_stats`` group holds
+        ``log_marginal_likelihood`` per chain and stage).
+    model : pymc.Model, optional
+        The model SMC ran on: gives the result its name and observed-data fingerprint, so that
+        :func:`~pm_evidence.bayes_factor` can check two results saw the same data.
+
+    Returns
+    -------
+    Evidence
+        ``method="smc"``; ``draws["log_z_chain"]`` holds every chain's final-stage estimate.
+
+    Raises
+    ------
+    EvidenceInputError
+        If ``trace`` has no SMC log marginal likelihood or fewer than 2 chains.
     """
     chains = smc_chain_log_z(trace)
     if chains.size < 2:
