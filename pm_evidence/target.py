@@ -227,15 +227,6 @@ class LogDensity:
         outputs, x = relaxed_bernoulli_terms(self.model, self._point)
         return self._compile_batched(outputs, x, (-np.inf, -np.inf, 0.0, 0.0))
 
-    @property
-    def n_raised(self) -> int:
-        """Points at which a compiled log-density raised and was given ``-inf``."""
-        return sum(
-            self.__dict__[name].n_raised
-            for name in ("_terms_fn", "_grad_fn", "_terms_grad_fn", "_relaxed_terms_grad_fn")
-            if name in self.__dict__
-        )
-
     # ------------------------------------------------------------------ evaluation
     def _check_x(self, x) -> tuple[np.ndarray, tuple[int, ...]]:
         x = np.asarray(x, dtype=float)
