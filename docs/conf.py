@@ -66,9 +66,11 @@ nitpick_ignore = [
 def _resolve_public_name(app, env, node, contnode):
     """Resolve a bare public name (``OverlapError``, ``PriorReference``) written in any module's
     docstring to the object exported by ``pm_evidence``, where the API page documents it."""
-    import pm_evidence
-
     if node.get("refdomain") != "py":
+        return None
+    try:
+        import pm_evidence
+    except ImportError:  # autodoc reports the import error itself
         return None
     target = node["reftarget"]
     name = target.rsplit(".", 1)[-1]

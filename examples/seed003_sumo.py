@@ -12,6 +12,8 @@ The note reports: ELBO 1.4595 (variance 0.9921), IWAE_5 1.7616 (variance 0.1544)
 (variance 4.1794, "very heavy-tailed"); ELBO and IWAE are biased low, SUMO unbiased.
 
 Run:  .venv/bin/python examples/seed003_sumo.py [--repeats R] [--out examples/figures]
+
+Run time on the project's 2-core machine (2026-11-23): 45 s with the default 20 repeats.
 """
 
 from __future__ import annotations

@@ -27,8 +27,13 @@ Both papers' RBMs are 784-500 (MNIST); ours are 64-20 (exact log Z) and, with ``
 a 64-100 RBM whose reference value is the average of long AIS and long RTS runs, as in
 seed 004 §4.2.
 
-Run:  .venv/bin/python examples/seed004_fig3_rbm.py [--full] [--out examples/figures]
-(default: 64-20 RBM, budgets 4..4096 sweeps, 10 repeats, a few minutes)
+Run:  .venv/bin/python examples/seed004_fig3_rbm.py [--quick | --full] [--out DIR]
+(default: 64-20 RBM, budgets 4..4096 sweeps, 10 repeats; --quick: budgets 4..256, 3 repeats,
+so that RTS runs at one budget only; --full: also 16384 sweeps and a 64-100 RBM)
+
+Run time on the project's 2-core machine (2026-11-23): --quick 29 s; the default was not
+re-measured (its largest budget is 16x --quick's, with 10 repeats instead of 3: several
+minutes).
 """
 
 from __future__ import annotations
@@ -174,12 +179,14 @@ def plot(axes, budgets, res, title: str) -> None:
     axes[0].legend(fontsize=7)
 
 
-def main(full: bool, repeats: int, out: Path) -> None:
+def main(full: bool, repeats: int, out: Path, quick: bool = False) -> None:
     logging.getLogger("pymc").setLevel(logging.ERROR)
     train, _ = energy.binary_digits()
     rbm = energy.train_rbm(train, 20, **TRAINING)
     exact = rbm.exact_model_log_z()
-    budgets = [4, 16, 64, 256, 1024, 4096] + ([16384] if full else [])
+    budgets = (
+        [4, 16, 64, 256] if quick else [4, 16, 64, 256, 1024, 4096] + ([16384] if full else [])
+    )
     ll = rbm.average_log_likelihood(train, exact + rbm.size * np.log(2))
     print(f"RBM 64-20 (CD-5, 200 epochs) on {train.shape[0]} thresholded digits; exact log Z of "
           f"the RBM {exact + rbm.size * np.log(2):.4f} (train log-likelihood {ll:.2f} per "
@@ -231,7 +238,9 @@ def main(full: bool, repeats: int, out: Path) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--full", action="store_true", help="more budgets and a 64-100 RBM")
-    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--quick", action="store_true", help="budgets up to 256 sweeps, 3 repeats")
+    parser.add_argument("--repeats", type=int, default=None, help="default 10 (--quick: 3)")
     parser.add_argument("--out", type=Path, default=Path("examples/figures"))
     args = parser.parse_args()
-    main(args.full, args.repeats, args.out)
+    repeats = args.repeats if args.repeats is not None else (3 if args.quick else 10)
+    main(args.full, repeats, args.out, quick=args.quick)

@@ -5,6 +5,8 @@ Runs RTS on seed 004's 10-D two-Gaussian mixture (App. E.1) twice: from the prio
 modes (badly matched). Saves the occupancy and transition-matrix plots of both runs.
 
 Run:  .venv/bin/python examples/tempering_diagnostics.py [--out docs/_static]
+
+Run time on the project's 2-core machine (2026-11-23): 23 s.
 """
 
 from __future__ import annotations
