@@ -10,7 +10,8 @@ A log-density must be total (a value at every point, ``-inf`` outside the suppor
 are built total (:func:`pm_evidence.adapter.graphs.make_total`); should a compiled operation still
 raise at some points (a linear-algebra routine on an ill-conditioned matrix, say), the block is
 evaluated row by row, the rows that raise get ``-inf`` and are counted in ``n_raised`` (reported
-by the samplers as rejected non-finite proposals). A block in which *every* row raises re-raises
+by the samplers as rejected non-finite proposals). Only the errors of numerical routines at a bad
+point (``POINT_ERRORS``) are treated so; any other error propagates. A block in which *every* row raises re-raises
 the error: that is a bug or a broken model, not a support boundary.
 """
 
@@ -22,6 +23,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 __all__ = ["MAX_BLOCK_ELEMENTS", "BlockedFunction", "block_size_for"]
+
+# What a numerical routine raises at a bad point (LinAlgError and PyMC's ParameterValueError are
+# ValueErrors). Anything else (a RuntimeError from a broken compiled function, an interrupt) is
+# not a property of the point and propagates.
+POINT_ERRORS = (ValueError, ArithmeticError, AssertionError)
 
 MAX_BLOCK_ELEMENTS = 2**21  # about 16 MB per float64 intermediate of one block
 MAX_BLOCK_ROWS = 1024
@@ -66,7 +72,7 @@ class BlockedFunction:
     def _call_block(self, arrays, constants) -> list[np.ndarray]:
         try:
             return [np.asarray(out) for out in self.fn(*arrays, *constants)]
-        except Exception as error:
+        except POINT_ERRORS as error:
             if self.fill_values is None or arrays[0].shape[0] <= 1:
                 raise
             return self._row_by_row(arrays, constants, error)
@@ -81,7 +87,7 @@ class BlockedFunction:
                         for out in self.fn(*(a[i : i + 1] for a in arrays), *constants)
                     ]
                 )
-            except Exception:
+            except POINT_ERRORS:
                 rows.append(None)
                 failed.append(i)
         if len(failed) == len(rows):
