@@ -183,3 +183,19 @@ def test_mixed_model_gets_compound_kernel_and_unbounded_count_a_clear_error(rng)
         pm.Normal("y", n, pm.HalfNormal("s", 1.0), observed=y)
     with pytest.raises(EvidenceInputError, match=r"\['n'\] have unbounded support"):
         make_kernel("auto", LogDensity(count))
+
+
+def test_terms_that_do_not_depend_on_x_get_one_value_per_point(rng):
+    """A likelihood with no free parameter is a constant of x: one value per point, in blocks."""
+    y = rng.normal(size=6)
+    with pm.Model() as model:
+        pm.Normal("y", np.float64(0.0), np.float64(1.0), observed=y)
+        pm.Normal("unrelated", np.float64(0.0), np.float64(1.0))
+    target = LogDensity(model, block_size=3)
+    x = rng.normal(size=(7, 1))
+    log_prior, log_lik = target.evaluate(x)
+    np.testing.assert_allclose(log_lik, np.full(7, stats.norm.logpdf(y).sum()), rtol=1e-12)
+    np.testing.assert_allclose(log_prior, stats.norm.logpdf(x[:, 0]), rtol=1e-12)
+    _, _, grad_prior, grad_lik = target.evaluate_with_grad(x)
+    np.testing.assert_allclose(grad_prior[:, 0], -x[:, 0], rtol=1e-12)
+    np.testing.assert_array_equal(grad_lik, 0.0)

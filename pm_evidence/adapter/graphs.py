@@ -119,8 +119,16 @@ def _blockwise_inner_graph_to_batched(fgraph, node):
 
 def vectorize_batched(outputs, x, x_batch):
     """``outputs``, graphs of one flat vector ``x``, vectorized over the rows of ``x_batch``,
-    with batched inner graphs unwrapped (see ``_blockwise_inner_graph_to_batched``)."""
+    with batched inner graphs unwrapped (see ``_blockwise_inner_graph_to_batched``).
+
+    An output that does not depend on ``x`` (a likelihood with no free parameter, say) is
+    broadcast to one value per row, so every output has the rows of ``x_batch``.
+    """
     batched = vectorize_graph(outputs, replace={x: x_batch})
+    batched = [
+        pt.broadcast_to(b, (x_batch.shape[0], *o.shape)) if b.ndim == o.ndim else b
+        for o, b in zip(outputs, batched, strict=True)
+    ]
     return rewrite_graph(
         batched, include=(), custom_rewrite=dfs_rewriter(_blockwise_inner_graph_to_batched),
         clone=True,
