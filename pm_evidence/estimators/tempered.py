@@ -167,13 +167,42 @@ def ti_core(betas, weight_sum, delta_sum, *, rule: str = "trapezoid", delta2_sum
 def mbar_core(delta, rung, betas, *, unit=None, log_z0=None) -> Estimate:
     r"""MBAR (seed 004 eq. (18); Shirts & Chodera 2008) on draws labelled by rung.
 
-    Maximizes eq. (18) (a convex problem in ``log Z``) by Newton-CG; the SE is the sandwich over
+    Maximizes eq. (18) (a convex problem in ``log Z``) by Newton's method
+    (:func:`~pm_evidence.estimators.multistate.solve_multistate`); the SE is the sandwich over
     independent ``unit`` s (chains), which also covers the randomness of the rung counts under
-    simulated tempering. Every rung needs at least one draw.
+    simulated tempering.
+
+    Rungs without draws are left out: MBAR's mixture is over the sampled rungs only, and the
+    estimate of ``log Z_K - log Z_1`` stays consistent (diagnostics ``n_dropped_rungs`` and
+    ``first_dropped_rung``, -1 when none). The two ends must have draws; otherwise
+    :class:`~pm_evidence.exceptions.EvidenceInputError` is raised.
     """
-    sol = solve_multistate(delta, rung, betas, unit=unit, log_z0=log_z0)
+    delta = np.asarray(delta, dtype=float).ravel()
+    rung = np.asarray(rung, dtype=int).ravel()
+    betas = np.asarray(betas, dtype=float)
+    if rung.size and (rung.min() < 0 or rung.max() >= betas.size):
+        raise EvidenceInputError(f"rung labels must lie in 0..{betas.size - 1}.")
+    counts = np.bincount(rung, minlength=betas.size)
+    empty = np.flatnonzero(counts == 0)
+    if counts[0] == 0 or counts[-1] == 0:
+        raise EvidenceInputError(
+            f"MBAR needs draws at both ends of the ladder (beta = 0 and beta = 1); rungs "
+            f"{empty[:10].tolist()} have none. The tempered chains did not reach "
+            f"{'beta = 1' if counts[-1] == 0 else 'beta = 0'}: run longer, or use RTS, whose "
+            f"Rao-Blackwellized occupancies need no draws at a rung."
+        )
+    kept = np.flatnonzero(counts > 0)
+    new_label = np.cumsum(counts > 0) - 1  # old rung -> position among the kept rungs
+    if log_z0 is not None:
+        log_z0 = np.asarray(log_z0, dtype=float)[kept]
+    sol = solve_multistate(delta, new_label[rung], betas[kept], unit=unit, log_z0=log_z0)
     return Estimate(
         float(sol.log_z[-1]),
         sol.se,
-        {"n_draws": int(np.size(delta)), "n_iter": sol.n_iter},
+        {
+            "n_draws": int(delta.size),
+            "n_iter": sol.n_iter,
+            "n_dropped_rungs": int(empty.size),
+            "first_dropped_rung": int(empty[0]) if empty.size else -1,
+        },
     )
