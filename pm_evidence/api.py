@@ -28,7 +28,14 @@ from pm_evidence.exceptions import EvidenceInputError, NonFiniteLogDensityError
 from pm_evidence.progress import pymc_sample
 from pm_evidence.references import Reference, Warp3Reference, fit_reference
 from pm_evidence.target import LogDensity
-from pm_evidence.utils import as_generator, mcmc_ess, spawn_seed
+from pm_evidence.utils import (
+    RHAT_MAX,
+    as_generator,
+    good_pareto_k,
+    max_rhat,
+    mcmc_ess,
+    spawn_seed,
+)
 
 __all__ = [
     "bridge_sampling",
@@ -142,13 +149,15 @@ def fit_and_weigh(target: LogDensity, rng, idata, reference, sampling: dict):
     """Posterior draws; a reference fitted to the first half of every chain; log weights
     ``log f - log p0`` at the second half, the draws every estimator is judged on.
 
-    Returns ``(est_half, reference, log_weights_target)``.
+    Returns ``(est_half, reference, log_weights_target, messages)``, the last the warnings
+    about the posterior draws (:func:`posterior_messages`).
     """
     x = posterior_draws(target, idata, rng=rng, **sampling)
     fit_half, est_half = split_halves(x)
     ref = fit_reference(reference, target, fit_half)
     log_f = log_density_at_target_draws(target, est_half)
-    return est_half, ref, log_weights(target, est_half, ref, log_f=log_f)
+    messages = posterior_messages(target, x)
+    return est_half, ref, log_weights(target, est_half, ref, log_f=log_f), messages
 
 
 def _reference_log_weights(target, reference, rng, n):
@@ -194,13 +203,65 @@ def _evidence(
     )
 
 
-def _warn_low_ess(ess: float, what: str, consequence: str) -> None:
+# ---------------------------------------------------------------------- warnings on results
+# A check that fails gives a message: it is issued as a UserWarning and kept in the result's
+# ``warnings`` (``Evidence.reliable`` is then False).
+def _flag(messages) -> tuple[str, ...]:
+    """Issue every message as a :class:`UserWarning` and return them for the result."""
+    messages = tuple(m for m in messages if m)
+    for message in messages:
+        warnings.warn(message, UserWarning, stacklevel=3)
+    return messages
+
+
+def posterior_messages(target: LogDensity, x: np.ndarray) -> list[str]:
+    """Warnings about posterior draws ``(chain, draw, dim)``: R-hat above :data:`RHAT_MAX`."""
+    if x.shape[0] * x.shape[1] < 8:
+        return []
+    rhat, worst = max_rhat(x)
+    if not rhat > RHAT_MAX:
+        return []
+    return [
+        f"The posterior draws have R-hat {rhat:.3f} > {RHAT_MAX} at "
+        f"{target.coordinate_names[worst]} (rank-normalized split R-hat; Vehtari et al. 2021 "
+        f"recommend 1.01): the {x.shape[0]} chains do not agree (not converged, or in "
+        f"different modes), so estimates built on them, and any reference fitted to them, "
+        f"may miss posterior mass. Draw more (tune, draws) or check the model."
+    ]
+
+
+def weight_messages(
+    diagnostics: dict, what: str, consequence: str, *, ess_key: str = "ess", n: int | None = None
+) -> list[str]:
+    """Low weight ESS (below :data:`LOW_ESS`) and a Pareto k-hat above
+    :func:`~pm_evidence.utils.good_pareto_k` of importance-type weights."""
+    messages = []
+    ess = diagnostics.get(ess_key, np.nan)
     if ess < LOW_ESS:
-        warnings.warn(
-            f"{what} have an effective sample size of only {ess:.1f}: {consequence}",
-            UserWarning,
-            stacklevel=3,
+        messages.append(
+            f"{what} have an effective sample size of only {ess:.1f} (below {LOW_ESS}): "
+            f"{consequence}"
         )
+    khat = diagnostics.get("pareto_k", np.nan)
+    n = n if n is not None else diagnostics.get("n_chains", 0)
+    if n and khat > good_pareto_k(n):
+        messages.append(
+            f"{what} have Pareto k-hat {khat:.2f} > {good_pareto_k(n):.2f} (the threshold "
+            f"min(1 - 1/log10(n), 0.7) of Vehtari et al. 2024 for n = {n}): their mean rests on "
+            f"a few large weights, so {consequence}"
+        )
+    return messages
+
+
+def se_messages(estimate: Estimate) -> list[str]:
+    """A standard error that is not finite (e.g. an effective sample size ArviZ could not
+    compute) is reported, not replaced."""
+    if np.isfinite(estimate.se):
+        return []
+    return [
+        f"The standard error is {estimate.se} (not finite): the precision of log Z is unknown "
+        f"(an effective sample size or variance could not be computed from these draws)."
+    ]
 
 
 # ---------------------------------------------------------------------- public estimators
@@ -240,23 +301,27 @@ def importance_sampling(
     """
     target = _target(model)
     rng = as_generator(random_seed)
-    fit_draws = None
+    fit_draws, messages = None, []
     if not (isinstance(reference, Reference) or reference == "prior"):
         sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
         fit_draws = posterior_draws(target, idata, rng=rng, **sampling)
+        messages = posterior_messages(target, fit_draws)
     ref = fit_reference(reference, target, fit_draws)
     if n_reference is None:
         n_reference = 4000 if fit_draws is None else fit_draws.shape[0] * fit_draws.shape[1]
     lw = _reference_log_weights(target, ref, rng, n_reference)
     estimate = importance_core(lw)
     estimate.diagnostics["reference"] = ref.name
-    _warn_low_ess(
-        estimate.diagnostics["ess_reference"],
+    messages += weight_messages(
+        estimate.diagnostics,
         "The importance weights",
         "log Z is likely under-estimated and its SE unreliable; use a reference "
         "closer to the posterior or another method (bridge, ds).",
+        ess_key="ess_reference",
+        n=lw.size,
     )
-    return _evidence(target, estimate, "is", {"log_weight_reference": lw})
+    messages += se_messages(estimate)
+    return _evidence(target, estimate, "is", {"log_weight_reference": lw}, warnings=_flag(messages))
 
 
 def reverse_importance_sampling(
@@ -286,16 +351,19 @@ def reverse_importance_sampling(
     target = _target(model)
     rng = as_generator(random_seed)
     sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
-    _, ref, lw = fit_and_weigh(target, rng, idata, reference, sampling)
+    _, ref, lw, messages = fit_and_weigh(target, rng, idata, reference, sampling)
     estimate = reverse_importance_core(lw)
     estimate.diagnostics["reference"] = ref.name
-    _warn_low_ess(
-        estimate.diagnostics["ess_inverse_weights"],
+    messages += weight_messages(
+        estimate.diagnostics,
         "The inverse importance weights",
         "log Z is likely over-estimated and its SE unreliable; use a reference with "
         "lighter tails than the posterior or another method (bridge, ds).",
+        ess_key="ess_inverse_weights",
+        n=lw.size,
     )
-    return _evidence(target, estimate, "ris", {"log_weight_target": lw})
+    messages += se_messages(estimate)
+    return _evidence(target, estimate, "ris", {"log_weight_target": lw}, warnings=_flag(messages))
 
 
 def discriminance_sampling(
@@ -325,7 +393,7 @@ def discriminance_sampling(
     target = _target(model)
     rng = as_generator(random_seed)
     sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
-    est_half, ref, lw_target = fit_and_weigh(target, rng, idata, reference, sampling)
+    est_half, ref, lw_target, messages = fit_and_weigh(target, rng, idata, reference, sampling)
     n_reference = est_half.shape[0] * est_half.shape[1] if n_reference is None else n_reference
     lw_reference = _reference_log_weights(target, ref, rng, n_reference)
     estimate = discriminance_core(lw_target, lw_reference)
@@ -335,6 +403,7 @@ def discriminance_sampling(
         estimate,
         "ds",
         {"log_weight_target": lw_target, "log_weight_reference": lw_reference},
+        warnings=_flag(messages + se_messages(estimate)),
     )
 
 
@@ -425,12 +494,19 @@ def bridge_sampling(
     target = _target(model)
     rng = as_generator(random_seed)
     sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
-    est_half, ref, lw_target = fit_and_weigh(target, rng, idata, proposal, sampling)
+    est_half, ref, lw_target, messages = fit_and_weigh(target, rng, idata, proposal, sampling)
     n_target = est_half.shape[0] * est_half.shape[1]
     n_eff = None
     if use_neff:
-        per_coordinate = [mcmc_ess(est_half[..., j]) for j in range(target.dim)]
-        n_eff = float(min(np.median(per_coordinate), n_target))
+        per_coordinate = np.array([mcmc_ess(est_half[..., j]) for j in range(target.dim)])
+        if np.all(np.isnan(per_coordinate)):
+            messages.append(
+                "No coordinate of the posterior draws has a computable effective sample size; "
+                "the bridge's sample-size weights use the number of draws instead (use_neff "
+                "had no effect) and its SE treats them as independent."
+            )
+        else:
+            n_eff = float(min(np.nanmedian(per_coordinate), n_target))
     estimates, lw_reference = [], None
     for _ in range(repetitions):
         lw_reference = _reference_log_weights(target, ref, rng, n_target)
@@ -450,7 +526,8 @@ def bridge_sampling(
     if repetitions > 1:
         evidence_draws["log_z_repetitions"] = (("repetition",), log_zs)
     label = "bridge" if proposal == "normal" else f"bridge_{proposal}"
-    return _evidence(target, estimate, label, evidence_draws)
+    messages += se_messages(estimate)
+    return _evidence(target, estimate, label, evidence_draws, warnings=_flag(messages))
 
 
 def combine_is_ris(ev_is: Evidence, ev_ris: Evidence, rule: str = "selection") -> Evidence:
@@ -500,7 +577,7 @@ def is_ris_combination(
     rng = as_generator(random_seed)
     sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
     # one reference, fitted to the first halves, for both estimators
-    est_half, ref, lw_target = fit_and_weigh(target, rng, idata, reference, sampling)
+    est_half, ref, lw_target, messages = fit_and_weigh(target, rng, idata, reference, sampling)
     lw_reference = _reference_log_weights(target, ref, rng, est_half.shape[0] * est_half.shape[1])
     estimate = combine_is_ris_core(
         importance_core(lw_reference), reverse_importance_core(lw_target), rule
@@ -511,4 +588,5 @@ def is_ris_combination(
         estimate,
         f"is_ris_{rule}",
         {"log_weight_target": lw_target, "log_weight_reference": lw_reference},
+        warnings=_flag(messages + se_messages(estimate)),
     )

@@ -21,7 +21,6 @@ from pm_evidence.exceptions import EvidenceInputError
 __all__ = [
     "BernoulliProductReference",
     "CategoricalProductReference",
-    "DefensiveMixtureReference",
     "MultivariateNormalReference",
     "MultivariateStudentTReference",
     "PriorReference",
@@ -296,92 +295,6 @@ class PriorReference(Reference):
 
     def sample(self, rng, n):
         return self.target.sample_prior(rng, n)
-
-
-@dataclass(frozen=True, eq=False)
-class DefensiveMixtureReference(Reference):
-    r"""A defensive mixture of the model's prior and a fitted reference (Hesterberg 1995),
-
-    .. math:: p_0(x) = w\, \pi(x) + (1 - w)\, q(x),
-
-    with ``pi`` the prior on the unconstrained space (:class:`PriorReference`) and ``q`` a
-    reference fitted to posterior draws (a :class:`MultivariateStudentTReference`). ``q`` puts
-    the path's start where the posterior is; the prior keeps mass wherever the prior has it, so
-    a mode that the posterior draws missed still lies under ``p0`` (``f / p0 <= f / (w pi)``
-    everywhere). Only for proper priors that PyMC can draw from.
-
-    ``grad_logpdf`` mixes the two gradients with the components' posterior weights; the prior's
-    log-density and gradient come from the model (:meth:`LogDensity.evaluate_with_grad`), and
-    :meth:`graph_logpdf` builds the same mixture symbolically from the model's prior graph, so
-    compiled HMC transitions use it too.
-    """
-
-    target: object  # LogDensity
-    component: MultivariateStudentTReference
-    prior_weight: float = 0.1
-    name: str = "prior+student_t"
-
-    def __post_init__(self):
-        if not 0.0 < self.prior_weight < 1.0:
-            raise EvidenceInputError(
-                f"prior_weight must be in (0, 1), got {self.prior_weight!r}."
-            )
-        PriorReference(self.target)  # raises for improper (Flat/HalfFlat) priors
-        if self.component.dim != self.target.dim:
-            raise EvidenceInputError(
-                f"The fitted component has dimension {self.component.dim} but the model's "
-                f"unconstrained vector has dimension {self.target.dim}."
-            )
-        object.__setattr__(self, "prior_weight", float(self.prior_weight))
-
-    @property
-    def dim(self) -> int:
-        return self.target.dim
-
-    @cached_property
-    def _log_weights(self) -> tuple[float, float]:
-        return float(np.log(self.prior_weight)), float(np.log1p(-self.prior_weight))
-
-    def _component_logs(self, x, log_prior):
-        log_w_prior, log_w_fit = self._log_weights
-        return log_w_prior + log_prior, log_w_fit + self.component.logpdf(x)
-
-    def logpdf(self, x):
-        a, b = self._component_logs(x, self.target.log_prior(x))
-        return np.logaddexp(a, b)
-
-    def grad_logpdf(self, x):
-        """``r(x) grad log pi + (1 - r(x)) grad log q``, ``r = w pi / p0``."""
-        log_prior, _, grad_prior, _ = self.target.evaluate_with_grad(x)
-        a, b = self._component_logs(x, log_prior)
-        with np.errstate(invalid="ignore"):
-            r = special.expit(a - b)  # 0 where the prior density is 0
-        r = np.where(np.isfinite(a), r, 0.0)[..., None]
-        grad_prior = np.where(r > 0, grad_prior, 0.0)
-        return r * grad_prior + (1.0 - r) * self.component.grad_logpdf(x)
-
-    def graph_parameters(self):
-        """``(log w, log(1 - w), *component parameters)``."""
-        log_w_prior, log_w_fit = self._log_weights
-        return (np.float64(log_w_prior), np.float64(log_w_fit), *self.component.graph_parameters())
-
-    def graph_logpdf(self, x, log_w_prior, log_w_fit, *component_parameters):
-        """The mixture as a graph; the prior's term is the model's own prior graph of ``x``."""
-        import pytensor.tensor as pt
-
-        log_prior = self.target.symbolic_terms_with_grad(x)[0]
-        log_fit = type(self.component).graph_logpdf(x, *component_parameters)
-        return pt.logaddexp(log_w_prior + log_prior, log_w_fit + log_fit)
-
-    def sample(self, rng, n):
-        from_prior = rng.random(n) < self.prior_weight
-        x = np.empty((n, self.dim))
-        n_prior = int(from_prior.sum())
-        if n_prior:
-            x[from_prior] = self.target.sample_prior(rng, n_prior)
-        if n_prior < n:
-            x[~from_prior] = self.component.sample(rng, n - n_prior)
-        return x
 
 
 @dataclass(frozen=True, eq=False)

@@ -5,18 +5,28 @@ Every other module calls these; none of them keeps state.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy.special import logsumexp
 
 __all__ = [
     "as_generator",
+    "good_pareto_k",
     "kish_ess",
     "log_mean_exp",
+    "max_rhat",
     "mcmc_ess",
     "normalized_weights",
+    "pareto_khat",
     "relative_sd_of_mean",
     "spawn_seed",
 ]
+
+# R-hat above this flags chains that have not mixed: Vehtari, Gelman, Simpson, Carpenter and
+# Bürkner (2021), "Rank-normalization, folding, and localization", recommend 1.01, the default
+# ``rhat_max`` of ``arviz_stats.diagnose``.
+RHAT_MAX = 1.01
 
 
 def as_generator(random_seed: int | np.random.Generator | np.random.SeedSequence | None):
@@ -74,7 +84,9 @@ def mcmc_ess(values: np.ndarray) -> float:
     """Effective sample size of the mean of ``values`` shaped ``(chain, draw)``.
 
     Uses ArviZ's rank-free "mean" ESS (Geyer's initial monotone sequence over chains); a 1-D
-    array is treated as one chain. Constant input returns the number of draws.
+    array is treated as one chain. Constant input returns the number of draws. Where ArviZ
+    gives no usable value (non-finite or not positive, e.g. for non-finite input) the result is
+    NaN, so that a standard error built on it is NaN too and the caller can flag it.
     """
     from arviz_stats.base import array_stats
 
@@ -84,6 +96,58 @@ def mcmc_ess(values: np.ndarray) -> float:
     if np.ptp(values) == 0:
         return float(values.size)
     ess = float(array_stats.ess(values, chain_axis=-2, draw_axis=-1, method="mean"))
-    if not np.isfinite(ess):
-        return float(values.size)
-    return min(ess, float(values.size)) if ess > 0 else 1.0
+    if not np.isfinite(ess) or ess <= 0:
+        return float("nan")
+    return min(ess, float(values.size))
+
+
+def max_rhat(draws: np.ndarray) -> tuple[float, int]:
+    """Largest rank-normalized split R-hat over the coordinates of ``draws (chain, draw, dim)``
+    (Vehtari et al. 2021, ``arviz_stats``), and the coordinate where it is reached.
+
+    Coordinates whose R-hat is not finite (constant draws) are skipped; ``(nan, -1)`` if none
+    is finite.
+    """
+    from arviz_stats.base import array_stats
+
+    draws = np.asarray(draws, dtype=float)
+    rhat = np.asarray(array_stats.rhat(draws, chain_axis=0, draw_axis=1), dtype=float)
+    rhat = np.where(np.isfinite(rhat), rhat, -np.inf).ravel()
+    if not np.any(np.isfinite(rhat)):
+        return float("nan"), -1
+    worst = int(np.argmax(rhat))
+    return float(rhat[worst]), worst
+
+
+def good_pareto_k(n: int) -> float:
+    """Threshold of the Pareto k-hat diagnostic for ``n`` draws, ``min(1 - 1/log10(n), 0.7)``
+    (Vehtari, Simpson, Gelman, Yao and Gabry 2024, "Pareto smoothed importance sampling",
+    §3.2; ``arviz_stats`` uses the same rule)."""
+    return min(1.0 - 1.0 / np.log10(n), 0.7) if n > 10 else 0.0
+
+
+def pareto_khat(log_weights: np.ndarray, r_eff: float = 1.0) -> float:
+    """Pareto k-hat of importance weights ``exp(log_weights)`` (Vehtari et al. 2024): the
+    shape of a generalized Pareto distribution fitted to the largest weights. Above
+    :func:`good_pareto_k` the weights' mean has too heavy a tail to be trusted; above 1 its
+    variance is infinite. ``-inf`` log weights are zero weights. NaN with fewer than 25
+    positive weights (the fit needs at least 5 tail draws, a fifth of them) or where the tail
+    cannot be fitted (ties)."""
+    from arviz_stats.base import array_stats
+
+    log_weights = np.asarray(log_weights, dtype=float).ravel()
+    log_weights = log_weights[np.isfinite(log_weights)]
+    if log_weights.size < 25 or np.ptp(log_weights) == 0:
+        return float("nan")
+    # the weights themselves, scaled by their maximum (arviz_stats 1.3's log_weights=True
+    # branch fits the tail of the log weights, not of the weights)
+    weights = np.exp(log_weights - log_weights.max())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # its notes on the number of tail draws
+        try:
+            khat = array_stats.pareto_khat(
+                weights, chain_axis=None, draw_axis=-1, r_eff=r_eff, tail="right"
+            )
+        except ValueError:  # e.g. "All tail values are the same"
+            return float("nan")
+    return float(khat)

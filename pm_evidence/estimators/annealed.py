@@ -11,9 +11,36 @@ import numpy as np
 from pm_evidence.estimators.base import Estimate, as_log_weights
 from pm_evidence.estimators.multistate import solve_multistate
 from pm_evidence.estimators.ratio_matching import solve_ratio_matching
-from pm_evidence.utils import kish_ess, log_mean_exp, normalized_weights, relative_sd_of_mean
+from pm_evidence.exceptions import OverlapError
+from pm_evidence.utils import (
+    kish_ess,
+    log_mean_exp,
+    normalized_weights,
+    pareto_khat,
+    relative_sd_of_mean,
+)
 
 __all__ = ["ads_binary_core", "ads_multinomial_core", "ais_core", "raise_core"]
+
+
+def _weight_diagnostics(log_weights: np.ndarray) -> dict:
+    n = log_weights.size
+    ess = kish_ess(log_weights)
+    return {
+        "n_chains": n,
+        "ess": ess,
+        "ess_fraction": ess / n,
+        "pareto_k": pareto_khat(log_weights),
+    }
+
+
+def _require_some_weight(log_weights: np.ndarray, what: str) -> None:
+    if np.all(log_weights == -np.inf):
+        raise OverlapError(
+            f"Every {what} is zero (log weight -inf): no chain reached a point where both the "
+            f"reference and the target have positive density, so there is no estimate of log Z. "
+            f"Use a reference that covers the target's support, or more rungs."
+        )
 
 
 def ais_core(log_weights) -> Estimate:
@@ -21,15 +48,15 @@ def ais_core(log_weights) -> Estimate:
 
     ``E[w] = Z`` exactly, so ``log Z`` is biased *downward* (Jensen): a stochastic lower bound.
     The SE is the delta-method ``sd(w) / (sqrt(N) mean(w))``, reliable only when the weight ESS
-    is not tiny.
+    is not tiny and the weights' tail is not too heavy (``pareto_k``, Vehtari et al. 2024).
+    Raises :class:`~pm_evidence.exceptions.OverlapError` when every weight is zero.
     """
     log_weights = as_log_weights(log_weights, what="AIS log weights", allow_neg_inf=True)
-    n = log_weights.size
-    ess = kish_ess(log_weights)
+    _require_some_weight(log_weights, "AIS weight")
     return Estimate(
         float(log_mean_exp(log_weights)),
-        relative_sd_of_mean(log_weights, n),
-        {"n_chains": n, "ess": ess, "ess_fraction": ess / n},
+        relative_sd_of_mean(log_weights, log_weights.size),
+        _weight_diagnostics(log_weights),
     )
 
 
@@ -43,12 +70,11 @@ def raise_core(log_weights_reverse) -> Estimate:
     log_weights_reverse = as_log_weights(
         log_weights_reverse, what="reverse AIS log weights", allow_neg_inf=True
     )
-    n = log_weights_reverse.size
-    ess = kish_ess(log_weights_reverse)
+    _require_some_weight(log_weights_reverse, "reverse AIS weight")
     return Estimate(
         -float(log_mean_exp(log_weights_reverse)),
-        relative_sd_of_mean(log_weights_reverse, n),
-        {"n_chains": n, "ess": ess, "ess_fraction": ess / n},
+        relative_sd_of_mean(log_weights_reverse, log_weights_reverse.size),
+        _weight_diagnostics(log_weights_reverse),
     )
 
 
@@ -108,8 +134,7 @@ def ads_multinomial_core(delta, log_weights, betas, *, log_z0=None) -> Estimate:
 
     Maximizes the weighted conditional likelihood of the rung labels of all AIS draws jointly, a
     convex problem in ``log c`` solved by :func:`~pm_evidence.estimators.multistate.solve_multistate`
-    (Newton-CG); SE by the chain-clustered sandwich. Cost ``O(N K^2)`` per iteration: meant for
-    up to a few hundred rungs.
+    (Newton's method up to 300 rungs, Newton-CG beyond); SE by the chain-clustered sandwich.
     """
     delta = np.asarray(delta, dtype=float)
     n_rungs, n_chains = delta.shape

@@ -12,7 +12,7 @@ import numpy as np
 
 from pm_evidence.estimators.base import Estimate, as_log_weights
 from pm_evidence.exceptions import OverlapError
-from pm_evidence.utils import kish_ess, log_mean_exp, mcmc_ess, relative_sd_of_mean
+from pm_evidence.utils import kish_ess, log_mean_exp, mcmc_ess, pareto_khat, relative_sd_of_mean
 
 __all__ = ["importance_core", "reverse_importance_core"]
 
@@ -45,7 +45,12 @@ def importance_core(log_weights_reference) -> Estimate:
     return Estimate(
         log_z=float(log_mean_exp(lw)),
         se=relative_sd_of_mean(lw, n),
-        diagnostics={"n_reference": n, "ess_reference": ess, "ess_fraction": ess / n},
+        diagnostics={
+            "n_reference": n,
+            "ess_reference": ess,
+            "ess_fraction": ess / n,
+            "pareto_k": pareto_khat(lw),
+        },
     )
 
 
@@ -76,5 +81,6 @@ def reverse_importance_core(log_weights_target) -> Estimate:
             "n_target": n,
             "ess_target": ess,
             "ess_inverse_weights": kish_ess(inv),
+            "pareto_k": pareto_khat(inv, r_eff=ess / n if np.isfinite(ess) else 1.0),
         },
     )
