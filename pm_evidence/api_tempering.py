@@ -1,7 +1,7 @@
 """Model-facing annealed and tempered estimators: AIS, RAISE, ADS, RTS, TI and MBAR.
 
 Each public function builds the geometric path from the model (``p0``: for continuous models the
-better of the prior and a Student-t fitted to NUTS draws, see :func:`auto_reference`; for
+better of the prior and a Student-t fitted to NUTS draws, see :func:`~pm_evidence.api_tempering.auto_reference`; for
 discrete ones the prior), tunes the kernel once per rung in a pilot run, runs the sampler and
 calls a pure estimator core. Every check that fails (low weight ESS, Pareto k-hat, R-hat of the
 NUTS draws, RTS occupancy, empty rungs, ...) is issued as a warning and kept in the result's
@@ -118,11 +118,22 @@ def auto_reference(target: LogDensity, posterior: np.ndarray) -> tuple[Reference
     the two-mode 10-D mixture, because at ``beta = 0`` HMC cannot move between the prior's bulk
     and the narrow Student-t, so rung 0 is sampled without the prior's share ``w``.
 
+    Parameters
+    ----------
+    target : LogDensity
+        The model's adapter.
+    posterior : numpy.ndarray
+        Flat unconstrained posterior draws ``(chain, draw, dim)``.
+
     Returns
     -------
-    reference, reason, diagnostics
-        The chosen reference, a sentence saying why, and the two overlap fractions
-        (``reference_ess_prior``, NaN for an improper prior; ``reference_ess_student_t``).
+    reference : Reference
+        The chosen reference.
+    reason : str
+        A sentence saying why.
+    diagnostics : dict
+        The two overlap fractions (``reference_ess_prior``, NaN for an improper prior;
+        ``reference_ess_student_t``).
     """
     flat = posterior.reshape(-1, target.dim)
     n = flat.shape[0]
@@ -460,7 +471,7 @@ def annealed_importance_sampling(
     reference : "auto", "prior", "uniform", "student_t", "normal" or Reference
         ``p0``. ``"auto"``: for continuous models, the prior or a Student-t fitted to NUTS
         draws (or ``idata``), whichever overlaps the posterior better by the Kish ESS of the
-        reverse weights ``p0/f`` at the draws (:func:`auto_reference`; the choice and its
+        reverse weights ``p0/f`` at the draws (:func:`~pm_evidence.api_tempering.auto_reference`; the choice and its
         reason are in ``diagnostics["reference"]`` and ``["reference_reason"]``); for models
         with discrete variables, the prior. An improper (Flat) prior gets the Student-t, and a
         warning: ``log Z`` is then not a marginal likelihood.
