@@ -61,7 +61,9 @@ def test_batched_equals_model_compile_logp(ig_target, rng):
     x = rng.normal(size=(5, ig_target.dim)) * 0.5
     logp_fn = ig_target.model.compile_logp()
     loop = [
-        logp_fn({v.value_name: xi[v.start : v.stop].reshape(v.value_shape) for v in ig_target.layout})
+        logp_fn(
+            {v.value_name: xi[v.start : v.stop].reshape(v.value_shape) for v in ig_target.layout}
+        )
         for xi in x
     ]
     np.testing.assert_allclose(ig_target.log_density(x), loop, rtol=1e-12)
