@@ -343,6 +343,18 @@ def reverse_importance_sampling(
     tails than the posterior (the default normal) keeps the variance finite; ``"prior"`` gives
     the harmonic-mean estimator, which is notoriously unstable.
 
+    Parameters
+    ----------
+    model : pymc.Model, optional
+        Taken from the context when omitted.
+    reference : {"normal", "student_t", "prior"} or Reference
+        Reference ``p0``. Fitted references are moment-matched to the first half of every chain
+        of the posterior draws (from ``idata`` or NUTS); a :class:`Reference` instance is used
+        as given.
+    idata, draws, tune, chains, sample_kwargs, progressbar
+        Posterior draws, or how NUTS draws them.
+    random_seed : int or numpy.random.Generator, optional
+
     Returns
     -------
     Evidence
@@ -383,6 +395,21 @@ def discriminance_sampling(
 
     Classifies posterior draws (second half of every chain) against ``n_reference`` draws of a
     reference fitted to the first half (default: as many as the posterior draws used).
+
+    Parameters
+    ----------
+    model : pymc.Model, optional
+        Taken from the context when omitted.
+    reference : {"normal", "student_t", "prior"} or Reference
+        Reference ``p0``. Fitted references are moment-matched to the first half of every chain
+        of the posterior draws (from ``idata`` or NUTS); a :class:`Reference` instance is used
+        as given.
+    n_reference : int, optional
+        Number of reference draws (default: the number of posterior draws in the second
+        halves).
+    idata, draws, tune, chains, sample_kwargs, progressbar
+        Posterior draws, or how NUTS draws them.
+    random_seed : int or numpy.random.Generator, optional
 
     Returns
     -------
@@ -535,6 +562,28 @@ def combine_is_ris(ev_is: Evidence, ev_ris: Evidence, rule: str = "selection") -
 
     ``rule`` is ``"average"``, ``"weighted"`` or ``"selection"``; see
     :func:`pm_evidence.estimators.combine_is_ris_core`.
+
+    Parameters
+    ----------
+    ev_is : Evidence
+        Result of :func:`importance_sampling` (``method == "is"``).
+    ev_ris : Evidence
+        Result of :func:`reverse_importance_sampling` (``method == "ris"``).
+    rule : {"average", "weighted", "selection"}
+        How the two estimates are combined.
+
+    Returns
+    -------
+    Evidence
+        Method ``"is_ris_<rule>"``; its ``draws`` merge those of both results. Diagnostics:
+        ``log_z_is``, ``log_z_ris``, ``se_is``, ``se_ris`` (and ``selected`` for
+        ``"selection"``). The inputs' warnings are not carried over.
+
+    Raises
+    ------
+    EvidenceInputError
+        If ``ev_is`` is not an ``"is"`` result or ``ev_ris`` not an ``"ris"`` result, or
+        ``rule`` is unknown.
     """
     if ev_is.method != "is" or ev_ris.method != "ris":
         raise EvidenceInputError(
@@ -568,7 +617,32 @@ def is_ris_combination(
     chains: int = 4,
     sample_kwargs: dict | None = None,
 ) -> Evidence:
-    """IS and reverse IS with the same reference, combined by ``rule`` (seed 000 §6)."""
+    """IS and reverse IS with the same reference, combined by ``rule`` (seed 000 §6).
+
+    One reference is fitted to the first half of every chain; reverse IS uses the second
+    halves, IS as many draws from the reference. The rules are those of
+    :func:`combine_is_ris` (baselines, not recommended).
+
+    Parameters
+    ----------
+    model : pymc.Model, optional
+        Taken from the context when omitted.
+    rule : {"selection", "average", "weighted"}
+        How the two estimates are combined; see
+        :func:`pm_evidence.estimators.combine_is_ris_core`.
+    reference : {"normal", "student_t", "prior"} or Reference
+        Reference ``p0`` shared by both estimators. Fitted references are moment-matched to the
+        first half of every chain of the posterior draws (from ``idata`` or NUTS).
+    idata, draws, tune, chains, sample_kwargs, progressbar
+        Posterior draws, or how NUTS draws them.
+    random_seed : int or numpy.random.Generator, optional
+
+    Returns
+    -------
+    Evidence
+        Method ``"is_ris_<rule>"``. Diagnostics: ``log_z_is``, ``log_z_ris``, ``se_is``,
+        ``se_ris`` (and ``selected`` for ``"selection"``), ``reference``.
+    """
     if rule not in COMBINATION_RULES:
         raise EvidenceInputError(
             f"Requested rule {rule!r} but it must be one of {list(COMBINATION_RULES)}."

@@ -545,6 +545,43 @@ def reverse_annealed_importance_sampling(
     for exact posterior draws, so ``log Z = -log mean w`` is a stochastic **upper bound** (in
     expectation): with AIS's lower bound it sandwiches ``log Z``. Options as
     :func:`annealed_importance_sampling`.
+
+    Parameters
+    ----------
+    model : pymc.Model, optional
+    n_chains : int
+        Number of reverse chains, each started at a different posterior draw (chosen at random
+        without replacement); at most the number of posterior draws.
+    ladder, n_rungs, beta_min
+        The ladder (``"geometric"``, ``"linear"``, ``"sigmoid"`` or an array from 0 to 1), its
+        number of rungs and smallest positive ``beta``; as :func:`annealed_importance_sampling`.
+    kernel : {"auto", "hmc", "rwm", "flip", "gibbs", "gwg"} or callable
+        Transition at each rung; as :func:`annealed_importance_sampling`.
+    n_steps, n_leapfrog, n_flips, blocks
+        Transitions per rung, leapfrog steps (HMC), entries flipped per proposal, and the Gibbs
+        blocks; as :func:`annealed_importance_sampling`.
+    reference : "auto", "prior", "uniform", "student_t", "normal" or Reference
+        ``p0``; as :func:`annealed_importance_sampling`.
+    idata, random_seed, progressbar, **sampling
+        Posterior draws the chains start from, seed, progress bars, and NUTS options
+        (``draws``, ``tune``, ``chains``, ``sample_kwargs``). For models with discrete
+        variables and no ``idata``, the posterior draws come from the path's own kernel at
+        ``beta = 1``: ``draws`` chains (default 1000) after ``tune`` transitions (default 500)
+        from reference draws.
+
+    Returns
+    -------
+    Evidence
+        ``log_weights`` group: the chains' final reverse log weights; ``sample_stats``: per-rung
+        acceptance, non-finite rejections and step size. Its ``warnings`` always include that
+        the chains started from MCMC draws (so the upper bound is not guaranteed), and name
+        what failed: weight ESS below 30, Pareto k-hat of the weights above
+        ``min(1 - 1/log10(n), 0.7)``, R-hat of the NUTS draws above 1.01, an improper prior.
+
+    Raises
+    ------
+    EvidenceInputError
+        If fewer posterior draws than ``n_chains`` are available.
     """
     target = _target(model)
     rng = as_generator(random_seed)
@@ -616,6 +653,35 @@ def annealed_discriminance_sampling(
     (Alg. 2, eq. (5), a convex problem solved by Newton's method).
     Same cost as AIS (the classification is cheap); no definite bias direction. Options as
     :func:`annealed_importance_sampling`; within a list of methods the AIS run is shared.
+
+    Parameters
+    ----------
+    model : pymc.Model, optional
+    version : {"binary", "multinomial"}
+        Sequential binary classifications (Alg. 1) or one multinomial classification (Alg. 2).
+    n_chains : int
+        Number of independent AIS chains started at ``p0``.
+    ladder, n_rungs, beta_min
+        The ladder (``"geometric"``, ``"linear"``, ``"sigmoid"`` or an array from 0 to 1), its
+        number of rungs and smallest positive ``beta``; as :func:`annealed_importance_sampling`.
+    kernel : {"auto", "hmc", "rwm", "flip", "gibbs", "gwg"} or callable
+        Transition at each rung; as :func:`annealed_importance_sampling`.
+    n_steps, n_leapfrog, n_flips, blocks
+        Transitions per rung, leapfrog steps (HMC), entries flipped per proposal, and the Gibbs
+        blocks; as :func:`annealed_importance_sampling`.
+    reference : "auto", "prior", "uniform", "student_t", "normal" or Reference
+        ``p0``; as :func:`annealed_importance_sampling`.
+    idata, random_seed, progressbar, **sampling
+        Posterior draws (for ``reference="auto"`` on continuous models and for fitted
+        references), seed, progress bars, and NUTS options (``draws``, ``tune``, ``chains``,
+        ``sample_kwargs``).
+
+    Returns
+    -------
+    Evidence
+        ``log_weights`` group: the AIS chains' final log weights; ``sample_stats``: per-rung
+        acceptance and non-finite rejections. Diagnostics include ``version``, ``n_chains``,
+        ``n_rungs`` and ``min_gamma`` (binary) or ``n_iter`` (multinomial).
     """
     if version not in ADS_VERSIONS:
         raise EvidenceInputError(
@@ -738,6 +804,7 @@ def rao_blackwellized_tempered_sampling(
 
     Parameters
     ----------
+    model : pymc.Model, optional
     n_chains, n_sweeps, n_steps
         Parallel tempered chains, sweeps of the final run, ``x`` transitions per sweep.
     prior_r : "uniform" or array_like (K,)
@@ -818,6 +885,37 @@ def thermodynamic_integration(
     discretization error left by a coarse ladder is not in it (compare ``log_z_rb`` with
     ``log_z_rb_corrected`` to see its size). Options as
     :func:`rao_blackwellized_tempered_sampling`.
+
+    Parameters
+    ----------
+    model : pymc.Model, optional
+    variant : {"rb", "trapezoid", "riemann"}
+        Which estimate of ``E_beta[Delta]`` and quadrature rule give the result.
+    corrected : bool
+        Add the Euler-Maclaurin correction to the trapezoid variants (``"rb"`` and
+        ``"trapezoid"``); ``"riemann"`` has none.
+    n_chains, n_sweeps, n_steps
+        Parallel tempered chains, sweeps of the final run, ``x`` transitions per sweep.
+    prior_r : "uniform" or array_like (K,)
+        Prior ``r_k`` over the rungs.
+    n_init_sweeps, max_init_iterations, init_tol
+        Initial iterations of seed 004 §2.4 (sweeps per iteration, cap, and the stopping rule
+        ``max_k |r_k - c_k| < init_tol / K``).
+    ladder, n_rungs, beta_min, kernel, n_leapfrog, n_flips, blocks
+        As :func:`annealed_importance_sampling`.
+    reference, idata, random_seed, progressbar, **sampling
+        As :func:`annealed_importance_sampling`.
+
+    Returns
+    -------
+    Evidence
+        Diagnostics include ``variant``, ``corrected``, ``n_empty_rungs`` and ``log_z_rb``,
+        ``log_z_rb_corrected``, ``log_z_trapezoid``, ``log_z_trapezoid_corrected``,
+        ``log_z_riemann``; ``sample_stats`` holds, as for :func:`rao_blackwellized_tempered_sampling`,
+        per-rung occupancy ``c_k`` and ``prior_r``, acceptance, and the ``beta`` transition
+        matrix.
+        Its ``warnings`` also name reference draws outside the target's support and rungs
+        without draws.
     """
     if variant not in TI_VARIANTS:
         raise EvidenceInputError(
@@ -898,6 +996,29 @@ def mbar(
     draws cost about as much as a few sweeps). The SE is the chain-clustered sandwich. Rungs the
     chains never visited are left out, with a warning. No definite bias direction. Options as
     :func:`rao_blackwellized_tempered_sampling`.
+
+    Parameters
+    ----------
+    model : pymc.Model, optional
+    n_chains, n_sweeps, n_steps
+        Parallel tempered chains, sweeps of the final run, ``x`` transitions per sweep.
+    prior_r : "uniform" or array_like (K,)
+        Prior ``r_k`` over the rungs.
+    n_init_sweeps, max_init_iterations, init_tol
+        Initial iterations of seed 004 §2.4 (sweeps per iteration, cap, and the stopping rule
+        ``max_k |r_k - c_k| < init_tol / K``).
+    ladder, n_rungs, beta_min, kernel, n_leapfrog, n_flips, blocks
+        As :func:`annealed_importance_sampling`.
+    reference, idata, random_seed, progressbar, **sampling
+        As :func:`annealed_importance_sampling`.
+
+    Returns
+    -------
+    Evidence
+        Diagnostics include ``n_draws``, ``n_iter``, ``n_dropped_rungs`` and
+        ``first_dropped_rung`` (-1 when none); ``sample_stats`` holds, as for :func:`rao_blackwellized_tempered_sampling`,
+        per-rung occupancy ``c_k`` and ``prior_r``, acceptance, and the ``beta`` transition
+        matrix.
     """
     target, setup, result, diagnostics, messages = _tempered_common(
         model, random_seed=random_seed, reference=reference, ladder=ladder, n_rungs=n_rungs,

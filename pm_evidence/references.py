@@ -106,7 +106,17 @@ def _graph_mahalanobis_sq(x, mean, chol_inv):
 
 @dataclass(frozen=True, eq=False)
 class MultivariateNormalReference(Reference):
-    """Multivariate normal ``N(mean, L L^T)`` (``chol`` is the lower Cholesky factor ``L``)."""
+    """Multivariate normal ``N(mean, L L^T)`` (``chol`` is the lower Cholesky factor ``L``).
+
+    Parameters
+    ----------
+    mean : numpy.ndarray, shape (dim,)
+        Mean on the flat unconstrained space.
+    chol : numpy.ndarray, shape (dim, dim)
+        Lower Cholesky factor ``L`` of the covariance ``L L^T``.
+    name : str, default "normal"
+        Name of the reference (reported as ``diagnostics["reference"]`` by the estimators).
+    """
 
     mean: np.ndarray
     chol: np.ndarray
@@ -156,6 +166,18 @@ class MultivariateStudentTReference(Reference):
 
     Heavier tails than the normal: the safer proposal for importance sampling (seed 000 §3:
     IS degrades when p0 is lighter-tailed or more peaked than the target).
+
+    Parameters
+    ----------
+    mean : numpy.ndarray, shape (dim,)
+        Location on the flat unconstrained space.
+    chol : numpy.ndarray, shape (dim, dim)
+        Lower Cholesky factor ``L`` of the scale matrix ``L L^T`` (the covariance is
+        ``L L^T df / (df - 2)`` for ``df > 2``).
+    df : float, default 5.0
+        Degrees of freedom.
+    name : str, default "student_t"
+        Name of the reference (reported as ``diagnostics["reference"]`` by the estimators).
     """
 
     mean: np.ndarray
@@ -225,6 +247,17 @@ class Warp3Reference(MultivariateNormalReference):
     ``reflect(x) = 2 mean - x``; ``f_sym`` has the same integral as ``f``. Every function the
     bridge needs at posterior draws is symmetric about ``mean``, so draws of ``f`` serve for
     ``f_sym``. The estimator evaluates the target at both ``x`` and ``reflect(x)``.
+
+    Parameters
+    ----------
+    mean : numpy.ndarray, shape (dim,)
+        Mean of the reference and centre of the reflection ``reflect(x) = 2 mean - x`` (with
+        ``reference="warp3"``: the mean of the posterior draws).
+    chol : numpy.ndarray, shape (dim, dim)
+        Lower Cholesky factor ``L`` of the reference's covariance ``L L^T`` (with
+        ``reference="warp3"``: that of the posterior draws).
+    name : str, default "warp3"
+        Name of the reference (reported as ``diagnostics["reference"]`` by the estimators).
     """
 
     name: str = "warp3"
@@ -258,6 +291,20 @@ class PriorReference(Reference):
     Only for proper priors that PyMC can draw from (not ``pm.Flat``/``pm.HalfFlat``). Draws are
     forward samples of the free variables mapped through the transforms (one compiled call per
     draw, as PyMC's own ``pm.draw`` does); densities are evaluated batched.
+
+    Parameters
+    ----------
+    target : LogDensity
+        The model's log density; ``logpdf`` is its ``log_prior`` and ``sample`` its
+        ``sample_prior``.
+    name : str, default "prior"
+        Name of the reference (reported as ``diagnostics["reference"]`` by the estimators).
+
+    Raises
+    ------
+    EvidenceInputError
+        If a free variable has an improper ``Flat``/``HalfFlat`` prior, or a transform that
+        restricts its support (e.g. ``ordered``).
     """
 
     target: object  # LogDensity
@@ -307,6 +354,19 @@ class BernoulliProductReference(Reference):
     :mod:`pm_evidence.energy` for their constructors. ``logpdf`` is ``-inf`` off the binary
     points. ``grad_logpdf`` is that of the relaxed ``sum_j x_j log sigma(l_j) + (1 - x_j)
     log sigma(-l_j)``, i.e. ``l``, for gradient-informed flips.
+
+    Parameters
+    ----------
+    logits : array_like, shape (dim,)
+        Finite logits ``l_j`` of the success probabilities ``sigma(l_j)``; converted to a float
+        array. ``from_probabilities`` builds them from (clipped) probabilities.
+    name : str, default "bernoulli_product"
+        Name of the reference (reported as ``diagnostics["reference"]`` by the estimators).
+
+    Raises
+    ------
+    EvidenceInputError
+        If ``logits`` is not 1-D or has a non-finite entry.
     """
 
     logits: np.ndarray
@@ -355,6 +415,19 @@ class CategoricalProductReference(Reference):
     ``logpdf`` is ``-inf`` off the grid of allowed values. :meth:`uniform` gives the uniform
     distribution over every entry's values, the reference of models with Categorical (and
     Bernoulli) free variables under ``reference="uniform"``.
+
+    Parameters
+    ----------
+    log_probs : array_like, shape (dim, L)
+        Log probabilities of each entry's values, ``-inf`` for values an entry does not have;
+        every row must be normalized (``logsumexp`` over a row is 0), without NaN or ``+inf``.
+    name : str, default "categorical_product"
+        Name of the reference (reported as ``diagnostics["reference"]`` by the estimators).
+
+    Raises
+    ------
+    EvidenceInputError
+        If ``log_probs`` is not 2-D, has NaN or ``+inf``, or a row is not normalized.
     """
 
     log_probs: np.ndarray
