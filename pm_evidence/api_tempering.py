@@ -540,7 +540,7 @@ def reverse_annealed_importance_sampling(
 ) -> Evidence:
     r"""Reverse AIS, RAISE (Burda et al. 2015; seed 004 §3.2; seed 000 §6).
 
-    ``n_chains`` posterior draws (spread evenly over ``idata``'s draws, or drawn by NUTS) are
+    ``n_chains`` posterior draws (chosen at random without replacement from ``idata``'s draws, or drawn by NUTS) are
     annealed from ``beta = 1`` down to the reference. The reverse weights have ``E[w] = 1/Z``
     for exact posterior draws, so ``log Z = -log mean w`` is a stochastic **upper bound** (in
     expectation): with AIS's lower bound it sandwiches ``log Z``. Options as
