@@ -360,8 +360,11 @@ def pymc_sample(*, draws: int, progressbar: bool, **kwargs):
 
     user_callback = kwargs.pop("callback", None)
 
+    in_tuning = [True]  # whether the last draw PyMC reported was a tuning draw
+
     def _stop_every_chain(trace, draw):
         # PyMC stops only the chain a Ctrl-C hit; this stops the ones after it at their first draw
+        in_tuning[0] = bool(draw.tuning)
         if user_callback is not None:
             user_callback(trace=trace, draw=draw)
         if noted:
@@ -384,8 +387,7 @@ def pymc_sample(*, draws: int, progressbar: bool, **kwargs):
             raise
         # a run stopped part-way can fail when PyMC assembles it: report the Ctrl-C
         stopped = KeyboardInterrupt()
-        tuning = "not enough samples" in str(err).lower()  # PyMC drops the tuning draws
-        stopped.pm_evidence_phase = "NUTS tuning" if tuning else "NUTS sampling"
+        stopped.pm_evidence_phase = "NUTS tuning" if in_tuning[0] else "NUTS sampling"
         raise stopped from err
     finally:
         if watch:
@@ -393,6 +395,6 @@ def pymc_sample(*, draws: int, progressbar: bool, **kwargs):
     got = int(idata["posterior"].sizes.get("draw", 0))
     if noted or got < draws:
         stopped = KeyboardInterrupt(f"{got} of {draws} draws per chain" if got < draws else "")
-        stopped.pm_evidence_phase = "NUTS tuning" if got == 0 else "NUTS sampling"
+        stopped.pm_evidence_phase = "NUTS tuning" if got == 0 or in_tuning[0] else "NUTS sampling"
         raise stopped
     return idata
