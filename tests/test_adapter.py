@@ -115,6 +115,8 @@ def test_prior_sampler_draws_a_batch_in_one_call(rng):
         tau = pm.HalfNormal("tau", 1.0)
         pm.Normal("theta", mu, tau, shape=3)
         pm.Dirichlet("w", np.ones(3))
+        # only the second parameter is batched (PyTensor's own vectorization fails here)
+        pm.Normal("b", 0.0, tau, shape=2)
     target = LogDensity(model)
     assert target.prior.batched
     draws = target.prior.draw(rng, 40_000)
@@ -124,6 +126,9 @@ def test_prior_sampler_draws_a_batch_in_one_call(rng):
     np.testing.assert_allclose(draws["theta"].var(axis=0), 2.0, atol=5 * se * 1.5)
     corr = np.corrcoef(draws["theta"][:, 0], draws["theta"][:, 1])[0, 1]
     assert abs(corr - 0.5) < 0.03  # shared mu: Cov = 1, Var = 2
+    # b / tau ~ N(0, 1) row by row
+    z = draws["b"] / draws["tau"][:, None]
+    np.testing.assert_allclose(z.std(axis=0), 1.0, atol=5 * np.sqrt(0.5 / 40_000))
     # LKJ (a SymbolicRandomVariable) draws one point per call, with the same interface
     unbatched = LogDensity(_transform_zoo())
     assert not unbatched.prior.batched

@@ -30,22 +30,34 @@ __all__ = ["PriorSampler"]
 
 def _root_batched(model: pm.Model, n: pt.TensorVariable, shapes: dict) -> list | None:
     """The free variables as graphs with a leading batch dimension ``n``, or ``None`` when some
-    variable is not a plain ``RandomVariable``."""
+    variable is not a plain ``RandomVariable``.
+
+    Variables are rebuilt in the model's order (parents first), each with the size
+    ``(n, *batch_shape)`` and its parameters vectorized over the parents already rebuilt; a
+    batched parameter gets unit axes after ``n`` so that it lines up with the batch shape.
+    (PyTensor's own vectorization of a random variable with an explicit size extends the size
+    only by the batch dimensions of its first parameter, and fails when another one is batched,
+    e.g. ``beta ~ N(0, sqrt(sigma2), shape=d)``.)
+    """
     free = list(model.free_RVs)
     if not all(isinstance(rv.owner.op, RandomVariable) for rv in free):
         return None
-    free_set = set(free)
     replace = {}
     for rv in free:
         op, node = rv.owner.op, rv.owner
-        params = op.dist_params(node)
-        if any(a in free_set for a in ancestors(params)):
-            continue  # a descendant: batched by vectorization
         batch_shape = shapes[rv.name][: rv.ndim - op.ndim_supp]  # constants, not rv.shape
         size = pt.stack([n, *(np.int64(s) for s in batch_shape)])
+        params = list(op.dist_params(node))
+        if replace:
+            new_params = vectorize_graph(params, replace=replace)
+            for i, (old, new) in enumerate(zip(params, new_params, strict=True)):
+                if new.ndim == old.ndim:
+                    continue  # not batched: broadcasts against (n, *batch_shape)
+                n_missing = len(batch_shape) - (old.ndim - op.ndims_params[i])
+                params[i] = pt.expand_dims(new, tuple(range(1, 1 + n_missing))) if n_missing else new
         new_node = op.make_node(op.rng_param(node), size, *params)
         replace[rv] = new_node.outputs[1]
-    batched = vectorize_graph(free, replace=replace)
+    batched = [replace[rv] for rv in free]
     if any(
         var.owner is not None and isinstance(var.owner.op, SymbolicRandomVariable)
         for var in ancestors(batched)
