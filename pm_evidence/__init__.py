@@ -1,5 +1,6 @@
 """pm_evidence: marginal likelihoods (log evidence) and Bayes factors for PyMC models."""
 
+from pm_evidence import path_estimators
 from pm_evidence.api import (
     bridge_sampling,
     combine_is_ris,
@@ -25,6 +26,7 @@ from pm_evidence.exceptions import (
     OverlapError,
 )
 from pm_evidence.marginal import METHODS, marginal_likelihood
+from pm_evidence.plan import PathOptions, PathPlan, make_plan
 from pm_evidence.plots import (
     plot_bayes_factor,
     plot_evidence,
@@ -40,6 +42,15 @@ from pm_evidence.references import (
     Reference,
     Warp3Reference,
 )
+from pm_evidence.runs import (
+    AnnealingOptions,
+    AnnealingRun,
+    TemperingOptions,
+    TemperingRun,
+    run_annealing,
+    run_reverse_annealing,
+    run_tempering,
+)
 from pm_evidence.smc import from_smc
 from pm_evidence.target import LogDensity
 from pm_evidence.tracking import LogZTracker
@@ -48,6 +59,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "METHODS",
+    "AnnealingOptions",
+    "AnnealingRun",
     "BernoulliProductReference",
     "CategoricalProductReference",
     "ConvergenceError",
@@ -60,8 +73,12 @@ __all__ = [
     "MultivariateStudentTReference",
     "NonFiniteLogDensityError",
     "OverlapError",
+    "PathOptions",
+    "PathPlan",
     "PriorReference",
     "Reference",
+    "TemperingOptions",
+    "TemperingRun",
     "Warp3Reference",
     "annealed_discriminance_sampling",
     "annealed_importance_sampling",
@@ -74,8 +91,10 @@ __all__ = [
     "from_smc",
     "importance_sampling",
     "is_ris_combination",
+    "make_plan",
     "marginal_likelihood",
     "mbar",
+    "path_estimators",
     "plot_bayes_factor",
     "plot_evidence",
     "plot_occupancy",
@@ -84,5 +103,8 @@ __all__ = [
     "rao_blackwellized_tempered_sampling",
     "reverse_annealed_importance_sampling",
     "reverse_importance_sampling",
+    "run_annealing",
+    "run_reverse_annealing",
+    "run_tempering",
     "thermodynamic_integration",
 ]

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-import inspect
+import dataclasses
 import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import fields, replace
+from functools import partial
 
+import numpy as np
 import pymc as pm
 
+from pm_evidence import path_estimators
 from pm_evidence.api import (
     _target,
     bridge_sampling,
@@ -17,47 +21,60 @@ from pm_evidence.api import (
     posterior_draws,
     reverse_importance_sampling,
 )
-from pm_evidence.api_tempering import (
-    annealed_discriminance_sampling,
-    annealed_importance_sampling,
-    mbar,
-    rao_blackwellized_tempered_sampling,
-    reverse_annealed_importance_sampling,
-    thermodynamic_integration,
-)
 from pm_evidence.evidence import DISAGREEMENT_Z, Evidence, EvidenceSet
 from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.plan import SAMPLE_KEYS, PathOptions, make_plan
 from pm_evidence.progress import interruptible, quiet, status
-from pm_evidence.utils import as_generator
+from pm_evidence.runs import (
+    AnnealingOptions,
+    TemperingOptions,
+    run_annealing,
+    run_reverse_annealing,
+    run_tempering,
+)
+from pm_evidence.utils import stage_rngs
 
 __all__ = ["METHODS", "marginal_likelihood"]
 
-_METHOD_FUNCTIONS: dict[str, Callable[..., Evidence]] = {
-    "is": importance_sampling,
-    "ris": reverse_importance_sampling,
-    "ds": discriminance_sampling,
-    "bridge": bridge_sampling,
-    "is_ris_average": lambda model=None, **kw: is_ris_combination(model, rule="average", **kw),
-    "is_ris_weighted": lambda model=None, **kw: is_ris_combination(model, rule="weighted", **kw),
-    "is_ris_selection": lambda model=None, **kw: is_ris_combination(model, rule="selection", **kw),
-    "ais": annealed_importance_sampling,
-    "raise": reverse_annealed_importance_sampling,
-    "ads": annealed_discriminance_sampling,
-    "rts": rao_blackwellized_tempered_sampling,
-    "ti": thermodynamic_integration,
-    "mbar": mbar,
+# Methods fitted to posterior draws: the function, its random stream and the options it takes.
+_PLAIN: dict[str, tuple[Callable[..., Evidence], str, tuple[str, ...]]] = {
+    "is": (importance_sampling, "is", ("reference", "n_reference")),
+    "ris": (reverse_importance_sampling, "ris", ("reference",)),
+    "ds": (discriminance_sampling, "ds", ("reference", "n_reference")),
+    "bridge": (
+        bridge_sampling,
+        "bridge",
+        ("proposal", "repetitions", "use_neff", "tol", "maxiter"),
+    ),
+    "is_ris_average": (partial(is_ris_combination, rule="average"), "is_ris", ("reference",)),
+    "is_ris_weighted": (partial(is_ris_combination, rule="weighted"), "is_ris", ("reference",)),
+    "is_ris_selection": (partial(is_ris_combination, rule="selection"), "is_ris", ("reference",)),
 }
-METHODS: tuple[str, ...] = tuple(_METHOD_FUNCTIONS)
+# Methods along the geometric path: the run they read and their own options. They share one
+# plan (reference, kernel, pilot); ais and ads one annealing run; rts, ti and mbar one tempered
+# run (made with record=True when mbar is asked for: that keeps the draws, it changes none).
+_PATH: dict[str, tuple[str, tuple[str, ...]]] = {
+    "ais": ("annealing", ()),
+    "raise": ("reverse_annealing", ()),
+    "ads": ("annealing", ("version",)),
+    "rts": ("tempering", ()),
+    "ti": ("tempering", ("variant", "corrected")),
+    "mbar": ("tempering", ()),
+}
+METHODS: tuple[str, ...] = ("auto", *_PLAIN, *_PATH)
 """Names accepted by ``marginal_likelihood(method=...)`` (read-only)."""
-# methods along the geometric path: they share one set-up (reference, ladder, kernel tuning)
-PATH_METHODS = ("ais", "raise", "ads", "rts", "ti", "mbar")
-SAMPLE_KEYS = ("draws", "tune", "chains", "sample_kwargs")
+PATH_METHODS = tuple(_PATH)
+_OPTION_OBJECTS = {
+    "path": PathOptions,
+    "annealing": AnnealingOptions,
+    "tempering": TemperingOptions,
+}
 
 
 def marginal_likelihood(
     model: pm.Model | None = None,
     *,
-    method: str | Sequence[str] = "bridge",
+    method: str | Sequence[str] = "auto",
     idata=None,
     random_seed=None,
     progressbar: bool = True,
@@ -70,21 +87,34 @@ def marginal_likelihood(
     model : pymc.Model, optional
         Taken from the ``with model:`` context when omitted.
     method : str or list of str
-        One of :data:`~pm_evidence.METHODS`: ``"is"``, ``"ris"``, ``"ds"``, ``"bridge"``, the IS/RIS
+        ``"auto"`` (default): the estimator a numerical expert would pick for this model, checked
+        by one of another family that shares neither its draws nor its reference (see
+        ``pm_evidence.marginal.auto_pair``); the better-supported of the two is returned, and a disagreement by
+        more than 4 combined SEs is a warning on the result. Or one of
+        :data:`~pm_evidence.METHODS`: ``"is"``, ``"ris"``, ``"ds"``, ``"bridge"``, the IS/RIS
         combinations of seed 000 §6, and the path methods ``"ais"``, ``"raise"``, ``"ads"``,
         ``"rts"``, ``"ti"``, ``"mbar"``. A list runs each on shared samples where the maths
-        allows: posterior draws are sampled once; the path methods share one reference, ladder
-        and kernel tuning; ``ads`` reuses the AIS run; ``ti`` and ``mbar`` reuse the tempered
-        run of ``rts``.
+        allows: posterior draws are sampled once; the path methods share one plan
+        (:func:`~pm_evidence.make_plan`: reference, kernel, pilot); ``ais`` and ``ads`` read one
+        annealing run, ``rts``, ``ti`` and ``mbar`` one tempered run. Every stage draws from its
+        own random stream, so each method's result is the same alone and in a list, in any
+        order.
     idata : xarray.DataTree, optional
         Posterior draws of this model (``pm.sample()`` output); drawn with NUTS when needed.
     random_seed : int or numpy.random.Generator, optional
     progressbar : bool
         Show progress bars (NUTS, annealing, tempering).
     **kwargs
-        Options of the method's own function (e.g. ``reference=``, ``n_rungs=``, or
+        Options: those of the plain methods (``reference=``, ``n_reference=``, or
         ``proposal="warp3"`` for ``"bridge"``, whose result is then labelled
-        ``"bridge_warp3"``). With a list, every method receives the options it accepts.
+        ``"bridge_warp3"``); for the path methods the option objects ``path=``
+        (:class:`~pm_evidence.PathOptions`), ``annealing=``
+        (:class:`~pm_evidence.AnnealingOptions`), ``tempering=``
+        (:class:`~pm_evidence.TemperingOptions`) or any of their fields by name
+        (``target_se=0.005``, ``n_chains=200``; a field of both annealing and tempering options
+        sets both), and ``version`` (ads), ``variant``/``corrected`` (ti); NUTS options
+        (``draws``, ``tune``, ``chains``, ``sample_kwargs``). With a list, every method receives
+        the options it accepts; an option no requested method takes is an error.
 
     Returns
     -------
@@ -121,50 +151,181 @@ def marginal_likelihood(
         return _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs)
 
 
-def _run_method(name: str, model, progressbar: bool, **options) -> Evidence:
-    """One method, with a status line until its progress bars take over."""
+def _check_options(methods: list[str], kwargs: dict) -> None:
+    """Every keyword must be taken by at least one requested method (or be a NUTS option)."""
+    accepted = set(SAMPLE_KEYS)
+    for name in methods:
+        if name in _PLAIN:
+            accepted |= set(_PLAIN[name][2])
+        else:
+            accepted |= set(_PATH[name][1]) | set(_OPTION_OBJECTS)
+            kinds = ("path", "annealing" if _PATH[name][0] != "tempering" else "tempering")
+            for kind in kinds:
+                accepted |= {f.name for f in fields(_OPTION_OBJECTS[kind])}
+    unused = set(kwargs) - accepted
+    if unused:
+        raise EvidenceInputError(
+            f"Options {sorted(unused)} are not accepted by any of the methods {methods}; "
+            f"accepted: {sorted(accepted)}."
+        )
+
+
+class _PathRuns:
+    """The plan and the runs of the path methods of one call, each made when first needed.
+
+    Every run draws from its own stage stream, so when it is made changes nothing."""
+
+    def __init__(self, target, methods, idata, rngs, progressbar, kwargs):
+        self.target, self.idata, self.rngs, self.progressbar = target, idata, rngs, progressbar
+        self.need_posterior = "raise" in methods
+        self.record = "mbar" in methods
+        path_keys = {f.name for f in fields(PathOptions)}
+        annealing_keys = {f.name for f in fields(AnnealingOptions)}
+        tempering_keys = {f.name for f in fields(TemperingOptions)}
+        self.sampling = {k: v for k, v in kwargs.items() if k in SAMPLE_KEYS}
+        self.path = _options(PathOptions, kwargs.get("path"), kwargs, path_keys)
+        self.annealing = _options(AnnealingOptions, kwargs.get("annealing"), kwargs, annealing_keys)
+        self.tempering = _options(TemperingOptions, kwargs.get("tempering"), kwargs, tempering_keys)
+        self._plan = self._runs = None
+        self._runs = {}
+
+    def plan(self):
+        if self._plan is None:
+            self._plan = make_plan(
+                self.target, self.path, idata=self.idata, sampling=self.sampling,
+                need_posterior=self.need_posterior, rngs=self.rngs, progressbar=self.progressbar,
+            )  # fmt: skip
+        return self._plan
+
+    def run(self, kind: str):
+        if kind not in self._runs:
+            plan, rng, bar = self.plan(), self.rngs[kind], self.progressbar
+            if kind == "annealing":
+                self._runs[kind] = run_annealing(plan, self.annealing, rng=rng, progressbar=bar)
+            elif kind == "reverse_annealing":
+                self._runs[kind] = run_reverse_annealing(
+                    plan, self.annealing, rng=rng, progressbar=bar
+                )
+            else:
+                options = replace(self.tempering, record=self.record or self.tempering.record)
+                self._runs[kind] = run_tempering(plan, options, rng=rng, progressbar=bar)
+        return self._runs[kind]
+
+
+def _options(cls, given, kwargs: dict, names: set[str]):
+    if given is not None and not isinstance(given, cls):
+        raise EvidenceInputError(f"Expected a {cls.__name__}, got {type(given).__name__}.")
+    return replace(given or cls(), **{k: v for k, v in kwargs.items() if k in names})
+
+
+def _path_estimate(name: str, runs: _PathRuns, kwargs: dict) -> Evidence:
+    kind = _PATH[name][0]
+    with status(
+        f"pm_evidence {name}: compiling the model's log-density and setting up",
+        runs.progressbar,
+        phase_name=f"compilation / set-up of {name!r}",
+    ):
+        run = runs.run(kind)
+    own = {k: kwargs[k] for k in _PATH[name][1] if k in kwargs}
+    follow_up = {
+        "ais": path_estimators.ais,
+        "raise": path_estimators.reverse_ais,
+        "ads": path_estimators.ads,
+        "rts": path_estimators.rts,
+        "ti": path_estimators.ti,
+        "mbar": path_estimators.mbar,
+    }[name]
+    return follow_up(run, **own)
+
+
+def _plain_estimate(name: str, target, idata, rngs, progressbar, kwargs) -> Evidence:
+    function, stage, accepted = _PLAIN[name]
+    own = {k: kwargs[k] for k in accepted if k in kwargs}
     with status(
         f"pm_evidence {name}: compiling the model's log-density and setting up",
         progressbar,
         phase_name=f"compilation / set-up of {name!r}",
     ):
-        return _METHOD_FUNCTIONS[name](model, progressbar=progressbar, **options)
+        return function(
+            target, idata=idata, random_seed=rngs[stage], progressbar=progressbar, **own
+        )
+
+
+def auto_pair(target) -> tuple[str, str]:
+    """The estimator and the cross-check of ``method="auto"`` for a model.
+
+    Continuous models: bridge sampling (the most efficient at defaults in
+    ``benchmarks/defaults.py``; posterior draws and a normal fitted to their first halves)
+    checked by AIS (its own annealed chains from a Student-t ``p0``, a stochastic lower bound).
+    Models with discrete variables (no NUTS draws, no bridge): RTS checked by AIS, two samplers
+    on one plan (the prior as ``p0``): they share the reference, not the draws.
+    """
+    return ("rts", "ais") if target.has_discrete else ("bridge", "ais")
+
+
+def _auto(target, idata, random_seed, progressbar, kwargs) -> Evidence:
+    primary, check = auto_pair(target)
+    pair = _marginal_likelihood(target, [primary, check], idata, random_seed, progressbar, kwargs)
+    if check not in pair:  # interrupted after the first
+        return pair[primary]
+    a, b = pair[primary], pair[check]
+    combined = float(np.hypot(a.se, b.se))
+    z = abs(a.log_z - b.log_z) / combined if combined > 0 else np.inf
+    # better supported: a result without warnings, then the smaller SE
+    chosen, other = (a, b) if (not a.reliable, a.se) <= (not b.reliable, b.se) else (b, a)
+    diagnostics = {
+        **chosen.diagnostics,
+        "auto_pair": f"{primary} checked by {check}",
+        "auto_other_method": other.method,
+        "auto_other_log_z": other.log_z,
+        "auto_other_se": other.se,
+        "auto_z": z,
+    }
+    messages = list(chosen.warnings)
+    if not z <= DISAGREEMENT_Z:
+        message = (
+            f"method='auto': {primary} and its cross-check {check} (different draws and "
+            f"reference) disagree by {z:.1f} combined standard errors (> {DISAGREEMENT_Z:g}): "
+            f"log Z = {a.log_z:.4f} ± {a.se:.4f} vs {b.log_z:.4f} ± {b.se:.4f}. At least one is "
+            f"wrong or under-states its error (a missed mode, a poor reference); check both "
+            f"with method=[{primary!r}, {check!r}] and their diagnostics."
+        )
+        warnings.warn(message, UserWarning, stacklevel=4)
+        messages.append(message)
+    return dataclasses.replace(chosen, diagnostics=diagnostics, warnings=tuple(messages))
 
 
 def _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs):
-    if isinstance(method, str):
-        _check_method(method)
-        return _run_method(
-            method, model, progressbar, idata=idata, random_seed=random_seed, **kwargs
+    if isinstance(method, str) and method == "auto":
+        return _auto(_target(model), idata, random_seed, progressbar, kwargs)
+    if not isinstance(method, str) and "auto" in method:
+        raise EvidenceInputError(
+            "method='auto' picks two methods itself and cannot be part of a list; list the "
+            f"methods to run instead (any of {list(METHODS[1:])})."
         )
-    methods = list(method)
+    methods = [method] if isinstance(method, str) else list(method)
     for name in methods:
         _check_method(name)
+    if len(set(methods)) != len(methods):
+        raise EvidenceInputError(f"A method is listed twice in {methods}.")
+    _check_options(methods, kwargs)
     target = _target(model)
-    rng = as_generator(random_seed)
-    plain = [m for m in methods if m not in PATH_METHODS]
-    # RAISE on a discrete model draws its own posterior with the path's kernel (no NUTS)
-    needs_posterior = bool(plain) or ("raise" in methods and not target.has_discrete)
-    if idata is None and needs_posterior:
-        sampling = {k: kwargs.pop(k) for k in SAMPLE_KEYS if k in kwargs}
-        # shared as flat draws: no round trip through named values
-        idata = posterior_draws(target, None, rng=rng, progressbar=progressbar, **sampling)
-    unused = set(kwargs) - set().union(*(_accepted_options(m) for m in methods))
-    if unused:
-        raise EvidenceInputError(
-            f"Options {sorted(unused)} are not accepted by any of the methods {methods}."
+    rngs = stage_rngs(random_seed)
+    plain = [m for m in methods if m in _PLAIN]
+    if idata is None and plain:
+        # drawn once from the "posterior" stream: the same draws a path plan would make
+        sampling = {k: v for k, v in kwargs.items() if k in SAMPLE_KEYS}
+        idata = posterior_draws(
+            target, None, rng=rngs["posterior"], progressbar=progressbar, **sampling
         )
-    runs = {"record_tempered": "mbar" in methods}
+    runs = _PathRuns(target, methods, idata, rngs, progressbar, kwargs)
     results = EvidenceSet()
     for name in methods:
-        accepted = _accepted_options(name)
-        options = {k: v for k, v in kwargs.items() if k in accepted}
-        if name in PATH_METHODS:
-            options["_runs"] = runs
         try:
-            results[name] = _run_method(
-                name, target, progressbar, idata=idata, random_seed=rng, **options
-            )
+            if name in _PLAIN:
+                results[name] = _plain_estimate(name, target, idata, rngs, progressbar, kwargs)
+            else:
+                results[name] = _path_estimate(name, runs, kwargs)
         except KeyboardInterrupt:
             if not results:
                 raise
@@ -183,6 +344,8 @@ def _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs)
                 stacklevel=3,
             )
             break
+    if isinstance(method, str):
+        return results[method]
     for a, b, z in results.disagreements():
         warnings.warn(
             f"Methods {a!r} and {b!r} disagree by {z:.1f} combined standard errors "
@@ -193,15 +356,6 @@ def _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs)
             stacklevel=3,
         )
     return results
-
-
-def _accepted_options(name: str) -> set[str]:
-    """Keyword options the method's function accepts (its signature plus NUTS options)."""
-    function = _METHOD_FUNCTIONS[name]
-    if name.startswith("is_ris_"):
-        function = is_ris_combination
-    parameters = inspect.signature(function).parameters
-    return {p for p in parameters if not p.startswith("_")} | set(SAMPLE_KEYS)
 
 
 def _check_method(name) -> None:

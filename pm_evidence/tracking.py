@@ -21,8 +21,9 @@ import numpy as np
 import pymc as pm
 
 from pm_evidence.api import _target
-from pm_evidence.api_tempering import _log_r, _setup
 from pm_evidence.estimators.tempered import rts_partial_update
+from pm_evidence.plan import PathOptions, make_plan
+from pm_evidence.runs import log_r_of
 from pm_evidence.target import LogDensity
 from pm_evidence.tempering.samplers import rts_initial_iterations, run_tempered
 from pm_evidence.utils import as_generator
@@ -76,24 +77,24 @@ class LogZTracker:
         self._target = _target(model)
         self._rng = as_generator(random_seed)
         self._progressbar = progressbar
-        self._setup = _setup(
-            self._target, self._rng, reference=reference, ladder=ladder, n_rungs=n_rungs,
-            beta_min=beta_min, kernel=kernel, n_leapfrog=2, n_flips=1, blocks=blocks, idata=None,
-            need_posterior=False, sampling={}, progressbar=progressbar, runs=None,
-            need_pilot=True,
-        )  # fmt: skip
-        self._log_r = _log_r(prior_r, self._setup.betas.size)
-        state = self._setup.path.sample_reference(
-            self._rng, n_chains, with_grad=self._setup.kernel.needs_grad
+        plan = make_plan(
+            self._target,
+            PathOptions(reference=reference, kernel=kernel, blocks=blocks),
+            random_seed=self._rng,
+            progressbar=progressbar,
         )
+        self._plan = plan
+        self._ladder = plan.ladder(ladder, n_rungs, beta_min, default_rungs=n_rungs)
+        self._log_r = log_r_of(prior_r, self._ladder.n_rungs)
+        state = plan.path.sample_reference(self._rng, n_chains, with_grad=plan.kernel.needs_grad)
         log_zhat, state, self.init_history, n_eval = rts_initial_iterations(
-            self._rng, self._setup.path, self._setup.kernel, self._setup.betas, self._log_r,
-            self._setup.log_z_pilot, state, self._setup.tuning, n_sweeps=n_init_sweeps,
+            self._rng, plan.path, plan.kernel, self._ladder.betas, self._log_r,
+            self._ladder.log_z_pilot, state, self._ladder.tuning, n_sweeps=n_init_sweeps,
             max_iterations=max_init_iterations, progressbar=progressbar,
         )  # fmt: skip
         self._state, self._rung = state, None
         self._log_zhat = log_zhat - log_zhat[0]
-        self.n_evaluations = int(n_eval + self._setup.n_setup_evaluations)
+        self.n_evaluations = int(n_eval + plan.n_setup_evaluations)
         self.history = [self.log_z]
 
     @property
@@ -108,11 +109,11 @@ class LogZTracker:
     def update(self, *, n_sweeps: int = 25, alpha: float = 0.2) -> float:
         """Re-evaluate the chains under the model's current parameters, run ``n_sweeps`` sweeps
         of simulated tempering from where they were, and apply eq. (24). Returns ``log_z``."""
-        setup = self._setup
-        state = setup.path.evaluate(self._state.x, with_grad=setup.kernel.needs_grad)
+        plan, ladder = self._plan, self._ladder
+        state = plan.path.evaluate(self._state.x, with_grad=plan.kernel.needs_grad)
         run = run_tempered(
-            self._rng, setup.path, setup.kernel, setup.betas, self._log_r, self._log_zhat,
-            state, self._rung, setup.tuning, n_sweeps=n_sweeps, progressbar=self._progressbar,
+            self._rng, plan.path, plan.kernel, ladder.betas, self._log_r, self._log_zhat,
+            state, self._rung, ladder.tuning, n_sweeps=n_sweeps, progressbar=self._progressbar,
             allow_interrupt=False, description="tracking log Z",
         )  # fmt: skip
         c_hat = run.c_sum.sum(axis=0) / run.n_iterations.sum()

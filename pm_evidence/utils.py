@@ -21,6 +21,7 @@ __all__ = [
     "pareto_khat",
     "relative_sd_of_mean",
     "spawn_seed",
+    "stage_rngs",
 ]
 
 # R-hat above this flags chains that have not mixed: Vehtari, Gelman, Simpson, Carpenter and
@@ -43,6 +44,35 @@ def as_generator(random_seed: int | np.random.Generator | np.random.SeedSequence
         f"random_seed must be None, an int, a SeedSequence or a numpy Generator, "
         f"got {type(random_seed).__name__}"
     )
+
+
+# The stages of an evidence computation that draw random numbers. Each gets its own stream,
+# spawned from the user's seed at a fixed position, so a stage's draws do not depend on which
+# other stages run or in which order (a method in a list gets exactly what it gets alone).
+STAGES = (
+    "posterior", "pilot", "annealing", "reverse_annealing", "tempering",
+    "is", "ris", "ds", "bridge", "is_ris",
+)  # fmt: skip
+
+
+def stage_rngs(random_seed) -> dict[str, np.random.Generator]:
+    """One independent :class:`numpy.random.Generator` per stage of :data:`STAGES`.
+
+    The streams are the children of one :class:`numpy.random.SeedSequence` (``spawn``), taken
+    at fixed positions. An int, ``None`` or a SeedSequence seeds that sequence directly; a
+    Generator is advanced by one draw, which seeds it.
+    """
+    if isinstance(random_seed, np.random.Generator):
+        sequence = np.random.SeedSequence(int(random_seed.integers(2**63)))
+    elif isinstance(random_seed, np.random.SeedSequence):  # a copy: the caller's is unchanged
+        sequence = np.random.SeedSequence(random_seed.entropy, spawn_key=random_seed.spawn_key)
+    else:
+        as_generator(random_seed)  # validates the type
+        sequence = np.random.SeedSequence(random_seed)
+    children = sequence.spawn(len(STAGES))
+    return {
+        name: np.random.default_rng(child) for name, child in zip(STAGES, children, strict=True)
+    }
 
 
 def spawn_seed(rng: np.random.Generator) -> int:

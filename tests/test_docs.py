@@ -44,6 +44,9 @@ def _problems(obj) -> list[str]:
         return ["no docstring"]
     if inspect.isclass(obj) and issubclass(obj, BaseException):
         return []
+    if inspect.ismodule(obj):  # a namespace (path_estimators): its functions are checked below
+        functions = [f for f in map(obj.__dict__.get, obj.__all__) if inspect.isfunction(f)]
+        return [f"{f.__name__}: {p}" for f in functions for p in _problems(f)]
     if inspect.isclass(obj):
         if "__init__" not in vars(obj) and not hasattr(obj, "__dataclass_fields__"):
             return []  # inherited constructor (e.g. dict): nothing of its own to document

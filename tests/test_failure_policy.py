@@ -18,7 +18,8 @@ from scipy.special import logsumexp, softmax
 from scipy.stats import norm
 
 import pm_evidence as pme
-from pm_evidence.api_tempering import _occupancy_messages, auto_reference
+from pm_evidence.path_estimators import _occupancy_messages
+from pm_evidence.plan import auto_reference
 from pm_evidence.estimators.annealed import ais_core, raise_core
 from pm_evidence.estimators.multistate import _Objective, solve_multistate
 from pm_evidence.estimators.tempered import mbar_core
@@ -161,10 +162,12 @@ def test_occupancy_far_below_its_target_is_flagged():
     good = SimpleNamespace(
         betas=betas, log_r=log_r, c_sum=np.full((4, 5), 20.0), n_iterations=np.full(4, 100.0)
     )
-    assert _occupancy_messages(good) == []
+    assert _occupancy_messages(SimpleNamespace(sampler=good)) == []
     c_sum = good.c_sum.copy()
     c_sum[:, 2], c_sum[:, 0] = 4.0, 36.0  # rung 2 at 0.2 of its target
-    message = _occupancy_messages(SimpleNamespace(**{**vars(good), "c_sum": c_sum}))
+    message = _occupancy_messages(
+        SimpleNamespace(sampler=SimpleNamespace(**{**vars(good), "c_sum": c_sum}))
+    )
     assert len(message) == 1 and "rung 2" in message[0] and "0.20 times" in message[0]
 
 
@@ -214,8 +217,8 @@ def test_low_ess_of_annealing_weights_is_kept_on_the_result(normal_mean_case):
     case = normal_mean_case
     with pytest.warns(UserWarning, match="effective sample size"):
         ev = pme.annealed_importance_sampling(
-            case.model, reference="prior", n_rungs=3, n_chains=40, random_seed=3,
-            progressbar=False,
+            case.model, reference="prior", ladder="linear", n_rungs=3, n_chains=40,
+            target_se=None, random_seed=3, progressbar=False,
         )  # fmt: skip
     assert not ev.reliable
     assert any("effective sample size of only" in w for w in ev.warnings)
@@ -226,8 +229,8 @@ def test_unconverged_rts_initial_iterations_are_kept_on_the_result(normal_mean_c
     case = normal_mean_case
     with pytest.warns(UserWarning, match="initial iterations"):
         ev = pme.rao_blackwellized_tempered_sampling(
-            case.model, reference="prior", max_init_iterations=1, n_init_sweeps=2, random_seed=4,
-            **SMALL_TEMPERED,
+            case.model, reference="prior", ladder="geometric", max_init_iterations=1,
+            n_init_sweeps=2, random_seed=4, **SMALL_TEMPERED,
         )  # fmt: skip
     assert any("initial iterations did not reach" in w for w in ev.warnings)
 

@@ -1,0 +1,377 @@
+r"""The plan of the path methods: reference ``p0``, kernel and pilot run, made once per model.
+
+A :class:`PathPlan` is an explicit value that every path method shares. It holds the geometric
+path ``f_beta = p0^(1 - beta) f^beta`` (seed 004 eq. (2)), the transition kernel, and the
+:class:`~pm_evidence.tempering.pilot.Pilot` that measured the path (its thermodynamic length,
+the kernel's step size along it, a first ``log Z_beta``). Runs take a plan
+(:mod:`pm_evidence.runs`); the estimators are follow-ups on runs
+(:mod:`pm_evidence.path_estimators`).
+
+The default reference (:func:`auto_reference`) is the better of the prior and a Student-t
+fitted to NUTS draws; the default ladders are placed from the pilot at equal thermodynamic
+length (:meth:`PathPlan.ladder`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from pm_evidence.api import (
+    log_density_at_target_draws,
+    posterior_draws,
+    posterior_messages,
+)
+from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.references import (
+    BernoulliProductReference,
+    CategoricalProductReference,
+    MultivariateStudentTReference,
+    PriorReference,
+    Reference,
+    fit_reference,
+)
+from pm_evidence.target import LogDensity
+from pm_evidence.tempering.kernels import Kernel, make_kernel
+from pm_evidence.tempering.ladders import LADDERS, make_ladder
+from pm_evidence.tempering.path import GeometricPath
+from pm_evidence.tempering.pilot import Pilot, ladder_from_pilot, run_pilot
+from pm_evidence.tempering.samplers import sample_at_beta
+from pm_evidence.utils import kish_ess
+
+__all__ = ["Ladder", "PathOptions", "PathPlan", "auto_reference", "make_plan"]
+
+SAMPLE_KEYS = ("draws", "tune", "chains", "sample_kwargs")
+LADDER_KINDS = ("adaptive", *LADDERS)
+
+
+@dataclass(frozen=True)
+class PathOptions:
+    """How the plan is made (options every path method shares).
+
+    Attributes
+    ----------
+    reference : "auto", "prior", "uniform", "student_t", "normal" or Reference
+        ``p0``; see :func:`auto_reference` for ``"auto"``.
+    kernel : {"auto", "hmc", "rwm", "flip", "gibbs", "gwg", "hmc+gibbs", "rwm+gibbs"} or callable
+        The transition at each ``beta``; ``"auto"`` is HMC for continuous models, Gibbs sweeps
+        for all-discrete ones and HMC plus Gibbs for mixed ones. A callable
+        ``step(rng, x, beta) -> x`` must leave every ``f_beta`` invariant.
+    n_leapfrog : int
+        Leapfrog steps of HMC (with a jittered step size).
+    n_flips : int
+        Entries flipped per proposal of ``kernel="flip"``.
+    blocks : list of index arrays, optional
+        Gibbs blocks (entries updated together); default one entry at a time.
+    n_pilot_chains : int
+        Particles of the pilot run.
+    """
+
+    reference: str | Reference = "auto"
+    kernel: str | Callable = "auto"
+    n_leapfrog: int = 2
+    n_flips: int = 1
+    blocks: tuple | list | None = None
+    n_pilot_chains: int = 128
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """Rungs ``0 = beta_1 < ... < beta_K = 1`` with the kernel's tuning and the pilot's
+    ``log Z_beta`` at each, and how they were chosen."""
+
+    betas: np.ndarray
+    tuning: np.ndarray
+    log_z_pilot: np.ndarray
+    how: str
+
+    @property
+    def n_rungs(self) -> int:
+        return int(self.betas.size)
+
+
+@dataclass(frozen=True)
+class PathPlan:
+    """Everything the path methods share: path, kernel, pilot, posterior draws (if any).
+
+    Attributes
+    ----------
+    target : LogDensity
+    path : GeometricPath
+        ``p0`` and the model.
+    kernel : Kernel
+    pilot : Pilot
+        The adaptive SMC pass that measured the path (:func:`~pm_evidence.tempering.pilot.run_pilot`).
+    posterior : numpy.ndarray or None
+        Flat posterior draws ``(chain, draw, dim)`` when drawn (NUTS, ``idata``, or for discrete
+        models a burn-in of the path's kernel at ``beta = 1``).
+    reference_reason : str
+        Why this ``p0``.
+    reference_diagnostics : dict
+        The overlap measures compared by :func:`auto_reference`.
+    messages : tuple of str
+        Warnings every result of this plan carries (R-hat of the NUTS draws, improper prior).
+    n_setup_evaluations : int
+        Log-density evaluations of the pilot (and of a discrete model's burn-in).
+    """
+
+    target: LogDensity
+    path: GeometricPath
+    kernel: Kernel
+    pilot: Pilot
+    posterior: np.ndarray | None = None
+    reference_reason: str = ""
+    reference_diagnostics: dict = field(default_factory=dict)
+    messages: tuple[str, ...] = ()
+    n_setup_evaluations: int = 0
+
+    @property
+    def length(self) -> float:
+        """Thermodynamic length ``L = int_0^1 sqrt(Var_beta[Delta]) d beta`` of the path."""
+        return float(self.pilot.length[-1])
+
+    def ladder(
+        self, kind: str | np.ndarray, n_rungs: int | None, beta_min: float, default_rungs: int
+    ) -> Ladder:
+        """The rungs of a run.
+
+        ``kind="adaptive"``: ``n_rungs`` (``default_rungs`` when None) at equal thermodynamic
+        length apart (:func:`~pm_evidence.tempering.pilot.ladder_from_pilot`). A ladder name of
+        :func:`~pm_evidence.tempering.ladders.make_ladder` or an array: those rungs, with the
+        pilot's tuning interpolated to them.
+        """
+        if isinstance(kind, str) and kind not in LADDER_KINDS:
+            raise EvidenceInputError(
+                f"Requested ladder {kind!r} but it must be one of {list(LADDER_KINDS)} or an "
+                f"array of inverse temperatures from 0 to 1."
+            )
+        if isinstance(kind, str) and kind == "adaptive":
+            k = default_rungs if n_rungs is None else int(n_rungs)
+            if not 2 <= k <= 10_000:
+                raise EvidenceInputError(f"n_rungs must be between 2 and 10000, got {k}.")
+            betas, tuning, log_z = ladder_from_pilot(self.pilot, k)
+            how = (
+                f"adaptive: {k} rungs at equal thermodynamic length (path length "
+                f"{self.length:.3g}, measured by the pilot)"
+            )
+        else:
+            k = default_rungs if n_rungs is None else n_rungs
+            betas = make_ladder(kind, k, beta_min=beta_min)
+            tuning = np.exp(np.interp(betas, self.pilot.betas, self.pilot.log_tuning))
+            log_z = np.interp(betas, self.pilot.betas, self.pilot.log_z)
+            how = f"given: {kind if isinstance(kind, str) else 'array'} with {betas.size} rungs"
+        if not self.kernel.adaptive:
+            tuning = np.ones(betas.size)
+        return Ladder(betas, tuning, log_z, how)
+
+
+# Coordinates of the overlap measure below, kept in the diagnostics.
+_OVERLAP_KEYS = ("reference_ess_prior", "reference_ess_student_t")
+
+
+def auto_reference(target: LogDensity, posterior: np.ndarray) -> tuple[Reference, str, dict]:
+    r"""The default ``p0`` of the path methods for a continuous model: the prior or a Student-t
+    fitted to posterior draws, whichever overlaps the posterior better.
+
+    The overlap of a candidate ``p0`` with the posterior is the Kish effective sample size, as a
+    fraction of the draws, of the reverse weights ``p0(x) / f(x)`` at the posterior draws
+    ``x`` (the weights of reverse importance sampling, seed 000 §3; ``E_p[p0 / f] = 1 / Z``):
+    near 1 when ``p0`` has the posterior's shape, near ``1/n`` when ``p0`` is much broader or
+    elsewhere. For the prior the weights are ``1 / L(x)``; for the Student-t (5 degrees of
+    freedom, matched to the draws' mean and covariance, as bridge sampling's
+    ``fit_reference("student_t")``) they are ``t(x) / f(x)``. Both cost one evaluation of the
+    model at the draws. The prior is kept when its overlap is at least the Student-t's: the
+    path from the prior then is as short, and it also covers modes that the draws missed.
+
+    A defensive mixture ``w prior + (1 - w) t`` was measured as the alternative and rejected:
+    on the peaked 20-D normal mean (``pm_evidence.testing.peaked_normal_mean``) RTS at defaults
+    from it was off by -4.9 nats (z = -14.6; from the Student-t: z = -0.1), and by z = -3.2 on
+    the two-mode 10-D mixture, because at ``beta = 0`` HMC cannot move between the prior's bulk
+    and the narrow Student-t, so rung 0 is sampled without the prior's share ``w``.
+
+    Parameters
+    ----------
+    target : LogDensity
+        The model's adapter.
+    posterior : numpy.ndarray
+        Flat unconstrained posterior draws ``(chain, draw, dim)``.
+
+    Returns
+    -------
+    reference : Reference
+        The chosen reference.
+    reason : str
+        A sentence saying why.
+    diagnostics : dict
+        The two overlap fractions (``reference_ess_prior``, NaN for an improper prior;
+        ``reference_ess_student_t``).
+    """
+    flat = posterior.reshape(-1, target.dim)
+    n = flat.shape[0]
+    fitted = MultivariateStudentTReference.fit(flat)
+    log_prior, log_lik = target.evaluate(flat)
+    log_f = log_prior + log_lik
+    if not np.all(np.isfinite(log_f)):
+        log_density_at_target_draws(target, posterior)  # raises, naming the first bad draw
+    ess_t = kish_ess(fitted.logpdf(flat) - log_f) / n
+    try:
+        prior = PriorReference(target)
+    except EvidenceInputError as err:
+        reason = f"student_t fitted to {n} posterior draws: the prior cannot be a reference ({err})"
+        return fitted, reason, dict(zip(_OVERLAP_KEYS, (np.nan, ess_t), strict=True))
+    ess_prior = kish_ess(-log_lik) / n
+    diagnostics = dict(zip(_OVERLAP_KEYS, (ess_prior, ess_t), strict=True))
+    measure = (
+        f"the Kish ESS of the reverse weights p0/f at the {n} posterior draws is "
+        f"{ess_prior:.3g} of the draws for the prior and {ess_t:.3g} for a Student-t fitted to "
+        f"them"
+    )
+    if ess_prior >= ess_t:
+        reason = f"prior: {measure}; the prior overlaps the posterior at least as well"
+        return prior, reason, diagnostics
+    reason = f"student_t: {measure}; the fitted Student-t overlaps it better"
+    return fitted, reason, diagnostics
+
+
+def _improper_prior_message(target: LogDensity) -> str | None:
+    from pymc.distributions.continuous import FlatRV, HalfFlatRV
+
+    improper = [
+        rv.name for rv in target.model.free_RVs if isinstance(rv.owner.op, FlatRV | HalfFlatRV)
+    ]
+    if not improper:
+        return None
+    return (
+        f"The prior of {improper} is improper (Flat/HalfFlat): log Z is the integral of the "
+        f"model's unnormalized density (finite only if the likelihood or potentials make it "
+        f"so), not a marginal likelihood; it changes with the arbitrary scale of a flat prior, "
+        f"so Bayes factors between models built with it are meaningless."
+    )
+
+
+def _explicit_reference(target: LogDensity, reference):
+    """The reference when it needs no posterior draws (a Reference, ``"prior"``,
+    ``"uniform"``, or ``"auto"`` for a model with discrete variables), else ``None``."""
+    if isinstance(reference, Reference):
+        return reference
+    if reference == "uniform":
+        if target.binary_mask.all():
+            return BernoulliProductReference(np.zeros(target.dim), name="uniform")
+        if not target.finite_levels.all():
+            raise EvidenceInputError(
+                "reference='uniform' is the uniform distribution over the values of finite "
+                "discrete variables, for models whose free variables are all Bernoulli or "
+                "Categorical. Use 'prior' or a fitted reference."
+            )
+        return CategoricalProductReference.uniform(target.finite_levels)
+    if reference == "prior" or (reference == "auto" and target.has_discrete):
+        return PriorReference(target)
+    return None
+
+
+def check_sampling_options(sampling: dict) -> None:
+    unknown = set(sampling) - set(SAMPLE_KEYS)
+    if unknown:
+        raise EvidenceInputError(
+            f"Unexpected options {sorted(unknown)}; the NUTS options are {list(SAMPLE_KEYS)}."
+        )
+
+
+def make_plan(
+    model,
+    options: PathOptions | None = None,
+    *,
+    idata=None,
+    sampling: dict | None = None,
+    need_posterior: bool = False,
+    random_seed=None,
+    rngs: dict | None = None,
+    progressbar: bool = True,
+) -> PathPlan:
+    """Build the plan: posterior draws where needed, the reference, the kernel, the pilot.
+
+    Parameters
+    ----------
+    model : pymc.Model or LogDensity
+    options : PathOptions, optional
+    idata : xarray.DataTree or numpy.ndarray, optional
+        Posterior draws (named, or flat ``(chain, draw, dim)``); drawn by NUTS when needed.
+    sampling : dict, optional
+        NUTS options (``draws``, ``tune``, ``chains``, ``sample_kwargs``).
+    need_posterior : bool
+        Draw posterior draws even when the reference does not need them (RAISE starts from
+        them). For models with discrete variables and no ``idata`` they come from the path's
+        own kernel at ``beta = 1``: ``draws`` chains (default 1000) after ``tune`` transitions
+        (default 500) from reference draws (seed 000 §6: "Gibbs sampling with 500 burn-in
+        steps").
+    random_seed : int or Generator, optional
+        Used when ``rngs`` is not given (:func:`~pm_evidence.utils.stage_rngs`).
+    rngs : dict, optional
+        The stage generators; this uses ``"posterior"`` and ``"pilot"``.
+    progressbar : bool
+
+    Returns
+    -------
+    PathPlan
+    """
+    from pm_evidence.api import _target
+    from pm_evidence.utils import stage_rngs
+
+    options = options or PathOptions()
+    sampling = dict(sampling or {})
+    check_sampling_options(sampling)
+    rngs = rngs if rngs is not None else stage_rngs(random_seed)
+    target = _target(model)
+    reference = options.reference
+    ref = _explicit_reference(target, reference)
+    posterior, reason, overlap, messages = None, "", {}, []
+    if ref is None or (need_posterior and (idata is not None or not target.has_discrete)):
+        posterior = posterior_draws(
+            target, idata, rng=rngs["posterior"], progressbar=progressbar, **sampling
+        )
+        messages += posterior_messages(target, posterior)
+    if ref is None:
+        if reference == "auto":
+            ref, reason, overlap = auto_reference(target, posterior)
+        else:
+            ref = fit_reference(reference, target, posterior)
+            reason = f"{ref.name} fitted to posterior draws (reference={reference!r})"
+    elif reference == "auto":
+        reason = "prior: the model has discrete variables (no NUTS draws to fit a reference to)"
+    else:
+        reason = f"given (reference={reference if isinstance(reference, str) else ref.name!r})"
+    messages.append(_improper_prior_message(target))
+    path = GeometricPath(target, ref)
+    blocks = None if options.blocks is None else list(options.blocks)
+    kernel = make_kernel(
+        options.kernel, target, n_leapfrog=options.n_leapfrog, n_flips=options.n_flips,
+        blocks=blocks,
+    )  # fmt: skip
+    pilot = run_pilot(
+        rngs["pilot"], path, kernel, n_chains=options.n_pilot_chains, progressbar=progressbar
+    )
+    plan = PathPlan(
+        target, path, kernel, pilot, posterior, reason, overlap,
+        tuple(m for m in messages if m), pilot.n_evaluations,
+    )  # fmt: skip
+    if need_posterior and posterior is None:
+        plan = _with_burn_in_posterior(plan, rngs["posterior"], sampling, progressbar)
+    return plan
+
+
+def _with_burn_in_posterior(plan: PathPlan, rng, sampling: dict, progressbar: bool) -> PathPlan:
+    """Posterior draws of a discrete model from the path's kernel at ``beta = 1`` after a
+    burn-in from reference draws; their evaluations count as set-up."""
+    n_draws, n_burn = int(sampling.get("draws", 1000)), int(sampling.get("tune", 500))
+    state = plan.path.sample_reference(rng, n_draws, with_grad=plan.kernel.needs_grad)
+    step = float(np.exp(plan.pilot.log_tuning[-1])) if plan.kernel.adaptive else 1.0
+    state = sample_at_beta(
+        rng, plan.path, plan.kernel, state, 1.0, step, n_transitions=n_burn,
+        progressbar=progressbar,
+    )  # fmt: skip
+    n_eval = n_draws * (1 + n_burn * plan.kernel.evaluations_per_step)
+    return replace(
+        plan, posterior=state.x[None], n_setup_evaluations=plan.n_setup_evaluations + n_eval
+    )

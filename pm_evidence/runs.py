@@ -1,0 +1,503 @@
+r"""Runs on a :class:`~pm_evidence.plan.PathPlan`: annealing, reverse annealing, tempering.
+
+Each function takes a plan, its options (a small frozen dataclass) and a generator, and returns
+a run record: the plan, the ladder used, the sampler's output and the warnings of the run. The
+estimators of :mod:`pm_evidence.path_estimators` are follow-ups on these records, so a run is
+made once and read by every estimator that can use it (AIS and ADS read an annealing run; RTS,
+TI and MBAR a tempering run).
+
+How long a run goes: until the estimate's standard error is at most ``target_se`` (AIS: more
+chains; tempering: more sweeps), within a cap (``max_chains``, ``max_sweeps``) and an optional
+wall-time limit (``time_limit``, which makes the result depend on the machine's speed).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from pm_evidence.estimators.annealed import ais_core
+from pm_evidence.estimators.tempered import rts_core
+from pm_evidence.exceptions import EvidenceInputError, OverlapError
+from pm_evidence.plan import Ladder, PathPlan
+from pm_evidence.tempering.samplers import (
+    AnnealRun,
+    TemperedRun,
+    anneal,
+    rts_initial_iterations,
+    run_tempered,
+)
+
+__all__ = [
+    "AnnealingOptions",
+    "AnnealingRun",
+    "TemperingOptions",
+    "TemperingRun",
+    "run_annealing",
+    "run_reverse_annealing",
+    "run_tempering",
+]
+
+
+MAX_STORED_NUMBERS = 10_000_000
+
+
+def _annealing_rungs(length: float) -> int:
+    r"""Default rungs of an annealing run for a path of thermodynamic length ``L``.
+
+    With rungs ``L / (K - 1)`` apart and chains in equilibrium, ``Var[log w] ~ L^2 / K``
+    (Gelman & Meng 1998; Neal 2001 §4), so ``K = 50 L^2`` keeps it near 0.02; at least 50, at
+    most 5000. At a fixed cost, fewer rungs and more chains won on the peaked 20-D normal mean
+    (``L = 1.0`` from the fitted Student-t; 2e5 evaluations, 4 seeds: RMSE 0.0096 with 50 rungs,
+    0.014 with 200, 0.018 with 1000).
+    """
+    return int(np.clip(math.ceil(50.0 * length**2), 50, 5000))
+
+
+def _tempering_rungs(length: float) -> int:
+    r"""Default rungs of a tempering run: neighbours 0.15 of thermodynamic length apart, so that
+    ``q(beta | x)`` spreads over several rungs and the chains cross the ladder (seed 004 §2.4);
+    at least 8, at most 200. RTS alone prefers fewer rungs on a short path (peaked 20-D normal
+    mean, ``L = 1.0``, 500 sweeps, 4 seeds: RMSE 0.015 with 5 rungs, 0.025 with 10, 0.043 with
+    100), TI more (error +0.055 with 5 rungs, -0.008 with 10): 8 serves both.
+    """
+    return int(np.clip(math.ceil(length / 0.15) + 1, 8, 200))
+
+
+@dataclass(frozen=True)
+class AnnealingOptions:
+    """Options of an annealing run (AIS and ADS; RAISE in reverse).
+
+    Attributes
+    ----------
+    n_chains : int
+        Chains of the first batch (RAISE: chains, each from a different posterior draw).
+    ladder : "adaptive", "geometric", "linear", "sigmoid" or array
+        ``"adaptive"``: rungs at equal thermodynamic length, placed from the pilot.
+    n_rungs : int, optional
+        Default for ``"adaptive"``: ``clip(50 L^2, 50, 5000)`` for a path of length ``L``;
+        1000 for a named ladder.
+    beta_min : float
+        Smallest positive ``beta`` of the geometric ladder.
+    n_steps : int
+        Transitions per rung.
+    target_se : float or None
+        After the first batch, one more batch sized from its standard error (``se^2`` falls
+        like ``1 / chains``), and so on until the AIS standard error is at most this (not for
+        RAISE). ``None``: one batch.
+    max_chains : int
+        Cap on the chains of all batches (and on ``1e7 / n_rungs``, the stored numbers).
+    time_limit : float or None
+        Seconds after which no further batch starts.
+    """
+
+    n_chains: int = 100
+    ladder: str | np.ndarray = "adaptive"
+    n_rungs: int | None = None
+    beta_min: float = 1e-4
+    n_steps: int = 1
+    target_se: float | None = 0.01
+    max_chains: int = 20_000
+    time_limit: float | None = None
+
+    def __post_init__(self):
+        _check_positive(self, "n_chains", "n_steps", "max_chains")
+
+
+@dataclass(frozen=True)
+class TemperingOptions:
+    """Options of a simulated-tempering run (RTS, TI, MBAR).
+
+    Attributes
+    ----------
+    n_chains : int
+        Parallel tempered chains.
+    n_sweeps : int or None
+        Sweeps of the final run; ``None``: ``min_sweeps``, then more until the RTS standard
+        error is at most ``target_se`` (or ``max_sweeps``).
+    ladder, n_rungs, beta_min
+        As :class:`AnnealingOptions`; the adaptive default is ``clip(L / 0.25 + 1, 10, 200)``
+        rungs, and 100 for a named ladder.
+    n_steps : int
+        ``x`` transitions per sweep.
+    prior_r : "uniform" or array_like (K,)
+        Prior ``r_k`` over the rungs.
+    n_init_sweeps, max_init_iterations, init_tol
+        Initial iterations of seed 004 §2.4 (sweeps per iteration, cap, stopping rule
+        ``max_k |r_k - c_k| < init_tol / K``).
+    target_se, min_sweeps, max_sweeps, time_limit
+        The stopping rule when ``n_sweeps`` is None.
+    record : bool
+        Keep ``Delta`` and the rung of every draw (MBAR needs them; two numbers per draw).
+    """
+
+    n_chains: int = 100
+    n_sweeps: int | None = None
+    ladder: str | np.ndarray = "adaptive"
+    n_rungs: int | None = None
+    beta_min: float = 1e-4
+    n_steps: int = 1
+    prior_r: str | np.ndarray = "uniform"
+    n_init_sweeps: int = 50
+    max_init_iterations: int = 10
+    init_tol: float = 0.1
+    target_se: float | None = 0.01
+    min_sweeps: int = 200
+    max_sweeps: int = 5000
+    time_limit: float | None = None
+    record: bool = False
+
+    def __post_init__(self):
+        _check_positive(self, "n_chains", "n_steps", "n_init_sweeps", "min_sweeps", "max_sweeps")
+        if self.n_sweeps is not None and self.n_sweeps < 1:
+            raise EvidenceInputError(f"n_sweeps must be a positive integer, got {self.n_sweeps}.")
+
+
+def _check_positive(options, *names: str) -> None:
+    for name in names:
+        value = getattr(options, name)
+        if not isinstance(value, int | np.integer) or value < 1:
+            raise EvidenceInputError(f"{name} must be a positive integer, got {value!r}.")
+    target_se = getattr(options, "target_se", None)
+    if target_se is not None and not target_se > 0:
+        raise EvidenceInputError(f"target_se must be positive or None, got {target_se!r}.")
+
+
+@dataclass(frozen=True)
+class AnnealingRun:
+    """An annealing run, read by :func:`~pm_evidence.path_estimators.ais`,
+    :func:`~pm_evidence.path_estimators.ads` (forward) or
+    :func:`~pm_evidence.path_estimators.reverse_ais` (``reverse``).
+
+    Attributes
+    ----------
+    plan : PathPlan
+        The plan it ran on.
+    ladder : Ladder
+        Its rungs, step sizes and how they were chosen.
+    sampler : AnnealRun
+        The sampler's output over the chains of all batches (log weights, ``Delta`` and log
+        weights at every rung, acceptance, evaluations).
+    options : AnnealingOptions
+    reverse : bool
+        RAISE: from posterior draws down to ``p0``.
+    target_se_reached : bool or None
+        Whether the stopping rule was met (None: no ``target_se``).
+    messages : tuple of str
+        The run's own warnings.
+    """
+
+    plan: PathPlan
+    ladder: Ladder
+    sampler: AnnealRun
+    options: AnnealingOptions
+    reverse: bool = False
+    target_se_reached: bool | None = None
+    messages: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TemperingRun:
+    """A simulated-tempering run, read by :func:`~pm_evidence.path_estimators.rts`,
+    :func:`~pm_evidence.path_estimators.ti` and :func:`~pm_evidence.path_estimators.mbar`.
+
+    Attributes
+    ----------
+    plan : PathPlan
+        The plan it ran on.
+    ladder : Ladder
+        Its rungs, step sizes and how they were chosen.
+    sampler : TemperedRun
+        The sampler's running sums (:class:`~pm_evidence.tempering.samplers.TemperedRun`).
+    options : TemperingOptions
+    init_history : tuple of float
+        ``max_k |r_k - c_k|`` after each initial iteration (seed 004 §2.4).
+    n_outside_support : int
+        Reference draws (the chains' starts) where the target's density is zero.
+    target_se_reached : bool or None
+        Whether the stopping rule was met (None: a fixed ``n_sweeps`` or no ``target_se``).
+    messages : tuple of str
+        The run's own warnings (initial iterations not converged, interruption).
+    """
+
+    plan: PathPlan
+    ladder: Ladder
+    sampler: TemperedRun
+    options: TemperingOptions
+    init_history: tuple[float, ...]
+    n_outside_support: int  # reference draws (the chains' starts) where Delta = -inf
+    target_se_reached: bool | None = None
+    messages: tuple[str, ...] = ()
+
+
+def _concat_anneal(a: AnnealRun, b: AnnealRun) -> AnnealRun:
+    n_a, n_b = a.log_weights.size, b.log_weights.size
+
+    def stack(x, y):
+        return None if x is None else np.concatenate([x, y], axis=-1)
+
+    return AnnealRun(
+        a.betas,
+        np.concatenate([a.log_weights, b.log_weights]),
+        stack(a.delta, b.delta),
+        stack(a.log_weights_rungs, b.log_weights_rungs),
+        (a.acceptance * n_a + b.acceptance * n_b) / (n_a + n_b),
+        a.nonfinite + b.nonfinite,
+        a.n_evaluations + b.n_evaluations,
+        b.final,
+    )
+
+
+def _ladder(plan: PathPlan, options, default_adaptive: int, default_named: int) -> Ladder:
+    named = not (isinstance(options.ladder, str) and options.ladder == "adaptive")
+    default = default_named if named else default_adaptive
+    return plan.ladder(options.ladder, options.n_rungs, options.beta_min, default)
+
+
+def run_annealing(
+    plan: PathPlan,
+    options: AnnealingOptions | None = None,
+    *,
+    rng: np.random.Generator,
+    progressbar: bool = True,
+) -> AnnealingRun:
+    r"""Annealing from ``p0`` to the posterior (AIS; Neal 2001; seed 000 eq. (8)).
+
+    Batches of ``n_chains`` reference draws are annealed along the ladder, each rung's
+    transitions at the pilot's step size, until the AIS standard error is at most
+    ``target_se`` (or ``max_chains`` / ``time_limit``). Every batch is stored (``delta`` and the
+    log weights at every rung, for ADS).
+
+    Parameters
+    ----------
+    plan : PathPlan
+        From :func:`~pm_evidence.make_plan`.
+    options : AnnealingOptions, optional
+        Defaults when omitted.
+    rng : numpy.random.Generator
+        The run's own stream (``marginal_likelihood`` uses ``stage_rngs(seed)["annealing"]``).
+    progressbar : bool
+
+    Returns
+    -------
+    AnnealingRun
+    """
+    options = options or AnnealingOptions()
+    ladder = _ladder(plan, options, _annealing_rungs(plan.length), 1000)
+    # every chain's Delta and log weight at every rung are kept (for ADS): at most
+    # MAX_STORED_NUMBERS of each
+    max_chains = max(
+        options.n_chains, min(options.max_chains, MAX_STORED_NUMBERS // ladder.n_rungs)
+    )
+    start = time.perf_counter()
+    run, reached, n_batch = None, None, options.n_chains
+    while True:
+        state = plan.path.sample_reference(rng, n_batch, with_grad=plan.kernel.needs_grad)
+        batch = anneal(
+            rng, plan.path, plan.kernel, ladder.betas, state, ladder.tuning,
+            n_steps=options.n_steps, store=True, progressbar=progressbar, description="AIS",
+        )  # fmt: skip
+        run = batch if run is None else _concat_anneal(run, batch)
+        if options.target_se is None:
+            break
+        try:
+            se = ais_core(run.log_weights).se
+        except OverlapError:
+            se = np.inf
+        reached = bool(se <= options.target_se)
+        out_of_time = options.time_limit is not None and (
+            time.perf_counter() - start > options.time_limit
+        )
+        done = run.log_weights.size
+        if reached or done >= max_chains or out_of_time or not np.isfinite(se):
+            break
+        needed = math.ceil(1.1 * done * (se / options.target_se) ** 2) - done
+        n_batch = int(min(max(needed, options.n_chains // 2), max_chains - done))
+    return AnnealingRun(plan, ladder, run, options, target_se_reached=reached)
+
+
+def run_reverse_annealing(
+    plan: PathPlan,
+    options: AnnealingOptions | None = None,
+    *,
+    rng: np.random.Generator,
+    progressbar: bool = True,
+) -> AnnealingRun:
+    r"""Reverse annealing from posterior draws down to ``p0`` (RAISE; Burda et al. 2015; seed
+    004 §3.2): ``n_chains`` of the plan's posterior draws, chosen at random without
+    replacement, annealed along the reversed ladder. One batch (the chains need distinct
+    posterior draws; ``target_se`` is not used).
+
+    Parameters
+    ----------
+    plan : PathPlan
+        From :func:`~pm_evidence.make_plan`.
+    options : AnnealingOptions, optional
+        Defaults when omitted.
+    rng : numpy.random.Generator
+        The run's own stream (``marginal_likelihood`` uses ``stage_rngs(seed)["reverse_annealing"]``).
+    progressbar : bool
+
+    Returns
+    -------
+    AnnealingRun
+    """
+    options = options or AnnealingOptions()
+    if plan.posterior is None:
+        raise EvidenceInputError(
+            "RAISE starts from posterior draws and this plan has none; make the plan with "
+            "need_posterior=True."
+        )
+    flat = plan.posterior.reshape(-1, plan.target.dim)
+    if flat.shape[0] < options.n_chains:
+        raise EvidenceInputError(
+            f"RAISE starts {options.n_chains} chains from posterior draws but only "
+            f"{flat.shape[0]} are available; draw more posterior samples or lower n_chains."
+        )
+    ladder = _ladder(plan, options, _annealing_rungs(plan.length), 1000)
+    chosen = np.sort(rng.choice(flat.shape[0], size=options.n_chains, replace=False))
+    state = plan.path.evaluate(flat[chosen], with_grad=plan.kernel.needs_grad)
+    run = anneal(
+        rng, plan.path, plan.kernel, ladder.betas[::-1], state, ladder.tuning[::-1],
+        n_steps=options.n_steps, store=False, progressbar=progressbar, description="RAISE",
+    )  # fmt: skip
+    return AnnealingRun(plan, ladder, run, options, reverse=True)
+
+
+def log_r_of(prior_r, n_rungs: int) -> np.ndarray:
+    """``log r_k`` (normalized) from ``"uniform"`` or ``K`` positive weights."""
+    if isinstance(prior_r, str):
+        if prior_r != "uniform":
+            raise EvidenceInputError(
+                f"prior_r must be 'uniform' or an array of K positive weights, got {prior_r!r}."
+            )
+        return np.full(n_rungs, -np.log(n_rungs))
+    r = np.asarray(prior_r, dtype=float)
+    if r.shape != (n_rungs,) or np.any(r <= 0) or not np.all(np.isfinite(r)):
+        raise EvidenceInputError(
+            f"prior_r must have one positive finite weight per rung ({n_rungs}), got shape "
+            f"{r.shape}."
+        )
+    return np.log(r / r.sum())
+
+
+def _sampler_warnings(caught) -> tuple[str, ...]:
+    """The samplers' UserWarnings as messages for the results; other warnings re-issued."""
+    messages = []
+    for record in caught:
+        if record.category is UserWarning:
+            messages.append(str(record.message))
+        else:
+            warnings.warn_explicit(record.message, record.category, record.filename, record.lineno)
+    return tuple(messages)
+
+
+def _merge_tempered(a: TemperedRun, b: TemperedRun) -> TemperedRun:
+    """Two consecutive stretches of the same chains as one run (sums add; draws append)."""
+    w_a, w_b = a.n_iterations.sum(), b.n_iterations.sum()
+
+    def cat(x, y):
+        return None if x is None else np.concatenate([x, y], axis=1)
+
+    acceptance = np.where(
+        np.isnan(a.acceptance), b.acceptance,
+        np.where(np.isnan(b.acceptance), a.acceptance,
+                 (a.acceptance * w_a + b.acceptance * w_b) / (w_a + w_b)),
+    )  # fmt: skip
+    return a._replace(
+        c_sum=a.c_sum + b.c_sum,
+        rb_delta_sum=a.rb_delta_sum + b.rb_delta_sum,
+        rb_delta2_sum=a.rb_delta2_sum + b.rb_delta2_sum,
+        count=a.count + b.count,
+        count_delta_sum=a.count_delta_sum + b.count_delta_sum,
+        count_delta2_sum=a.count_delta2_sum + b.count_delta2_sum,
+        n_iterations=a.n_iterations + b.n_iterations,
+        transitions=a.transitions + b.transitions,
+        acceptance=acceptance,
+        nonfinite=a.nonfinite + b.nonfinite,
+        delta_draws=cat(a.delta_draws, b.delta_draws),
+        rung_draws=cat(a.rung_draws, b.rung_draws),
+        unit_of_chain_draw=cat(a.unit_of_chain_draw, b.unit_of_chain_draw),
+        n_evaluations=a.n_evaluations + b.n_evaluations,
+        final=b.final,
+        final_rung=b.final_rung,
+        interrupted=a.interrupted or b.interrupted,
+    )
+
+
+def run_tempering(
+    plan: PathPlan,
+    options: TemperingOptions | None = None,
+    *,
+    rng: np.random.Generator,
+    progressbar: bool = True,
+) -> TemperingRun:
+    r"""Simulated tempering over ``(x, beta)`` (seed 004 §2, Alg. 1) on the plan's path.
+
+    ``log Zhat`` starts from the pilot's ``log Z_beta`` and is refined by the initial
+    iterations of §2.4; the final run keeps the sufficient statistics of RTS, TI and (with
+    ``record``) MBAR. With ``n_sweeps=None`` it runs ``min_sweeps`` sweeps, then more, in
+    stretches sized from the standard error so far (``se^2`` falls like ``1/sweeps``), until
+    the RTS standard error is at most ``target_se``, ``max_sweeps`` is reached or
+    ``time_limit`` passes. Ctrl-C during the final run keeps the sweeps completed.
+
+    Parameters
+    ----------
+    plan : PathPlan
+        From :func:`~pm_evidence.make_plan`.
+    options : TemperingOptions, optional
+        Defaults when omitted.
+    rng : numpy.random.Generator
+        The run's own stream (``marginal_likelihood`` uses ``stage_rngs(seed)["tempering"]``).
+    progressbar : bool
+
+    Returns
+    -------
+    TemperingRun
+    """
+    options = options or TemperingOptions()
+    ladder = _ladder(plan, options, _tempering_rungs(plan.length), 100)
+    log_r = log_r_of(options.prior_r, ladder.n_rungs)
+    kernel, path = plan.kernel, plan.path
+    state = path.sample_reference(rng, options.n_chains, with_grad=kernel.needs_grad)
+    n_outside = int(np.sum(state.delta == -np.inf))
+    n_time_batches = 1 if options.n_chains >= 10 else int(np.ceil(20 / options.n_chains))
+    start = time.perf_counter()
+    reached = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        log_zhat, state, history, n_eval_init = rts_initial_iterations(
+            rng, path, kernel, ladder.betas, log_r, ladder.log_z_pilot, state, ladder.tuning,
+            n_sweeps=options.n_init_sweeps, tol=options.init_tol,
+            max_iterations=options.max_init_iterations, progressbar=progressbar,
+        )  # fmt: skip
+        n_sweeps = options.n_sweeps if options.n_sweeps is not None else options.min_sweeps
+        run, rung = None, None
+        while True:
+            stretch = run_tempered(
+                rng, path, kernel, ladder.betas, log_r, log_zhat, state, rung, ladder.tuning,
+                n_sweeps=n_sweeps, n_steps=options.n_steps, n_time_batches=n_time_batches,
+                record=options.record, progressbar=progressbar, description="tempered sampling",
+            )  # fmt: skip
+            run = stretch if run is None else _merge_tempered(run, stretch)
+            state, rung = run.final, run.final_rung
+            if options.n_sweeps is not None or options.target_se is None or run.interrupted:
+                break
+            se = rts_core(run.c_sum, run.n_iterations, run.log_r, run.log_zhat).se
+            reached = bool(se <= options.target_se)
+            done = round(float(run.n_iterations.sum()) / options.n_chains)
+            out_of_time = options.time_limit is not None and (
+                time.perf_counter() - start > options.time_limit
+            )
+            if reached or done >= options.max_sweeps or out_of_time or not np.isfinite(se):
+                break
+            needed = math.ceil(1.1 * done * (se / options.target_se) ** 2) - done
+            n_sweeps = int(min(max(needed, options.min_sweeps // 2), options.max_sweeps - done))
+    run = run._replace(n_evaluations=run.n_evaluations + n_eval_init)
+    return TemperingRun(
+        plan, ladder, run, options, tuple(history), n_outside, reached, _sampler_warnings(caught)
+    )

@@ -1,0 +1,209 @@
+r"""The pilot run: an adaptive sequential Monte Carlo pass along the path that places the rungs.
+
+From ``beta = 0`` the pilot picks each next ``beta`` so that the Kish ESS of the incremental
+weights ``exp((beta' - beta) Delta(x_i))`` is a fixed fraction ``rho`` of the particles (the
+conditional-ESS rule of adaptive SMC tempering; Jasra et al. 2011, Zhou, Johansen & Aston 2016),
+resamples, and moves the particles with the path's kernel while tuning its step size. It yields,
+at no extra cost:
+
+* the **thermodynamic length** of the path. For a small step the incremental weights are
+  ``exp(h Delta)`` with ``Var[h Delta] = h^2 Var_beta[Delta]``, and their relative ESS is
+  ``exp(-h^2 Var_beta[Delta])`` for Gaussian ``Delta``; so each pilot step covers a length
+  ``h sqrt(Var_beta[Delta]) = sqrt(-log ESS)``, and the path's length
+  ``L = int_0^1 sqrt(Var_beta[Delta]) d beta`` (Gelman & Meng 1998; seed 004 §3.4's ``E_beta``
+  and ``Var_beta`` of ``Delta``) is their sum. Rungs at equal length apart are equally hard to
+  cross, which is what both annealing and tempering need (:func:`ladder_from_pilot`);
+* the kernel's step size at every ``beta`` (held fixed afterwards, so AIS stays unbiased and the
+  tempered chains are valid MCMC);
+* an SMC estimate of ``log Z_beta`` at every pilot rung, RTS's starting ``log Zhat``
+  (seed 004 §2.4: "or a better estimate, if known").
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy.optimize import brentq
+
+from pm_evidence.progress import long_run
+from pm_evidence.tempering.kernels import Kernel, adapt_tuning, transition
+from pm_evidence.tempering.path import GeometricPath, PathState
+from pm_evidence.utils import kish_ess, log_mean_exp, normalized_weights
+
+__all__ = ["Pilot", "ladder_from_pilot", "run_pilot"]
+
+# Each pilot step keeps this fraction of the particles' ESS: a step of thermodynamic length
+# sqrt(-log 0.5) = 0.83.
+PILOT_ESS_FRACTION = 0.5
+MAX_PILOT_RUNGS = 2000
+
+
+class Pilot(NamedTuple):
+    """What the pilot measured along the path (rung ``j`` of the pilot's own ladder)."""
+
+    betas: np.ndarray  # (J,) from 0 to 1
+    length: np.ndarray  # (J,) thermodynamic length from beta = 0 to betas[j]
+    log_tuning: np.ndarray  # (J,) the kernel's tuned log step size (or log scale)
+    log_z: np.ndarray  # (J,) SMC estimate of log Z_beta - log Z_0
+    delta_var: np.ndarray  # (J,) Var_beta[Delta] of the moved particles
+    n_evaluations: int
+    final: PathState  # the particles at beta = 1 (equally weighted)
+
+
+def _initial_log_tuning(kernel: Kernel, state: PathState) -> float:
+    """A starting scale from the spread of reference draws (adapted afterwards)."""
+    x = state.x if kernel.continuous_mask is None else state.x[:, kernel.continuous_mask]
+    spread = float(np.median(np.std(x, axis=0))) if x.shape[0] > 1 else 1.0
+    spread = spread if np.isfinite(spread) and spread > 0 else 1.0
+    d = x.shape[1]
+    if kernel.continuous_kind == "rwm":
+        return float(np.log(2.38 * spread / np.sqrt(d)))
+    return float(np.log(spread / d**0.25))  # HMC: eps ~ d^(-1/4)
+
+
+def next_beta(delta: np.ndarray, beta: float, fraction: float) -> tuple[float, float]:
+    """The largest ``beta' <= 1`` whose incremental weights ``exp((beta' - beta) Delta)`` keep a
+    Kish ESS of ``fraction`` of the particles inside the target's support; returns ``beta'``
+    and the ESS fraction reached (above ``fraction`` only when ``beta' = 1``)."""
+    finite = np.isfinite(delta)
+    d = delta[finite]
+    n = d.size
+
+    def ess_gap(step: float) -> float:
+        return kish_ess(step * d) / n - fraction
+
+    remaining = 1.0 - beta
+    if ess_gap(remaining) >= 0.0:
+        return 1.0, ess_gap(remaining) + fraction
+    step = brentq(ess_gap, 0.0, remaining, xtol=1e-14 * max(remaining, 1e-300), rtol=1e-10)
+    step = max(step, 1e-15)
+    return min(beta + step, 1.0), ess_gap(step) + fraction
+
+
+def _systematic_resample(rng, weights: np.ndarray) -> np.ndarray:
+    n = weights.size
+    positions = (rng.random() + np.arange(n)) / n
+    return np.minimum(np.searchsorted(np.cumsum(weights), positions), n - 1)
+
+
+def _take(state: PathState, idx: np.ndarray) -> PathState:
+    return PathState(*(None if a is None else a[idx] for a in state))
+
+
+def run_pilot(
+    rng: np.random.Generator,
+    path: GeometricPath,
+    kernel: Kernel,
+    *,
+    n_chains: int = 128,
+    n_adapt: int = 4,
+    ess_fraction: float = PILOT_ESS_FRACTION,
+    max_rungs: int = MAX_PILOT_RUNGS,
+    progressbar: bool = False,
+) -> Pilot:
+    r"""Adaptive SMC from ``p0`` to the posterior (see the module docstring).
+
+    At each rung: the next ``beta`` by the conditional-ESS rule (:func:`next_beta`), the
+    incremental weights ``w_i = exp((beta' - beta) Delta(x_i))`` added to ``log Z`` as
+    ``log mean w`` (seed 000 eq. (8) with resampling), systematic resampling, then ``n_adapt``
+    transitions at ``beta'`` moving the log step size by the gap between the acceptance rate
+    and the kernel's target (Robbins-Monro). ``Var_beta'[Delta]`` is taken over the moved
+    particles.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    path : GeometricPath
+    kernel : Kernel
+    n_chains : int
+        Particles.
+    n_adapt : int
+        Transitions per rung (five times as many at ``beta = 0``, to tune from scratch).
+    ess_fraction : float
+        ``rho``: the ESS fraction each step keeps (a step of length ``sqrt(-log rho)``).
+    max_rungs : int
+        Cap on the pilot's rungs; the path is declared too long beyond it.
+    progressbar : bool
+
+    Returns
+    -------
+    Pilot
+    """
+    state = path.sample_reference(rng, n_chains, with_grad=kernel.needs_grad)
+    log_step = _initial_log_tuning(kernel, state)
+    betas, lengths, log_tunings, log_zs, delta_vars = [0.0], [0.0], [], [0.0], []
+    n_eval = n_chains
+    beta, log_z = 0.0, 0.0
+    with long_run(None, "pilot run (rungs)", progressbar) as bar:
+        while True:
+            steps = (n_adapt * (5 if beta == 0.0 else 1)) if kernel.adaptive else 1
+            beta_vec = np.full(n_chains, beta)
+            for _ in range(steps):
+                state, accepted, _ = transition(
+                    kernel, rng, path, state, beta_vec, np.full(n_chains, np.exp(log_step))
+                )
+                if kernel.adaptive:
+                    log_step = adapt_tuning(log_step, accepted.mean(), kernel.target_accept)
+            n_eval += steps * n_chains * kernel.evaluations_per_step
+            log_tunings.append(float(log_step))
+            finite = np.isfinite(state.delta)
+            delta_vars.append(float(np.var(state.delta[finite])) if finite.sum() > 1 else 0.0)
+            if beta >= 1.0:
+                break
+            if len(betas) >= max_rungs:
+                raise RuntimeError(
+                    f"The pilot run needed more than {max_rungs} rungs to reach beta = 1 (at "
+                    f"beta = {beta:.3g}); the path from the reference to the posterior is too "
+                    f"long. Use a reference closer to the posterior."
+                )
+            if not finite.any():
+                raise RuntimeError(
+                    "Every pilot particle lies where the target's density is zero; the "
+                    "reference does not overlap the posterior's support."
+                )
+            new_beta, ess = next_beta(state.delta, beta, ess_fraction)
+            with np.errstate(invalid="ignore"):
+                increment = np.where(finite, (new_beta - beta) * state.delta, -np.inf)
+            log_z += float(log_mean_exp(increment))
+            state = _take(state, _systematic_resample(rng, normalized_weights(increment)))
+            lengths.append(lengths[-1] + float(np.sqrt(max(-np.log(min(ess, 1.0)), 0.0))))
+            beta = new_beta
+            betas.append(beta)
+            log_zs.append(log_z)
+            bar.advance()
+            if bar.interrupted:
+                raise KeyboardInterrupt("Interrupted during the pilot run; nothing to return.")
+    return Pilot(
+        np.asarray(betas), np.asarray(lengths), np.asarray(log_tunings), np.asarray(log_zs),
+        np.asarray(delta_vars), n_eval, state,
+    )  # fmt: skip
+
+
+def ladder_from_pilot(pilot: Pilot, n_rungs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""``n_rungs`` rungs at equal thermodynamic length apart, with the pilot's tuning and
+    ``log Z_beta`` interpolated to them.
+
+    Within a pilot step the length grows linearly in ``beta`` (``dL = sqrt(Var_beta[Delta])
+    d beta`` with the variance of the step's start), so the rung with length ``s`` is found by
+    linear interpolation of ``beta`` against the pilot's cumulative length; tuning and
+    ``log Z_beta`` are interpolated in ``beta``.
+
+    Returns
+    -------
+    betas, tuning, log_z : numpy.ndarray (n_rungs,)
+        The ladder (``0`` and ``1`` included), the step size per rung and the pilot's
+        ``log Z_beta`` there.
+    """
+    if n_rungs < 2:
+        raise ValueError(f"n_rungs must be at least 2, got {n_rungs}.")
+    s = np.linspace(0.0, pilot.length[-1], n_rungs)
+    betas = np.interp(s, pilot.length, pilot.betas)
+    betas[0], betas[-1] = 0.0, 1.0
+    betas = np.maximum.accumulate(betas)
+    if np.any(np.diff(betas) <= 0):  # a zero-length stretch: spread those rungs evenly
+        betas = np.unique(betas)
+        betas = np.interp(np.linspace(0, betas.size - 1, n_rungs), np.arange(betas.size), betas)
+    tuning = np.exp(np.interp(betas, pilot.betas, pilot.log_tuning))
+    log_z = np.interp(betas, pilot.betas, pilot.log_z)
+    return betas, tuning, log_z
