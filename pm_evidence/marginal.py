@@ -268,14 +268,33 @@ def _auto(target, idata, random_seed, progressbar, kwargs) -> Evidence:
     pair = _marginal_likelihood(target, [primary, check], idata, random_seed, progressbar, kwargs)
     if check not in pair:  # interrupted after the first
         return pair[primary]
-    a, b = pair[primary], pair[check]
+    return cross_checked(pair[primary], pair[check])
+
+
+def cross_checked(estimate: Evidence, check: Evidence) -> Evidence:
+    """The better-supported of an estimate and its cross-check, carrying the comparison.
+
+    Better supported: a result without warnings before one with, then the smaller SE. The
+    returned result's diagnostics hold the other's ``log Z`` and SE and ``auto_z``, the
+    difference in combined SEs; above :data:`~pm_evidence.evidence.DISAGREEMENT_Z` a warning
+    says so, on the result (``reliable`` is then False) and as a :class:`UserWarning`.
+
+    Parameters
+    ----------
+    estimate, check : Evidence
+        The primary estimate and its cross-check.
+
+    Returns
+    -------
+    Evidence
+    """
+    a, b = estimate, check
     combined = float(np.hypot(a.se, b.se))
     z = abs(a.log_z - b.log_z) / combined if combined > 0 else np.inf
-    # better supported: a result without warnings, then the smaller SE
     chosen, other = (a, b) if (not a.reliable, a.se) <= (not b.reliable, b.se) else (b, a)
     diagnostics = {
         **chosen.diagnostics,
-        "auto_pair": f"{primary} checked by {check}",
+        "auto_pair": f"{a.method} checked by {b.method}",
         "auto_other_method": other.method,
         "auto_other_log_z": other.log_z,
         "auto_other_se": other.se,
@@ -284,11 +303,11 @@ def _auto(target, idata, random_seed, progressbar, kwargs) -> Evidence:
     messages = list(chosen.warnings)
     if not z <= DISAGREEMENT_Z:
         message = (
-            f"method='auto': {primary} and its cross-check {check} (different draws and "
+            f"method='auto': {a.method} and its cross-check {b.method} (different draws and "
             f"reference) disagree by {z:.1f} combined standard errors (> {DISAGREEMENT_Z:g}): "
             f"log Z = {a.log_z:.4f} ± {a.se:.4f} vs {b.log_z:.4f} ± {b.se:.4f}. At least one is "
-            f"wrong or under-states its error (a missed mode, a poor reference); check both "
-            f"with method=[{primary!r}, {check!r}] and their diagnostics."
+            f"wrong or under-states its error (a missed mode, a poor reference); run both with "
+            f"method=[{a.method!r}, {b.method!r}] and check their diagnostics."
         )
         warnings.warn(message, UserWarning, stacklevel=4)
         messages.append(message)
