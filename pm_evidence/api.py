@@ -25,8 +25,20 @@ from pm_evidence.estimators import (
 )
 from pm_evidence.evidence import Evidence
 from pm_evidence.exceptions import EvidenceInputError, NonFiniteLogDensityError
+from pm_evidence.modes import (
+    INVARIANCE_RTOL,
+    SymmetryPlan,
+    check_symmetrize_option,
+    plan_symmetry,
+    spread_points,
+)
 from pm_evidence.progress import pymc_sample
-from pm_evidence.references import Reference, Warp3Reference, fit_reference
+from pm_evidence.references import (
+    Reference,
+    SymmetrizedReference,
+    Warp3Reference,
+    fit_reference,
+)
 from pm_evidence.target import LogDensity
 from pm_evidence.utils import (
     RHAT_MAX,
@@ -145,19 +157,50 @@ def _sampling_options(draws, tune, chains, progressbar, sample_kwargs) -> dict:
     }
 
 
-def fit_and_weigh(target: LogDensity, rng, idata, reference, sampling: dict):
+def symmetric_reference(reference: Reference, plan: SymmetryPlan) -> Reference:
+    """The reference averaged over the plan's group (:class:`SymmetrizedReference`), or as
+    given when the plan has no group or the reference is already invariant under it (a prior
+    that is itself symmetric): ``plan.diagnostics["symmetrized"]`` is set accordingly."""
+    group = plan.group
+    if group is None:
+        return reference
+    points = spread_points(plan.draws)
+    log_q = reference.logpdf(points)
+    images = np.stack([reference.logpdf(action(points)) for action in group.actions[1:]])
+    if np.allclose(images, log_q, rtol=INVARIANCE_RTOL["float64"], atol=0.0):
+        plan.diagnostics["symmetrized"] = False
+        plan.diagnostics["symmetry"] += " (the reference is already invariant: left as it is)"
+        return reference
+    return SymmetrizedReference(reference, group.actions)
+
+
+def symmetry_step(target, x: np.ndarray, reference, symmetrize) -> SymmetryPlan:
+    """:func:`~pm_evidence.modes.plan_symmetry` for posterior draws ``x`` and a reference."""
+    return plan_symmetry(target, x, symmetrize, warp3=reference == "warp3")
+
+
+def fit_and_weigh(target: LogDensity, rng, idata, reference, sampling: dict, symmetrize="auto"):
     """Posterior draws; a reference fitted to the first half of every chain; log weights
     ``log f - log p0`` at the second half, the draws every estimator is judged on.
 
-    Returns ``(est_half, reference, log_weights_target, messages)``, the last the warnings
-    about the posterior draws (:func:`posterior_messages`).
+    A symmetry of the posterior (label switching) is looked for first
+    (:func:`~pm_evidence.modes.plan_symmetry`): when the draws miss mirror images they are
+    relabelled into one and the reference is symmetrized over the group
+    (:func:`symmetric_reference`), as ``symmetrize`` allows.
+
+    Returns ``(est_half, reference, log_weights_target, messages, diagnostics)``: the
+    warnings about the posterior draws (:func:`posterior_messages`) and the symmetry
+    diagnostics of the plan.
     """
     x = posterior_draws(target, idata, rng=rng, **sampling)
-    fit_half, est_half = split_halves(x)
-    ref = fit_reference(reference, target, fit_half)
+    plan = symmetry_step(target, x, reference, symmetrize)
+    fit_half, est_half = split_halves(plan.draws)
+    ref = symmetric_reference(fit_reference(reference, target, fit_half), plan)
     log_f = log_density_at_target_draws(target, est_half)
-    messages = posterior_messages(target, x)
-    return est_half, ref, log_weights(target, est_half, ref, log_f=log_f), messages
+    messages = posterior_messages(target, plan.draws, relabelled=plan.relabelled)
+    messages += list(plan.messages)
+    lw = log_weights(target, est_half, ref, log_f=log_f)
+    return est_half, ref, lw, messages, plan.diagnostics
 
 
 def _reference_log_weights(target, reference, rng, n):
@@ -214,15 +257,20 @@ def _flag(messages) -> tuple[str, ...]:
     return messages
 
 
-def posterior_messages(target: LogDensity, x: np.ndarray) -> list[str]:
-    """Warnings about posterior draws ``(chain, draw, dim)``: R-hat above :data:`RHAT_MAX`."""
+def posterior_messages(target: LogDensity, x: np.ndarray, *, relabelled: bool = False) -> list[str]:
+    """Warnings about posterior draws ``(chain, draw, dim)``: R-hat above :data:`RHAT_MAX`.
+
+    ``relabelled``: the draws were relabelled into one mirror image of a symmetric posterior
+    (:func:`~pm_evidence.modes.relabel`), so chains in different mirror modes agree.
+    """
     if x.shape[0] * x.shape[1] < 8:
         return []
     rhat, worst = max_rhat(x)
     if not rhat > RHAT_MAX:
         return []
+    where = " after relabelling them into one mirror image" if relabelled else ""
     return [
-        f"The posterior draws have R-hat {rhat:.3f} > {RHAT_MAX} at "
+        f"The posterior draws have R-hat {rhat:.3f} > {RHAT_MAX}{where} at "
         f"{target.coordinate_names[worst]} (rank-normalized split R-hat; Vehtari et al. 2021 "
         f"recommend 1.01): the {x.shape[0]} chains do not agree (not converged, or in "
         f"different modes), so estimates built on them, and any reference fitted to them, "
@@ -270,6 +318,7 @@ def importance_sampling(
     *,
     reference: str | Reference = "student_t",
     n_reference: int | None = None,
+    symmetrize: bool | str = "auto",
     idata=None,
     random_seed=None,
     progressbar: bool = True,
@@ -290,6 +339,14 @@ def importance_sampling(
         informative. A heavy-tailed proposal (the default) keeps the weights' variance finite.
     n_reference : int, optional
         Number of proposal draws (default: the number of posterior draws, or 4000 for the prior).
+    symmetrize : {"auto", True, False}, default "auto"
+        What to do when the posterior is invariant under relabelling components (label
+        switching in a mixture; ``pm_evidence.modes``): ``"auto"`` relabels the draws into one
+        mirror image and symmetrizes the reference over the relabellings when the draws miss
+        mirror images (otherwise log Z would come out low by up to ``log |G|``), ``True`` does
+        so whenever a symmetry is found, ``False`` never (a symmetry whose images the draws
+        miss is then a warning). Diagnostics ``symmetry`` (what was found and done),
+        ``symmetry_group_size``, ``symmetrized``.
     idata, draws, tune, chains, sample_kwargs, progressbar
         Posterior draws, or how NUTS draws them.
     random_seed : int or numpy.random.Generator, optional
@@ -299,19 +356,26 @@ def importance_sampling(
     Evidence
         Diagnostics: ``ess_reference`` (Kish ESS of the weights), ``ess_fraction``.
     """
+    check_symmetrize_option(symmetrize)
     target = _target(model)
     rng = as_generator(random_seed)
     fit_draws, messages = None, []
+    symmetry = {"symmetry": "not checked (no posterior draws)"}
     if not (isinstance(reference, Reference) or reference == "prior"):
         sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
-        fit_draws = posterior_draws(target, idata, rng=rng, **sampling)
-        messages = posterior_messages(target, fit_draws)
+        plan = symmetry_step(target, posterior_draws(target, idata, rng=rng, **sampling),
+                             reference, symmetrize)  # fmt: skip
+        fit_draws, symmetry = plan.draws, plan.diagnostics
+        messages = posterior_messages(target, fit_draws, relabelled=plan.relabelled)
+        messages += list(plan.messages)
     ref = fit_reference(reference, target, fit_draws)
+    if fit_draws is not None:
+        ref = symmetric_reference(ref, plan)
     if n_reference is None:
         n_reference = 4000 if fit_draws is None else fit_draws.shape[0] * fit_draws.shape[1]
     lw = _reference_log_weights(target, ref, rng, n_reference)
     estimate = importance_core(lw)
-    estimate.diagnostics["reference"] = ref.name
+    estimate.diagnostics.update(symmetry, reference=ref.name)
     messages += weight_messages(
         estimate.diagnostics,
         "The importance weights",
@@ -328,6 +392,7 @@ def reverse_importance_sampling(
     model: pm.Model | LogDensity | None = None,
     *,
     reference: str | Reference = "normal",
+    symmetrize: bool | str = "auto",
     idata=None,
     random_seed=None,
     progressbar: bool = True,
@@ -351,6 +416,14 @@ def reverse_importance_sampling(
         Reference ``p0``. Fitted references are moment-matched to the first half of every chain
         of the posterior draws (from ``idata`` or NUTS); a :class:`Reference` instance is used
         as given.
+    symmetrize : {"auto", True, False}, default "auto"
+        What to do when the posterior is invariant under relabelling components (label
+        switching in a mixture; ``pm_evidence.modes``): ``"auto"`` relabels the draws into one
+        mirror image and symmetrizes the reference over the relabellings when the draws miss
+        mirror images (otherwise log Z would come out low by up to ``log |G|``), ``True`` does
+        so whenever a symmetry is found, ``False`` never (a symmetry whose images the draws
+        miss is then a warning). Diagnostics ``symmetry`` (what was found and done),
+        ``symmetry_group_size``, ``symmetrized``.
     idata, draws, tune, chains, sample_kwargs, progressbar
         Posterior draws, or how NUTS draws them.
     random_seed : int or numpy.random.Generator, optional
@@ -360,12 +433,15 @@ def reverse_importance_sampling(
     Evidence
         Diagnostics: ``ess_target`` (MCMC ESS of ``p0/f``), ``ess_inverse_weights``.
     """
+    check_symmetrize_option(symmetrize)
     target = _target(model)
     rng = as_generator(random_seed)
     sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
-    _, ref, lw, messages = fit_and_weigh(target, rng, idata, reference, sampling)
+    _, ref, lw, messages, symmetry = fit_and_weigh(
+        target, rng, idata, reference, sampling, symmetrize
+    )
     estimate = reverse_importance_core(lw)
-    estimate.diagnostics["reference"] = ref.name
+    estimate.diagnostics.update(symmetry, reference=ref.name)
     messages += weight_messages(
         estimate.diagnostics,
         "The inverse importance weights",
@@ -383,6 +459,7 @@ def discriminance_sampling(
     *,
     reference: str | Reference = "normal",
     n_reference: int | None = None,
+    symmetrize: bool | str = "auto",
     idata=None,
     random_seed=None,
     progressbar: bool = True,
@@ -407,6 +484,14 @@ def discriminance_sampling(
     n_reference : int, optional
         Number of reference draws (default: the number of posterior draws in the second
         halves).
+    symmetrize : {"auto", True, False}, default "auto"
+        What to do when the posterior is invariant under relabelling components (label
+        switching in a mixture; ``pm_evidence.modes``): ``"auto"`` relabels the draws into one
+        mirror image and symmetrizes the reference over the relabellings when the draws miss
+        mirror images (otherwise log Z would come out low by up to ``log |G|``), ``True`` does
+        so whenever a symmetry is found, ``False`` never (a symmetry whose images the draws
+        miss is then a warning). Diagnostics ``symmetry`` (what was found and done),
+        ``symmetry_group_size``, ``symmetrized``.
     idata, draws, tune, chains, sample_kwargs, progressbar
         Posterior draws, or how NUTS draws them.
     random_seed : int or numpy.random.Generator, optional
@@ -417,14 +502,17 @@ def discriminance_sampling(
         Diagnostics: ``gamma`` (overlap, 1/4 when reference = posterior), ``ess_target``,
         ``se_prop1`` (seed 000's Prop. 1 value, for equal sample sizes).
     """
+    check_symmetrize_option(symmetrize)
     target = _target(model)
     rng = as_generator(random_seed)
     sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
-    est_half, ref, lw_target, messages = fit_and_weigh(target, rng, idata, reference, sampling)
+    est_half, ref, lw_target, messages, symmetry = fit_and_weigh(
+        target, rng, idata, reference, sampling, symmetrize
+    )
     n_reference = est_half.shape[0] * est_half.shape[1] if n_reference is None else n_reference
     lw_reference = _reference_log_weights(target, ref, rng, n_reference)
     estimate = discriminance_core(lw_target, lw_reference)
-    estimate.diagnostics["reference"] = ref.name
+    estimate.diagnostics.update(symmetry, reference=ref.name)
     return _evidence(
         target,
         estimate,
@@ -445,6 +533,7 @@ def bridge_sampling(
     use_neff: bool = True,
     tol: float = 1e-10,
     maxiter: int = 1000,
+    symmetrize: bool | str = "auto",
     idata=None,
     random_seed=None,
     progressbar: bool = True,
@@ -481,6 +570,14 @@ def bridge_sampling(
         Use the effective number of posterior draws in the sample-size weights.
     tol, maxiter
         Convergence tolerance and iteration cap of the Meng-Wong iteration.
+    symmetrize : {"auto", True, False}, default "auto"
+        What to do when the posterior is invariant under relabelling components (label
+        switching in a mixture; ``pm_evidence.modes``): ``"auto"`` relabels the draws into one
+        mirror image and symmetrizes the reference over the relabellings when the draws miss
+        mirror images (otherwise log Z would come out low by up to ``log |G|``), ``True`` does
+        so whenever a symmetry is found, ``False`` never (a symmetry whose images the draws
+        miss is then a warning). Diagnostics ``symmetry`` (what was found and done),
+        ``symmetry_group_size``, ``symmetrized``.
     idata, draws, tune, chains, sample_kwargs, progressbar
         Posterior draws, or how NUTS draws them.
     random_seed : int or numpy.random.Generator, optional
@@ -518,10 +615,13 @@ def bridge_sampling(
         )
     if repetitions < 1:
         raise EvidenceInputError(f"repetitions must be >= 1, got {repetitions}.")
+    check_symmetrize_option(symmetrize)
     target = _target(model)
     rng = as_generator(random_seed)
     sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
-    est_half, ref, lw_target, messages = fit_and_weigh(target, rng, idata, proposal, sampling)
+    est_half, ref, lw_target, messages, symmetry = fit_and_weigh(
+        target, rng, idata, proposal, sampling, symmetrize
+    )
     n_target = est_half.shape[0] * est_half.shape[1]
     n_eff = None
     if use_neff:
@@ -543,6 +643,7 @@ def bridge_sampling(
     log_zs = np.array([e.log_z for e in estimates])
     middle = estimates[int(np.argsort(log_zs)[(len(log_zs) - 1) // 2])]
     diagnostics = dict(middle.diagnostics, proposal=proposal, repetitions=repetitions)
+    diagnostics.update(symmetry, reference=ref.name)
     se = middle.se
     if repetitions > 1:
         diagnostics["log_z_repetition_sd"] = float(np.std(log_zs, ddof=1))
@@ -609,6 +710,7 @@ def is_ris_combination(
     *,
     rule: str = "selection",
     reference: str | Reference = "normal",
+    symmetrize: bool | str = "auto",
     idata=None,
     random_seed=None,
     progressbar: bool = True,
@@ -633,6 +735,14 @@ def is_ris_combination(
     reference : {"normal", "student_t", "prior"} or Reference
         Reference ``p0`` shared by both estimators. Fitted references are moment-matched to the
         first half of every chain of the posterior draws (from ``idata`` or NUTS).
+    symmetrize : {"auto", True, False}, default "auto"
+        What to do when the posterior is invariant under relabelling components (label
+        switching in a mixture; ``pm_evidence.modes``): ``"auto"`` relabels the draws into one
+        mirror image and symmetrizes the reference over the relabellings when the draws miss
+        mirror images (otherwise log Z would come out low by up to ``log |G|``), ``True`` does
+        so whenever a symmetry is found, ``False`` never (a symmetry whose images the draws
+        miss is then a warning). Diagnostics ``symmetry`` (what was found and done),
+        ``symmetry_group_size``, ``symmetrized``.
     idata, draws, tune, chains, sample_kwargs, progressbar
         Posterior draws, or how NUTS draws them.
     random_seed : int or numpy.random.Generator, optional
@@ -647,16 +757,19 @@ def is_ris_combination(
         raise EvidenceInputError(
             f"Requested rule {rule!r} but it must be one of {list(COMBINATION_RULES)}."
         )
+    check_symmetrize_option(symmetrize)
     target = _target(model)
     rng = as_generator(random_seed)
     sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
     # one reference, fitted to the first halves, for both estimators
-    est_half, ref, lw_target, messages = fit_and_weigh(target, rng, idata, reference, sampling)
+    est_half, ref, lw_target, messages, symmetry = fit_and_weigh(
+        target, rng, idata, reference, sampling, symmetrize
+    )
     lw_reference = _reference_log_weights(target, ref, rng, est_half.shape[0] * est_half.shape[1])
     estimate = combine_is_ris_core(
         importance_core(lw_reference), reverse_importance_core(lw_target), rule
     )
-    estimate.diagnostics["reference"] = ref.name
+    estimate.diagnostics.update(symmetry, reference=ref.name)
     return _evidence(
         target,
         estimate,
