@@ -42,11 +42,11 @@ from pm_evidence.references import (
 from pm_evidence.target import LogDensity
 from pm_evidence.utils import (
     RHAT_MAX,
-    as_generator,
     good_pareto_k,
     max_rhat,
     mcmc_ess,
     spawn_seed,
+    stage_rngs,
 )
 
 __all__ = [
@@ -179,7 +179,9 @@ def symmetry_step(target, x: np.ndarray, reference, symmetrize) -> SymmetryPlan:
     return plan_symmetry(target, x, symmetrize, warp3=reference == "warp3")
 
 
-def fit_and_weigh(target: LogDensity, rng, idata, reference, sampling: dict, symmetrize="auto"):
+def fit_and_weigh(
+    target: LogDensity, posterior_rng, idata, reference, sampling: dict, symmetrize="auto"
+):
     """Posterior draws; a reference fitted to the first half of every chain; log weights
     ``log f - log p0`` at the second half, the draws every estimator is judged on.
 
@@ -192,7 +194,7 @@ def fit_and_weigh(target: LogDensity, rng, idata, reference, sampling: dict, sym
     warnings about the posterior draws (:func:`posterior_messages`) and the symmetry
     diagnostics of the plan.
     """
-    x = posterior_draws(target, idata, rng=rng, **sampling)
+    x = posterior_draws(target, idata, rng=posterior_rng, **sampling)
     plan = symmetry_step(target, x, reference, symmetrize)
     fit_half, est_half = split_halves(plan.draws)
     ref = symmetric_reference(fit_reference(reference, target, fit_half), plan)
@@ -358,12 +360,13 @@ def importance_sampling(
     """
     check_symmetrize_option(symmetrize)
     target = _target(model)
-    rng = as_generator(random_seed)
+    rngs = stage_rngs(random_seed)  # the same streams alone and in marginal_likelihood
+    rng = rngs["is"]
     fit_draws, messages = None, []
     symmetry = {"symmetry": "not checked (no posterior draws)"}
     if not (isinstance(reference, Reference) or reference == "prior"):
         sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
-        plan = symmetry_step(target, posterior_draws(target, idata, rng=rng, **sampling),
+        plan = symmetry_step(target, posterior_draws(target, idata, rng=rngs["posterior"], **sampling),
                              reference, symmetrize)  # fmt: skip
         fit_draws, symmetry = plan.draws, plan.diagnostics
         messages = posterior_messages(target, fit_draws, relabelled=plan.relabelled)
@@ -435,10 +438,10 @@ def reverse_importance_sampling(
     """
     check_symmetrize_option(symmetrize)
     target = _target(model)
-    rng = as_generator(random_seed)
+    rngs = stage_rngs(random_seed)  # the same streams alone and in marginal_likelihood
     sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
     _, ref, lw, messages, symmetry = fit_and_weigh(
-        target, rng, idata, reference, sampling, symmetrize
+        target, rngs["posterior"], idata, reference, sampling, symmetrize
     )
     estimate = reverse_importance_core(lw)
     estimate.diagnostics.update(symmetry, reference=ref.name)
@@ -504,10 +507,11 @@ def discriminance_sampling(
     """
     check_symmetrize_option(symmetrize)
     target = _target(model)
-    rng = as_generator(random_seed)
+    rngs = stage_rngs(random_seed)  # the same streams alone and in marginal_likelihood
+    rng = rngs["ds"]
     sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
     est_half, ref, lw_target, messages, symmetry = fit_and_weigh(
-        target, rng, idata, reference, sampling, symmetrize
+        target, rngs["posterior"], idata, reference, sampling, symmetrize
     )
     n_reference = est_half.shape[0] * est_half.shape[1] if n_reference is None else n_reference
     lw_reference = _reference_log_weights(target, ref, rng, n_reference)
@@ -617,10 +621,11 @@ def bridge_sampling(
         raise EvidenceInputError(f"repetitions must be >= 1, got {repetitions}.")
     check_symmetrize_option(symmetrize)
     target = _target(model)
-    rng = as_generator(random_seed)
+    rngs = stage_rngs(random_seed)  # the same streams alone and in marginal_likelihood
+    rng = rngs["bridge"]
     sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
     est_half, ref, lw_target, messages, symmetry = fit_and_weigh(
-        target, rng, idata, proposal, sampling, symmetrize
+        target, rngs["posterior"], idata, proposal, sampling, symmetrize
     )
     n_target = est_half.shape[0] * est_half.shape[1]
     n_eff = None
@@ -759,11 +764,12 @@ def is_ris_combination(
         )
     check_symmetrize_option(symmetrize)
     target = _target(model)
-    rng = as_generator(random_seed)
+    rngs = stage_rngs(random_seed)  # the same streams alone and in marginal_likelihood
+    rng = rngs["is_ris"]
     sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
     # one reference, fitted to the first halves, for both estimators
     est_half, ref, lw_target, messages, symmetry = fit_and_weigh(
-        target, rng, idata, reference, sampling, symmetrize
+        target, rngs["posterior"], idata, reference, sampling, symmetrize
     )
     lw_reference = _reference_log_weights(target, ref, rng, est_half.shape[0] * est_half.shape[1])
     estimate = combine_is_ris_core(

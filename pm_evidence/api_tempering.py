@@ -150,7 +150,7 @@ def annealed_importance_sampling(
     annealing : AnnealingOptions, optional
         ``n_chains`` (per batch), ``ladder`` (``"adaptive"``), ``n_rungs`` (adaptive default
         ``clip(20 L^2, 200, 5000)`` for a path of thermodynamic length ``L``), ``beta_min``,
-        ``n_steps``, ``target_se`` (0.01), ``max_chains``, ``time_limit``.
+        ``n_steps``, ``target_se`` (0.005), ``max_chains``, ``time_limit``.
 
     Returns
     -------
@@ -254,7 +254,7 @@ def rao_blackwellized_tempered_sampling(
     Parameters
     ----------{common}
     tempering : TemperingOptions, optional
-        ``n_chains``, ``n_sweeps`` (None: until ``target_se`` = 0.01), ``ladder``
+        ``n_chains``, ``n_sweeps`` (None: until ``target_se`` = 0.005), ``ladder``
         (``"adaptive"``), ``n_rungs`` (adaptive default ``clip(L / 0.25 + 1, 10, 200)``),
         ``prior_r``, the initial iterations, ``min_sweeps``, ``max_sweeps``, ``time_limit``.
 

@@ -32,23 +32,35 @@ from pm_evidence.runs import (
     run_reverse_annealing,
     run_tempering,
 )
-from pm_evidence.utils import stage_rngs
+from pm_evidence.utils import root_sequence, stage_rngs
 
 __all__ = ["METHODS", "marginal_likelihood"]
 
 # Methods fitted to posterior draws: the function, its random stream and the options it takes.
 _PLAIN: dict[str, tuple[Callable[..., Evidence], str, tuple[str, ...]]] = {
-    "is": (importance_sampling, "is", ("reference", "n_reference")),
-    "ris": (reverse_importance_sampling, "ris", ("reference",)),
-    "ds": (discriminance_sampling, "ds", ("reference", "n_reference")),
+    "is": (importance_sampling, "is", ("reference", "n_reference", "symmetrize")),
+    "ris": (reverse_importance_sampling, "ris", ("reference", "symmetrize")),
+    "ds": (discriminance_sampling, "ds", ("reference", "n_reference", "symmetrize")),
     "bridge": (
         bridge_sampling,
         "bridge",
-        ("proposal", "repetitions", "use_neff", "tol", "maxiter"),
+        ("proposal", "repetitions", "use_neff", "tol", "maxiter", "symmetrize"),
     ),
-    "is_ris_average": (partial(is_ris_combination, rule="average"), "is_ris", ("reference",)),
-    "is_ris_weighted": (partial(is_ris_combination, rule="weighted"), "is_ris", ("reference",)),
-    "is_ris_selection": (partial(is_ris_combination, rule="selection"), "is_ris", ("reference",)),
+    "is_ris_average": (
+        partial(is_ris_combination, rule="average"),
+        "is_ris",
+        ("reference", "symmetrize"),
+    ),
+    "is_ris_weighted": (
+        partial(is_ris_combination, rule="weighted"),
+        "is_ris",
+        ("reference", "symmetrize"),
+    ),
+    "is_ris_selection": (
+        partial(is_ris_combination, rule="selection"),
+        "is_ris",
+        ("reference", "symmetrize"),
+    ),
 }
 # Methods along the geometric path: the run they read and their own options. They share one
 # plan (reference, kernel, pilot); ais and ads one annealing run; rts, ti and mbar one tempered
@@ -238,17 +250,15 @@ def _path_estimate(name: str, runs: _PathRuns, kwargs: dict) -> Evidence:
     return follow_up(run, **own)
 
 
-def _plain_estimate(name: str, target, idata, rngs, progressbar, kwargs) -> Evidence:
-    function, stage, accepted = _PLAIN[name]
+def _plain_estimate(name: str, target, idata, seed, progressbar, kwargs) -> Evidence:
+    function, _, accepted = _PLAIN[name]
     own = {k: kwargs[k] for k in accepted if k in kwargs}
     with status(
         f"pm_evidence {name}: compiling the model's log-density and setting up",
         progressbar,
         phase_name=f"compilation / set-up of {name!r}",
     ):
-        return function(
-            target, idata=idata, random_seed=rngs[stage], progressbar=progressbar, **own
-        )
+        return function(target, idata=idata, random_seed=seed, progressbar=progressbar, **own)
 
 
 def auto_pair(target) -> tuple[str, str]:
@@ -328,8 +338,15 @@ def _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs)
     if len(set(methods)) != len(methods):
         raise EvidenceInputError(f"A method is listed twice in {methods}.")
     _check_options(methods, kwargs)
-    target = _target(model)
-    rngs = stage_rngs(random_seed)
+    label = ", ".join(methods)
+    with status(
+        f"pm_evidence {label}: compiling the model's log-density",
+        progressbar,
+        phase_name=f"compilation / set-up of {label!r}",
+    ):
+        target = _target(model)
+    seed = root_sequence(random_seed)  # every callee gets the same stage streams from it
+    rngs = stage_rngs(seed)
     plain = [m for m in methods if m in _PLAIN]
     if idata is None and plain:
         # drawn once from the "posterior" stream: the same draws a path plan would make
@@ -342,7 +359,7 @@ def _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs)
     for name in methods:
         try:
             if name in _PLAIN:
-                results[name] = _plain_estimate(name, target, idata, rngs, progressbar, kwargs)
+                results[name] = _plain_estimate(name, target, idata, seed, progressbar, kwargs)
             else:
                 results[name] = _path_estimate(name, runs, kwargs)
         except KeyboardInterrupt:

@@ -100,7 +100,7 @@ class AnnealingOptions:
     n_rungs: int | None = None
     beta_min: float = 1e-4
     n_steps: int = 1
-    target_se: float | None = 0.01
+    target_se: float | None = 0.005
     max_chains: int = 20_000
     time_limit: float | None = None
 
@@ -145,7 +145,7 @@ class TemperingOptions:
     n_init_sweeps: int = 50
     max_init_iterations: int = 10
     init_tol: float = 0.1
-    target_se: float | None = 0.01
+    target_se: float | None = 0.005
     min_sweeps: int = 200
     max_sweeps: int = 5000
     time_limit: float | None = None

@@ -20,6 +20,7 @@ __all__ = [
     "normalized_weights",
     "pareto_khat",
     "relative_sd_of_mean",
+    "root_sequence",
     "spawn_seed",
     "stage_rngs",
 ]
@@ -55,6 +56,18 @@ STAGES = (
 )  # fmt: skip
 
 
+def root_sequence(random_seed) -> np.random.SeedSequence:
+    """The :class:`numpy.random.SeedSequence` the stage streams come from: an int or ``None``
+    seeds it; a SeedSequence is copied (the caller's is not advanced); a Generator is advanced by
+    one draw, which seeds it. Passing the result on gives every callee the same streams."""
+    if isinstance(random_seed, np.random.Generator):
+        return np.random.SeedSequence(int(random_seed.integers(2**63)))
+    if isinstance(random_seed, np.random.SeedSequence):
+        return np.random.SeedSequence(random_seed.entropy, spawn_key=random_seed.spawn_key)
+    as_generator(random_seed)  # validates the type
+    return np.random.SeedSequence(random_seed)
+
+
 def stage_rngs(random_seed) -> dict[str, np.random.Generator]:
     """One independent :class:`numpy.random.Generator` per stage of :data:`STAGES`.
 
@@ -62,14 +75,7 @@ def stage_rngs(random_seed) -> dict[str, np.random.Generator]:
     at fixed positions. An int, ``None`` or a SeedSequence seeds that sequence directly; a
     Generator is advanced by one draw, which seeds it.
     """
-    if isinstance(random_seed, np.random.Generator):
-        sequence = np.random.SeedSequence(int(random_seed.integers(2**63)))
-    elif isinstance(random_seed, np.random.SeedSequence):  # a copy: the caller's is unchanged
-        sequence = np.random.SeedSequence(random_seed.entropy, spawn_key=random_seed.spawn_key)
-    else:
-        as_generator(random_seed)  # validates the type
-        sequence = np.random.SeedSequence(random_seed)
-    children = sequence.spawn(len(STAGES))
+    children = root_sequence(random_seed).spawn(len(STAGES))
     return {
         name: np.random.default_rng(child) for name, child in zip(STAGES, children, strict=True)
     }

@@ -141,19 +141,19 @@ pme.marginal_likelihood(
     sample_kwargs={"cores": 1, "callback": first_draw},
 )
 """,
-    "tuning kernel": """
-pme.marginal_likelihood(model, method="rts", progressbar=False, n_rungs=2000, n_chains=400)
+    "pilot run": """
+pme.marginal_likelihood(model, method="rts", progressbar=False, n_pilot_chains=400_000)
 """,
 }
 WAIT_FOR = {
     "compilation": "PHASE compiling",
     "NUTS tuning": "PHASE NUTS draw 0 tuning",
-    "tuning kernel": "PHASE tuning kernel",
+    "pilot run": "PHASE pilot run",
 }
 EXPECTED_PHASE = {
     "compilation": "compilation / set-up of 'bridge'",
     "NUTS tuning": "NUTS tuning",
-    "tuning kernel": "tuning kernel",
+    "pilot run": "pilot run",
 }
 
 

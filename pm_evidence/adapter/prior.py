@@ -54,7 +54,9 @@ def _root_batched(model: pm.Model, n: pt.TensorVariable, shapes: dict) -> list |
                 if new.ndim == old.ndim:
                     continue  # not batched: broadcasts against (n, *batch_shape)
                 n_missing = len(batch_shape) - (old.ndim - op.ndims_params[i])
-                params[i] = pt.expand_dims(new, tuple(range(1, 1 + n_missing))) if n_missing else new
+                params[i] = (
+                    pt.expand_dims(new, tuple(range(1, 1 + n_missing))) if n_missing else new
+                )
         new_node = op.make_node(op.rng_param(node), size, *params)
         replace[rv] = new_node.outputs[1]
     batched = [replace[rv] for rv in free]
