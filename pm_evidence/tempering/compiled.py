@@ -37,7 +37,7 @@ from pytensor.graph.replace import graph_replace
 
 from pm_evidence.tempering.path import GeometricPath, PathState
 
-__all__ = ["MAX_COMPILED_LEAPFROG", "hmc_transition_function"]
+__all__ = ["FUSE_AFTER_POINT_TRANSITIONS", "MAX_COMPILED_LEAPFROG", "hmc_transition_function"]
 
 MAX_COMPILED_LEAPFROG = 8  # the graph holds one copy of the model per leapfrog step
 # Operations in the model's log-density-and-gradient graph times leapfrog steps above which the
@@ -45,12 +45,18 @@ MAX_COMPILED_LEAPFROG = 8  # the graph holds one copy of the model per leapfrog 
 # operations: 7.6 s with one leapfrog step, 65 s with two, and gigabytes of memory at times).
 # Larger models use the NumPy transition around the model's own compiled function.
 MAX_FUSED_OPERATIONS = 600
+# The fused graph takes seconds to compile (8 s for eight schools with a Student-t reference,
+# where a NumPy transition costs about 14 us per point and the fused one 5 us), so a path
+# first runs NumPy transitions and is fused once it has moved this many points: short default
+# runs on small models never pay for the compile, long runs do so early.
+FUSE_AFTER_POINT_TRANSITIONS = 1_000_000
 
 # Compiled transitions per live model adapter, and the callables bound to each live path's
 # reference parameters (weak keys: dropped with the model or path). Caches of compiled code,
 # not state: results never depend on them.
 _COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _BOUND: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_MOVED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # points moved per path
 
 
 def _parameter_inputs(values) -> list:
@@ -111,7 +117,9 @@ def _build(path: GeometricPath, n_leapfrog: int, parameters):
     return pytensor.function(inputs, outputs, on_unused_input="ignore")
 
 
-def hmc_transition_function(path: GeometricPath, n_leapfrog: int) -> Callable | None:
+def hmc_transition_function(
+    path: GeometricPath, n_leapfrog: int, n_points: int = 0
+) -> Callable | None:
     """A compiled HMC transition ``(state, beta, eps, momentum, log_u) -> (state, accepted,
     nonfinite)`` for ``path``, or ``None`` where NumPy HMC must be used (a reference without a
     symbolic log-density, a model without gradients, more than ``MAX_COMPILED_LEAPFROG``
@@ -119,8 +127,14 @@ def hmc_transition_function(path: GeometricPath, n_leapfrog: int) -> Callable | 
 
     ``eps`` are the (already jittered) step sizes per point; ``log_u`` the logs of the
     Metropolis uniforms. Points are processed in blocks of the target's ``block_size`` rows.
-    Built once per path and ``n_leapfrog`` (the kernels call this on every transition).
+    Built once per path and ``n_leapfrog`` (the kernels call this on every transition, with the
+    number of points ``n_points`` they move), after the path has moved
+    :data:`FUSE_AFTER_POINT_TRANSITIONS` points with NumPy transitions (``None`` until then).
     """
+    moved = _MOVED.get(path, 0)
+    if moved < FUSE_AFTER_POINT_TRANSITIONS:
+        _MOVED[path] = moved + n_points
+        return None
     bound = _BOUND.setdefault(path, {})
     if n_leapfrog not in bound:
         bound[n_leapfrog] = _bind(path, n_leapfrog)

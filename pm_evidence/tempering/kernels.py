@@ -266,7 +266,11 @@ def hmc_step(
     if mask is not None:
         momentum = momentum * mask
         eps = eps * mask  # x moves by eps * p: zero outside the mask whatever the gradient
-    fused = hmc_transition_function(path, n_leapfrog) if compiled and mask is None else None
+    fused = (
+        hmc_transition_function(path, n_leapfrog, state.x.shape[0])
+        if compiled and mask is None
+        else None
+    )
     if fused is not None:
         log_u = np.log(rng.random(eps.shape[0]))
         return fused(state, beta, eps[:, 0], momentum, log_u)
