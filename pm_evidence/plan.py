@@ -23,8 +23,10 @@ from pm_evidence.api import (
     log_density_at_target_draws,
     posterior_draws,
     posterior_messages,
+    symmetric_reference,
 )
 from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.modes import plan_symmetry
 from pm_evidence.references import (
     BernoulliProductReference,
     CategoricalProductReference,
@@ -67,6 +69,10 @@ class PathOptions:
         Gibbs blocks (entries updated together); default one entry at a time.
     n_pilot_chains : int
         Particles of the pilot run.
+    symmetrize : {"auto", True, False}
+        For a reference fitted to posterior draws: average it over the relabellings of a
+        label-switching posterior whose mirror modes the draws miss
+        (:func:`~pm_evidence.modes.plan_symmetry`); ``False`` warns instead.
     """
 
     reference: str | Reference = "auto"
@@ -75,6 +81,7 @@ class PathOptions:
     n_flips: int = 1
     blocks: tuple | list | None = None
     n_pilot_chains: int = 128
+    symmetrize: str | bool = "auto"
 
 
 @dataclass(frozen=True)
@@ -331,13 +338,24 @@ def make_plan(
         posterior = posterior_draws(
             target, idata, rng=rngs["posterior"], progressbar=progressbar, **sampling
         )
-        messages += posterior_messages(target, posterior)
+    symmetry = None
     if ref is None:
+        # a reference fitted to draws that sit in one of several mirror modes (label
+        # switching) would miss the others: fit it to the draws relabelled into one mode and
+        # average it over the relabellings, as bridge sampling does (pm_evidence.modes)
+        symmetry = plan_symmetry(target, posterior, options.symmetrize)
+        messages += posterior_messages(target, symmetry.draws, relabelled=symmetry.relabelled)
+        messages += list(symmetry.messages)
         if reference == "auto":
-            ref, reason, overlap = auto_reference(target, posterior)
+            ref, reason, overlap = auto_reference(target, symmetry.draws)
         else:
-            ref = fit_reference(reference, target, posterior)
+            ref = fit_reference(reference, target, symmetry.draws)
             reason = f"{ref.name} fitted to posterior draws (reference={reference!r})"
+        if not isinstance(ref, PriorReference):
+            ref = symmetric_reference(ref, symmetry)
+        overlap = {**overlap, **symmetry.diagnostics}
+    elif posterior is not None:
+        messages += posterior_messages(target, posterior)
     elif reference == "auto":
         reason = "prior: the model has discrete variables (no NUTS draws to fit a reference to)"
     else:
