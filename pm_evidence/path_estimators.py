@@ -184,6 +184,15 @@ def ads(run: AnnealingRun, version: str = "binary") -> Evidence:
         )
     _check(run, AnnealingRun, "ads")
     sampler = run.sampler
+    outside = int(np.sum(~np.isfinite(sampler.delta[0])))
+    if outside:
+        raise EvidenceInputError(
+            f"ADS classifies draws between neighbouring rungs by Delta = log f - log p0, and "
+            f"{outside} of {sampler.delta.shape[1]} reference draws lie where the target's "
+            f"density is zero (Delta = -inf): the classification has no finite solution. Use "
+            f"AIS, RTS or MBAR (they handle draws outside the support), or a reference inside "
+            f"the target's support."
+        )
     core = ads_binary_core if version == "binary" else ads_multinomial_core
     estimate = core(sampler.delta, sampler.log_weights_rungs, run.ladder.betas)
     estimate.diagnostics.update(_common_diagnostics(run))
