@@ -37,6 +37,12 @@ napoleon_type_aliases.update(
         "Layout": "~pm_evidence.adapter.layout.Layout",
         "DataTree": "~xarray.DataTree",
         "TensorVariable": "~pytensor.tensor.TensorVariable",
+        "GeometricPath": "~pm_evidence.tempering.path.GeometricPath",
+        "Kernel": "~pm_evidence.tempering.kernels.Kernel",
+        "Pilot": "~pm_evidence.tempering.pilot.Pilot",
+        "AnnealRun": "~pm_evidence.tempering.samplers.AnnealRun",
+        "TemperedRun": "~pm_evidence.tempering.samplers.TemperedRun",
+        "Ladder": "~pm_evidence.plan.Ladder",
     }
 )
 
@@ -49,7 +55,7 @@ _EXTERNAL = (
 nitpick_ignore_regex = [
     (r"py:.*", _EXTERNAL),
     # generic type words of numpydoc that are not classes of any library
-    (r"py:class", r"(callable|array_like|array-like|ndarray|sequence|mapping|iterable|scalar)"),
+    (r"py:class", r"(callable|array_like|array-like|array|ndarray|sequence|mapping|iterable|scalar)"),
     (r"py:class", r"(Generator|SeedSequence|Number|Mapping|Sequence|Iterator|Callable|Any)"),
     (r"py:class", r"(collections\.abc|typing|types|contextlib)\..+"),
     # napoleon splits type text such as "ndarray (chain, draw)" or a property's "Boolean mask

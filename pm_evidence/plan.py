@@ -7,7 +7,7 @@ the kernel's step size along it, a first ``log Z_beta``). Runs take a plan
 (:mod:`pm_evidence.runs`); the estimators are follow-ups on runs
 (:mod:`pm_evidence.path_estimators`).
 
-The default reference (:func:`auto_reference`) is the better of the prior and a Student-t
+The default reference (:func:`~pm_evidence.plan.auto_reference`) is the better of the prior and a Student-t
 fitted to NUTS draws; the default ladders are placed from the pilot at equal thermodynamic
 length (:meth:`PathPlan.ladder`).
 """
@@ -56,7 +56,7 @@ class PathOptions:
     Attributes
     ----------
     reference : "auto", "prior", "uniform", "student_t", "normal" or Reference
-        ``p0``; see :func:`auto_reference` for ``"auto"``.
+        ``p0``; see :func:`~pm_evidence.plan.auto_reference` for ``"auto"``.
     kernel : {"auto", "hmc", "rwm", "flip", "gibbs", "gwg", "hmc+gibbs", "rwm+gibbs"} or callable
         The transition at each ``beta``; ``"auto"`` is HMC for continuous models, Gibbs sweeps
         for all-discrete ones and HMC plus Gibbs for mixed ones. A callable
@@ -72,7 +72,7 @@ class PathOptions:
     symmetrize : {"auto", True, False}
         For a reference fitted to posterior draws: average it over the relabellings of a
         label-switching posterior whose mirror modes the draws miss
-        (:func:`~pm_evidence.modes.plan_symmetry`); ``False`` warns instead.
+        (``pm_evidence.modes.plan_symmetry``); ``False`` warns instead.
     """
 
     reference: str | Reference = "auto"
@@ -117,7 +117,7 @@ class PathPlan:
     reference_reason : str
         Why this ``p0``.
     reference_diagnostics : dict
-        The overlap measures compared by :func:`auto_reference`.
+        The overlap measures compared by :func:`~pm_evidence.plan.auto_reference`.
     messages : tuple of str
         Warnings every result of this plan carries (R-hat of the NUTS draws, improper prior).
     n_setup_evaluations : int

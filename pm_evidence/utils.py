@@ -69,7 +69,7 @@ def root_sequence(random_seed) -> np.random.SeedSequence:
 
 
 def stage_rngs(random_seed) -> dict[str, np.random.Generator]:
-    """One independent :class:`numpy.random.Generator` per stage of :data:`STAGES`.
+    """One independent :class:`numpy.random.Generator` per stage of ``STAGES``.
 
     The streams are the children of one :class:`numpy.random.SeedSequence` (``spawn``), taken
     at fixed positions. An int, ``None`` or a SeedSequence seeds that sequence directly; a

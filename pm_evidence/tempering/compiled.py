@@ -49,7 +49,7 @@ MAX_FUSED_OPERATIONS = 600
 # where a NumPy transition costs about 14 us per point and the fused one 5 us), so a path
 # first runs NumPy transitions and is fused once it has moved this many points: short default
 # runs on small models never pay for the compile, long runs do so early.
-FUSE_AFTER_POINT_TRANSITIONS = 1_000_000
+FUSE_AFTER_POINT_TRANSITIONS = 2_000_000
 
 # Compiled transitions per live model adapter, and the callables bound to each live path's
 # reference parameters (weak keys: dropped with the model or path). Caches of compiled code,
@@ -129,7 +129,7 @@ def hmc_transition_function(
     Metropolis uniforms. Points are processed in blocks of the target's ``block_size`` rows.
     Built once per path and ``n_leapfrog`` (the kernels call this on every transition, with the
     number of points ``n_points`` they move), after the path has moved
-    :data:`FUSE_AFTER_POINT_TRANSITIONS` points with NumPy transitions (``None`` until then).
+    ``FUSE_AFTER_POINT_TRANSITIONS`` points with NumPy transitions (``None`` until then).
     """
     moved = _MOVED.get(path, 0)
     if moved < FUSE_AFTER_POINT_TRANSITIONS:
