@@ -18,12 +18,12 @@ from scipy.special import logsumexp, softmax
 from scipy.stats import norm
 
 import pm_evidence as pme
-from pm_evidence.path_estimators import _occupancy_messages
-from pm_evidence.plan import auto_reference
 from pm_evidence.estimators.annealed import ais_core, raise_core
 from pm_evidence.estimators.multistate import _Objective, solve_multistate
 from pm_evidence.estimators.tempered import mbar_core
 from pm_evidence.exceptions import EvidenceInputError, OverlapError
+from pm_evidence.path_estimators import _occupancy_messages
+from pm_evidence.plan import auto_reference
 from pm_evidence.target import LogDensity
 from pm_evidence.utils import good_pareto_k, max_rhat, mcmc_ess, pareto_khat
 
