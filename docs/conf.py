@@ -55,7 +55,10 @@ _EXTERNAL = (
 nitpick_ignore_regex = [
     (r"py:.*", _EXTERNAL),
     # generic type words of numpydoc that are not classes of any library
-    (r"py:class", r"(callable|array_like|array-like|array|ndarray|sequence|mapping|iterable|scalar)"),
+    (
+        r"py:class",
+        r"(callable|array_like|array-like|array|ndarray|sequence|mapping|iterable|scalar)",
+    ),
     (r"py:class", r"(Generator|SeedSequence|Number|Mapping|Sequence|Iterator|Callable|Any)"),
     (r"py:class", r"(collections\.abc|typing|types|contextlib)\..+"),
     # napoleon splits type text such as "ndarray (chain, draw)" or a property's "Boolean mask

@@ -30,11 +30,13 @@ def _check(results, exact):
 
 def test_label_switching_mixture_at_defaults():
     """Two exchangeable components (two mirror modes; gold by 2-D quadrature): bridge, DS, IS
-    and RIS, and the path methods from a fitted reference, used to lose one mode (-log 2)."""
+    and RIS (tests/test_multimodality.py has each on three seeds), and the path methods from a
+    fitted reference, used to lose one mode (-log 2)."""
     model, gold = testing.label_switching_mixture()
-    results = pme.marginal_likelihood(model, method=ALL, random_seed=1, progressbar=False)
+    methods = ["bridge", "ais", "raise", "ads", "rts", "ti", "mbar"]
+    results = pme.marginal_likelihood(model, method=methods, random_seed=1, progressbar=False)
     _check(results, gold)
-    for name in ("bridge", "ds", "rts", "ais"):
+    for name in ("bridge", "rts", "ais"):
         assert results[name].reliable, name
         assert abs(results[name].log_z - gold) < 4 * results[name].se + SLACK
         assert results[name].diagnostics["symmetrized"] is True
