@@ -148,7 +148,7 @@ def annealed_importance_sampling(
     Parameters
     ----------{common}
     annealing : AnnealingOptions, optional
-        ``n_chains`` (per batch), ``ladder`` (``"adaptive"``), ``n_rungs`` (adaptive default
+        ``n_chains`` (None: batches until ``target_se``), ``ladder``, ``n_rungs`` (adaptive default
         ``clip(20 L^2, 200, 5000)`` for a path of thermodynamic length ``L``), ``beta_min``,
         ``n_steps``, ``target_se`` (0.005), ``max_chains``, ``time_limit``.
 

@@ -74,8 +74,10 @@ class AnnealingOptions:
 
     Attributes
     ----------
-    n_chains : int
-        Chains of the first batch (RAISE: chains, each from a different posterior draw).
+    n_chains : int or None
+        ``None`` (default): a first batch of ``first_batch`` chains, then more until the AIS
+        standard error is at most ``target_se``. An int: exactly that many chains, one batch
+        (RAISE: chains, each from a different posterior draw; ``None`` means ``first_batch``).
     ladder : "adaptive", "geometric", "linear", "sigmoid" or array
         ``"adaptive"``: rungs at equal thermodynamic length, placed from the pilot.
     n_rungs : int, optional
@@ -85,27 +87,37 @@ class AnnealingOptions:
         Smallest positive ``beta`` of the geometric ladder.
     n_steps : int
         Transitions per rung.
+    first_batch : int
+        Chains of the first batch when ``n_chains`` is None.
     target_se : float or None
-        After the first batch, one more batch sized from its standard error (``se^2`` falls
-        like ``1 / chains``), and so on until the AIS standard error is at most this (not for
-        RAISE). ``None``: one batch.
+        With ``n_chains=None``: after the first batch, one more batch sized from its standard
+        error (``se^2`` falls like ``1 / chains``), and so on until the AIS standard error is at
+        most this (not for RAISE). ``None``: one batch.
     max_chains : int
         Cap on the chains of all batches (and on ``1e7 / n_rungs``, the stored numbers).
     time_limit : float or None
         Seconds after which no further batch starts.
     """
 
-    n_chains: int = 100
+    n_chains: int | None = None
     ladder: str | np.ndarray = "adaptive"
     n_rungs: int | None = None
     beta_min: float = 1e-4
     n_steps: int = 1
+    first_batch: int = 100
     target_se: float | None = 0.005
     max_chains: int = 20_000
     time_limit: float | None = None
 
     def __post_init__(self):
-        _check_positive(self, "n_chains", "n_steps", "max_chains")
+        _check_positive(self, "n_steps", "first_batch", "max_chains")
+        if self.n_chains is not None:
+            _check_positive(self, "n_chains")
+
+    @property
+    def chains_first(self) -> int:
+        """Chains of the first (for RAISE: the only) batch."""
+        return self.first_batch if self.n_chains is None else self.n_chains
 
 
 @dataclass(frozen=True)
@@ -290,11 +302,10 @@ def run_annealing(
     ladder = _ladder(plan, options, _annealing_rungs(plan.length), 1000)
     # every chain's Delta and log weight at every rung are kept (for ADS): at most
     # MAX_STORED_NUMBERS of each
-    max_chains = max(
-        options.n_chains, min(options.max_chains, MAX_STORED_NUMBERS // ladder.n_rungs)
-    )
+    first = options.chains_first
+    max_chains = max(first, min(options.max_chains, MAX_STORED_NUMBERS // ladder.n_rungs))
     start = time.perf_counter()
-    run, reached, n_batch = None, None, options.n_chains
+    run, reached, n_batch = None, None, first
     while True:
         state = plan.path.sample_reference(rng, n_batch, with_grad=plan.kernel.needs_grad)
         batch = anneal(
@@ -302,7 +313,7 @@ def run_annealing(
             n_steps=options.n_steps, store=True, progressbar=progressbar, description="AIS",
         )  # fmt: skip
         run = batch if run is None else _concat_anneal(run, batch)
-        if options.target_se is None:
+        if options.target_se is None or options.n_chains is not None:
             break
         try:
             se = ais_core(run.log_weights).se
@@ -316,7 +327,7 @@ def run_annealing(
         if reached or done >= max_chains or out_of_time or not np.isfinite(se):
             break
         needed = math.ceil(1.1 * done * (se / options.target_se) ** 2) - done
-        n_batch = int(min(max(needed, options.n_chains // 2), max_chains - done))
+        n_batch = int(min(max(needed, first // 2), max_chains - done))
     return AnnealingRun(plan, ladder, run, options, target_se_reached=reached)
 
 
@@ -353,13 +364,14 @@ def run_reverse_annealing(
             "need_posterior=True."
         )
     flat = plan.posterior.reshape(-1, plan.target.dim)
-    if flat.shape[0] < options.n_chains:
+    n_chains = options.chains_first
+    if flat.shape[0] < n_chains:
         raise EvidenceInputError(
-            f"RAISE starts {options.n_chains} chains from posterior draws but only "
+            f"RAISE starts {n_chains} chains from posterior draws but only "
             f"{flat.shape[0]} are available; draw more posterior samples or lower n_chains."
         )
     ladder = _ladder(plan, options, _annealing_rungs(plan.length), 1000)
-    chosen = np.sort(rng.choice(flat.shape[0], size=options.n_chains, replace=False))
+    chosen = np.sort(rng.choice(flat.shape[0], size=n_chains, replace=False))
     state = plan.path.evaluate(flat[chosen], with_grad=plan.kernel.needs_grad)
     run = anneal(
         rng, plan.path, plan.kernel, ladder.betas[::-1], state, ladder.tuning[::-1],

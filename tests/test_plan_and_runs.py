@@ -160,7 +160,7 @@ def test_target_se_decides_how_long_the_tempered_run_goes(case, plan):
 
 
 def test_target_se_adds_annealing_chains(plan):
-    options = pme.AnnealingOptions(n_chains=40, n_rungs=30, target_se=0.01)
+    options = pme.AnnealingOptions(first_batch=40, n_rungs=30, target_se=0.01)
     run = pme.run_annealing(plan, options, rng=np.random.default_rng(2), progressbar=False)
     ev = path_estimators.ais(run)
     assert run.target_se_reached and ev.se <= 0.01 and ev.diagnostics["n_chains"] > 40
