@@ -70,7 +70,7 @@ def test_support_narrower_than_the_reference_at_defaults():
         pme.marginal_likelihood(model, method="ads", random_seed=3, progressbar=False)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0])
 def test_auto_on_an_ordinary_model(seed):
     model, exact = testing.linear_regression(n=50, d=5)
     ev = pme.marginal_likelihood(model, random_seed=seed, progressbar=False)

@@ -159,6 +159,7 @@ def _within_se(results, exact, k=4.0):
         assert abs(ev.log_z - exact) < k * ev.se + 1e-3, (name, ev.log_z - exact, ev.se)
 
 
+@pytest.mark.slow  # about a minute (a 100-entry Gibbs pilot and six methods); `pytest -m slow`
 def test_every_path_method_on_a_10x10_grid():
     """Seed 000 §6 grid, sigma_p = 0.5, checkerboard Gibbs, uniform reference."""
     mrf = energy.grid_mrf(10, 10, sigma_p=0.5, seed=0)

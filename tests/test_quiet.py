@@ -142,7 +142,7 @@ pme.marginal_likelihood(
 )
 """,
     "pilot run": """
-pme.marginal_likelihood(model, method="rts", progressbar=False, n_pilot_chains=400_000)
+pme.marginal_likelihood(model, method="rts", progressbar=False, n_pilot_chains=150_000)
 """,
 }
 WAIT_FOR = {
