@@ -14,9 +14,9 @@ from typing import NamedTuple
 import numpy as np
 
 from pm_evidence.progress import long_run
-from pm_evidence.tempering.kernels import Kernel, adapt_tuning, transition
+from pm_evidence.tempering.kernels import Kernel, transition
 from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
-from pm_evidence.utils import log_mean_exp, normalized_weights
+from pm_evidence.utils import normalized_weights
 
 __all__ = [
     "AnnealRun",
@@ -25,86 +25,7 @@ __all__ = [
     "rts_initial_iterations",
     "run_tempered",
     "sample_at_beta",
-    "tune_kernel",
 ]
-
-
-# ---------------------------------------------------------------------- kernel tuning
-def _initial_tuning(kernel: Kernel, state: PathState) -> float:
-    """A starting scale from the spread of reference draws (adapted afterwards)."""
-    x = state.x if kernel.continuous_mask is None else state.x[:, kernel.continuous_mask]
-    spread = float(np.median(np.std(x, axis=0))) if x.shape[0] > 1 else 1.0
-    spread = spread if np.isfinite(spread) and spread > 0 else 1.0
-    d = x.shape[1]
-    if kernel.continuous_kind == "rwm":
-        return 2.38 * spread / np.sqrt(d)
-    return spread / d**0.25  # HMC: eps ~ d^(-1/4)
-
-
-def tune_kernel(
-    rng,
-    path: GeometricPath,
-    kernel: Kernel,
-    betas: np.ndarray,
-    *,
-    n_chains: int = 64,
-    n_adapt: int = 4,
-    max_pilot_rungs: int = 100,
-    progressbar: bool = False,
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """Per-rung scale / step size from a pilot annealing run, and the pilot's ``log Z_k``.
-
-    The pilot anneals ``n_chains`` reference draws over at most ``max_pilot_rungs`` rungs of the
-    ladder; at each it makes ``n_adapt`` transitions, moving the log step size by the gap between
-    the observed acceptance rate and the kernel's target (Robbins-Monro), starting from the
-    previous rung's value. Values at the other rungs are interpolated in ``beta``. The kernels
-    used afterwards are fixed (no adaptation inside the estimating runs), so AIS stays unbiased
-    for ``Z`` and the tempered chains are valid MCMC. The pilot's running AIS estimate of
-    ``log Z_k`` is a starting point for RTS's ``log Z_hat`` (seed 004 §2.4: "or a better
-    estimate, if known").
-
-    Returns
-    -------
-    tuning : ndarray (K,)
-        Scale (``rwm``) or leapfrog step size (``hmc``) per rung; ones for other kernels.
-    log_z_pilot : ndarray (K,)
-        Pilot estimate of ``log Z_k`` per rung (``log Z_1 = 0``).
-    n_evaluations : int
-        Log-density evaluations the pilot made. A kernel with nothing to tune makes one
-        transition per pilot rung (the pilot then only provides ``log Z_k``).
-    """
-    n_rungs = betas.size
-    pilot_idx = np.unique(np.round(np.linspace(0, n_rungs - 1, min(n_rungs, max_pilot_rungs))))
-    pilot_idx = pilot_idx.astype(int)
-    pilot_betas = betas[pilot_idx]
-    state = path.sample_reference(rng, n_chains, with_grad=kernel.needs_grad)
-    log_tuning = np.full(pilot_idx.size, np.log(_initial_tuning(kernel, state)))
-    log_w = np.zeros(n_chains)
-    log_z = np.zeros(pilot_idx.size)
-    current = log_tuning[0]
-    n_eval = n_chains
-    with long_run(pilot_idx.size, "tuning kernel", progressbar) as run:
-        for j, beta in enumerate(pilot_betas):
-            if j > 0:
-                log_w = log_w + _increment(state, beta - pilot_betas[j - 1])
-                log_z[j] = float(log_mean_exp(log_w))
-            beta_vec = np.full(n_chains, beta)
-            steps = n_adapt * (5 if j == 0 else 1) if kernel.adaptive else 1
-            n_eval += steps * n_chains * kernel.evaluations_per_step
-            for _ in range(steps):
-                state, accepted, _ = transition(
-                    kernel, rng, path, state, beta_vec, np.full(n_chains, np.exp(current))
-                )
-                if kernel.adaptive:
-                    current = adapt_tuning(current, accepted.mean(), kernel.target_accept)
-            log_tuning[j] = current
-            run.advance()
-            if run.interrupted:
-                raise KeyboardInterrupt("Interrupted while tuning the kernel; nothing to return.")
-    tuning = np.exp(np.interp(betas, pilot_betas, log_tuning))
-    if not kernel.adaptive:
-        tuning = np.ones(n_rungs)
-    return tuning, np.interp(betas, pilot_betas, log_z), n_eval
 
 
 def _increment(state: PathState, d_beta: float) -> np.ndarray:
