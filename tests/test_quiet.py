@@ -157,6 +157,10 @@ EXPECTED_PHASE = {
 }
 
 
+def _default_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("phase", list(CHILDREN))
 def test_ctrl_c_in_a_subprocess_ends_with_one_line(phase, tmp_path):
     script = tmp_path / "child.py"
@@ -168,6 +172,9 @@ def test_ctrl_c_in_a_subprocess_ends_with_one_line(phase, tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        # a terminal's Ctrl-C: the child starts with SIGINT at its default action whatever the
+        # test process has (a child inherits an ignored SIGINT, and Python then keeps ignoring it)
+        preexec_fn=_default_sigint,
     )
     try:
         deadline = time.monotonic() + 240
