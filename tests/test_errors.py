@@ -27,7 +27,9 @@ def test_discrete_free_variable_refused():
 
 
 def test_unknown_method_lists_valid_ones(normal_mean_case):
-    with pytest.raises(EvidenceInputError, match=r"'chib' but it must be one of \['auto', 'is', 'ris'"):
+    with pytest.raises(
+        EvidenceInputError, match=r"'chib' but it must be one of \['auto', 'is', 'ris'"
+    ):
         pme.marginal_likelihood(normal_mean_case.model, method="chib")
     with pytest.raises(EvidenceInputError, match="bridge method 'warp2'"):
         pme.bridge_sampling(normal_mean_case.model, idata=normal_mean_case.idata, method="warp2")
