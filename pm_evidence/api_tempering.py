@@ -79,35 +79,36 @@ def split_options(keywords: dict, **given) -> tuple[dict, dict]:
     return options, sampling
 
 
-def _annealed(model, path, annealing, idata, random_seed, progressbar, keywords, reverse=False):
-    options, sampling = split_options(
-        keywords, path=(PathOptions, path), annealing=(AnnealingOptions, annealing)
-    )
+def _plan_and_options(model, run_kind, run_cls, given, path, idata, random_seed, progressbar,
+                      keywords, need_posterior=False):  # fmt: skip
+    """The plan, the run's options and the stage streams of one model-level call."""
+    options, sampling = split_options(keywords, path=(PathOptions, path), run=(run_cls, given))
     rngs = stage_rngs(random_seed)
     plan = make_plan(
-        model, options["path"], idata=idata, sampling=sampling, need_posterior=reverse,
+        model, options["path"], idata=idata, sampling=sampling, need_posterior=need_posterior,
         rngs=rngs, progressbar=progressbar,
     )  # fmt: skip
-    if reverse:
-        return run_reverse_annealing(
-            plan, options["annealing"], rng=rngs["reverse_annealing"], progressbar=progressbar
-        )
-    return run_annealing(plan, options["annealing"], rng=rngs["annealing"], progressbar=progressbar)
+    return plan, options["run"], rngs[run_kind]
+
+
+def _annealed(model, path, annealing, idata, random_seed, progressbar, keywords, reverse=False):
+    kind = "reverse_annealing" if reverse else "annealing"
+    plan, options, rng = _plan_and_options(
+        model, kind, AnnealingOptions, annealing, path, idata, random_seed, progressbar,
+        keywords, need_posterior=reverse,
+    )  # fmt: skip
+    run = run_reverse_annealing if reverse else run_annealing
+    return run(plan, options, rng=rng, progressbar=progressbar)
 
 
 def _tempered(model, path, tempering, idata, random_seed, progressbar, keywords, record=False):
-    options, sampling = split_options(
-        keywords, path=(PathOptions, path), tempering=(TemperingOptions, tempering)
-    )
-    rngs = stage_rngs(random_seed)
-    plan = make_plan(
-        model, options["path"], idata=idata, sampling=sampling, rngs=rngs,
-        progressbar=progressbar,
+    plan, options, rng = _plan_and_options(
+        model, "tempering", TemperingOptions, tempering, path, idata, random_seed, progressbar,
+        keywords,
     )  # fmt: skip
-    tempering = options["tempering"]
-    if record and not tempering.record:
-        tempering = replace(tempering, record=True)  # keeps every draw; the draws are the same
-    return run_tempering(plan, tempering, rng=rngs["tempering"], progressbar=progressbar)
+    if record and not options.record:
+        options = replace(options, record=True)  # keeps every draw; the draws are the same
+    return run_tempering(plan, options, rng=rng, progressbar=progressbar)
 
 
 _COMMON_PARAMETERS = """

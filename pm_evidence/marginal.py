@@ -36,29 +36,26 @@ from pm_evidence.utils import root_sequence, stage_rngs
 
 __all__ = ["METHODS", "marginal_likelihood"]
 
-# Methods fitted to posterior draws: the function, its random stream and the options it takes.
-_PLAIN: dict[str, tuple[Callable[..., Evidence], str, tuple[str, ...]]] = {
-    "is": (importance_sampling, "is", ("reference", "n_reference", "symmetrize")),
-    "ris": (reverse_importance_sampling, "ris", ("reference", "symmetrize")),
-    "ds": (discriminance_sampling, "ds", ("reference", "n_reference", "symmetrize")),
+# Methods fitted to posterior draws: the function and the options it takes (its random
+# stream is chosen inside it, pm_evidence.utils.stage_rngs).
+_PLAIN: dict[str, tuple[Callable[..., Evidence], tuple[str, ...]]] = {
+    "is": (importance_sampling, ("reference", "n_reference", "symmetrize")),
+    "ris": (reverse_importance_sampling, ("reference", "symmetrize")),
+    "ds": (discriminance_sampling, ("reference", "n_reference", "symmetrize")),
     "bridge": (
         bridge_sampling,
-        "bridge",
         ("proposal", "repetitions", "use_neff", "tol", "maxiter", "symmetrize"),
     ),
     "is_ris_average": (
         partial(is_ris_combination, rule="average"),
-        "is_ris",
         ("reference", "symmetrize"),
     ),
     "is_ris_weighted": (
         partial(is_ris_combination, rule="weighted"),
-        "is_ris",
         ("reference", "symmetrize"),
     ),
     "is_ris_selection": (
         partial(is_ris_combination, rule="selection"),
-        "is_ris",
         ("reference", "symmetrize"),
     ),
 }
@@ -168,7 +165,7 @@ def _check_options(methods: list[str], kwargs: dict) -> None:
     accepted = set(SAMPLE_KEYS)
     for name in methods:
         if name in _PLAIN:
-            accepted |= set(_PLAIN[name][2])
+            accepted |= set(_PLAIN[name][1])
         else:
             accepted |= set(_PATH[name][1]) | set(_OPTION_OBJECTS)
             kinds = ("path", "annealing" if _PATH[name][0] != "tempering" else "tempering")
@@ -198,7 +195,7 @@ class _PathRuns:
         self.path = _options(PathOptions, kwargs.get("path"), kwargs, path_keys)
         self.annealing = _options(AnnealingOptions, kwargs.get("annealing"), kwargs, annealing_keys)
         self.tempering = _options(TemperingOptions, kwargs.get("tempering"), kwargs, tempering_keys)
-        self._plan = self._runs = None
+        self._plan = None
         self._runs = {}
 
     def plan(self):
@@ -251,7 +248,7 @@ def _path_estimate(name: str, runs: _PathRuns, kwargs: dict) -> Evidence:
 
 
 def _plain_estimate(name: str, target, idata, seed, progressbar, kwargs) -> Evidence:
-    function, _, accepted = _PLAIN[name]
+    function, accepted = _PLAIN[name]
     own = {k: kwargs[k] for k in accepted if k in kwargs}
     with status(
         f"pm_evidence {name}: compiling the model's log-density and setting up",

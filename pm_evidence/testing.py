@@ -274,6 +274,27 @@ def _leggauss(n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     return np.polynomial.legendre.leggauss(n_nodes)
 
 
+def _log_product_rule(log_f, center, matrix, nodes, weights, chunk: int, gaussian: bool) -> float:
+    """``log sum_z w(z) f(center + matrix z) |det matrix|`` over the tensor product of 1-D
+    ``nodes`` and ``weights``; with ``gaussian`` the rule's weight function ``exp(-|z|^2 / 2)``
+    is divided out of ``f`` (Gauss-Hermite over ``R^d``)."""
+    center = np.atleast_1d(np.asarray(center, dtype=float))
+    matrix = np.atleast_2d(np.asarray(matrix, dtype=float))
+    d = center.size
+    z = np.stack(np.meshgrid(*([nodes] * d), indexing="ij"), axis=-1).reshape(-1, d)
+    log_w = np.sum(
+        np.stack(np.meshgrid(*([np.log(weights)] * d), indexing="ij"), axis=-1).reshape(-1, d),
+        axis=-1,
+    )
+    x = center + z @ matrix.T
+    values = np.concatenate([log_f(x[i : i + chunk]) for i in range(0, len(x), chunk)])
+    if np.any(np.isnan(values)):
+        raise FloatingPointError("the integrand returned NaN on the quadrature grid")
+    if gaussian:
+        log_w = log_w + 0.5 * np.sum(z**2, axis=-1)
+    return float(special.logsumexp(values + log_w) + np.linalg.slogdet(matrix)[1])
+
+
 def _legendre_log_integral(
     log_f: Callable[[np.ndarray], np.ndarray],
     center: np.ndarray,
@@ -286,20 +307,8 @@ def _legendre_log_integral(
 
     ``log_f`` maps an ``(m, d)`` array of points to ``m`` log values (``-inf`` allowed).
     """
-    center = np.atleast_1d(np.asarray(center, dtype=float))
-    matrix = np.atleast_2d(np.asarray(matrix, dtype=float))
-    d = center.size
     nodes, weights = _leggauss(n_nodes)
-    z = np.stack(np.meshgrid(*([nodes] * d), indexing="ij"), axis=-1).reshape(-1, d)
-    log_w = np.sum(
-        np.stack(np.meshgrid(*([np.log(weights)] * d), indexing="ij"), axis=-1).reshape(-1, d),
-        axis=-1,
-    )
-    x = center + z @ matrix.T
-    values = np.concatenate([log_f(x[i : i + chunk]) for i in range(0, len(x), chunk)])
-    if np.any(np.isnan(values)):
-        raise FloatingPointError("the integrand returned NaN on the quadrature grid")
-    return float(special.logsumexp(values + log_w) + np.linalg.slogdet(matrix)[1])
+    return _log_product_rule(log_f, center, matrix, nodes, weights, chunk, gaussian=False)
 
 
 def _laplace_frame(
@@ -1883,21 +1892,8 @@ def _hermite_log_integral(
     Exact for ``f`` Gaussian in the frame; converges fast when ``f`` is close to it (a posterior
     near its Laplace approximation).
     """
-    center = np.atleast_1d(np.asarray(center, dtype=float))
-    matrix = np.atleast_2d(np.asarray(matrix, dtype=float))
-    d = center.size
     nodes, weights = np.polynomial.hermite_e.hermegauss(n_nodes)
-    z = np.stack(np.meshgrid(*([nodes] * d), indexing="ij"), axis=-1).reshape(-1, d)
-    log_w = np.sum(
-        np.stack(np.meshgrid(*([np.log(weights)] * d), indexing="ij"), axis=-1).reshape(-1, d),
-        axis=-1,
-    )
-    x = center + z @ matrix.T
-    values = np.concatenate([log_f(x[i : i + chunk]) for i in range(0, len(x), chunk)])
-    if np.any(np.isnan(values)):
-        raise FloatingPointError("the integrand returned NaN on the quadrature grid")
-    log_terms = values + 0.5 * np.sum(z**2, axis=-1) + log_w
-    return float(special.logsumexp(log_terms) + np.linalg.slogdet(matrix)[1])
+    return _log_product_rule(log_f, center, matrix, nodes, weights, chunk, gaussian=True)
 
 
 def _gauss_hermite(
