@@ -205,6 +205,28 @@ def fit_and_weigh(
     return est_half, ref, lw, messages, plan.diagnostics
 
 
+REFERENCE_DRAWS_PER_POSTERIOR_DRAW = 16
+MAX_REFERENCE_NUMBERS = 20_000_000
+
+
+def default_reference_draws(n_target: int, dim: int) -> int:
+    r"""Reference draws of bridge and discriminance sampling for ``n_target`` posterior draws.
+
+    The error of both is a sum of a posterior-side and a reference-side term (bridge:
+    :func:`~pm_evidence.estimators.fruhwirth_schnatter_re2`, whose first term falls like
+    ``1 / N_2``). Reference draws are i.i.d. and cost one batched evaluation of the model each;
+    a posterior draw costs a whole NUTS trajectory. So the default takes
+    ``REFERENCE_DRAWS_PER_POSTERIOR_DRAW`` (16) reference draws per posterior draw, capped at
+    ``MAX_REFERENCE_NUMBERS / dim`` (memory), and never fewer than ``n_target`` (R's
+    bridgesampling uses ``N_2 = N_1``). Measured on eight schools
+    (``testing.hierarchical_noncentered``, 2,000 posterior draws, three seeds): the bridge SE
+    falls from 0.012 (``N_2 = N_1``) to 0.0074 (4x) and 0.0045 (16x); the reference side
+    dominated.
+    """
+    cap = MAX_REFERENCE_NUMBERS // max(int(dim), 1)
+    return int(max(n_target, min(REFERENCE_DRAWS_PER_POSTERIOR_DRAW * n_target, cap)))
+
+
 def _reference_log_weights(target, reference, rng, n):
     x0 = reference.sample(rng, n)
     lw = log_weights(target, x0, reference)
@@ -474,7 +496,7 @@ def discriminance_sampling(
     """Discriminance sampling of log Z (seed 000 §4, eq. (3); SE after Prop. 1).
 
     Classifies posterior draws (second half of every chain) against ``n_reference`` draws of a
-    reference fitted to the first half (default: as many as the posterior draws used).
+    reference fitted to the first half.
 
     Parameters
     ----------
@@ -485,8 +507,8 @@ def discriminance_sampling(
         of the posterior draws (from ``idata`` or NUTS); a :class:`Reference` instance is used
         as given.
     n_reference : int, optional
-        Number of reference draws (default: the number of posterior draws in the second
-        halves).
+        Number of reference draws; default :func:`default_reference_draws` (16 per posterior
+        draw in the second halves).
     symmetrize : {"auto", True, False}, default "auto"
         What to do when the posterior is invariant under relabelling components (label
         switching in a mixture; ``pm_evidence.modes``): ``"auto"`` relabels the draws into one
@@ -513,7 +535,8 @@ def discriminance_sampling(
     est_half, ref, lw_target, messages, symmetry = fit_and_weigh(
         target, rngs["posterior"], idata, reference, sampling, symmetrize
     )
-    n_reference = est_half.shape[0] * est_half.shape[1] if n_reference is None else n_reference
+    if n_reference is None:
+        n_reference = default_reference_draws(est_half.shape[0] * est_half.shape[1], target.dim)
     lw_reference = _reference_log_weights(target, ref, rng, n_reference)
     estimate = discriminance_core(lw_target, lw_reference)
     estimate.diagnostics.update(symmetry, reference=ref.name)
@@ -533,6 +556,7 @@ def bridge_sampling(
     model: pm.Model | LogDensity | None = None,
     *,
     proposal: str = "normal",
+    n_reference: int | None = None,
     repetitions: int = 1,
     use_neff: bool = True,
     tol: float = 1e-10,
@@ -551,8 +575,8 @@ def bridge_sampling(
 
     Half of every chain fits the proposal (``proposal="normal"``: a multivariate normal on the
     unconstrained space; ``"warp3"``: warp-3 of Meng & Schilling 2002, matching mean, covariance
-    and skewness), the other half and as many reference draws estimate ``log Z`` by the
-    Meng-Wong iteration. ``use_neff`` replaces the number of posterior draws by their effective
+    and skewness), the other half and ``n_reference`` proposal draws (16 per posterior draw by
+    default) estimate ``log Z`` by the Meng-Wong iteration. ``use_neff`` replaces the number of posterior draws by their effective
     number in the sample-size weights. The error is the relative mean-squared error of
     Frühwirth-Schnatter (2004); ``se = sqrt(re2)``. With ``repetitions > 1`` the reference draws
     are redrawn each time; ``log_z`` is the median, ``se`` the larger of its RE²-based value and
@@ -568,6 +592,10 @@ def bridge_sampling(
         Taken from the context when omitted.
     proposal : {"normal", "warp3"}
         The proposal (reference) density bridged to the posterior.
+    n_reference : int, optional
+        Proposal draws per repetition; default :func:`default_reference_draws`: 16 per
+        posterior draw used in the estimate (R's bridgesampling uses one; they are i.i.d. and
+        cheap, and the proposal side of the error falls like ``1 / n_reference``).
     repetitions : int
         Number of independent sets of proposal draws.
     use_neff : bool
@@ -628,6 +656,8 @@ def bridge_sampling(
         target, rngs["posterior"], idata, proposal, sampling, symmetrize
     )
     n_target = est_half.shape[0] * est_half.shape[1]
+    if n_reference is None:
+        n_reference = default_reference_draws(n_target, target.dim)
     n_eff = None
     if use_neff:
         per_coordinate = np.array([mcmc_ess(est_half[..., j]) for j in range(target.dim)])
@@ -641,7 +671,7 @@ def bridge_sampling(
             n_eff = float(min(np.nanmedian(per_coordinate), n_target))
     estimates, lw_reference = [], None
     for _ in range(repetitions):
-        lw_reference = _reference_log_weights(target, ref, rng, n_target)
+        lw_reference = _reference_log_weights(target, ref, rng, n_reference)
         estimates.append(
             bridge_core(lw_target, lw_reference, n_target_effective=n_eff, tol=tol, maxiter=maxiter)
         )

@@ -44,7 +44,7 @@ _PLAIN: dict[str, tuple[Callable[..., Evidence], tuple[str, ...]]] = {
     "ds": (discriminance_sampling, ("reference", "n_reference", "symmetrize")),
     "bridge": (
         bridge_sampling,
-        ("proposal", "repetitions", "use_neff", "tol", "maxiter", "symmetrize"),
+        ("proposal", "n_reference", "repetitions", "use_neff", "tol", "maxiter", "symmetrize"),
     ),
     "is_ris_average": (
         partial(is_ris_combination, rule="average"),

@@ -47,14 +47,26 @@ MAX_STORED_NUMBERS = 10_000_000
 
 
 def _annealing_rungs(length: float) -> int:
-    r"""Default rungs of an annealing run for a path of thermodynamic length ``L``.
+    r"""Default rungs of an annealing run (AIS) for a path of thermodynamic length ``L``.
 
     With rungs ``L / (K - 1)`` apart and chains in equilibrium, ``Var[log w] ~ L^2 / K``
-    (Gelman & Meng 1998; Neal 2001 §4), so ``K = 50 L^2`` keeps it near 0.02; at least 50, at
-    most 5000. At a fixed cost, fewer rungs and more chains won on the peaked 20-D normal mean
-    (``L = 1.0`` from the fitted Student-t; 2e5 evaluations, 4 seeds: RMSE 0.0096 with 50 rungs,
-    0.014 with 200, 0.018 with 1000).
+    (Gelman & Meng 1998; Neal 2001 §4), and at a fixed number of chain-rung transitions the
+    variance of ``log Z`` does not depend on ``K``; but a batch of more chains moves each
+    through a rung in one vectorized call, so the wall time does. ``K = 5 L^2`` keeps
+    ``Var[log w]`` near 0.2 (weights still light-tailed); at least 20, at most 5000. Measured at
+    ``target_se = 0.005`` (eight schools, ``L = 3.8``, 4 seeds, all SEs 0.0042-0.0058, all
+    errors within 1.3 SE): run time 1.8-8.7 s with 716 rungs (``50 L^2``), 0.33-0.44 s with
+    150, 0.30-0.35 s with 50, 0.27-0.39 s with 20; on the peaked 20-D normal mean
+    (``L = 1.0``, 2e5 evaluations, 4 seeds) RMSE 0.0096 with 50 rungs, 0.014 with 200, 0.018
+    with 1000.
     """
+    return int(np.clip(math.ceil(5.0 * length**2), 20, 5000))
+
+
+def _reverse_annealing_rungs(length: float) -> int:
+    r"""Default rungs of a reverse annealing run (RAISE): its chains start from distinct
+    posterior draws, one batch that ``target_se`` cannot extend, so the ladder keeps
+    ``Var[log w] ~ L^2 / K`` near 0.02 instead: ``K = 50 L^2``, at least 50, at most 5000."""
     return int(np.clip(math.ceil(50.0 * length**2), 50, 5000))
 
 
@@ -81,8 +93,8 @@ class AnnealingOptions:
     ladder : "adaptive", "geometric", "linear", "sigmoid" or array
         ``"adaptive"``: rungs at equal thermodynamic length, placed from the pilot.
     n_rungs : int, optional
-        Default for ``"adaptive"``: ``clip(50 L^2, 50, 5000)`` for a path of length ``L``;
-        1000 for a named ladder.
+        Default for ``"adaptive"``: ``clip(5 L^2, 20, 5000)`` for a path of length ``L``
+        (RAISE: ``clip(50 L^2, 50, 5000)``); 1000 for a named ladder.
     beta_min : float
         Smallest positive ``beta`` of the geometric ladder.
     n_steps : int
@@ -127,7 +139,10 @@ class TemperingOptions:
     Attributes
     ----------
     n_chains : int
-        Parallel tempered chains.
+        Parallel tempered chains, moved together in one vectorized call per sweep. At the
+        default 1000 a sweep costs little more than with 100 (eight schools, ``target_se``
+        0.005: 7.2-7.6 s per call either way, SE 0.0032 from 1000 chains x 200 sweeps against
+        0.0045 from 100 chains x 760-980 sweeps).
     n_sweeps : int or None
         Sweeps of the final run; ``None``: ``min_sweeps``, then more until the RTS standard
         error is at most ``target_se`` (or ``max_sweeps``).
@@ -147,7 +162,7 @@ class TemperingOptions:
         Keep ``Delta`` and the rung of every draw (MBAR needs them; two numbers per draw).
     """
 
-    n_chains: int = 100
+    n_chains: int = 1000
     n_sweeps: int | None = None
     ladder: str | np.ndarray = "adaptive"
     n_rungs: int | None = None
@@ -370,7 +385,7 @@ def run_reverse_annealing(
             f"RAISE starts {n_chains} chains from posterior draws but only "
             f"{flat.shape[0]} are available; draw more posterior samples or lower n_chains."
         )
-    ladder = _ladder(plan, options, _annealing_rungs(plan.length), 1000)
+    ladder = _ladder(plan, options, _reverse_annealing_rungs(plan.length), 1000)
     chosen = np.sort(rng.choice(flat.shape[0], size=n_chains, replace=False))
     state = plan.path.evaluate(flat[chosen], with_grad=plan.kernel.needs_grad)
     run = anneal(

@@ -248,8 +248,21 @@ class LogDensity:
         )
 
     def evaluate(self, x) -> tuple[np.ndarray, np.ndarray]:
-        """Return ``(log_prior, log_likelihood)`` at points ``x`` of shape ``(..., dim)``."""
+        """Return ``(log_prior, log_likelihood)`` at points ``x`` of shape ``(..., dim)``.
+
+        When the value-and-gradient function is compiled (:meth:`compile_gradient`) and the
+        value-only one is not, that one is called and the gradients are dropped: a compile
+        costs seconds, and a run that needs gradients would otherwise compile both.
+        """
+        if "_terms_fn" not in self.__dict__ and "_terms_grad_fn" in self.__dict__:
+            outs = self._evaluate(self._terms_grad_fn, x, ((), (), (self.dim,), (self.dim,)))
+            return outs[0], outs[1]
         return self._evaluate(self._terms_fn, x, ((), ()))
+
+    def compile_gradient(self) -> None:
+        """Compile the value-and-gradient function now (once per model), so that
+        :meth:`evaluate` uses it instead of compiling a value-only function as well."""
+        self._terms_grad_fn  # noqa: B018 (a cached property: compiles on first access)
 
     def log_prior(self, x) -> np.ndarray:
         """Log prior density of the unconstrained vector (Jacobians included)."""
