@@ -576,8 +576,8 @@ def bridge_sampling(
     Half of every chain fits the proposal (``proposal="normal"``: a multivariate normal on the
     unconstrained space; ``"warp3"``: warp-3 of Meng & Schilling 2002, matching mean, covariance
     and skewness), the other half and ``n_reference`` proposal draws (16 per posterior draw by
-    default) estimate ``log Z`` by the Meng-Wong iteration. ``use_neff`` replaces the number of posterior draws by their effective
-    number in the sample-size weights. The error is the relative mean-squared error of
+    default) estimate ``log Z`` by the Meng-Wong iteration. ``use_neff`` replaces the number of
+    posterior draws by their effective number in the sample-size weights. The error is the relative mean-squared error of
     Frühwirth-Schnatter (2004); ``se = sqrt(re2)``. With ``repetitions > 1`` the reference draws
     are redrawn each time; ``log_z`` is the median, ``se`` the larger of its RE²-based value and
     the spread over repetitions, and every repetition's value is kept in the

@@ -7,9 +7,9 @@ the kernel's step size along it, a first ``log Z_beta``). Runs take a plan
 (:mod:`pm_evidence.runs`); the estimators are follow-ups on runs
 (:mod:`pm_evidence.path_estimators`).
 
-The default reference (:func:`~pm_evidence.plan.auto_reference`) is the best of the prior and a
-normal and a Student-t fitted to NUTS draws; the default ladders are placed from the pilot at equal thermodynamic
-length (:meth:`PathPlan.ladder`).
+The default reference (:func:`~pm_evidence.plan.auto_reference`) is the best of the prior, a
+normal and a Student-t fitted to NUTS draws; the default ladders are placed from the pilot at
+equal thermodynamic length (:meth:`PathPlan.ladder`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from pm_evidence.modes import plan_symmetry
 from pm_evidence.references import (
     BernoulliProductReference,
     CategoricalProductReference,
-    MultivariateStudentTReference,
     PriorReference,
     Reference,
     fit_reference,
@@ -237,7 +236,7 @@ def auto_reference(target: LogDensity, posterior: np.ndarray) -> tuple[Reference
     log_f = log_prior + log_lik
     if not np.all(np.isfinite(log_f)):
         log_density_at_target_draws(target, posterior)  # raises, naming the first bad draw
-    fitted = [fit_reference("normal", target, flat), MultivariateStudentTReference.fit(flat)]
+    fitted = [fit_reference(kind, target, flat) for kind in ("normal", "student_t")]
     ess_fitted = [kish_ess(q.logpdf(flat) - log_f) / n for q in fitted]
     best = int(np.argmax(ess_fitted))
     try:
