@@ -507,8 +507,9 @@ def discriminance_sampling(
         of the posterior draws (from ``idata`` or NUTS); a :class:`Reference` instance is used
         as given.
     n_reference : int, optional
-        Number of reference draws; default :func:`default_reference_draws` (16 per posterior
-        draw in the second halves).
+        Number of reference draws; default
+        :func:`~pm_evidence.api.default_reference_draws` (16 per posterior draw in the second
+        halves).
     symmetrize : {"auto", True, False}, default "auto"
         What to do when the posterior is invariant under relabelling components (label
         switching in a mixture; ``pm_evidence.modes``): ``"auto"`` relabels the draws into one
@@ -593,9 +594,10 @@ def bridge_sampling(
     proposal : {"normal", "warp3"}
         The proposal (reference) density bridged to the posterior.
     n_reference : int, optional
-        Proposal draws per repetition; default :func:`default_reference_draws`: 16 per
-        posterior draw used in the estimate (R's bridgesampling uses one; they are i.i.d. and
-        cheap, and the proposal side of the error falls like ``1 / n_reference``).
+        Proposal draws per repetition; default
+        :func:`~pm_evidence.api.default_reference_draws`: 16 per posterior draw used in the
+        estimate (R's bridgesampling uses one; they are i.i.d. and cheap, and the proposal
+        side of the error falls like ``1 / n_reference``).
     repetitions : int
         Number of independent sets of proposal draws.
     use_neff : bool

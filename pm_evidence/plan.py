@@ -326,7 +326,7 @@ def make_plan(
         Posterior draws (named, or flat ``(chain, draw, dim)``); drawn by NUTS when needed.
     sampling : dict, optional
         NUTS options (``draws``, ``tune``, ``chains``, ``sample_kwargs``); defaults
-        :data:`PLAN_SAMPLING` (4 chains of 500 tuning and 1000 kept iterations).
+        ``PLAN_SAMPLING`` (4 chains of 500 tuning and 1000 kept iterations).
     need_posterior : bool
         Draw posterior draws even when the reference does not need them (RAISE starts from
         them). For models with discrete variables and no ``idata`` they come from the path's
