@@ -142,7 +142,9 @@ pme.marginal_likelihood(
 )
 """,
     "pilot run": """
-pme.marginal_likelihood(model, method="rts", progressbar=False, n_pilot_chains=150_000)
+pme.marginal_likelihood(
+    model, method="rts", progressbar=False, reference="prior", n_pilot_chains=40_000
+)
 """,
 }
 WAIT_FOR = {
