@@ -34,6 +34,7 @@ from pm_evidence.modes import (
 )
 from pm_evidence.progress import pymc_sample
 from pm_evidence.references import (
+    BOUNDED_REFERENCE_NAMES,
     Reference,
     SymmetrizedReference,
     Warp3Reference,
@@ -227,6 +228,17 @@ def default_reference_draws(n_target: int, dim: int) -> int:
     return int(max(n_target, min(REFERENCE_DRAWS_PER_POSTERIOR_DRAW * n_target, cap)))
 
 
+def check_reference_covers_support(reference, method: str) -> None:
+    """A bounded reference (:data:`~pm_evidence.references.BOUNDED_REFERENCE_NAMES`) is an
+    error for a method whose identity needs ``p0 > 0`` wherever the posterior is."""
+    if isinstance(reference, str) and reference in BOUNDED_REFERENCE_NAMES:
+        raise EvidenceInputError(
+            f"{method} needs a reference that is positive wherever the posterior is; "
+            f"reference={reference!r} has bounded support (it serves reverse importance "
+            f"sampling). Use 'normal' or 'student_t'."
+        )
+
+
 def _reference_log_weights(target, reference, rng, n):
     x0 = reference.sample(rng, n)
     lw = log_weights(target, x0, reference)
@@ -381,6 +393,7 @@ def importance_sampling(
         Diagnostics: ``ess_reference`` (Kish ESS of the weights), ``ess_fraction``.
     """
     check_symmetrize_option(symmetrize)
+    check_reference_covers_support(reference, "Importance sampling")
     target = _target(model)
     rngs = stage_rngs(random_seed)  # the same streams alone and in marginal_likelihood
     rng = rngs["is"]
@@ -416,7 +429,7 @@ def importance_sampling(
 def reverse_importance_sampling(
     model: pm.Model | LogDensity | None = None,
     *,
-    reference: str | Reference = "normal",
+    reference: str | Reference = "truncated_normal",
     symmetrize: bool | str = "auto",
     idata=None,
     random_seed=None,
@@ -429,15 +442,20 @@ def reverse_importance_sampling(
     """Reverse importance sampling / Gelfand-Dey of log Z (seed 000 §3).
 
     The reference is fitted to the first half of every chain and the estimate uses the second
-    half (a reference fitted to the same draws biases the estimate). A reference with lighter
-    tails than the posterior (the default normal) keeps the variance finite; ``"prior"`` gives
-    the harmonic-mean estimator, which is notoriously unstable.
+    half (a reference fitted to the same draws biases the estimate). The reverse weights
+    ``p0 / f`` have finite variance only where ``p0`` has lighter tails than the posterior; the
+    default, a normal truncated to the ellipsoid holding 95% of it (Gelfand & Dey 1994,
+    :class:`~pm_evidence.references.TruncatedNormalReference`), keeps them bounded whatever the
+    posterior's tails. With the untruncated normal, reverse IS on eight schools
+    (``testing.hierarchical_noncentered``) came out 4.2 SE high on one of three seeds with
+    no Pareto k-hat warning: the log-scale's posterior tail is lighter than a normal's.
+    ``"prior"`` gives the harmonic-mean estimator, which is notoriously unstable.
 
     Parameters
     ----------
     model : pymc.Model, optional
         Taken from the context when omitted.
-    reference : {"normal", "student_t", "prior"} or Reference
+    reference : {"truncated_normal", "normal", "student_t", "prior"} or Reference
         Reference ``p0``. Fitted references are moment-matched to the first half of every chain
         of the posterior draws (from ``idata`` or NUTS); a :class:`Reference` instance is used
         as given.
@@ -795,6 +813,7 @@ def is_ris_combination(
             f"Requested rule {rule!r} but it must be one of {list(COMBINATION_RULES)}."
         )
     check_symmetrize_option(symmetrize)
+    check_reference_covers_support(reference, "The importance-sampling half of the combination")
     target = _target(model)
     rngs = stage_rngs(random_seed)  # the same streams alone and in marginal_likelihood
     rng = rngs["is_ris"]

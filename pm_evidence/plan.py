@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from pm_evidence.api import (
+    check_reference_covers_support,
     log_density_at_target_draws,
     posterior_draws,
     posterior_messages,
@@ -352,6 +353,7 @@ def make_plan(
     rngs = rngs if rngs is not None else stage_rngs(random_seed)
     target = _target(model)
     reference = options.reference
+    check_reference_covers_support(reference, "The geometric path of the path methods")
     ref = _explicit_reference(target, reference)
     blocks = None if options.blocks is None else list(options.blocks)
     kernel = make_kernel(

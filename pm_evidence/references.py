@@ -27,6 +27,7 @@ __all__ = [
     "PriorReference",
     "Reference",
     "SymmetrizedReference",
+    "TruncatedNormalReference",
     "Warp3Reference",
     "fit_reference",
 ]
@@ -160,6 +161,64 @@ class MultivariateNormalReference(Reference):
     def sample(self, rng, n):
         z = rng.standard_normal((n, self.dim))
         return self.mean + z @ self.chol.T
+
+
+@dataclass(frozen=True, eq=False)
+class TruncatedNormalReference(MultivariateNormalReference):
+    r"""``N(mean, L L^T)`` restricted to the ellipsoid ``|L^{-1}(x - mean)|^2 <= r^2`` that holds
+    ``mass`` of it (``r^2`` the ``mass`` quantile of ``chi^2_dim``), renormalized:
+
+    .. math:: q(x) = N(x; \mu, \Sigma)\, 1\{(x-\mu)^T\Sigma^{-1}(x-\mu) \le r^2\} / \text{mass}.
+
+    The reference of Gelfand & Dey (1994) for reverse importance sampling: on a compact set
+    where the posterior is positive the reverse weights ``q / f`` are bounded, so their
+    variance is finite whatever the posterior's tails (with an untruncated normal it is infinite
+    wherever the posterior's tails are lighter than the normal's, and reverse IS then
+    over-estimates log Z with an SE that does not show it). For reverse IS and bridge-type
+    estimators only: the geometric path and plain importance sampling need a reference that is
+    positive wherever the posterior is.
+    """
+
+    mass: float = 0.95
+    name: str = "truncated_normal"
+
+    @classmethod
+    def fit(cls, draws: np.ndarray, mass: float = 0.95) -> TruncatedNormalReference:
+        """Moment-match to draws ``(..., dim)`` and truncate to the ``mass`` ellipsoid."""
+        mean, chol = _fit_location_scale(draws)
+        return cls(mean=mean, chol=chol, mass=mass)
+
+    @cached_property
+    def radius_sq(self) -> float:
+        """``r^2``: the ``mass`` quantile of ``chi^2`` with ``dim`` degrees of freedom."""
+        from scipy import stats
+
+        return float(stats.chi2.ppf(self.mass, self.dim))
+
+    def logpdf(self, x):
+        d2 = _mahalanobis_sq(x, self.mean, self.chol)
+        inside = self._log_norm - np.log(self.mass) - 0.5 * d2
+        return np.where(d2 <= self.radius_sq, inside, -np.inf)
+
+    def grad_logpdf(self, x):  # pragma: no cover - not a path reference
+        raise EvidenceInputError(
+            "The truncated normal reference has bounded support; the path methods need a "
+            "reference positive wherever the posterior is (use 'normal' or 'student_t')."
+        )
+
+    def graph_parameters(self):
+        return None
+
+    def sample(self, rng, n):
+        """Rejection from the untruncated normal (acceptance ``mass``)."""
+        kept = []
+        remaining = n
+        while remaining > 0:
+            z = rng.standard_normal((int(np.ceil(remaining / self.mass)) + 16, self.dim))
+            z = z[np.sum(z**2, axis=1) <= self.radius_sq][:remaining]
+            kept.append(z)
+            remaining -= z.shape[0]
+        return self.mean + np.concatenate(kept) @ self.chol.T
 
 
 @dataclass(frozen=True, eq=False)
@@ -556,11 +615,15 @@ class CategoricalProductReference(Reference):
         return np.minimum(values, self.log_probs.shape[1] - 1).astype(float)
 
 
-REFERENCE_NAMES = ("prior", "normal", "student_t", "warp3")
+REFERENCE_NAMES = ("prior", "normal", "student_t", "warp3", "truncated_normal")
+# References that are zero where the posterior may be positive: fine for reverse IS and the
+# bridge-type estimators, wrong for importance sampling and the geometric path.
+BOUNDED_REFERENCE_NAMES = ("truncated_normal",)
 
 
 def fit_reference(kind, target, draws: np.ndarray | None) -> Reference:
-    """Build a reference by name (``"prior"``, ``"normal"``, ``"student_t"``, ``"warp3"``).
+    """Build a reference by name (``"prior"``, ``"normal"``, ``"student_t"``, ``"warp3"``,
+    ``"truncated_normal"``).
 
     A :class:`Reference` instance is returned unchanged (after a dimension check).
     """
@@ -585,5 +648,7 @@ def fit_reference(kind, target, draws: np.ndarray | None) -> Reference:
         return MultivariateNormalReference.fit(draws)
     if kind == "student_t":
         return MultivariateStudentTReference.fit(draws)
+    if kind == "truncated_normal":
+        return TruncatedNormalReference.fit(draws)
     mean, chol = _fit_location_scale(draws)
     return Warp3Reference(mean=mean, chol=chol)

@@ -168,3 +168,32 @@ def test_bridge_se_matches_spread_of_independent_runs(inverse_gamma_case):
     assert 0.65 < spread / se < 1.35, (spread, se)
     assert abs(log_z.mean() - inverse_gamma_case.exact) < 4 * spread / np.sqrt(log_z.size)
     assert evs[0].diagnostics["n_reference"] == 16 * evs[0].diagnostics["n_target"]
+
+
+def test_truncated_normal_reference_is_normalized_and_bounded(rng):
+    """Gelfand-Dey's reference: zero outside the 95% ellipsoid, integrates to one inside."""
+    from pm_evidence.references import TruncatedNormalReference
+
+    draws = rng.normal([1.0, -2.0], [0.5, 2.0], size=(4000, 2))
+    ref = TruncatedNormalReference.fit(draws)
+    x = ref.sample(rng, 20_000)
+    assert np.all(np.isfinite(ref.logpdf(x)))  # every draw inside the ellipsoid
+    # E_N[q / N] = P(inside) / mass = 1 under the untruncated normal
+    untruncated = pme.references.MultivariateNormalReference(ref.mean, ref.chol)
+    y = untruncated.sample(rng, 200_000)
+    ratio = np.exp(ref.logpdf(y) - untruncated.logpdf(y))
+    assert ratio.mean() == pytest.approx(1.0, abs=4 * ratio.std() / np.sqrt(y.shape[0]))
+    assert np.isneginf(ref.logpdf(ref.mean + 10 * ref.chol[:, 0])).all()
+
+
+def test_reverse_is_defaults_to_the_truncated_normal(inverse_gamma_case):
+    case = inverse_gamma_case
+    ev = pme.reverse_importance_sampling(case.model, idata=case.idata, random_seed=4)
+    assert ev.diagnostics["reference"] == "truncated_normal"
+    assert ev.reliable
+    assert_within_se(ev, case.exact)
+    for method in ("is", "ais"):
+        with pytest.raises(pme.EvidenceInputError, match="bounded support"):
+            pme.marginal_likelihood(
+                case.model, idata=case.idata, method=method, reference="truncated_normal"
+            )

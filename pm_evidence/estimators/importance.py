@@ -67,11 +67,20 @@ def reverse_importance_core(log_weights_target) -> Estimate:
     Parameters
     ----------
     log_weights_target : array_like, shape (chain, draw) or (draw,)
-        ``log f(x) - log p0(x)`` at draws from the target (must be finite).
+        ``log f(x) - log p0(x)`` at draws from the target: finite, or ``+inf`` where ``p0`` is
+        zero (a reference with bounded support, such as Gelfand & Dey's truncated normal).
     """
-    lw = as_log_weights(log_weights_target, what="log weights at target draws", allow_neg_inf=False)
-    lw2d = lw if lw.ndim == 2 else lw.reshape(1, -1)
-    inv = -lw2d  # log (p0 / f)
+    inv = as_log_weights(
+        -np.asarray(log_weights_target, dtype=float),
+        what="reverse log weights log p0 - log f at target draws",
+        allow_neg_inf=True,
+    )  # log (p0 / f); -inf where p0 = 0
+    inv = inv if inv.ndim == 2 else inv.reshape(1, -1)
+    if not np.any(np.isfinite(inv)):
+        raise OverlapError(
+            "The reference is zero at every target draw: reverse importance sampling has no "
+            "weight to average. Fit the reference to the posterior draws."
+        )
     ess = mcmc_ess(np.exp(inv - inv.max()))
     n = inv.size
     return Estimate(
