@@ -256,7 +256,7 @@ def rao_blackwellized_tempered_sampling(
     ----------{common}
     tempering : TemperingOptions, optional
         ``n_chains``, ``n_sweeps`` (None: until ``target_se`` = 0.005), ``ladder``
-        (``"adaptive"``), ``n_rungs`` (adaptive default ``clip(L / 0.25 + 1, 10, 200)``),
+        (``"adaptive"``), ``n_rungs`` (adaptive default ``clip(L / 0.15 + 1, 8, 200)``),
         ``prior_r``, the initial iterations, ``min_sweeps``, ``max_sweeps``, ``time_limit``.
 
     Returns

@@ -147,7 +147,7 @@ class TemperingOptions:
         Sweeps of the final run; ``None``: ``min_sweeps``, then more until the RTS standard
         error is at most ``target_se`` (or ``max_sweeps``).
     ladder, n_rungs, beta_min
-        As :class:`AnnealingOptions`; the adaptive default is ``clip(L / 0.25 + 1, 10, 200)``
+        As :class:`AnnealingOptions`; the adaptive default is ``clip(L / 0.15 + 1, 8, 200)``
         rungs, and 100 for a named ladder.
     n_steps : int
         ``x`` transitions per sweep.
