@@ -40,7 +40,7 @@ __all__ = ["METHODS", "marginal_likelihood"]
 # stream is chosen inside it, pm_evidence.utils.stage_rngs).
 _PLAIN: dict[str, tuple[Callable[..., Evidence], tuple[str, ...]]] = {
     "is": (importance_sampling, ("reference", "n_reference", "symmetrize")),
-    "ris": (reverse_importance_sampling, ("reference", "symmetrize")),
+    "ris": (reverse_importance_sampling, ("reference", "n_reference", "symmetrize")),
     "ds": (discriminance_sampling, ("reference", "n_reference", "symmetrize")),
     "bridge": (
         bridge_sampling,

@@ -183,10 +183,18 @@ class TruncatedNormalReference(MultivariateNormalReference):
     name: str = "truncated_normal"
 
     @classmethod
-    def fit(cls, draws: np.ndarray, mass: float = 0.95) -> TruncatedNormalReference:
-        """Moment-match to draws ``(..., dim)`` and truncate to the ``mass`` ellipsoid."""
+    def fit(
+        cls, draws: np.ndarray, mass: float = 0.95, scale: float = 1.0
+    ) -> TruncatedNormalReference:
+        """Moment-match to draws ``(..., dim)``, multiply the covariance by ``scale`` and
+        truncate to the ``mass`` ellipsoid."""
+        if not (0.0 < mass <= 1.0 and scale > 0.0):
+            raise EvidenceInputError(
+                f"A truncated normal needs 0 < mass <= 1 and scale > 0; got mass={mass}, "
+                f"scale={scale}."
+            )
         mean, chol = _fit_location_scale(draws)
-        return cls(mean=mean, chol=chol, mass=mass)
+        return cls(mean=mean, chol=np.sqrt(scale) * chol, mass=mass)
 
     @cached_property
     def radius_sq(self) -> float:

@@ -186,10 +186,13 @@ def test_truncated_normal_reference_is_normalized_and_bounded(rng):
     assert np.isneginf(ref.logpdf(ref.mean + 10 * ref.chol[:, 0])).all()
 
 
-def test_reverse_is_defaults_to_the_truncated_normal(inverse_gamma_case):
+def test_reverse_is_defaults_to_a_chosen_truncated_normal(inverse_gamma_case):
     case = inverse_gamma_case
     ev = pme.reverse_importance_sampling(case.model, idata=case.idata, random_seed=4)
-    assert ev.diagnostics["reference"] == "truncated_normal"
+    assert ev.diagnostics["reference"] in ("normal", "truncated_normal")
+    candidates = pme.reverse_reference.REVERSE_REFERENCE_CANDIDATES
+    assert (ev.diagnostics["reference_scale"], ev.diagnostics["reference_mass"]) in candidates
+    assert "chi-square" in ev.diagnostics["reference_reason"]
     assert ev.reliable
     assert_within_se(ev, case.exact)
     for method in ("is", "ais"):
@@ -197,3 +200,65 @@ def test_reverse_is_defaults_to_the_truncated_normal(inverse_gamma_case):
             pme.marginal_likelihood(
                 case.model, idata=case.idata, method=method, reference="truncated_normal"
             )
+
+
+def test_chi_square_to_target_matches_closed_form(rng):
+    """``1 + chi^2(N(0, s^2) || N(0, 1)) = 1 / (s sqrt(2 - s^2))``, from reference draws and
+    target draws of an unnormalized ``f = 3 N(0, 1)`` (the constant cancels)."""
+    from scipy import stats
+
+    s, n = 0.7, 200_000
+    x0, x1 = rng.normal(0.0, s, n), rng.normal(0.0, 1.0, n)
+
+    def log_ratio(x):
+        return stats.norm.logpdf(x, 0.0, s) - (np.log(3.0) + stats.norm.logpdf(x))
+
+    estimate = pme.estimators.chi_square_to_target(log_ratio(x0), log_ratio(x1))
+    exact = 1 / (s * np.sqrt(2 - s**2)) - 1
+    v0, v1 = np.exp(log_ratio(x0)), np.exp(log_ratio(x1))  # delta-method SE of the ratio
+    rel_se = np.hypot(v0.std() / v0.mean(), v1.std() / v1.mean()) / np.sqrt(n)
+    assert estimate == pytest.approx(exact, abs=4 * rel_se * (1 + exact))
+
+
+def test_reverse_is_se_matches_spread_on_eight_schools():
+    """Eight schools with exact posterior draws: the posterior of log tau has a lighter right
+    tail than any normal, so Gelfand & Dey's 95% truncated normal gives reverse weights whose
+    variance the target draws cannot see (chi^2 about 1e270; 4.8 SE high in one of 30 runs).
+    At the default reference (a truncated normal chosen by its estimated chi^2) and with the
+    reference-side chi^2 in the SE, the SE matches the spread of 40 runs that redraw
+    everything, and no unflagged run is more than 4 SE off."""
+    model, exact = pme.testing.hierarchical_noncentered()
+    target = pme.api._target(model)
+    rng = np.random.default_rng(2026)
+    evs = []
+    for seed in range(40):
+        values = pme.testing.hierarchical_noncentered_posterior_draws(rng, chains=4, draws=500)
+        draws = target.to_unconstrained(values, batch_ndim=2)
+        evs.append(pme.reverse_importance_sampling(model, idata=draws, random_seed=seed))
+    reliable = [e for e in evs if e.reliable]
+    assert len(reliable) >= 37  # a flag is allowed, and must stay rare
+    err = np.array([e.log_z for e in reliable]) - exact
+    se = np.array([e.se for e in reliable])
+    assert np.max(np.abs(err) / se) < Z_MAX
+    # the sample SD of 40 runs is within +-35% of the true SD with probability > 0.997
+    assert 0.65 < np.std(err, ddof=1) / np.sqrt(np.mean(se**2)) < 1.35
+    assert abs(err.mean()) < 4 * np.std(err, ddof=1) / np.sqrt(err.size)
+
+
+def test_reverse_is_flags_a_reference_the_target_draws_cannot_judge():
+    """The same model with Gelfand & Dey's fixed 95% truncated normal: the reference-side
+    chi^2 is far above the target-side one, so the SE says so, or the result is flagged."""
+    model, exact = pme.testing.hierarchical_noncentered()
+    target = pme.api._target(model)
+    values = pme.testing.hierarchical_noncentered_posterior_draws(np.random.default_rng(5))
+    draws = target.to_unconstrained(values, batch_ndim=2)
+    ev = pme.reverse_importance_sampling(
+        model, idata=draws, reference="truncated_normal", random_seed=1
+    )
+    d = ev.diagnostics
+    assert d["chi2_reference"] > 100 * d["chi2_target"]
+    assert not ev.reliable and any("reference draws" in w for w in ev.warnings)
+    assert abs(ev.log_z - exact) < Z_MAX * ev.se
+    # the combination's reverse half gets the same check from the IS half's draws
+    combined = pme.is_ris_combination(model, idata=draws, rule="selection", random_seed=1)
+    assert combined.diagnostics["selected"] == "is" or not combined.reliable

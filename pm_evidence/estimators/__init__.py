@@ -8,7 +8,11 @@ from pm_evidence.estimators.base import Estimate
 from pm_evidence.estimators.bridge import bridge_core, fruhwirth_schnatter_re2
 from pm_evidence.estimators.combinations import COMBINATION_RULES, combine_is_ris_core
 from pm_evidence.estimators.discriminance import discriminance_core
-from pm_evidence.estimators.importance import importance_core, reverse_importance_core
+from pm_evidence.estimators.importance import (
+    chi_square_to_target,
+    importance_core,
+    reverse_importance_core,
+)
 from pm_evidence.estimators.ratio_matching import RatioMatchingSolution, solve_ratio_matching
 from pm_evidence.estimators.variational import (
     draw_sumo_lengths,
@@ -23,6 +27,7 @@ __all__ = [
     "Estimate",
     "RatioMatchingSolution",
     "bridge_core",
+    "chi_square_to_target",
     "combine_is_ris_core",
     "discriminance_core",
     "draw_sumo_lengths",
