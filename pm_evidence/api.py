@@ -906,11 +906,14 @@ def is_ris_combination(
     ris_half = reverse_importance_core(lw_target, lw_reference)
     estimate = combine_is_ris_core(is_half, ris_half, rule)
     estimate.diagnostics.update(symmetry, reference=ref.name)
-    halves = {"is": (is_half, _importance_messages), "ris": (ris_half, reverse_weight_messages)}
+    halves = {
+        "is": (_importance_messages, is_half, lw_reference.size),
+        "ris": (reverse_weight_messages, ris_half, lw_target.size),
+    }
     used = [estimate.diagnostics["selected"]] if rule == "selection" else ["is", "ris"]
     for name in used:
-        half, half_messages = halves[name]
-        messages += half_messages(half.diagnostics, n=lw_target.size)
+        half_messages, half, n = halves[name]
+        messages += half_messages(half.diagnostics, n=n)
     return _evidence(
         target,
         estimate,
