@@ -7,20 +7,23 @@ the sampler lives in :mod:`pm_evidence.tempering.samplers`.
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import logsumexp
 
 from pm_evidence.estimators.base import Estimate, as_log_weights
 from pm_evidence.estimators.multistate import solve_multistate
-from pm_evidence.estimators.ratio_matching import solve_ratio_matching
+from pm_evidence.estimators.ratio_matching import solve_weighted_ratio_matching_rows
 from pm_evidence.exceptions import OverlapError
 from pm_evidence.utils import (
     kish_ess,
     log_mean_exp,
-    normalized_weights,
     pareto_khat,
     relative_sd_of_mean,
 )
 
 __all__ = ["ads_binary_core", "ads_multinomial_core", "ais_core", "raise_core"]
+
+# numbers per array while ADS solves blocks of rung pairs at once
+ROWS_PER_BLOCK_NUMBERS = 2**22
 
 
 def _weight_diagnostics(log_weights: np.ndarray) -> dict:
@@ -106,26 +109,34 @@ def ads_binary_core(delta, log_weights, betas) -> Estimate:
     n_rungs, n_chains = delta.shape
     log_ratios = np.zeros(n_rungs - 1)
     influence = np.zeros(n_chains)
-    min_gamma = np.inf
-    for k in range(n_rungs - 1):
-        d_beta = betas[k + 1] - betas[k]
-        log_l0, log_l1 = d_beta * delta[k], d_beta * delta[k + 1]
-        sol = solve_ratio_matching(
-            log_l1, log_l0, log_weights_target=log_weights[k + 1],
-            log_weights_reference=log_weights[k], min_overlap=0.0,
-        )  # fmt: skip
-        log_ratios[k] = sol.log_c
-        w0, w1 = normalized_weights(log_weights[k]), normalized_weights(log_weights[k + 1])
-        pi0, pi1 = sol.pi_reference, sol.pi_target
-        information = np.dot(w0, pi0 * (1 - pi0)) + np.dot(w1, pi1 * (1 - pi1))
-        score = w0 * (pi0 - np.dot(w0, pi0)) - w1 * ((1 - pi1) - np.dot(w1, 1 - pi1))
-        influence += score / information
-        min_gamma = min(min_gamma, information / 2)
+    information = np.zeros(n_rungs - 1)
+    block = max(1, ROWS_PER_BLOCK_NUMBERS // n_chains)
+    for first in range(0, n_rungs - 1, block):  # pairs (k, k + 1), k in [first, last)
+        last = min(first + block, n_rungs - 1)
+        pairs = slice(first, last)
+        d_beta = np.diff(betas[first : last + 1])[:, None]
+        log_l0, log_l1 = d_beta * delta[first:last], d_beta * delta[first + 1 : last + 1]
+        w = np.exp(
+            log_weights[first : last + 1]
+            - logsumexp(log_weights[first : last + 1], axis=1, keepdims=True)
+        )
+        w0, w1 = w[:-1], w[1:]
+        # start: the importance-sampling ratio from rung k's weighted draws (AIS's increment)
+        start = logsumexp(log_l0, axis=1, b=w0)
+        log_ratios[pairs], pi1, pi0 = solve_weighted_ratio_matching_rows(
+            log_l1, log_l0, w1, w0, log_c0=start
+        )
+        info = np.sum(w0 * pi0 * (1 - pi0), axis=1) + np.sum(w1 * pi1 * (1 - pi1), axis=1)
+        score = w0 * (pi0 - np.sum(w0 * pi0, axis=1, keepdims=True)) - w1 * (
+            (1 - pi1) - np.sum(w1 * (1 - pi1), axis=1, keepdims=True)
+        )
+        influence += np.sum(score / info[:, None], axis=0)
+        information[pairs] = info
     se = float(np.sqrt(n_chains / (n_chains - 1) * np.sum(influence**2)))
     return Estimate(
         float(log_ratios.sum()),
         se,
-        {"n_chains": n_chains, "n_rungs": n_rungs, "min_gamma": float(min_gamma)},
+        {"n_chains": n_chains, "n_rungs": n_rungs, "min_gamma": float(np.min(information) / 2)},
     )
 
 

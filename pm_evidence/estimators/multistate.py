@@ -56,6 +56,7 @@ TAYLOR_TERMS = 14  # M: (1/2)^M / M! < 1e-15
 # relative to each term, keep both well below any Monte Carlo error at half the cost.
 HESSIAN_TERMS = 8
 MAX_STEP = 10.0  # largest change of any log Z_k in one Newton step
+LOOP_MAX_BINS = 2000  # up to this many bins, per-bin products beat one repeated copy
 
 
 class MultistateSolution(NamedTuple):
@@ -89,7 +90,10 @@ class _Objective:
         finite = keep[delta[keep] > -np.inf]
         width = 1.0 / np.max(np.abs(betas))
         cell = np.floor(delta[finite] / width)
-        order = np.argsort(cell, kind="stable")
+        span = cell.max() - cell.min() if cell.size else 0.0
+        # a stable sort of small integers is a radix sort in NumPy: O(n) instead of O(n log n)
+        keys = (cell - cell.min()).astype(np.int16) if span < 2**15 else cell
+        order = np.argsort(keys, kind="stable")
         finite, cell = finite[order], cell[order]
         starts = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
         sizes = np.diff(np.r_[starts, cell.size])
@@ -100,6 +104,7 @@ class _Objective:
         self.bin_sizes = sizes[sizes >= TAYLOR_TERMS]
         self.bin_of = np.repeat(np.arange(self.n_bins), self.bin_sizes)
         bin_starts = np.r_[0, np.cumsum(self.bin_sizes)[:-1]].astype(int)
+        self.bin_bounds = list(zip(bin_starts.tolist(), (bin_starts + self.bin_sizes).tolist()))
         self.centre = (cell[dense][bin_starts] + 0.5) * width if self.n_bins else np.empty(0)
         # (bin, draw) incidence, CSR: per-bin sums of weighted rows are one sparse product
         self._incidence = (np.arange(self.bin_of.size), np.r_[bin_starts, self.bin_of.size])
@@ -143,8 +148,15 @@ class _Objective:
         return a[None, :] + np.multiply.outer(self.delta_direct[sl], self.betas)
 
     def _series(self, moments: np.ndarray) -> np.ndarray:
-        """``sum_m delta_i^m / m! moments[b(i), m]`` for every binned draw."""
-        return np.einsum("im,im->i", self.taylor, np.repeat(moments, self.bin_sizes, axis=0))
+        """``sum_m delta_i^m / m! moments[b(i), m]`` for every binned draw (draws are sorted by
+        bin: one matrix-vector product per bin, or, with many bins, one pass over a copy of
+        ``moments`` repeated per draw)."""
+        if self.n_bins > LOOP_MAX_BINS:
+            return np.einsum("im,im->i", self.taylor, np.repeat(moments, self.bin_sizes, axis=0))
+        out = np.empty(self.taylor.shape[0])
+        for b, (start, stop) in enumerate(self.bin_bounds):
+            out[start:stop] = self.taylor[start:stop] @ moments[b]
+        return out
 
     def _bin_totals(self, columns: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """``(B, q)``: per bin, the sums over its draws of ``weights[i] * columns[i, q]``."""

@@ -1,0 +1,81 @@
+"""What the path estimators cost on a run record, against the run itself (issue 13, part 7).
+
+For each model, at defaults (no options): ``make_plan``, one annealing run
+(``run_annealing``) and one tempered run (``run_tempering`` with ``record=True``, which keeps
+every draw for MBAR and changes none); then every follow-up estimator on its record, timed
+with ``time.perf_counter``. Printed: the run's wall time, each estimator's wall time, and the
+ratio estimator / run (the target is at most 0.1).
+
+Run::
+
+    python benchmarks/estimator_overhead.py                       # the defaults.py models
+    python benchmarks/estimator_overhead.py --models gaussian_mixture_10d
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+from dataclasses import replace
+
+import numpy as np
+
+import pm_evidence as pme
+from pm_evidence import path_estimators
+
+from defaults import _models, quiet_logging  # noqa: E402  (a script beside this one)
+
+ANNEALING_FOLLOW_UPS = {"ais": path_estimators.ais, "ads": path_estimators.ads}
+TEMPERED_FOLLOW_UPS = {
+    "rts": path_estimators.rts,
+    "ti": path_estimators.ti,
+    "mbar": path_estimators.mbar,
+}
+
+
+def timed(fn, *args, **kwargs):
+    start = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - start
+
+
+def one_model(name: str, build, seed: int) -> list[tuple]:
+    model, gold = build()
+    rng = np.random.default_rng(seed)
+    plan, t_plan = timed(pme.make_plan, model, random_seed=seed, progressbar=False)
+    rows = []
+    annealing, t_annealing = timed(pme.run_annealing, plan, rng=rng, progressbar=False)
+    for method, follow_up in ANNEALING_FOLLOW_UPS.items():
+        ev, t = timed(follow_up, annealing)
+        rows.append((name, method, t_annealing, t, ev.log_z - gold, ev.se))
+    options = replace(pme.TemperingOptions(), record=True)
+    tempered, t_tempered = timed(pme.run_tempering, plan, options, rng=rng, progressbar=False)
+    for method, follow_up in TEMPERED_FOLLOW_UPS.items():
+        ev, t = timed(follow_up, tempered)
+        rows.append((name, method, t_tempered, t, ev.log_z - gold, ev.se))
+    print(f"{name}: plan {t_plan:.1f} s", flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    models = _models()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", choices=sorted(models), default=sorted(models))
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    quiet_logging()
+    warnings.simplefilter("ignore")
+    rows = []
+    for name in args.models:
+        rows += one_model(name, models[name].build, args.seed)
+    print(f"{'model':26s} {'method':6s} {'run s':>7s} {'estimator s':>12s} {'ratio':>7s} "
+          f"{'error':>9s} {'se':>8s}")  # fmt: skip
+    for name, method, t_run, t, err, se in rows:
+        print(f"{name:26s} {method:6s} {t_run:7.2f} {t:12.3f} {t / t_run:7.3f} {err:9.4f} {se:8.4f}")
+    worst = max(rows, key=lambda row: row[3] / row[2])
+    print(f"largest ratio: {worst[3] / worst[2]:.3f} ({worst[1]} on {worst[0]}); target <= 0.1")
+
+
+if __name__ == "__main__":
+    main()
