@@ -20,11 +20,10 @@ import warnings
 from dataclasses import replace
 
 import numpy as np
+from defaults import _models, quiet_logging
 
 import pm_evidence as pme
 from pm_evidence import path_estimators
-
-from defaults import _models, quiet_logging  # noqa: E402  (a script beside this one)
 
 ANNEALING_FOLLOW_UPS = {"ais": path_estimators.ais, "ads": path_estimators.ads}
 TEMPERED_FOLLOW_UPS = {
@@ -72,7 +71,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'model':26s} {'method':6s} {'run s':>7s} {'estimator s':>12s} {'ratio':>7s} "
           f"{'error':>9s} {'se':>8s}")  # fmt: skip
     for name, method, t_run, t, err, se in rows:
-        print(f"{name:26s} {method:6s} {t_run:7.2f} {t:12.3f} {t / t_run:7.3f} {err:9.4f} {se:8.4f}")
+        print(
+            f"{name:26s} {method:6s} {t_run:7.2f} {t:12.3f} {t / t_run:7.3f} {err:9.4f} {se:8.4f}"
+        )
     worst = max(rows, key=lambda row: row[3] / row[2])
     print(f"largest ratio: {worst[3] / worst[2]:.3f} ({worst[1]} on {worst[0]}); target <= 0.1")
 

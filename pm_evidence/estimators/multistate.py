@@ -104,7 +104,8 @@ class _Objective:
         self.bin_sizes = sizes[sizes >= TAYLOR_TERMS]
         self.bin_of = np.repeat(np.arange(self.n_bins), self.bin_sizes)
         bin_starts = np.r_[0, np.cumsum(self.bin_sizes)[:-1]].astype(int)
-        self.bin_bounds = list(zip(bin_starts.tolist(), (bin_starts + self.bin_sizes).tolist()))
+        stops = bin_starts + self.bin_sizes
+        self.bin_bounds = list(zip(bin_starts.tolist(), stops.tolist(), strict=True))
         self.centre = (cell[dense][bin_starts] + 0.5) * width if self.n_bins else np.empty(0)
         # (bin, draw) incidence, CSR: per-bin sums of weighted rows are one sparse product
         self._incidence = (np.arange(self.bin_of.size), np.r_[bin_starts, self.bin_of.size])
