@@ -391,7 +391,8 @@ def importance_sampling(
         or NUTS); ``"prior"`` needs no posterior draws but is a poor proposal when the data are
         informative. A heavy-tailed proposal (the default) keeps the weights' variance finite.
     n_reference : int, optional
-        Number of proposal draws (default: the number of posterior draws, or 4000 for the prior).
+        Number of proposal draws; default :func:`default_reference_draws` (16 per posterior
+        draw, or per 4000 draws for the prior).
     symmetrize : {"auto", True, False}, default "auto"
         What to do when the posterior is invariant under relabelling components (label
         switching in a mixture; ``pm_evidence.modes``): ``"auto"`` relabels the draws into one
@@ -427,7 +428,8 @@ def importance_sampling(
     if fit_draws is not None:
         ref = symmetric_reference(ref, plan)
     if n_reference is None:
-        n_reference = 4000 if fit_draws is None else fit_draws.shape[0] * fit_draws.shape[1]
+        n_fit = 4000 if fit_draws is None else fit_draws.shape[0] * fit_draws.shape[1]
+        n_reference = default_reference_draws(n_fit, target.dim)
     lw = _reference_log_weights(target, ref, rng, n_reference)
     estimate = importance_core(lw)
     estimate.diagnostics.update(symmetry, reference=ref.name)
@@ -537,6 +539,23 @@ def reverse_importance_sampling(
     messages += se_messages(estimate)
     evidence_draws = {"log_weight_target": lw, "log_weight_reference": lw_reference}
     return _evidence(target, estimate, "ris", evidence_draws, warnings=_flag(messages))
+
+
+class _HalvesOwnReferences:
+    """``reference="auto"`` of :func:`is_ris_combination`: each half gets its own default,
+    both fitted to the first halves: a Student-t for IS (heavy tails keep the IS weights'
+    variance finite) and :func:`~pm_evidence.reverse_reference.choose_reverse_reference` for
+    reverse IS (light tails keep the reverse weights' variance finite). Called by
+    :func:`fit_and_weigh` like any chooser; it keeps the IS half's reference."""
+
+    def __init__(self, target: LogDensity, rng: np.random.Generator):
+        self.target, self.rng = target, rng
+        self.importance: Reference | None = None
+
+    def __call__(self, fit_half, wrap):
+        self.importance = wrap(fit_reference("student_t", self.target, fit_half))
+        cap = MAX_REFERENCE_NUMBERS // max(self.target.dim, 1)
+        return choose_reverse_reference(self.target, fit_half, self.rng, wrap=wrap, max_draws=cap)
 
 
 def _choose_reverse_reference(target, rng, cap, fit_half, wrap):
@@ -842,7 +861,8 @@ def is_ris_combination(
     model: pm.Model | LogDensity | None = None,
     *,
     rule: str = "selection",
-    reference: str | Reference = "normal",
+    reference: str | Reference = "auto",
+    n_reference: int | None = None,
     symmetrize: bool | str = "auto",
     idata=None,
     random_seed=None,
@@ -852,11 +872,19 @@ def is_ris_combination(
     chains: int = 4,
     sample_kwargs: dict | None = None,
 ) -> Evidence:
-    """IS and reverse IS with the same reference, combined by ``rule`` (seed 000 §6).
+    """IS and reverse IS on the same posterior draws, combined by ``rule`` (seed 000 §6).
 
-    One reference is fitted to the first half of every chain; reverse IS uses the second
-    halves, IS as many draws from the reference. The rules are those of
+    References are fitted to the first half of every chain; reverse IS uses the second
+    halves, IS ``n_reference`` draws from its reference. The rules are those of
     :func:`combine_is_ris` (baselines, not recommended).
+
+    Seed 000's experiments give both halves one reference, but no reference suits both: IS
+    needs tails heavier than the posterior's, reverse IS lighter ones. With one untruncated
+    normal on eight schools (``testing.hierarchical_noncentered``, exact posterior draws, 30
+    runs), the selection rule picked an unflagged reverse-IS estimate 3.8 SE high, because the
+    reverse half's variance is infinite and even 32,000 reference draws did not always show
+    it. So by default each half gets its own (``reference="auto"``); a named reference or a
+    :class:`Reference` gives seed 000's setting.
 
     Parameters
     ----------
@@ -865,9 +893,16 @@ def is_ris_combination(
     rule : {"selection", "average", "weighted"}
         How the two estimates are combined; see
         :func:`pm_evidence.estimators.combine_is_ris_core`.
-    reference : {"normal", "student_t", "prior"} or Reference
-        Reference ``p0`` shared by both estimators. Fitted references are moment-matched to the
-        first half of every chain of the posterior draws (from ``idata`` or NUTS).
+    reference : {"auto", "normal", "student_t", "prior"} or Reference
+        ``"auto"``: a Student-t for IS and the chosen (truncated) normal of
+        :func:`~pm_evidence.reverse_reference.choose_reverse_reference` for reverse IS
+        (diagnostics ``reference_is``, ``reference_ris``). Otherwise ``p0`` shared by both
+        (diagnostic ``reference``). Fitted references are moment-matched to the first half of
+        every chain of the posterior draws (from ``idata`` or NUTS).
+    n_reference : int, optional
+        Draws from the IS half's reference, and as many from reverse IS's for its
+        reference-side check (the same draws when the reference is shared); default
+        :func:`default_reference_draws` (16 per posterior draw in the second halves).
     symmetrize : {"auto", True, False}, default "auto"
         What to do when the posterior is invariant under relabelling components (label
         switching in a mixture; ``pm_evidence.modes``): ``"auto"`` relabels the draws into one
@@ -884,7 +919,7 @@ def is_ris_combination(
     -------
     Evidence
         Method ``"is_ris_<rule>"``. Diagnostics: ``log_z_is``, ``log_z_ris``, ``se_is``,
-        ``se_ris`` (and ``selected`` for ``"selection"``), ``reference``.
+        ``se_ris`` (and ``selected`` for ``"selection"``), the reference(s).
     """
     if rule not in COMBINATION_RULES:
         raise EvidenceInputError(
@@ -896,16 +931,24 @@ def is_ris_combination(
     rngs = stage_rngs(random_seed)  # the same streams alone and in marginal_likelihood
     rng = rngs["is_ris"]
     sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
-    # one reference, fitted to the first halves, for both estimators
-    est_half, ref, lw_target, messages, symmetry = fit_and_weigh(
-        target, rngs["posterior"], idata, reference, sampling, symmetrize
+    own = isinstance(reference, str) and reference == "auto"
+    choose = _HalvesOwnReferences(target, rng) if own else None
+    est_half, ref, lw_target, messages, diagnostics = fit_and_weigh(
+        target, rngs["posterior"], idata, reference, sampling, symmetrize, choose
     )
-    lw_reference = _reference_log_weights(target, ref, rng, est_half.shape[0] * est_half.shape[1])
-    # the reference draws of the IS half are also reverse IS's reference-side check
+    if n_reference is None:
+        n_reference = default_reference_draws(est_half.shape[0] * est_half.shape[1], target.dim)
+    if own:  # IS from its own reference; reverse IS checked by draws from its own
+        lw_reference = _reference_log_weights(target, choose.importance, rng, n_reference)
+        lw_check = _reference_log_weights(target, ref, rng, n_reference)
+        diagnostics.update(reference_is=choose.importance.name, reference_ris=ref.name)
+    else:  # one reference for both (seed 000 §6): the IS draws are reverse IS's check
+        lw_reference = lw_check = _reference_log_weights(target, ref, rng, n_reference)
+        diagnostics.update(reference=ref.name)
     is_half = importance_core(lw_reference)
-    ris_half = reverse_importance_core(lw_target, lw_reference)
+    ris_half = reverse_importance_core(lw_target, lw_check)
     estimate = combine_is_ris_core(is_half, ris_half, rule)
-    estimate.diagnostics.update(symmetry, reference=ref.name)
+    estimate.diagnostics.update(diagnostics)
     halves = {
         "is": (_importance_messages, is_half, lw_reference.size),
         "ris": (reverse_weight_messages, ris_half, lw_target.size),

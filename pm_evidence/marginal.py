@@ -48,15 +48,15 @@ _PLAIN: dict[str, tuple[Callable[..., Evidence], tuple[str, ...]]] = {
     ),
     "is_ris_average": (
         partial(is_ris_combination, rule="average"),
-        ("reference", "symmetrize"),
+        ("reference", "n_reference", "symmetrize"),
     ),
     "is_ris_weighted": (
         partial(is_ris_combination, rule="weighted"),
-        ("reference", "symmetrize"),
+        ("reference", "n_reference", "symmetrize"),
     ),
     "is_ris_selection": (
         partial(is_ris_combination, rule="selection"),
-        ("reference", "symmetrize"),
+        ("reference", "n_reference", "symmetrize"),
     ),
 }
 # Methods along the geometric path: the run they read and their own options. They share one

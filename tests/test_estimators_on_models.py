@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import pm_evidence as pme
+from pm_evidence import testing
 
 # |estimate - exact| must be within this many of the estimator's own standard errors. The
 # 1e-3 floor covers the solver tolerance only; it is far below every reported SE here.
@@ -227,12 +228,12 @@ def test_reverse_is_se_matches_spread_on_eight_schools():
     At the default reference (a truncated normal chosen by its estimated chi^2) and with the
     reference-side chi^2 in the SE, the SE matches the spread of 40 runs that redraw
     everything, and no unflagged run is more than 4 SE off."""
-    model, exact = pme.testing.hierarchical_noncentered()
+    model, exact = testing.hierarchical_noncentered()
     target = pme.api._target(model)
     rng = np.random.default_rng(2026)
     evs = []
     for seed in range(40):
-        values = pme.testing.hierarchical_noncentered_posterior_draws(rng, chains=4, draws=500)
+        values = testing.hierarchical_noncentered_posterior_draws(rng, chains=4, draws=500)
         draws = target.to_unconstrained(values, batch_ndim=2)
         evs.append(pme.reverse_importance_sampling(model, idata=draws, random_seed=seed))
     reliable = [e for e in evs if e.reliable]
@@ -248,9 +249,9 @@ def test_reverse_is_se_matches_spread_on_eight_schools():
 def test_reverse_is_flags_a_reference_the_target_draws_cannot_judge():
     """The same model with Gelfand & Dey's fixed 95% truncated normal: the reference-side
     chi^2 is far above the target-side one, so the SE says so, or the result is flagged."""
-    model, exact = pme.testing.hierarchical_noncentered()
+    model, exact = testing.hierarchical_noncentered()
     target = pme.api._target(model)
-    values = pme.testing.hierarchical_noncentered_posterior_draws(np.random.default_rng(5))
+    values = testing.hierarchical_noncentered_posterior_draws(np.random.default_rng(5))
     draws = target.to_unconstrained(values, batch_ndim=2)
     ev = pme.reverse_importance_sampling(
         model, idata=draws, reference="truncated_normal", random_seed=1
@@ -259,6 +260,15 @@ def test_reverse_is_flags_a_reference_the_target_draws_cannot_judge():
     assert d["chi2_reference"] > 100 * d["chi2_target"]
     assert not ev.reliable and any("reference draws" in w for w in ev.warnings)
     assert abs(ev.log_z - exact) < Z_MAX * ev.se
-    # the combination's reverse half gets the same check from the IS half's draws
-    combined = pme.is_ris_combination(model, idata=draws, rule="selection", random_seed=1)
-    assert combined.diagnostics["selected"] == "is" or not combined.reliable
+    # seed 000's combinations with one normal for both halves: the reverse half's check
+    # comes from the IS half's draws, so its infinite variance shows in its SE or a flag
+    shared = pme.is_ris_combination(
+        model, idata=draws, rule="selection", reference="normal", random_seed=1
+    )
+    assert shared.diagnostics["selected"] == "is" or not shared.reliable
+    # by default each half has its own reference
+    combined = pme.is_ris_combination(model, idata=draws, rule="weighted", random_seed=1)
+    d = combined.diagnostics
+    assert (d["reference_is"], d["reference_ris"]) == ("student_t", "truncated_normal")
+    assert combined.reliable
+    assert abs(combined.log_z - exact) < Z_MAX * combined.se
