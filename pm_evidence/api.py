@@ -391,7 +391,7 @@ def importance_sampling(
         or NUTS); ``"prior"`` needs no posterior draws but is a poor proposal when the data are
         informative. A heavy-tailed proposal (the default) keeps the weights' variance finite.
     n_reference : int, optional
-        Number of proposal draws; default :func:`default_reference_draws` (16 per posterior
+        Number of proposal draws; default :func:`~pm_evidence.api.default_reference_draws` (16 per posterior
         draw, or per 4000 draws for the prior).
     symmetrize : {"auto", True, False}, default "auto"
         What to do when the posterior is invariant under relabelling components (label
@@ -495,7 +495,7 @@ def reverse_importance_sampling(
         as given.
     n_reference : int, optional
         Draws from ``p0`` for the reference-side estimate of ``chi^2(p0 || p)``; default
-        :func:`default_reference_draws`.
+        :func:`~pm_evidence.api.default_reference_draws`.
     symmetrize : {"auto", True, False}, default "auto"
         What to do when the posterior is invariant under relabelling components (label
         switching in a mixture; ``pm_evidence.modes``): ``"auto"`` relabels the draws into one
@@ -902,7 +902,7 @@ def is_ris_combination(
     n_reference : int, optional
         Draws from the IS half's reference, and as many from reverse IS's for its
         reference-side check (the same draws when the reference is shared); default
-        :func:`default_reference_draws` (16 per posterior draw in the second halves).
+        :func:`~pm_evidence.api.default_reference_draws` (16 per posterior draw in the second halves).
     symmetrize : {"auto", True, False}, default "auto"
         What to do when the posterior is invariant under relabelling components (label
         switching in a mixture; ``pm_evidence.modes``): ``"auto"`` relabels the draws into one

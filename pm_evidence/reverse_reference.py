@@ -85,14 +85,14 @@ def choose_reverse_reference(
     Parameters
     ----------
     target : LogDensity
-    fit_draws : numpy.ndarray, shape (chain, draw, dim)
-        Posterior draws the candidates are fitted to (the first halves of the chains); they are
+    fit_draws : numpy.ndarray
+        Posterior draws ``(chain, draw, dim)`` the candidates are fitted to (the first halves of the chains); they are
         also the target-side draws of the ``chi^2`` estimates.
     rng : numpy.random.Generator
         Draws from the candidates.
     wrap : callable, optional
         Applied to each fitted candidate before it is judged (e.g. the symmetrization over a
-        label-switching group, :func:`pm_evidence.api.symmetric_reference`).
+        label-switching group, ``pm_evidence.api.symmetric_reference``).
     max_draws : int, optional
         Cap on the reference draws per candidate (memory for large models).
 

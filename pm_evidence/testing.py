@@ -1427,7 +1427,7 @@ def hierarchical_noncentered_posterior_draws(
     (the density ``HalfNormal(tau) N(y | 0, diag(sigma^2 + tau^2) + mu_sd^2 11^T)`` is smooth
     and positive at 0); then ``mu | tau, y`` (normal: ``y_j ~ N(mu, sigma_j^2 + tau^2)``) and
     ``theta_raw_j | mu, tau, y`` (normal, precision ``1 + tau^2 / sigma_j^2``). Keyed by the
-    model's variable names, for :meth:`~pm_evidence.target.LogDensity.to_unconstrained` with
+    model's variable names, for :meth:`~pm_evidence.LogDensity.to_unconstrained` with
     ``batch_ndim=2``.
     """
     y, sigma = np.array(_EIGHT_SCHOOLS_Y), np.array(_EIGHT_SCHOOLS_SIGMA)
