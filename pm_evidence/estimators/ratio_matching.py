@@ -19,7 +19,9 @@ rearranged. ``h`` decreases in ``log c``, so the root is unique whenever the two
 
 This module solves it two ways: a bracketing root finder in ``log c`` (scipy's ``brentq``), and
 the Meng-Wong iteration, which raises :class:`~pm_evidence.exceptions.ConvergenceError` when it
-does not converge.
+does not converge; and, for many weighted equations at once (annealed discriminance sampling's
+rung pairs), by a safeguarded Newton iteration vectorized over rows
+(:func:`solve_weighted_ratio_matching_rows`).
 """
 
 from __future__ import annotations
