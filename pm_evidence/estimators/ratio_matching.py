@@ -21,7 +21,7 @@ This module solves it two ways: a bracketing root finder in ``log c`` (scipy's `
 the Meng-Wong iteration, which raises :class:`~pm_evidence.exceptions.ConvergenceError` when it
 does not converge; and, for many weighted equations at once (annealed discriminance sampling's
 rung pairs), by a safeguarded Newton iteration vectorized over rows
-(:func:`solve_weighted_ratio_matching_rows`).
+(``solve_weighted_ratio_matching_rows``).
 """
 
 from __future__ import annotations
