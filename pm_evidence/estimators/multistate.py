@@ -116,8 +116,6 @@ class _Objective:
         stops = bin_starts + self.bin_sizes
         self.bin_bounds = list(zip(bin_starts.tolist(), stops.tolist(), strict=True))
         self.centre = (cell[starts[is_dense]] + 0.5) * width
-        # (bin, draw) incidence, CSR, for many bins: per-bin sums are one sparse product
-        self._incidence = (np.arange(self.bin_of.size), np.r_[bin_starts, self.bin_of.size])
         offset = delta[self.binned] - np.repeat(self.centre, self.bin_sizes)
         # delta^q of every draw, one row per power (the Hessian multiplies two series:
         # q < 2 M_H - 1); rows are contiguous, so each power is one vector product
@@ -181,8 +179,11 @@ class _Objective:
             for b, (start, stop) in enumerate(self.bin_bounds):
                 out[b] = rows[:, start:stop] @ weights[start:stop]
             return out
-        indices, indptr = self._incidence
-        incidence = csr_matrix((weights, indices, indptr), shape=(self.n_bins, weights.size))
+        # (bin, draw) incidence, CSR: with many bins, per-bin sums are one sparse product
+        indptr = np.r_[0, np.cumsum(self.bin_sizes)]
+        incidence = csr_matrix(
+            (weights, np.arange(weights.size), indptr), shape=(self.n_bins, weights.size)
+        )
         return incidence @ rows.T
 
     def _weighted_p(self, a, sums: _Sums, w_binned, w_direct, w_outside) -> np.ndarray:

@@ -26,7 +26,6 @@ rung pairs), by a safeguarded Newton iteration vectorized over rows
 
 from __future__ import annotations
 
-import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -259,8 +258,10 @@ def solve_weighted_ratio_matching_rows(
     l0 = np.asarray(log_l_reference, dtype=float)
     w1 = np.asarray(weights_target, dtype=float)
     w0 = np.asarray(weights_reference, dtype=float)
-    finite_min = np.fmin(_row_finite(l1, np.min), _row_finite(l0, np.min))
-    finite_max = np.fmax(_row_finite(l1, np.max), _row_finite(l0, np.max))
+    both = np.concatenate([l1, l0], axis=1)
+    finite = np.isfinite(both)
+    finite_min = np.where(finite, both, np.inf).min(axis=1)  # +-inf: a row without any
+    finite_max = np.where(finite, both, -np.inf).max(axis=1)
     if not np.all(np.isfinite(finite_min) & np.isfinite(finite_max)):
         raise OverlapError("A row of the ratio-matching equation has no finite log ratio.")
     lo, hi = finite_min - 40.0, finite_max + 40.0  # pi is 1 or 0 to 4e-18 beyond these
@@ -291,11 +292,3 @@ def solve_weighted_ratio_matching_rows(
             f"{int(active.sum())} of {t.size} rows."
         )
     return t, expit(l1 - t[:, None]), expit(l0 - t[:, None])
-
-
-def _row_finite(values: np.ndarray, reduce) -> np.ndarray:
-    """``reduce`` over each row's finite entries (NaN for a row without any)."""
-    masked = np.where(np.isfinite(values), values, np.nan)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return {np.min: np.nanmin, np.max: np.nanmax}[reduce](masked, axis=1)
