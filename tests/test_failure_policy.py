@@ -85,18 +85,28 @@ def _dense_objective(delta, betas, omega, nu, a):
     return value, (omega @ p - nu)[1:], hessian[1:, 1:]
 
 
+def _dense_projections(delta, betas, a, v):
+    with np.errstate(invalid="ignore"):  # 0 * (-inf), replaced below
+        logits = a + np.multiply.outer(delta, betas)
+    logits[:, betas == 0] = a[betas == 0]
+    return softmax(logits, axis=1) @ v
+
+
 def test_binned_multistate_sums_equal_the_direct_sums():
-    """The Taylor-binned sums (dense bins), direct sums (sparse bins) and -inf draws together
-    give F, its gradient, Hessian and Hessian-vector products of the plain formula."""
+    """The quadrature points of the dense bins, the kept draws of the sparse ones and the -inf
+    draws together give F, its gradient, Hessian and Hessian-vector products of the plain formula,
+    and the per-draw projections p_i . v, to rounding."""
     rng = np.random.default_rng(2)
     betas = np.r_[0.0, np.geomspace(1e-3, 1.0, 11)]
-    delta = np.r_[rng.normal(-5.0, 3.0, 3000), rng.uniform(-400.0, 10.0, 40), [-np.inf] * 5]
+    delta = np.r_[rng.normal(-5.0, 3.0, 30_000), rng.uniform(-400.0, 10.0, 40), [-np.inf] * 5]
     omega = rng.random(delta.size)
     omega /= omega.sum()
     rung = rng.integers(betas.size, size=delta.size)
     nu = np.bincount(rung, weights=omega, minlength=betas.size)
     objective = _Objective(delta, betas, omega, nu)
-    assert objective.n_bins > 0 and objective.direct.size > 0  # both paths are exercised
+    quadrature = objective.quadrature
+    assert quadrature.n_nodes > 0 and quadrature.direct.size > 0  # both paths are exercised
+    assert objective.points.size < delta.size / 5
     for scale in (0.0, 3.0, 30.0):
         a = np.r_[0.0, rng.normal(0.0, scale, betas.size - 1)]
         value, grad, hessian = _dense_objective(delta, betas, omega, nu, a)
@@ -104,9 +114,14 @@ def test_binned_multistate_sums_equal_the_direct_sums():
         v = rng.normal(size=betas.size - 1)
         assert ours_value == pytest.approx(value, rel=1e-12, abs=1e-12)
         np.testing.assert_allclose(ours_grad, grad, atol=1e-12)
-        # the Hessian keeps 8 terms of each series: 1e-6 relative to a term, by design
-        np.testing.assert_allclose(objective.hessian(a[1:]), hessian, atol=1e-8)
-        np.testing.assert_allclose(objective.hessp(a[1:], v), hessian @ v, atol=1e-12)
+        np.testing.assert_allclose(objective.hessian(a[1:]), hessian, atol=1e-13)
+        np.testing.assert_allclose(objective.hessp(a[1:], v), hessian @ v, atol=1e-13)
+        v_full = np.r_[0.0, v]
+        plain = _dense_projections(delta, betas, a, v_full)
+        plain[omega == 0] = 0.0
+        np.testing.assert_allclose(
+            objective.projections(a[1:], v_full, delta.size), plain, atol=1e-12
+        )
 
 
 def _gaussian_path_draws(rng, betas, n_per_rung, s0=3.0, s1=0.5, dim=3):

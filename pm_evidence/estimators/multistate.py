@@ -23,45 +23,45 @@ standard error of ``log Z_K`` is the cluster-robust sandwich ``sum_u (v . G_u + 
 independent units (chains), with ``v = H^{-1} e_K``, ``G_u`` unit ``u``'s score and ``L_u`` its
 influence on ``log nu_K - log nu_1`` (zero for rungs of fixed size).
 
-Cost. Every sum over draws is a sum of ``exp(a_k + beta_k Delta_i)``. Grouping the draws in
-bins of width ``h = 1 / (8 max_k beta_k)`` in ``Delta``, with centre ``c`` and
-``delta = Delta - c``, ``exp(beta_k delta) = sum_{m < M} (beta_k delta)^m / m!`` with
-``|beta_k delta| <= 1/16``, so ``M = 9`` terms leave a relative error below ``1e-16`` whatever
-``a`` is: the expansion is exact to rounding. The sums over a bin's draws then factor into
-``M`` moments of its draws times ``M`` moments of its rungs (the fast-multipole idea for
-exponential sums), and a pass costs ``O(B K M + n M)`` for ``B`` bins instead of ``O(n K)``; a
-bin with fewer than ``M`` draws is summed directly. The powers of ``delta`` are stored one row
-per power and the draws sorted by bin, so each bin's sums are one vector-matrix product. MBAR on
-a default tempered run (``10^5`` draws, 100 rungs, ``Delta`` spread over 500 nats) went from
-11.6 s to about 0.05 s. On the 10-D mixture's default tempered run (700,000 draws, 13 rungs,
-about 1.8 s) it took 0.58 s with bins of width ``1 / max beta`` (14 terms), draw-major powers
-and sparse bin sums, and takes 0.17-0.27 s now (``benchmarks/estimator_overhead.py``).
+Cost: the draws are reduced once to a few quadrature points. Every sum over draws in ``F``, its
+gradient, Hessian and Hessian-vector products is ``sum_i omega_i g(Delta_i)`` for a function
+``g`` of ``Delta`` alone (``log sum_k e^{a_k + beta_k Delta}``, ``softmax_k``, their products).
+Every such ``g`` is analytic in the strip ``|Im Delta| < pi / (2 max_k beta_k)``: there every
+term ``e^{beta_k Delta}`` has a positive real part, so their sum has no zero. The draws are
+grouped in bins of width ``h = 1 / (16 max_k beta_k)``; on a bin, ``g`` is interpolated at the
+``P = 8`` Chebyshev points, and the bin's sum becomes ``sum_j W_bj g(x_bj)`` with weights from
+the bin's Chebyshev moments ``sum_i omega_i T_q(t_i)`` (interpolatory quadrature; ``t_i`` is the
+draw's place in the bin, scaled to ``[-1, 1]``). Inside the Bernstein ellipse of the bin whose
+half-height is ``1 / max beta`` (``rho = 32 + sqrt(32^2 + 1) = 64``), ``|g|`` stays below
+``1 / cos 1 < 2`` for the softmax, so the error is below ``4 * 2 * rho^-P / (rho - 1) < 1e-15``
+of the total weight whatever ``a`` is: the reduction is exact to rounding (tested against the
+plain sums). A bin with at most ``P`` draws keeps them. Each Newton pass then costs
+``O(m K)`` for ``m`` points (about ``P`` per occupied bin) instead of ``O(n K)``; the draws are
+read only twice, once to take the moments and once to evaluate the SE's per-draw projections
+(by the same interpolant). On the 10-D mixture's default tempered run (700,000 draws, 13 rungs,
+about 2 s) MBAR took 19 s at first, 0.58 s with Taylor-expanded bins, 0.17-0.37 s with narrower
+bins, and takes ... now (``benchmarks/estimator_overhead.py``).
 """
 
 from __future__ import annotations
 
-from math import factorial
 from typing import NamedTuple
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.sparse import csr_matrix
 from scipy.sparse.linalg import LinearOperator, cg
-from scipy.special import logsumexp
 
 from pm_evidence.exceptions import ConvergenceError, EvidenceInputError
 
 __all__ = ["MultistateSolution", "solve_multistate"]
 
-CHUNK = 2**21  # entries of a (draw x rung) matrix held at once, for draws summed directly
+CHUNK = 2**21  # entries of a (point x rung) matrix held at once
 EXPLICIT_HESSIAN_MAX_RUNGS = 300
-BINS_PER_UNIT = 8  # bins of width 1 / (BINS_PER_UNIT max beta): |beta delta| <= 1/16
-TAYLOR_TERMS = 9  # M: (1/16)^M / M! < 1e-16
-# The Hessian only steers Newton's steps and scales the SE: 5 terms, (1/16)^5 / 5! < 1e-7
-# relative to each term, keep both well below any Monte Carlo error at lower cost.
-HESSIAN_TERMS = 5
+BINS_PER_UNIT = 16  # bins of width 1 / (BINS_PER_UNIT max beta)
+CHEBYSHEV_POINTS = 8  # P: error below rho^-P with rho = 2 BINS_PER_UNIT + sqrt(...) = 64
 MAX_STEP = 10.0  # largest change of any log Z_k in one Newton step
-LOOP_MAX_BINS = 2000  # up to this many bins, per-bin products beat one repeated copy
+# cells of width h numbered by a dense array when the draws span at most this many
+DENSE_CELL_SPAN = 2**24
 
 
 class MultistateSolution(NamedTuple):
@@ -71,163 +71,160 @@ class MultistateSolution(NamedTuple):
     gradient_norm: float
 
 
-class _Sums(NamedTuple):
-    """Everything a pass at one ``a`` needs (module docstring): per bin ``m_b`` (largest
-    ``a_k + beta_k c_b``) and ``E_bk = exp(a_k + beta_k c_b - m_b)``; per binned draw
-    ``S_i = sum_k E_bk exp(beta_k delta_i)`` (so ``log sum_k exp(a_k + beta_k Delta_i) =
-    m_b + log S_i``); per directly summed draw its log sum."""
+def _chebyshev_rows(t: np.ndarray, n_terms: int) -> np.ndarray:
+    """``(n_terms, len(t))``: ``T_q(t)`` by the three-term recurrence."""
+    rows = np.empty((n_terms, t.size))
+    rows[0] = 1.0
+    if n_terms > 1:
+        rows[1] = t
+    for q in range(2, n_terms):
+        np.multiply(rows[q - 1], 2.0 * t, out=rows[q])
+        rows[q] -= rows[q - 2]
+    return rows
 
-    top: np.ndarray  # (B,)
-    scaled: np.ndarray  # (B, K)
-    s: np.ndarray  # (n_binned,)
-    lse_direct: np.ndarray  # (n_direct,)
+
+# T_r(t) = sum_q CHEBYSHEV_IN_POWERS[r, q] t^q (coefficients up to 2^(P-2) in size, so Chebyshev
+# moments from power moments of t in [-1, 1] lose at most about two digits)
+CHEBYSHEV_IN_POWERS = np.array(
+    [
+        np.pad(coefficients, (0, CHEBYSHEV_POINTS - coefficients.size))
+        for coefficients in map(np.polynomial.chebyshev.cheb2poly, np.eye(CHEBYSHEV_POINTS))
+    ]
+)
+CHEBYSHEV_NODES = np.cos(np.pi * (np.arange(CHEBYSHEV_POINTS) + 0.5) / CHEBYSHEV_POINTS)
+# values at the nodes -> Chebyshev coefficients: f @ C^-1 with C[q, j] = T_q(t_j)
+VALUES_TO_CHEBYSHEV = np.linalg.inv(_chebyshev_rows(CHEBYSHEV_NODES, CHEBYSHEV_POINTS))
+
+
+class _QuadraturePoints:
+    """Finite draws ``(Delta_i, omega_i)`` reduced to points ``x_j`` and weights ``W_j`` with
+    ``sum_j W_j g(x_j) = sum_i omega_i g(Delta_i)`` to rounding for every ``g`` the objective
+    needs (module docstring); :meth:`at_draws` takes ``g`` at the points back to every draw.
+
+    The draws are read in a few vector passes (their cells, one ``bincount`` per power for the
+    power moments ``sum_i omega_i t_i^q`` of every bin, later Horner's rule for the interpolants
+    at every draw) with few fresh arrays: draws of sparse cells go to an extra bin whose moments
+    are dropped, so no array of draws is ever subset."""
+
+    def __init__(self, delta: np.ndarray, omega: np.ndarray | float, width: float):
+        n_points = CHEBYSHEV_POINTS
+        self.n_draws = delta.size
+        scaled = delta * (1.0 / width)
+        low = np.floor(scaled.min()) if delta.size else 0.0
+        scaled -= low  # >= 0, so truncation is the floor
+        if not delta.size or scaled.max() < DENSE_CELL_SPAN:
+            index = scaled.astype(np.intp)
+            counts = np.bincount(index)
+            cells = low + np.arange(counts.size)
+            floor = index
+        else:  # draws spread over very many cells: number the occupied ones
+            floor = np.floor(scaled)
+            cells, index, counts = np.unique(floor, return_inverse=True, return_counts=True)
+            cells += low
+        t = scaled  # reused: t in [-1, 1), the draw's place in its cell
+        t -= floor
+        t *= 2.0
+        t -= 1.0
+        is_bin = counts > n_points  # at most as many draws as points: keep the draws
+        n_bins = int(np.sum(is_bin))
+        bin_number = np.where(is_bin, np.cumsum(is_bin) - 1, n_bins)  # n_bins: the kept draws
+        self.bin_of = np.take(bin_number, index, mode="clip")  # "clip": no bounds check
+        self.t = t
+        has_direct = np.any((counts > 0) & ~is_bin)
+        self.direct = (
+            np.flatnonzero(self.bin_of == n_bins) if has_direct else np.empty(0, dtype=np.intp)
+        )
+        constant = np.ndim(omega) == 0
+        moments = np.empty((n_bins + 1, n_points))
+        if constant:  # MBAR: every draw counts the same
+            moments[:, 0] = np.bincount(self.bin_of, minlength=n_bins + 1)
+            row = t.copy()
+        else:
+            row = omega.copy()
+            moments[:, 0] = np.bincount(self.bin_of, weights=row, minlength=n_bins + 1)
+            row *= t
+        for q in range(1, n_points):  # power moments sum_i omega_i t_i^q
+            if q > 1:
+                row *= t
+            moments[:, q] = np.bincount(self.bin_of, weights=row, minlength=n_bins + 1)
+        if constant:
+            moments *= omega
+        # interpolatory weights: W_b = C^-1 m_b for Chebyshev moments m_b
+        node_w = (moments[:n_bins] @ CHEBYSHEV_IN_POWERS.T) @ VALUES_TO_CHEBYSHEV.T
+        node_x = width * (cells[is_bin][:, None] + 0.5 + 0.5 * CHEBYSHEV_NODES[None, :])
+        self.n_nodes = n_bins * n_points
+        self.points = np.concatenate([node_x.ravel(), delta[self.direct]])
+        direct_w = np.full(self.direct.size, omega) if constant else omega[self.direct]
+        self.weights = np.concatenate([node_w.ravel(), direct_w])
+
+    def at_draws(self, values: np.ndarray) -> np.ndarray:
+        """``g`` at every draw from ``g`` at the points: the bins' interpolants (power
+        coefficients, Horner's rule), the kept draws' own values."""
+        chebyshev = values[: self.n_nodes].reshape(-1, CHEBYSHEV_POINTS) @ VALUES_TO_CHEBYSHEV
+        power = np.zeros((CHEBYSHEV_POINTS, chebyshev.shape[0] + 1))  # last: the kept draws'
+        power[:, :-1] = (chebyshev @ CHEBYSHEV_IN_POWERS).T  # row q: coefficients of t^q
+        out = np.take(power[-1], self.bin_of, mode="clip")
+        term = np.empty(self.n_draws)
+        for q in range(CHEBYSHEV_POINTS - 2, -1, -1):
+            out *= self.t
+            out += np.take(power[q], self.bin_of, out=term, mode="clip")  # "clip": unbuffered
+        out[self.direct] = values[self.n_nodes :]
+        return out
 
 
 class _Objective:
-    """``F``, its gradient, Hessian and Hessian-vector products (module docstring)."""
+    """``F``, its gradient, Hessian and Hessian-vector products (module docstring), from the
+    draws' quadrature points."""
 
     def __init__(self, delta, betas, omega, nu):
+        """``omega``: per-draw weights, or one float when every draw has the same weight."""
         self.betas, self.nu = betas, nu
         self.n_rungs = betas.size
-        if np.all(omega > 0) and np.all(delta > -np.inf):  # MBAR: every draw, all finite
-            finite, outside = np.arange(delta.size), np.empty(0, dtype=int)
+        uniform = np.ndim(omega) == 0
+        if (uniform or np.all(omega > 0)) and np.all(delta > -np.inf):  # MBAR: all finite
+            finite, outside = slice(None), np.empty(0, dtype=int)
         else:
-            keep = np.flatnonzero(omega > 0)  # zero weight: no term in F
+            keep = np.arange(delta.size) if uniform else np.flatnonzero(omega > 0)  # 0: no term
             outside = keep[delta[keep] == -np.inf]  # only the beta = 0 rung (0) has a term
             finite = keep[delta[keep] > -np.inf]
-        self.w_outside, self.outside = omega[outside], outside
+        self.finite, self.outside = finite, outside
+        self.w_outside = float(omega * outside.size if uniform else np.sum(omega[outside]))
+        finite_omega = omega if uniform else omega[finite]
         width = 1.0 / (BINS_PER_UNIT * np.max(np.abs(betas)))
-        cell = np.floor(delta[finite] / width)
-        span = cell.max() - cell.min() if cell.size else 0.0
-        # a stable sort of small integers is a radix sort in NumPy: O(n) instead of O(n log n)
-        keys = (cell - cell.min()).astype(np.int16) if span < 2**15 else cell
-        order = np.argsort(keys, kind="stable")
-        finite, cell = finite[order], cell[order]
-        starts = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
-        sizes = np.diff(np.r_[starts, cell.size])
-        is_dense = sizes >= TAYLOR_TERMS
-        dense = np.repeat(is_dense, sizes)
-        self.direct = finite[~dense]
-        self.binned = finite[dense]
-        self.n_bins = int(np.sum(is_dense))
-        self.bin_sizes = sizes[is_dense]
-        self.bin_of = np.repeat(np.arange(self.n_bins), self.bin_sizes)
-        bin_starts = np.r_[0, np.cumsum(self.bin_sizes)[:-1]].astype(int)
-        stops = bin_starts + self.bin_sizes
-        self.bin_bounds = list(zip(bin_starts.tolist(), stops.tolist(), strict=True))
-        self.centre = (cell[starts[is_dense]] + 0.5) * width
-        offset = delta[self.binned] - np.repeat(self.centre, self.bin_sizes)
-        # delta^q of every draw, one row per power (the Hessian multiplies two series:
-        # q < 2 M_H - 1); rows are contiguous, so each power is one vector product
-        powers = np.empty((max(TAYLOR_TERMS, 2 * HESSIAN_TERMS - 1), offset.size))
-        powers[0] = 1.0
-        for q in range(1, powers.shape[0]):
-            np.multiply(powers[q - 1], offset, out=powers[q])
-        self.offset_powers = powers  # (max(M, 2 M_H - 1), n_binned); 1 / m! goes with moments
-        self.inverse_factorial = np.array([1.0 / factorial(m) for m in range(TAYLOR_TERMS)])
-        self.beta_powers = betas[:, None] ** np.arange(TAYLOR_TERMS)  # (K, M), 0^0 = 1
-        self.delta_direct = delta[self.direct]
-        self.w_binned, self.w_direct = omega[self.binned], omega[self.direct]
+        self.quadrature = _QuadraturePoints(delta[finite], finite_omega, width)
+        self.points, self.weights = self.quadrature.points, self.quadrature.weights
         self.step = max(1, CHUNK // self.n_rungs)
         self._last = None
         self._last_hessian = None
-        self._last_counts = None
 
-    # ------------------------------------------------------------------ one pass at a
-    def _sums(self, a) -> _Sums:
+    def _probabilities(self, a):
+        """Per chunk of points: its slice, ``log sum_k e^{a_k + beta_k x_j}`` and the softmax."""
+        for start in range(0, self.points.size, self.step):
+            sl = slice(start, start + self.step)
+            logits = a[None, :] + np.multiply.outer(self.points[sl], self.betas)
+            top = logits.max(axis=1, keepdims=True)  # finite: finite points, finite a
+            lse = np.log(np.sum(np.exp(logits - top), axis=1)) + top[:, 0]
+            yield sl, lse, np.exp(logits - lse[:, None])
+
+    def _value_and_counts(self, a):
+        """``F(a)`` and ``sum_i omega_i p_ik`` (the gradient's and the Hessian's diagonal), kept
+        for the last ``a`` (Newton asks for the Hessian where it last asked for the value)."""
         if self._last is not None and np.array_equal(self._last[0], a):
-            return self._last[1]
-        logits = a[None, :] + np.multiply.outer(self.centre, self.betas)
-        top = logits.max(axis=1) if self.n_bins else np.empty(0)
-        scaled = np.exp(logits - top[:, None])
-        moments = scaled @ self.beta_powers  # (B, M): sum_k E_bk beta_k^m
-        s = self._series(moments)
-        lse_direct = np.concatenate(
-            [logsumexp(self._direct_logits(a, sl), axis=1) for sl in self._direct_chunks()]
-            or [np.empty(0)]
-        )
-        sums = _Sums(top, scaled, s, lse_direct)
-        self._last = (a.copy(), sums)
-        return sums
-
-    def _direct_chunks(self):
-        for start in range(0, self.delta_direct.size, self.step):
-            yield slice(start, start + self.step)
-
-    def _direct_logits(self, a, sl):
-        return a[None, :] + np.multiply.outer(self.delta_direct[sl], self.betas)
-
-    def _series(self, moments: np.ndarray) -> np.ndarray:
-        """``sum_m delta_i^m / m! moments[b(i), m]`` for every binned draw (draws are sorted by
-        bin: one vector-matrix product per bin, or, with many bins, one pass over a copy of
-        ``moments`` repeated per draw)."""
-        powers = self.offset_powers[:TAYLOR_TERMS]
-        scaled = moments * self.inverse_factorial
-        if self.n_bins > LOOP_MAX_BINS:
-            return np.einsum("mi,im->i", powers, np.repeat(scaled, self.bin_sizes, axis=0))
-        out = np.empty(powers.shape[1])
-        for b, (start, stop) in enumerate(self.bin_bounds):
-            out[start:stop] = scaled[b] @ powers[:, start:stop]
-        return out
-
-    def _bin_totals(self, rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        """``(B, q)``: per bin, the sums over its draws of ``weights[i] * rows[q, i]``."""
-        if not self.n_bins:
-            return np.zeros((0, rows.shape[0]))
-        if self.n_bins <= LOOP_MAX_BINS:
-            out = np.empty((self.n_bins, rows.shape[0]))
-            for b, (start, stop) in enumerate(self.bin_bounds):
-                out[b] = rows[:, start:stop] @ weights[start:stop]
-            return out
-        # (bin, draw) incidence, CSR: with many bins, per-bin sums are one sparse product
-        indptr = np.r_[0, np.cumsum(self.bin_sizes)]
-        incidence = csr_matrix(
-            (weights, np.arange(weights.size), indptr), shape=(self.n_bins, weights.size)
-        )
-        return incidence @ rows.T
-
-    def _weighted_p(self, a, sums: _Sums, w_binned, w_direct, w_outside) -> np.ndarray:
-        """``sum_i w_i p_ik`` for any per-draw weights ``w`` (``p_i = softmax(a + beta Delta_i)``)."""
-        powers = self.offset_powers[:TAYLOR_TERMS]
-        mu = self._bin_totals(powers, w_binned / sums.s) * self.inverse_factorial  # (B, M)
-        out = np.sum(sums.scaled * (mu @ self.beta_powers.T), axis=0)
-        for sl in self._direct_chunks():
-            logits = self._direct_logits(a, sl)
-            out += w_direct[sl] @ np.exp(logits - sums.lse_direct[sl, None])
-        out[0] += np.sum(w_outside)
-        return out
-
-    def _projections(self, a, sums: _Sums, v) -> tuple[np.ndarray, np.ndarray]:
-        """``p_i . v`` for the binned and the directly summed draws."""
-        moments = (sums.scaled * v) @ self.beta_powers  # (B, M)
-        binned = self._series(moments) / sums.s
-        direct = np.concatenate(
-            [np.exp(self._direct_logits(a, sl) - sums.lse_direct[sl, None]) @ v
-             for sl in self._direct_chunks()] or [np.empty(0)]
-        )  # fmt: skip
-        return binned, direct
+            return self._last[1], self._last[2]
+        value = self.w_outside * a[0] - np.dot(self.nu, a)
+        counts = np.zeros(self.n_rungs)
+        for sl, lse, p in self._probabilities(a):
+            value += np.dot(self.weights[sl], lse)
+            counts += self.weights[sl] @ p
+        counts[0] += self.w_outside
+        self._last = (a.copy(), value, counts)
+        return value, counts
 
     # ------------------------------------------------------------------ objective
     def value_and_grad(self, a_free):
         a = np.concatenate([[0.0], a_free])
-        sums = self._sums(a)
-        lse_binned = sums.top[self.bin_of] + np.log(sums.s)
-        value = (
-            np.dot(self.w_binned, lse_binned)
-            + np.dot(self.w_direct, sums.lse_direct)
-            + np.sum(self.w_outside) * a[0]
-            - np.dot(self.nu, a)
-        )
-        return value, (self._expected_counts(a, sums) - self.nu)[1:]
-
-    def _expected_counts(self, a, sums: _Sums) -> np.ndarray:
-        """``sum_i omega_i p_ik`` (the gradient's and the Hessian's diagonal), kept for the
-        last ``a`` (Newton asks for both at the same point)."""
-        if self._last_counts is not None and np.array_equal(self._last_counts[0], a):
-            return self._last_counts[1]
-        counts = self._weighted_p(a, sums, self.w_binned, self.w_direct, self.w_outside)
-        self._last_counts = (a.copy(), counts)
-        return counts
+        value, counts = self._value_and_counts(a)
+        return value, (counts - self.nu)[1:]
 
     def hessian(self, a_free, *, reuse_within: float = 0.0):
         """Explicit ``(K-1) x (K-1)`` Hessian ``sum_i omega_i (diag p_i - p_i p_i^T)``; the last
@@ -238,42 +235,31 @@ class _Objective:
             np.max(np.abs(self._last_hessian[0] - a)) <= reuse_within
         ):
             return self._last_hessian[1]
-        sums = self._sums(a)
-        k = self.n_rungs
-        out = np.diag(self._expected_counts(a, sums))
-        if self.n_bins:
-            # sum_i w_i/S_i^2 exp((beta_k + beta_l) delta_i) per bin: a Hankel matrix of moments
-            rows = self.offset_powers[: 2 * HESSIAN_TERMS - 1]
-            hankel = self._bin_totals(rows, self.w_binned / sums.s**2)
-            j = np.arange(HESSIAN_TERMS)
-            factorials = self.inverse_factorial[:HESSIAN_TERMS]
-            pairs = hankel[:, j[:, None] + j[None, :]] * np.outer(factorials, factorials)
-            u = sums.scaled[:, None, :] * self.beta_powers.T[None, :HESSIAN_TERMS, :]
-            out -= u.reshape(-1, k).T @ (pairs @ u).reshape(-1, k)
-        for sl in self._direct_chunks():
-            p = np.exp(self._direct_logits(a, sl) - sums.lse_direct[sl, None])
-            out -= (p * self.w_direct[sl, None]).T @ p
-        out[0, 0] -= np.sum(self.w_outside)
+        out = np.diag(self._value_and_counts(a)[1])
+        for sl, _, p in self._probabilities(a):
+            out -= (p * self.weights[sl, None]).T @ p
+        out[0, 0] -= self.w_outside
         self._last_hessian = (a.copy(), out[1:, 1:])
         return out[1:, 1:]
 
     def hessp(self, a_free, v_free):
         a = np.concatenate([[0.0], a_free])
         v = np.concatenate([[0.0], v_free])
-        sums = self._sums(a)
-        pv_binned, pv_direct = self._projections(a, sums, v)
-        diagonal = self._expected_counts(a, sums)
-        outer = self._weighted_p(
-            a, sums, self.w_binned * pv_binned, self.w_direct * pv_direct, self.w_outside * v[0]
-        )
-        return (diagonal * v - outer)[1:]
+        out = self._value_and_counts(a)[1] * v
+        for sl, _, p in self._probabilities(a):
+            out -= (self.weights[sl] * (p @ v)) @ p
+        out[0] -= self.w_outside * v[0]
+        return out[1:]
 
     def projections(self, a_free, v_full, n_draws: int) -> np.ndarray:
         """``p_i . v`` for every draw, in the caller's order (0 for draws of zero weight)."""
         a = np.concatenate([[0.0], a_free])
-        binned, direct = self._projections(a, self._sums(a), v_full)
+        at_points = np.concatenate(
+            [p @ v_full for _, _, p in self._probabilities(a)] or [np.empty(0)]
+        )
         out = np.zeros(n_draws)
-        out[self.binned], out[self.direct], out[self.outside] = binned, direct, v_full[0]
+        out[self.finite] = self.quadrature.at_draws(at_points)
+        out[self.outside] = v_full[0]
         return out
 
 
@@ -310,13 +296,11 @@ def solve_multistate(
     rung = np.asarray(rung, dtype=int).ravel()
     betas = np.asarray(betas, dtype=float)
     n_rungs = betas.size
-    if delta.size != rung.size or np.any((rung < 0) | (rung >= n_rungs)):
+    if delta.size != rung.size or (rung.size and (rung.min() < 0 or rung.max() >= n_rungs)):
         raise EvidenceInputError("delta and rung must have equal length, with 0 <= rung < K.")
     if betas.ndim != 1 or np.any(np.diff(betas) <= 0):
         raise EvidenceInputError("betas must be a 1-D array increasing strictly.")
-    if np.any(np.isnan(delta) | (delta == np.inf)) or (
-        betas[0] != 0.0 and np.any(delta == -np.inf)
-    ):
+    if not np.all(delta < np.inf) or (betas[0] != 0.0 and np.any(delta == -np.inf)):  # NaN: False
         raise EvidenceInputError(
             "Delta must be finite, or -inf (a draw outside the target's support) only with a "
             "rung at beta = 0."
@@ -335,9 +319,10 @@ def solve_multistate(
         np.maximum.at(top, rung, log_weights)
         scaled = np.exp(log_weights - top[rung])
         omega = scaled / np.bincount(rung, weights=scaled, minlength=n_rungs)[rung] / n_rungs
+        nu = np.bincount(rung, weights=omega, minlength=n_rungs)
     else:
-        omega = np.full(delta.size, 1.0 / delta.size)
-    nu = np.bincount(rung, weights=omega, minlength=n_rungs)
+        omega = 1.0 / delta.size  # every draw alike
+        nu = counts / delta.size
     objective = _Objective(delta, betas, omega, nu)
 
     log_nu = np.log(nu)
@@ -422,11 +407,10 @@ def _sandwich_se(objective, a_free, rung, counts, unit, weighted, omega) -> floa
         if info != 0:
             return float("nan")
     unit = np.arange(rung.size) if unit is None else np.asarray(unit).ravel()
-    if not (
-        unit.dtype.kind in "iu" and unit.min() >= 0 and np.all(np.bincount(unit) > 0)
-    ):  # labels other than 0..U-1, each used: number them so
-        _, unit = np.unique(unit, return_inverse=True)
-    n_units = unit.max() + 1
+    m_u = np.bincount(unit) if unit.dtype.kind in "iu" and unit.min() >= 0 else None
+    if m_u is None or not np.all(m_u > 0):  # labels other than 0..U-1, each used: number them
+        _, unit, m_u = np.unique(unit, return_inverse=True, return_counts=True)
+    n_units = m_u.size
     # per-draw score omega_i (p_i - centre_i), projected on v: centre = e_k(i) (random labels)
     # or the rung's weighted mean of p (weights normalized within a rung)
     nu = objective.nu
@@ -434,16 +418,16 @@ def _sandwich_se(objective, a_free, rung, counts, unit, weighted, omega) -> floa
     proj = objective.projections(a_free, v_full, rung.size)
     if weighted:
         mean_pv = np.bincount(rung, weights=omega * proj, minlength=n_rungs) / nu
-        score = omega * (proj - mean_pv[rung])
-        influence = np.bincount(unit, weights=score, minlength=n_units)
-    else:
-        score = omega * (proj - v_full[rung])
-        influence = np.bincount(unit, weights=score, minlength=n_units)
+        proj -= mean_pv[rung]
+        proj *= omega
+        influence = np.bincount(unit, weights=proj, minlength=n_units)
+    else:  # omega = 1 / n
+        proj -= v_full[rung]
+        influence = np.bincount(unit, weights=proj, minlength=n_units) * omega
         # log nu_K - log nu_1 from the labels: (n_uK - nu_K m_u) / n_K - (n_u1 - nu_1 m_u) / n_1
         total = rung.size
-        m_u = np.bincount(unit, minlength=n_units)
         for k, sign in ((n_rungs - 1, 1.0), (0, -1.0)):
-            n_uk = np.bincount(unit, weights=(rung == k).astype(float), minlength=n_units)
+            n_uk = np.bincount(unit[rung == k], minlength=n_units)
             influence += sign * (n_uk - counts[k] / total * m_u) / counts[k]
     correction = n_units / (n_units - 1) if n_units > 1 else np.nan
     return float(np.sqrt(correction * np.sum(influence**2)))

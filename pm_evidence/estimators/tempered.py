@@ -195,7 +195,8 @@ def mbar_core(delta, rung, betas, *, unit=None, log_z0=None) -> Estimate:
     new_label = np.cumsum(counts > 0) - 1  # old rung -> position among the kept rungs
     if log_z0 is not None:
         log_z0 = np.asarray(log_z0, dtype=float)[kept]
-    sol = solve_multistate(delta, new_label[rung], betas[kept], unit=unit, log_z0=log_z0)
+    labels = new_label[rung] if empty.size else rung
+    sol = solve_multistate(delta, labels, betas[kept], unit=unit, log_z0=log_z0)
     return Estimate(
         float(sol.log_z[-1]),
         sol.se,
