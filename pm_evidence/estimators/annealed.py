@@ -7,7 +7,6 @@ the sampler lives in :mod:`pm_evidence.tempering.samplers`.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
 
 from pm_evidence.estimators.base import Estimate, as_log_weights
 from pm_evidence.estimators.multistate import solve_multistate
@@ -116,21 +115,23 @@ def ads_binary_core(delta, log_weights, betas) -> Estimate:
         pairs = slice(first, last)
         d_beta = np.diff(betas[first : last + 1])[:, None]
         log_l0, log_l1 = d_beta * delta[first:last], d_beta * delta[first + 1 : last + 1]
-        w = np.exp(
-            log_weights[first : last + 1]
-            - logsumexp(log_weights[first : last + 1], axis=1, keepdims=True)
-        )
+        w = log_weights[first : last + 1] - log_weights[first : last + 1].max(axis=1)[:, None]
+        np.exp(w, out=w)  # some weight is > 0 at every rung (AIS checks)
+        w /= w.sum(axis=1, keepdims=True)
         w0, w1 = w[:-1], w[1:]
-        # start: the importance-sampling ratio from rung k's weighted draws (AIS's increment)
-        start = logsumexp(log_l0, axis=1, b=w0)
-        log_ratios[pairs], pi1, pi0 = solve_weighted_ratio_matching_rows(
-            log_l1, log_l0, w1, w0, log_c0=start
-        )
-        info = np.sum(w0 * pi0 * (1 - pi0), axis=1) + np.sum(w1 * pi1 * (1 - pi1), axis=1)
-        score = w0 * (pi0 - np.sum(w0 * pi0, axis=1, keepdims=True)) - w1 * (
-            (1 - pi1) - np.sum(w1 * (1 - pi1), axis=1, keepdims=True)
-        )
-        influence += np.sum(score / info[:, None], axis=0)
+        # from the importance-sampling ratio of rung k's weighted draws (AIS's increment)
+        log_ratios[pairs], pi1, pi0 = solve_weighted_ratio_matching_rows(log_l1, log_l0, w1, w0)
+        # sums without per-draw temporaries: m0 = sum w0 pi0, m1 = sum w1 pi1, the information
+        # sum w0 pi0 (1 - pi0) + sum w1 pi1 (1 - pi1), and the chains' scores
+        # w0 (pi0 - m0) - w1 ((1 - pi1) - (1 - m1)) divided by the information, summed over pairs
+        m0 = np.einsum("ij,ij->i", w0, pi0)
+        m1 = np.einsum("ij,ij->i", w1, pi1)
+        info = m0 + m1 - np.einsum("ij,ij,ij->i", w0, pi0, pi0)
+        info -= np.einsum("ij,ij,ij->i", w1, pi1, pi1)
+        inverse = 1.0 / info
+        influence += np.einsum("i,ij,ij->j", inverse, w0, pi0)
+        influence += np.einsum("i,ij,ij->j", inverse, w1, pi1)
+        influence -= (m0 * inverse) @ w0 + (m1 * inverse) @ w1
         information[pairs] = info
     se = float(np.sqrt(n_chains / (n_chains - 1) * np.sum(influence**2)))
     return Estimate(

@@ -238,6 +238,10 @@ def solve_weighted_ratio_matching_rows(
     every evaluation narrows (``g`` decreases in ``t``) and replaced by bisection when it would
     leave it. Converged when a step is below ``tol``.
 
+    Cost: the exponentials are taken once, ``X = exp(l - max_row l)``, and every Newton step
+    evaluates ``pi(l - t) = X / (X + exp(t - max_row l))`` with one addition and one division per
+    draw (rows where ``exp(t - max l)`` under- or overflows use ``expit`` directly).
+
     Parameters
     ----------
     log_l_target, log_l_reference : array_like (M, N1), (M, N0)
@@ -246,44 +250,71 @@ def solve_weighted_ratio_matching_rows(
     weights_target, weights_reference : array_like (M, N1), (M, N0)
         Normalized weights (each row sums to 1).
     log_c0 : array_like (M,), optional
-        Starting values (e.g. the importance-sampling estimates); default: the middle of the
-        bracket.
+        Starting values; default: the importance-sampling estimates
+        ``log sum_j w0_j exp(l0_j)`` from the reference's draws.
 
     Returns
     -------
     (log_c, pi_target, pi_reference)
-        Roots ``(M,)`` and the classifier ``pi(l - log_c)`` at both samples.
+        Roots ``(M,)`` (each within ``tol`` of the exact root) and the classifier
+        ``pi(l - log_c)`` at both samples.
     """
     l1 = np.asarray(log_l_target, dtype=float)
     l0 = np.asarray(log_l_reference, dtype=float)
     w1 = np.asarray(weights_target, dtype=float)
     w0 = np.asarray(weights_reference, dtype=float)
-    both = np.concatenate([l1, l0], axis=1)
-    finite = np.isfinite(both)
-    finite_min = np.where(finite, both, np.inf).min(axis=1)  # +-inf: a row without any
-    finite_max = np.where(finite, both, -np.inf).max(axis=1)
-    if not np.all(np.isfinite(finite_min) & np.isfinite(finite_max)):
+    top0, top1 = l0.max(axis=1), l1.max(axis=1)
+    low = np.minimum(l0.min(axis=1), l1.min(axis=1))
+    if np.any(low == -np.inf):  # rows with -inf: the smallest finite value
+        both = np.concatenate([l1, l0], axis=1)
+        low = np.where(np.isfinite(both), both, np.inf).min(axis=1)
+    high = np.maximum(top0, top1)
+    if not np.all(np.isfinite(low) & np.isfinite(high)):
         raise OverlapError("A row of the ratio-matching equation has no finite log ratio.")
-    lo, hi = finite_min - 40.0, finite_max + 40.0  # pi is 1 or 0 to 4e-18 beyond these
-    t = (lo + hi) / 2 if log_c0 is None else np.clip(np.asarray(log_c0, float), lo, hi)
+    top0[top0 == -np.inf], top1[top1 == -np.inf] = 0.0, 0.0  # a row of -inf: pi = 0 there
+    lo, hi = low - 40.0, high + 40.0  # pi is 1 or 0 to 4e-18 beyond these
+    x0, x1 = l0 - top0[:, None], l1 - top1[:, None]
+    np.exp(x0, out=x0)
+    np.exp(x1, out=x1)
+    if log_c0 is None:
+        with np.errstate(divide="ignore"):
+            log_c0 = top0 + np.log(np.sum(w0 * x0, axis=1))
+    t = np.clip(np.asarray(log_c0, dtype=float), lo, hi)
     t = np.where(np.isfinite(t), t, (lo + hi) / 2)
+    total1 = w1.sum(axis=1)
+    pi0, pi1 = np.empty_like(l0), np.empty_like(l1)
+    work0, work1 = np.empty_like(l0), np.empty_like(l1)  # reused: fresh arrays cost page faults
     active = np.ones(t.size, dtype=bool)
     for _ in range(maxiter):
-        rows = np.flatnonzero(active)
-        pi0, pi1 = expit(l0[rows] - t[rows, None]), expit(l1[rows] - t[rows, None])
-        g = np.sum(w0[rows] * pi0, axis=1) - np.sum(w1[rows] * (1.0 - pi1), axis=1)
-        slope = -np.sum(w0[rows] * pi0 * (1 - pi0), axis=1) - np.sum(
-            w1[rows] * pi1 * (1 - pi1), axis=1
-        )
-        lo[rows] = np.where(g > 0, t[rows], lo[rows])
-        hi[rows] = np.where(g < 0, t[rows], hi[rows])
+        t_rows = t[active]
+        if active.all():  # every row, in place
+            rows = slice(None)
+            p0 = _classifier(x0, l0, t_rows, top0, out=pi0)
+            p1 = _classifier(x1, l1, t_rows, top1, out=pi1)
+            u0 = np.multiply(w0, p0, out=work0)
+            u1 = np.multiply(w1, p1, out=work1)
+        else:  # the rows still active
+            rows = np.flatnonzero(active)
+            p0 = _classifier(x0[rows], l0[rows], t_rows, top0[rows])
+            p1 = _classifier(x1[rows], l1[rows], t_rows, top1[rows])
+            pi0[rows], pi1[rows] = p0, p1
+            u0, u1 = w0[rows] * p0, w1[rows] * p1
+        s0, s1 = u0.sum(axis=1), u1.sum(axis=1)
+        u0 *= p0
+        u1 *= p1
+        g = s0 - (total1[rows] - s1)
+        slope = -(s0 - u0.sum(axis=1)) - (s1 - u1.sum(axis=1))
+        lo[rows] = np.where(g > 0, t_rows, lo[rows])
+        hi[rows] = np.where(g < 0, t_rows, hi[rows])
         with np.errstate(divide="ignore", invalid="ignore"):
-            newton = t[rows] - g / slope
+            newton = t_rows - g / slope
         inside = np.isfinite(newton) & (newton > lo[rows]) & (newton < hi[rows])
         new = np.where(inside, newton, (lo[rows] + hi[rows]) / 2)
-        done = (np.abs(new - t[rows]) < tol) | (g == 0)
-        t[rows] = np.where(g == 0, t[rows], new)
-        active[rows[done]] = False
+        done = (np.abs(new - t_rows) < tol) | (g == 0)
+        # a finished row keeps the t it was evaluated at (within tol of the root), so pi0 and
+        # pi1 are its classifier exactly
+        t[rows] = np.where(done, t_rows, new)
+        active[np.arange(t.size)[rows][done]] = False
         if not active.any():
             break
     else:
@@ -291,4 +322,16 @@ def solve_weighted_ratio_matching_rows(
             f"The weighted ratio-matching equation did not converge in {maxiter} steps for "
             f"{int(active.sum())} of {t.size} rows."
         )
-    return t, expit(l1 - t[:, None]), expit(l0 - t[:, None])
+    return t, pi1, pi0
+
+
+def _classifier(x, log_l, t, top, out=None) -> np.ndarray:
+    """``expit(log_l - t)`` row by row from ``x = exp(log_l - top)``: ``x / (x + exp(t - top))``;
+    rows whose ``exp(t - top)`` is 0 or infinite are computed directly."""
+    shift = np.exp(t - top)
+    out = np.add(x, shift[:, None], out=out)
+    np.divide(x, out, out=out)
+    bad = ~((shift > 0) & np.isfinite(shift))
+    if np.any(bad):
+        out[bad] = expit(log_l[bad] - t[bad, None])
+    return out
