@@ -8,14 +8,13 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.special import logsumexp
 
 __all__ = [
     "as_generator",
     "good_pareto_k",
     "kish_ess",
     "log_mean_exp",
-    "log_sum_exp_rows",
+    "log_sum_exp",
     "max_rhat",
     "mcmc_ess",
     "normalized_weights",
@@ -87,35 +86,36 @@ def spawn_seed(rng: np.random.Generator) -> int:
     return int(rng.integers(2**31 - 1))
 
 
-def log_sum_exp_rows(values: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
-    """``log sum_j weights_j exp(values_j)`` along the last axis, for hot loops.
+def log_sum_exp(values, axis: int | None = None, weights=None):
+    """``log sum exp(values)`` (times ``weights`` if given, non-negative) over ``axis``.
 
-    The same as ``scipy.special.logsumexp(values, axis=-1, b=weights)`` for non-negative
-    weights, a row of ``-inf`` giving ``-inf``, at about half its time on large arrays and a
-    tenth on small ones (it skips scipy's array-API dispatch; measured in
-    ``benchmarks/estimator_overhead.py``'s estimators).
+    What ``scipy.special.logsumexp(values, axis, b=weights)`` gives for real input, a slice of
+    ``-inf`` giving ``-inf``, in plain NumPy: scipy's array-API dispatch costs about 0.3 ms a
+    call, which is most of the time of the estimators on small runs, and it is about twice as
+    slow on large arrays (``benchmarks/estimator_overhead.py``).
     """
     values = np.asarray(values, dtype=float)
-    top = np.max(values, axis=-1, keepdims=True)
-    top[~np.isfinite(top)] = 0.0  # a row of -inf stays -inf; +inf and NaN propagate
+    top = np.max(values, axis=axis, keepdims=True)
+    top[~np.isfinite(top)] = 0.0  # a slice of -inf stays -inf; +inf and NaN propagate
     scaled = np.exp(values - top)
     if weights is not None:
         scaled *= weights
     with np.errstate(divide="ignore"):
-        return np.log(np.sum(scaled, axis=-1)) + top[..., 0]
+        out = np.log(np.sum(scaled, axis=axis, keepdims=True)) + top
+    return np.squeeze(out, axis=axis)[()]
 
 
 def log_mean_exp(log_values: np.ndarray, axis=None) -> np.ndarray:
     """``log(mean(exp(log_values)))`` computed stably with log-sum-exp."""
     log_values = np.asarray(log_values, dtype=float)
     n = log_values.size if axis is None else log_values.shape[axis]
-    return logsumexp(log_values, axis=axis) - np.log(n)
+    return log_sum_exp(log_values, axis=axis) - np.log(n)
 
 
 def normalized_weights(log_weights) -> np.ndarray:
     """``w / sum(w)`` from log weights (flattened), computed without overflow."""
     log_weights = np.asarray(log_weights, dtype=float).ravel()
-    return np.exp(log_weights - logsumexp(log_weights))
+    return np.exp(log_weights - log_sum_exp(log_weights))
 
 
 def relative_sd_of_mean(log_values: np.ndarray, n_eff: float) -> float:
@@ -132,7 +132,7 @@ def relative_sd_of_mean(log_values: np.ndarray, n_eff: float) -> float:
 def kish_ess(log_weights: np.ndarray) -> float:
     """Kish's effective sample size ``(sum w)^2 / sum w^2`` of importance weights, in log space."""
     log_weights = np.asarray(log_weights, dtype=float).ravel()
-    return float(np.exp(2 * logsumexp(log_weights) - logsumexp(2 * log_weights)))
+    return float(np.exp(2 * log_sum_exp(log_weights) - log_sum_exp(2 * log_weights)))
 
 
 def mcmc_ess(values: np.ndarray) -> float:
