@@ -124,6 +124,30 @@ def test_binned_multistate_sums_equal_the_direct_sums():
         )
 
 
+@pytest.mark.parametrize("far", [False, True])
+def test_quadrature_points_reproduce_sums_and_values_of_smooth_functions(far):
+    """The reduction behind MBAR: for functions analytic on the scale of the bins, the points'
+    weighted sums equal the draws' and the interpolants give the values at every draw, whether
+    the cells are numbered densely or (draws spread over more than 2^24 cells) by np.unique."""
+    from pm_evidence.estimators.multistate import DENSE_CELL_SPAN, _QuadraturePoints
+
+    rng = np.random.default_rng(5)
+    delta = np.r_[rng.normal(-30.0, 4.0, 20_000), rng.uniform(-60.0, 0.0, 50)]
+    if far:  # a few draws 3e6 nats away: over 2^24 cells of width 1/16
+        delta = np.r_[delta, -3e6 + rng.normal(0.0, 1.0, 30)]
+    omega = rng.random(delta.size)
+    width = 1.0 / 16
+    assert (np.ptp(delta) / width > DENSE_CELL_SPAN) == far
+    quadrature = _QuadraturePoints(delta, omega, width)
+    assert quadrature.points.size < delta.size / 4
+    for g in (np.cos, lambda x: np.sin(0.7 * x) + 0.1 * x, lambda x: 1 / (1 + np.exp(-(x + 30)))):
+        plain = omega @ g(delta)
+        ours = quadrature.weights @ g(quadrature.points)
+        assert ours == pytest.approx(plain, rel=1e-12, abs=1e-12 * np.sum(omega))
+        values = quadrature.at_draws(g(quadrature.points))
+        np.testing.assert_allclose(values, g(delta), rtol=1e-12, atol=1e-12)
+
+
 def _gaussian_path_draws(rng, betas, n_per_rung, s0=3.0, s1=0.5, dim=3):
     """Exact draws of every f_beta on p0 = N(0, s0^2 I) -> f = N(0, s1^2 I) (log Z = 0)."""
     precision = (1 - betas) / s0**2 + betas / s1**2

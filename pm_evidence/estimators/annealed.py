@@ -22,7 +22,7 @@ from pm_evidence.utils import (
 __all__ = ["ads_binary_core", "ads_multinomial_core", "ais_core", "raise_core"]
 
 # numbers per array while ADS solves blocks of rung pairs at once
-ROWS_PER_BLOCK_NUMBERS = 2**22
+ROWS_PER_BLOCK_NUMBERS = 2**16
 
 
 def _weight_diagnostics(log_weights: np.ndarray) -> dict:

@@ -110,21 +110,20 @@ class _QuadraturePoints:
         n_points = CHEBYSHEV_POINTS
         self.n_draws = delta.size
         scaled = delta * (1.0 / width)
-        low = np.floor(scaled.min()) if delta.size else 0.0
-        scaled -= low  # >= 0, so truncation is the floor
-        if not delta.size or scaled.max() < DENSE_CELL_SPAN:
-            index = scaled.astype(np.intp)
-            counts = np.bincount(index)
-            cells = low + np.arange(counts.size)
-            floor = index
-        else:  # draws spread over very many cells: number the occupied ones
-            floor = np.floor(scaled)
-            cells, index, counts = np.unique(floor, return_inverse=True, return_counts=True)
-            cells += low
-        t = scaled  # reused: t in [-1, 1), the draw's place in its cell
+        floor = np.floor(scaled)
+        t = scaled  # reused: t in [-1, 1), the draw's place in its cell, as precise as Delta
         t -= floor
         t *= 2.0
         t -= 1.0
+        low = floor.min() if delta.size else 0.0
+        floor -= low
+        if not delta.size or floor.max() < DENSE_CELL_SPAN:
+            index = floor.astype(np.intp)
+            counts = np.bincount(index)
+            cells = low + np.arange(counts.size)
+        else:  # draws spread over very many cells: number the occupied ones
+            cells, index, counts = np.unique(floor, return_inverse=True, return_counts=True)
+            cells += low
         is_bin = counts > n_points  # at most as many draws as points: keep the draws
         n_bins = int(np.sum(is_bin))
         bin_number = np.where(is_bin, np.cumsum(is_bin) - 1, n_bins)  # n_bins: the kept draws

@@ -278,12 +278,11 @@ def solve_weighted_ratio_matching_rows(
     np.exp(x1, out=x1)
     if log_c0 is None:
         with np.errstate(divide="ignore"):
-            log_c0 = top0 + np.log(np.sum(w0 * x0, axis=1))
+            log_c0 = top0 + np.log(np.einsum("ij,ij->i", w0, x0))
     t = np.clip(np.asarray(log_c0, dtype=float), lo, hi)
     t = np.where(np.isfinite(t), t, (lo + hi) / 2)
     total1 = w1.sum(axis=1)
     pi0, pi1 = np.empty_like(l0), np.empty_like(l1)
-    work0, work1 = np.empty_like(l0), np.empty_like(l1)  # reused: fresh arrays cost page faults
     active = np.ones(t.size, dtype=bool)
     for _ in range(maxiter):
         t_rows = t[active]
@@ -291,19 +290,18 @@ def solve_weighted_ratio_matching_rows(
             rows = slice(None)
             p0 = _classifier(x0, l0, t_rows, top0, out=pi0)
             p1 = _classifier(x1, l1, t_rows, top1, out=pi1)
-            u0 = np.multiply(w0, p0, out=work0)
-            u1 = np.multiply(w1, p1, out=work1)
+            v0, v1 = w0, w1
         else:  # the rows still active
             rows = np.flatnonzero(active)
             p0 = _classifier(x0[rows], l0[rows], t_rows, top0[rows])
             p1 = _classifier(x1[rows], l1[rows], t_rows, top1[rows])
             pi0[rows], pi1[rows] = p0, p1
-            u0, u1 = w0[rows] * p0, w1[rows] * p1
-        s0, s1 = u0.sum(axis=1), u1.sum(axis=1)
-        u0 *= p0
-        u1 *= p1
+            v0, v1 = w0[rows], w1[rows]
+        # sum w pi and sum w pi^2 per row, without per-draw temporaries
+        s0, s1 = np.einsum("ij,ij->i", v0, p0), np.einsum("ij,ij->i", v1, p1)
+        q0, q1 = np.einsum("ij,ij,ij->i", v0, p0, p0), np.einsum("ij,ij,ij->i", v1, p1, p1)
         g = s0 - (total1[rows] - s1)
-        slope = -(s0 - u0.sum(axis=1)) - (s1 - u1.sum(axis=1))
+        slope = -(s0 - q0) - (s1 - q1)
         lo[rows] = np.where(g > 0, t_rows, lo[rows])
         hi[rows] = np.where(g < 0, t_rows, hi[rows])
         with np.errstate(divide="ignore", invalid="ignore"):
