@@ -6,8 +6,8 @@ every draw for MBAR and changes none); then every follow-up estimator on its rec
 with ``time.perf_counter``. An estimator's time is the median of ``REPEATS`` calls on the same
 record (the first call of a process also pays one-off warm-ups, e.g. NumPy's and xarray's
 first dispatches, which are not a per-run cost; it is printed too). A run's time is the median
-of three runs when one takes under a second (timings of 10-50 ms runs jitter by a few ms),
-else one run. Printed: the run's wall time, each estimator's wall time (median and first call),
+of three identical runs (same seed) when one takes under a second (timings of 10-50 ms runs
+jitter by a few ms), else one run. Printed: the run's wall time, each estimator's wall time (median and first call),
 and the ratio median / run (the target is at most 0.1).
 
 Run::
@@ -47,15 +47,16 @@ def timed(fn, *args, **kwargs):
     return out, time.perf_counter() - start
 
 
-def timed_run(fn, *args, **kwargs):
-    """The run (the last of its repeats) and its wall time: one run, or the median of three
-    when one takes under ``SHORT_RUN_S``."""
-    out, first = timed(fn, *args, **kwargs)
+def timed_run(fn, *args, seed: int, **kwargs):
+    """The run and its wall time: one run, or, when one takes under ``SHORT_RUN_S``, the median
+    of three identical runs (each from a generator seeded alike: a default run's size is
+    adaptive, so runs from different streams differ in size, up to 8x on eight schools)."""
+    out, first = timed(fn, *args, rng=np.random.default_rng(seed), **kwargs)
     if first >= SHORT_RUN_S:
         return out, first
     times = [first]
     for _ in range(2):
-        out, t = timed(fn, *args, **kwargs)
+        _, t = timed(fn, *args, rng=np.random.default_rng(seed), **kwargs)
         times.append(t)
     return out, float(np.median(times))
 
@@ -69,15 +70,16 @@ def timed_estimator(follow_up, run):
 
 def one_model(name: str, build, seed: int) -> list[tuple]:
     model, gold = build()
-    rng = np.random.default_rng(seed)
     plan, t_plan = timed(pme.make_plan, model, random_seed=seed, progressbar=False)
     rows = []
-    annealing, t_annealing = timed_run(pme.run_annealing, plan, rng=rng, progressbar=False)
+    annealing, t_annealing = timed_run(pme.run_annealing, plan, seed=seed, progressbar=False)
     for method, follow_up in ANNEALING_FOLLOW_UPS.items():
         ev, t, first = timed_estimator(follow_up, annealing)
         rows.append((name, method, t_annealing, t, first, ev.log_z - gold, ev.se))
     options = replace(pme.TemperingOptions(), record=True)
-    tempered, t_tempered = timed_run(pme.run_tempering, plan, options, rng=rng, progressbar=False)
+    tempered, t_tempered = timed_run(
+        pme.run_tempering, plan, options, seed=seed + 1, progressbar=False
+    )
     for method, follow_up in TEMPERED_FOLLOW_UPS.items():
         ev, t, first = timed_estimator(follow_up, tempered)
         rows.append((name, method, t_tempered, t, first, ev.log_z - gold, ev.se))
