@@ -305,10 +305,13 @@ def solve_weighted_ratio_matching_rows(
         lo[rows] = np.where(g > 0, t_rows, lo[rows])
         hi[rows] = np.where(g < 0, t_rows, hi[rows])
         with np.errstate(divide="ignore", invalid="ignore"):
-            newton = t_rows - g / slope
+            step = g / slope
+        newton = t_rows - step
         inside = np.isfinite(newton) & (newton > lo[rows]) & (newton < hi[rows])
         new = np.where(inside, newton, (lo[rows] + hi[rows]) / 2)
-        done = (np.abs(new - t_rows) < tol) | (g == 0)
+        # converged: a Newton step below tol (also when rounding puts t - step on the bracket's
+        # edge, which would otherwise bisect), a bracket narrower than tol, or an exact zero
+        done = (np.abs(step) < tol) | (np.abs(new - t_rows) < tol) | (g == 0)
         # a finished row keeps the t it was evaluated at (within tol of the root), so pi0 and
         # pi1 are its classifier exactly
         t[rows] = np.where(done, t_rows, new)
