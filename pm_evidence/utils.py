@@ -86,22 +86,18 @@ def spawn_seed(rng: np.random.Generator) -> int:
     return int(rng.integers(2**31 - 1))
 
 
-def log_sum_exp(values, axis: int | None = None, weights=None):
-    """``log sum exp(values)`` (times ``weights`` if given, non-negative) over ``axis``.
+def log_sum_exp(values, axis: int | None = None):
+    """``log sum exp(values)`` over ``axis``, computed without overflow.
 
-    What ``scipy.special.logsumexp(values, axis, b=weights)`` gives for real input, a slice of
-    ``-inf`` giving ``-inf``, in plain NumPy: scipy's array-API dispatch costs about 0.3 ms a
-    call, which is most of the time of the estimators on small runs, and it is about twice as
-    slow on large arrays (``benchmarks/estimator_overhead.py``).
+    What ``scipy.special.logsumexp(values, axis)`` gives for real input, a slice of ``-inf``
+    giving ``-inf``, in plain NumPy: scipy's array-API dispatch costs about 0.3 ms a call, which
+    was most of AIS's time on small runs (``benchmarks/estimator_overhead.py``).
     """
     values = np.asarray(values, dtype=float)
     top = np.max(values, axis=axis, keepdims=True)
     top[~np.isfinite(top)] = 0.0  # a slice of -inf stays -inf; +inf and NaN propagate
-    scaled = np.exp(values - top)
-    if weights is not None:
-        scaled *= weights
     with np.errstate(divide="ignore"):
-        out = np.log(np.sum(scaled, axis=axis, keepdims=True)) + top
+        out = np.log(np.sum(np.exp(values - top), axis=axis, keepdims=True)) + top
     return np.squeeze(out, axis=axis)[()]
 
 
