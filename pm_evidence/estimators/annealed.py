@@ -116,7 +116,8 @@ def ads_binary_core(delta, log_weights, betas) -> Estimate:
         pairs = slice(first, last)
         d_beta = np.diff(betas[first : last + 1])[:, None]
         log_l0, log_l1 = d_beta * delta[first:last], d_beta * delta[first + 1 : last + 1]
-        w = log_weights[first : last + 1] - log_weights[first : last + 1].max(axis=1)[:, None]
+        rows = log_weights[first : last + 1]
+        w = rows - rows.max(axis=1, keepdims=True)
         np.exp(w, out=w)  # some weight is > 0 at every rung (AIS checks)
         w /= w.sum(axis=1, keepdims=True)
         w0, w1 = w[:-1], w[1:]
