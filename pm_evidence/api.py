@@ -9,7 +9,6 @@ NUTS draws them (``draws``, ``tune``, ``chains``, ``sample_kwargs``; ``progressb
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -51,6 +50,7 @@ from pm_evidence.utils import (
     mcmc_ess,
     spawn_seed,
     stage_rngs,
+    warn_user,
 )
 
 __all__ = [
@@ -68,9 +68,15 @@ LOW_ESS = 30
 
 # ---------------------------------------------------------------------- shared steps
 def _target(model) -> LogDensity:
+    """The compiled adapter of ``model``; made from a PyMC model at a public entry point, where
+    the model's own warnings (:attr:`LogDensity.model_messages`: an improper prior, no data)
+    are issued once for the call (every result carries them, see :func:`_evidence`)."""
     if isinstance(model, LogDensity):
         return model
-    return LogDensity.for_model(model)
+    target = LogDensity.for_model(model)
+    for message in target.model_messages:
+        warn_user(message)
+    return target
 
 
 def posterior_draws(
@@ -277,7 +283,13 @@ def _evidence(
     warnings: tuple[str, ...] | list[str] = (),
 ) -> Evidence:
     """Wrap an estimate; per-draw arrays are ``(chain, draw)`` if 2-D, ``reference_draw`` if 1-D,
-    or ``(dims, array)`` tuples."""
+    or ``(dims, array)`` tuples.
+
+    ``warnings`` were issued by the caller; the model's own (an improper prior, no data:
+    :attr:`~pm_evidence.target.LogDensity.model_messages`, issued by :func:`_target`) are added
+    here, so that every estimator's result carries them.
+    """
+    model_messages = tuple(m for m in target.model_messages if m not in warnings)
     data_vars = {}
     for name, value in draws.items():
         if isinstance(value, tuple):  # (dims, array) given explicitly
@@ -295,7 +307,7 @@ def _evidence(
         model_name=target.model.name or "",
         observed_fingerprint=target.observed_fingerprint,
         sample_stats=xr.Dataset() if sample_stats is None else sample_stats,
-        warnings=tuple(warnings),
+        warnings=(*warnings, *model_messages),
     )
 
 
@@ -306,7 +318,7 @@ def _flag(messages) -> tuple[str, ...]:
     """Issue every message as a :class:`UserWarning` and return them for the result."""
     messages = tuple(m for m in messages if m)
     for message in messages:
-        warnings.warn(message, UserWarning, stacklevel=3)
+        warn_user(message)
     return messages
 
 
@@ -750,11 +762,10 @@ def bridge_sampling(
                 f"Requested bridge method {method!r} but it must be one of "
                 f"{list(BRIDGE_PROPOSALS)}; pass it as proposal= (method= is deprecated)."
             )
-        warnings.warn(
+        warn_user(
             "bridge_sampling(method=...) is deprecated: pass the proposal as "
             f"proposal={method!r} (method names the estimator everywhere else).",
             FutureWarning,
-            stacklevel=2,
         )
         proposal = method
     if proposal not in BRIDGE_PROPOSALS:

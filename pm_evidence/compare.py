@@ -21,8 +21,18 @@ from pm_evidence.exceptions import EvidenceInputError
 __all__ = ["bayes_factor", "compare", "post_prob"]
 
 
+def _describe_data(fingerprint, others) -> str:
+    """The observed arrays of one model, those not found in the other marked by content."""
+    held = {(shape, digest) for _, shape, digest in others}
+    parts = []
+    for name, shape, digest in fingerprint:
+        mark = "" if (shape, digest) in held else f", values #{digest[:8]}: not in the other"
+        parts.append(f"{name!r} of shape {shape}{mark}")
+    return "[" + "; ".join(parts) + "]"
+
+
 def _check_same_data(evidences: Mapping[str, Evidence]) -> None:
-    """Raise if the models were fitted to different observed data."""
+    """Raise if the models were fitted to different observed data (compared by content)."""
     items = [(k, e) for k, e in evidences.items() if e.observed_fingerprint]
     if len(items) < 2:
         return
@@ -31,11 +41,18 @@ def _check_same_data(evidences: Mapping[str, Evidence]) -> None:
     for name, ev in items[1:]:
         data = sorted((shape, digest) for _, shape, digest in ev.observed_fingerprint)
         if data != data0:
+            fp0, fp = ev0.observed_fingerprint, ev.observed_fingerprint
+            same_layout = sorted(s for _, s, _ in fp0) == sorted(s for _, s, _ in fp)
+            how = (
+                "the arrays have the same shapes but different values"
+                if same_layout
+                else "the arrays differ in number or shape"
+            )
             raise EvidenceInputError(
                 f"Models {name0!r} and {name!r} were fitted to different observed data "
-                f"({[(n, s) for n, s, _ in ev0.observed_fingerprint]} vs "
-                f"{[(n, s) for n, s, _ in ev.observed_fingerprint]}, compared by content): "
-                f"a Bayes factor compares models of the same data. Fit both models to the same "
+                f"(compared by content; {how}): {name0!r} observes "
+                f"{_describe_data(fp0, fp)}, {name!r} observes {_describe_data(fp, fp0)}. A "
+                f"Bayes factor compares models of the same data. Fit both models to the same "
                 f"observations, or pass check_data=False if the difference is intended."
             )
 
@@ -60,7 +77,26 @@ def _as_evidence(value, name: str) -> Evidence:
     )
 
 
-def _as_evidences(evidences) -> dict[str, Evidence]:
+def evidence_mapping(evidences, *, minimum: int = 2) -> dict[str, Evidence]:
+    """Results of several models (or methods) as ``{label: Evidence}``, from what
+    :func:`compare` accepts: a dict, a list (labelled by model name), an
+    :class:`~pm_evidence.EvidenceSet`, or their DataTree forms.
+
+    Parameters
+    ----------
+    evidences : dict, list, EvidenceSet or xarray.DataTree
+    minimum : int
+        The fewest results accepted.
+
+    Returns
+    -------
+    dict of str to Evidence
+
+    Raises
+    ------
+    EvidenceInputError
+        For an entry that is not a result, two unnamed-apart models, or too few results.
+    """
     if isinstance(evidences, Evidence):
         raise EvidenceInputError("Pass several Evidence results (a dict or a list), not one.")
     if isinstance(evidences, xr.DataTree):
@@ -90,9 +126,18 @@ def _as_evidences(evidences) -> dict[str, Evidence]:
                     f"label them."
                 )
             out[name] = ev
-    if len(out) < 2:
-        raise EvidenceInputError(f"Need at least two models to compare, got {len(out)}.")
+    if len(out) < minimum:
+        raise EvidenceInputError(
+            f"Need at least {minimum} results, got {len(out)}."
+            if minimum != 2
+            else f"Need at least two models to compare, got {len(out)}."
+        )
     return out
+
+
+def _hypothesis(label: str, ev: Evidence) -> str:
+    """``"H1"``, or ``"H1 (model name)"`` when the model has a name."""
+    return f"{label} ({ev.model_name})" if ev.model_name else label
 
 
 def bayes_factor(
@@ -127,7 +172,7 @@ def bayes_factor(
     """
     ev1 = _as_evidence(ev1, "ev1 (H1)")
     ev0 = _as_evidence(ev0, "ev0 (H0)")
-    evs = {f"H1 ({ev1.model_name})": ev1, f"H0 ({ev0.model_name})": ev0}
+    evs = {_hypothesis("H1", ev1): ev1, _hypothesis("H0", ev0): ev0}
     if check_data:
         _check_same_data(evs)
     log_bf10 = ev1.log_z - ev0.log_z
@@ -185,7 +230,7 @@ def post_prob(
                 f"Got {len(model_names)} model_names for {len(collection)} models."
             )
         collection = dict(zip(model_names, collection, strict=True))
-    evs = _as_evidences(collection)
+    evs = evidence_mapping(collection)
     if model_names is not None:
         if len(model_names) != len(evs):
             raise EvidenceInputError(f"Got {len(model_names)} model_names for {len(evs)} models.")
@@ -270,7 +315,7 @@ def compare(
     >>> table = pm_evidence.compare({"M1": ev1, "M2": ev2})  # doctest: +SKIP
     >>> arviz_plots.plot_compare(table)  # doctest: +SKIP
     """
-    evs = _as_evidences(evidences)
+    evs = evidence_mapping(evidences)
     if check_data:
         _check_same_data(evs)
     prob, prob_se = _posterior_probabilities(evs, prior_prob)

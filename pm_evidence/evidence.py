@@ -122,6 +122,18 @@ def _read_only_copy(dataset: xr.Dataset, what: str) -> xr.Dataset:
     return copied
 
 
+def format_estimate(value: float, se: float, digits: int = 2) -> str:
+    """``value ± se`` with ``se`` to ``digits`` significant digits and ``value`` to the same
+    decimal place: ``-39.2701 ± 0.0031``, ``1.2345678 ± 0.0000032``, ``-141 ± 12``.
+
+    A zero SE shows ``value`` to 6 significant digits; a non-finite one as it is.
+    """
+    if not (math.isfinite(se) and math.isfinite(value)) or se <= 0:
+        return f"{value:.6g} ± {se:g}"
+    decimals = min(max(digits - 1 - math.floor(math.log10(se)), 0), 15)
+    return f"{value:.{decimals}f} ± {se:.{decimals}f}"
+
+
 @dataclass(frozen=True, repr=False, eq=False)
 class Evidence:
     """An estimate of ``log Z = log p(y | M)`` with its standard error and diagnostics.
@@ -239,7 +251,7 @@ class Evidence:
         name = f"{self.model_name!r}, " if self.model_name else ""
         flagged = f", warnings={list(self.warnings)!r}" if self.warnings else ""
         return (
-            f"Evidence({name}method={self.method!r}, log_z={self.log_z:.4f} ± {self.se:.4f}"
+            f"Evidence({name}method={self.method!r}, log_z={format_estimate(self.log_z, self.se)}"
             + (f", {shown}" if shown else "")
             + flagged
             + ")"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import fields, replace
 from functools import partial
@@ -32,7 +31,7 @@ from pm_evidence.runs import (
     run_reverse_annealing,
     run_tempering,
 )
-from pm_evidence.utils import root_sequence, stage_rngs
+from pm_evidence.utils import root_sequence, stage_rngs, warn_user
 
 __all__ = ["METHODS", "marginal_likelihood"]
 
@@ -313,10 +312,12 @@ def cross_checked(estimate: Evidence, check: Evidence) -> Evidence:
             f"method='auto': {a.method} and its cross-check {b.method} (different draws and "
             f"reference) disagree by {z:.1f} combined standard errors (> {DISAGREEMENT_Z:g}): "
             f"log Z = {a.log_z:.4f} ± {a.se:.4f} vs {b.log_z:.4f} ± {b.se:.4f}. At least one is "
-            f"wrong or under-states its error (a missed mode, a poor reference); run both with "
+            f"wrong or under-states its error (a missed mode, a poor reference, or posterior "
+            f"draws fitted to other data than the model holds: pass idata only from pm.sample "
+            f"on this model and its current data); run both with "
             f"method=[{a.method!r}, {b.method!r}] and check their diagnostics."
         )
-        warnings.warn(message, UserWarning, stacklevel=4)
+        warn_user(message)
         messages.append(message)
     return dataclasses.replace(chosen, diagnostics=diagnostics, warnings=tuple(messages))
 
@@ -362,31 +363,25 @@ def _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs)
         except KeyboardInterrupt:
             if not results:
                 raise
-            warnings.warn(
+            warn_user(
                 f"Interrupted (Ctrl-C) while running {name!r}: returning the methods that "
                 f"finished, {list(results)}; {methods[len(results) :]} did not run.",
-                UserWarning,
-                stacklevel=3,
             )
             break
         if results[name].diagnostics.get("interrupted") and name != methods[-1]:
-            warnings.warn(
+            warn_user(
                 f"{name!r} was interrupted (Ctrl-C) and returned a partial estimate; "
                 f"{methods[len(results) :]} did not run.",
-                UserWarning,
-                stacklevel=3,
             )
             break
     if isinstance(method, str):
         return results[method]
     for a, b, z in results.disagreements():
-        warnings.warn(
+        warn_user(
             f"Methods {a!r} and {b!r} disagree by {z:.1f} combined standard errors "
             f"(> {DISAGREEMENT_Z:g}): log Z = {results[a].log_z:.4f} ± {results[a].se:.4f} vs "
             f"{results[b].log_z:.4f} ± {results[b].se:.4f}. At least one of them is wrong or "
             f"under-states its error; check their diagnostics (ESS, occupancy, overlap).",
-            UserWarning,
-            stacklevel=3,
         )
     return results
 

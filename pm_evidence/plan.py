@@ -36,6 +36,7 @@ from pm_evidence.references import (
     fit_reference,
 )
 from pm_evidence.target import LogDensity
+from pm_evidence.tempering.blocks import gibbs_blocks
 from pm_evidence.tempering.kernels import Kernel, make_kernel
 from pm_evidence.tempering.ladders import LADDERS, make_ladder
 from pm_evidence.tempering.path import GeometricPath
@@ -64,14 +65,24 @@ class PathOptions:
         ``p0``; see :func:`~pm_evidence.plan.auto_reference` for ``"auto"``.
     kernel : {"auto", "hmc", "rwm", "flip", "gibbs", "gwg", "hmc+gibbs", "rwm+gibbs"} or callable
         The transition at each ``beta``; ``"auto"`` is HMC for continuous models, Gibbs sweeps
-        for all-discrete ones and HMC plus Gibbs for mixed ones. A callable
-        ``step(rng, x, beta) -> x`` must leave every ``f_beta`` invariant.
+        for all-discrete ones (for all-binary ones in blocks found from the model, see
+        ``blocks``) and HMC plus Gibbs for mixed ones. A callable ``step(rng, x, beta) -> x``
+        must leave every ``f_beta`` invariant.
     n_leapfrog : int
         Leapfrog steps of HMC (with a jittered step size).
     n_flips : int
         Entries flipped per proposal of ``kernel="flip"``.
-    blocks : list of index arrays, optional
-        Gibbs blocks (entries updated together); default one entry at a time.
+    blocks : list of index arrays, "auto" or None
+        Gibbs blocks (entries updated together, conditionally independent given the rest).
+        ``None`` (default): with ``kernel="auto"`` on a model whose free variables are all
+        binary (Bernoulli), the blocks are found from the model
+        (:func:`~pm_evidence.tempering.blocks.gibbs_blocks`: sites that interact, detected
+        from mixed second differences of ``log p0`` and ``Delta`` at 32 random states, then a
+        greedy colouring; the checkerboard of a grid MRF), unless the model has more than 353
+        sites, where that would cost over 2 million evaluations; otherwise one entry at a
+        time (also with ``kernel="gibbs"``). ``"auto"``: find them also with
+        ``kernel="gibbs"``. The result's diagnostics say which (``kernel_reason``,
+        ``n_gibbs_blocks``).
     n_pilot_chains : int
         Particles of the pilot run.
     symmetrize : {"auto", True, False}
@@ -84,7 +95,7 @@ class PathOptions:
     kernel: str | Callable = "auto"
     n_leapfrog: int = 2
     n_flips: int = 1
-    blocks: tuple | list | None = None
+    blocks: tuple | list | str | None = None
     n_pilot_chains: int = 128
     symmetrize: str | bool = "auto"
 
@@ -124,9 +135,13 @@ class PathPlan:
     reference_diagnostics : dict
         The overlap measures compared by :func:`~pm_evidence.plan.auto_reference`.
     messages : tuple of str
-        Warnings every result of this plan carries (R-hat of the NUTS draws, improper prior).
+        Warnings every result of this plan carries (R-hat of the NUTS draws); the model's own
+        (an improper prior, no data) are added to every result by ``api._evidence``.
     n_setup_evaluations : int
-        Log-density evaluations of the pilot (and of a discrete model's burn-in).
+        Log-density evaluations of the pilot (and of a discrete model's burn-in and the search
+        for its Gibbs blocks).
+    kernel_reason : str
+        How the kernel was chosen (for Gibbs: its blocks and how they were found).
     """
 
     target: LogDensity
@@ -138,6 +153,7 @@ class PathPlan:
     reference_diagnostics: dict = field(default_factory=dict)
     messages: tuple[str, ...] = ()
     n_setup_evaluations: int = 0
+    kernel_reason: str = ""
 
     @property
     def length(self) -> float:
@@ -262,22 +278,6 @@ def auto_reference(target: LogDensity, posterior: np.ndarray) -> tuple[Reference
     return fitted[best], reason, diagnostics
 
 
-def _improper_prior_message(target: LogDensity) -> str | None:
-    from pymc.distributions.continuous import FlatRV, HalfFlatRV
-
-    improper = [
-        rv.name for rv in target.model.free_RVs if isinstance(rv.owner.op, FlatRV | HalfFlatRV)
-    ]
-    if not improper:
-        return None
-    return (
-        f"The prior of {improper} is improper (Flat/HalfFlat): log Z is the integral of the "
-        f"model's unnormalized density (finite only if the likelihood or potentials make it "
-        f"so), not a marginal likelihood; it changes with the arbitrary scale of a flat prior, "
-        f"so Bayes factors between models built with it are meaningless."
-    )
-
-
 def _explicit_reference(target: LogDensity, reference):
     """The reference when it needs no posterior draws (a Reference, ``"prior"``,
     ``"uniform"``, or ``"auto"`` for a model with discrete variables), else ``None``."""
@@ -355,7 +355,8 @@ def make_plan(
     reference = options.reference
     check_reference_covers_support(reference, "The geometric path of the path methods")
     ref = _explicit_reference(target, reference)
-    blocks = None if options.blocks is None else list(options.blocks)
+    find_blocks = _finds_blocks(options, target)
+    blocks = None if options.blocks is None or find_blocks else list(options.blocks)
     kernel = make_kernel(
         options.kernel, target, n_leapfrog=options.n_leapfrog, n_flips=options.n_flips,
         blocks=blocks,
@@ -390,18 +391,61 @@ def make_plan(
         reason = "prior: the model has discrete variables (no NUTS draws to fit a reference to)"
     else:
         reason = f"given (reference={reference if isinstance(reference, str) else ref.name!r})"
-    messages.append(_improper_prior_message(target))
     path = GeometricPath(target, ref)
+    kernel_reason, n_block_evaluations = _kernel_reason(kernel, options), 0
+    if find_blocks:
+        # its own child stream of the pilot's: the pilot's draws stay what they were
+        finding = gibbs_blocks(
+            lambda x: path.evaluate(x)[1:3], target.dim, rngs["pilot"].spawn(1)[0]
+        )
+        if finding.blocks is not None:
+            kernel = make_kernel("gibbs", target, blocks=finding.blocks)
+        kernel_reason, n_block_evaluations = f"gibbs: {finding.how}", finding.n_evaluations
     pilot = run_pilot(
         rngs["pilot"], path, kernel, n_chains=options.n_pilot_chains, progressbar=progressbar
     )
     plan = PathPlan(
         target, path, kernel, pilot, posterior, reason, overlap,
-        tuple(m for m in messages if m), pilot.n_evaluations,
+        tuple(m for m in messages if m), pilot.n_evaluations + n_block_evaluations,
+        kernel_reason,
     )  # fmt: skip
     if need_posterior and posterior is None:
         plan = _with_burn_in_posterior(plan, rngs["posterior"], sampling, progressbar)
     return plan
+
+
+def _finds_blocks(options: PathOptions, target: LogDensity) -> bool:
+    """Whether the Gibbs blocks are to be found from the model (see ``PathOptions.blocks``)."""
+    blocks, kernel = options.blocks, options.kernel
+    if isinstance(blocks, str):
+        if blocks != "auto":
+            raise EvidenceInputError(
+                f"blocks must be 'auto', None or a list of index arrays, got {blocks!r}."
+            )
+        if not (target.binary_mask.all() and isinstance(kernel, str)
+                and kernel in ("auto", "gibbs")):  # fmt: skip
+            raise EvidenceInputError(
+                f"blocks='auto' finds Gibbs blocks of binary sites, for kernel='auto' or "
+                f"'gibbs' on a model whose free variables are all binary (Bernoulli); got "
+                f"kernel={kernel!r} and {int((~target.binary_mask).sum())} non-binary entries. "
+                f"Pass the blocks as a list of index arrays instead."
+            )
+        return True
+    return (
+        blocks is None and isinstance(kernel, str) and kernel == "auto"
+        and target.binary_mask.all()
+    )  # fmt: skip
+
+
+def _kernel_reason(kernel: Kernel, options: PathOptions) -> str:
+    """A sentence on the kernel when its Gibbs blocks were not searched for."""
+    automatic = isinstance(options.kernel, str) and options.kernel == "auto"
+    chosen = "kernel='auto'" if automatic else "given"
+    if kernel.kind != "gibbs":
+        return f"{kernel.kind} ({chosen})"
+    if options.blocks is not None:
+        return f"gibbs ({chosen}): {len(kernel.blocks)} blocks given (blocks=)"
+    return f"gibbs ({chosen}): one site at a time ({len(kernel.blocks)} blocks)"
 
 
 def _with_burn_in_posterior(plan: PathPlan, rng, sampling: dict, progressbar: bool) -> PathPlan:

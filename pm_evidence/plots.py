@@ -8,11 +8,12 @@ matplotlib ``Axes``. Tables from :func:`pm_evidence.compare` are drawn by
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pm_evidence.compare import evidence_mapping
 from pm_evidence.evidence import Evidence
 from pm_evidence.exceptions import EvidenceInputError
 
@@ -114,7 +115,7 @@ def plot_transition_matrix(evidence: Evidence, *, ax: Axes | None = None) -> Axe
 
 
 def plot_evidence(
-    evidences: Mapping[str, Evidence],
+    evidences: Mapping[str, Evidence] | Sequence[Evidence] | Evidence,
     *,
     prob: float = 0.95,
     reference: float | None = None,
@@ -124,8 +125,9 @@ def plot_evidence(
 
     Parameters
     ----------
-    evidences : dict of str to Evidence
-        E.g. one entry per method, or per model (an :class:`~pm_evidence.EvidenceSet` works).
+    evidences : dict of str to Evidence, list of Evidence, EvidenceSet or Evidence
+        E.g. one entry per method, or per model: whatever :func:`~pm_evidence.compare` accepts
+        (a list is labelled by model name, as there), or a single result.
     prob : float
         Interval probability (from each result's ``se``).
     reference : float, optional
@@ -139,6 +141,10 @@ def plot_evidence(
     matplotlib.axes.Axes
     """
     plt = _pyplot("plot_evidence")
+    if isinstance(evidences, Evidence):
+        evidences = {evidences.method: evidences}
+    else:
+        evidences = evidence_mapping(evidences, minimum=1)
     if ax is None:
         longest = max((len(str(label)) for label in evidences), default=0)
         ax = _new_axes(plt, (max(6.0, 3.5 + 0.08 * longest), 1.0 + 0.45 * len(evidences)))

@@ -30,7 +30,11 @@ import pytensor
 import pytensor.tensor as pt
 
 from pm_evidence.adapter.batched import BlockedFunction, block_size_for
-from pm_evidence.adapter.fingerprint import n_observations, observed_fingerprint
+from pm_evidence.adapter.fingerprint import (
+    check_draws_match_data,
+    n_observations,
+    observed_fingerprint,
+)
 from pm_evidence.adapter.graphs import (
     flat_graphs,
     graph_size,
@@ -39,6 +43,7 @@ from pm_evidence.adapter.graphs import (
 )
 from pm_evidence.adapter.layout import Layout, VariableSlice
 from pm_evidence.adapter.maps import ValueMaps, posterior_dataset
+from pm_evidence.adapter.model_checks import model_messages
 from pm_evidence.adapter.prior import PriorSampler
 from pm_evidence.exceptions import EvidenceInputError
 
@@ -155,6 +160,13 @@ class LogDensity:
     def observed_fingerprint(self) -> tuple[tuple[str, tuple[int, ...], str], ...]:
         """Sorted ``(name, shape, sha256)`` of the model's observed data *as it is now*."""
         return observed_fingerprint(self.model)
+
+    @property
+    def model_messages(self) -> tuple[str, ...]:
+        """What makes this model's ``log Z`` meaningless as evidence (an improper prior, no
+        data): :func:`~pm_evidence.adapter.model_checks.model_messages`, attached to every
+        result."""
+        return model_messages(self.model)
 
     # ------------------------------------------------------------------ compiled terms
     @cached_property
@@ -318,10 +330,18 @@ class LogDensity:
 
     def posterior_to_unconstrained(self, idata) -> np.ndarray:
         """Flat unconstrained draws ``(chain, draw, dim)`` from a posterior (DataTree or Dataset)."""
+        check_draws_match_data(self.model, idata)
         posterior = posterior_dataset(idata)
+        missing = [name for name in self.var_names if name not in posterior.data_vars]
+        if missing:
+            raise EvidenceInputError(
+                f"The posterior draws lack the model's free variables {missing}; they hold "
+                f"{sorted(map(str, posterior.data_vars))}, and the model's free variables are "
+                f"{self.var_names}. Were they sampled from another model? Pass the output of "
+                f"pm.sample() run on this model."
+            )
         values = {
             name: posterior[name].transpose("chain", "draw", ...).to_numpy()
             for name in self.var_names
-            if name in posterior
         }
         return self.to_unconstrained(values, batch_ndim=2)

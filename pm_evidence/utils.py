@@ -6,6 +6,7 @@ Every other module calls these; none of them keeps state.
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -23,12 +24,26 @@ __all__ = [
     "root_sequence",
     "spawn_seed",
     "stage_rngs",
+    "warn_user",
 ]
 
 # R-hat above this flags chains that have not mixed: Vehtari, Gelman, Simpson, Carpenter and
 # Bürkner (2021), "Rank-normalization, folding, and localization", recommend 1.01, the default
 # ``rhat_max`` of ``arviz_stats.diagnose``.
 RHAT_MAX = 1.01
+
+# Warnings are attributed to the first frame outside this package: the user's own line.
+PACKAGE_DIR = str(Path(__file__).resolve().parent)
+
+
+def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
+    """Issue ``message`` as a warning attributed to the caller's line outside pm_evidence.
+
+    Python 3.12's ``skip_file_prefixes`` skips every frame in this package, however deep the
+    call that warns: the warning points at the user's ``marginal_likelihood(...)`` line, and
+    Python's default filter shows it once per such line.
+    """
+    warnings.warn(message, category, skip_file_prefixes=(PACKAGE_DIR,))
 
 
 def as_generator(random_seed: int | np.random.Generator | np.random.SeedSequence | None):

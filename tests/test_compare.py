@@ -76,7 +76,7 @@ def test_evidence_is_immutable_and_readable():
         ev.log_z = 0.0
     with pytest.raises(TypeError):
         ev.diagnostics["n_iter"] = 5
-    assert repr(ev) == "Evidence('a', method='bridge', log_z=-10.1235 ± 0.0123, n_iter=3)"
+    assert repr(ev) == "Evidence('a', method='bridge', log_z=-10.123 ± 0.012, n_iter=3)"
     lo, hi = ev.interval(0.95)
     assert hi - lo == pytest.approx(2 * 1.959964 * 0.0123, rel=1e-5)
 

@@ -42,7 +42,7 @@ def test_unknown_method_lists_valid_ones(normal_mean_case):
 def test_posterior_missing_variable(normal_mean_case):
     bad = xr.Dataset({"other": (("chain", "draw"), np.zeros((2, 10)))})
     with pytest.raises(
-        EvidenceInputError, match=r"missing the free variables \['normal_mean::mu'\]"
+        EvidenceInputError, match=r"lack the model's free variables \['normal_mean::mu'\]"
     ):
         pme.bridge_sampling(normal_mean_case.model, idata=bad)
 

@@ -17,10 +17,11 @@ the error: that is a bug or a broken model, not a support boundary.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
+
+from pm_evidence.utils import warn_user
 
 __all__ = ["MAX_BLOCK_ELEMENTS", "BlockedFunction", "block_size_for"]
 
@@ -103,11 +104,10 @@ class BlockedFunction:
             for r in rows
         ]
         self.n_raised += len(failed)
-        warnings.warn(
+        warn_user(
             f"The compiled log-density raised {type(error).__name__} ({error}) at {len(failed)} of "
             f"{len(rows)} points; those points are treated as outside the support (log-density "
             f"-inf) and counted as rejected non-finite proposals.",
             RuntimeWarning,
-            stacklevel=4,
         )
         return [np.concatenate([r[k] for r in filled]) for k in range(len(template))]
