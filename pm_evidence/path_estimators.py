@@ -13,6 +13,13 @@ failed (weight ESS, Pareto k-hat, R-hat of the NUTS draws, occupancy, empty rung
 Which estimates check each other: AIS and RAISE (a sandwich, different runs), AIS or ADS
 against RTS, TI or MBAR (different samplers, same plan). ADS reads AIS's run, TI and MBAR read
 RTS's: they share its draws and are not independent checks of it.
+
+Every result says how its run stopped (:mod:`pm_evidence.runs`): ``stopped_by``
+(``"target_se"``, ``"max_evaluations"``, ``"max_chains"``, ...), ``se_reached``, the run's
+``n_evaluations`` and ``max_evaluations``, and the plan's ``n_setup_evaluations``; and how the
+kernel was chosen (``kernel_reason``, ``n_gibbs_blocks``). A run that spent its evaluation
+budget before reaching ``target_se`` is not flagged for it: its SE is honest, only larger
+than asked.
 """
 
 from __future__ import annotations
@@ -62,6 +69,8 @@ def _common_diagnostics(run: AnnealingRun | TemperingRun) -> dict:
         "reference_reason": plan.reference_reason,
         **plan.reference_diagnostics,
         "kernel": plan.kernel.kind,
+        "kernel_reason": plan.kernel_reason,
+        "n_gibbs_blocks": None if plan.kernel.blocks is None else len(plan.kernel.blocks),
         "ladder": run.ladder.how,
         "path_length": plan.length,
         "n_rungs": run.ladder.n_rungs,
@@ -70,6 +79,9 @@ def _common_diagnostics(run: AnnealingRun | TemperingRun) -> dict:
         "n_nonfinite_rejected": int(np.sum(sampler.nonfinite)),
         "target_se": run.options.target_se,
         "target_se_reached": run.target_se_reached,
+        "se_reached": run.se_reached,
+        "max_evaluations": run.options.max_evaluations,
+        "stopped_by": run.stopped_by,
     }
 
 

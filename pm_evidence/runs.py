@@ -6,9 +6,27 @@ estimators of :mod:`pm_evidence.path_estimators` are follow-ups on these records
 made once and read by every estimator that can use it (AIS and ADS read an annealing run; RTS,
 TI and MBAR a tempering run).
 
-How long a run goes: until the estimate's standard error is at most ``target_se`` (AIS: more
-chains; tempering: more sweeps), within a cap (``max_chains``, ``max_sweeps``) and an optional
-wall-time limit (``time_limit``, which makes the result depend on the machine's speed).
+How long a run goes (one rule for both kinds of run): it grows (AIS: batches of chains;
+tempering: stretches of sweeps, each sized from the standard error so far) until the first of
+
+1. the estimate's standard error is at most ``target_se`` (``stopped_by="target_se"``);
+2. the next growth would pass ``max_evaluations`` log-density evaluations of the run
+   (``"max_evaluations"``): a budget that does not depend on the machine, counted as the
+   kernels count them (:attr:`~pm_evidence.tempering.kernels.Kernel.evaluations_per_step` per
+   point and transition; the plan's pilot is not charged to the run);
+3. a count cap: ``max_chains`` (and the ``MAX_STORED_NUMBERS`` that AIS keeps) or
+   ``max_sweeps`` (``"max_chains"``, ``"max_sweeps"``);
+4. ``time_limit`` seconds have passed (``"time_limit"``; off by default: it makes the result
+   depend on the machine's speed).
+
+The last batch or stretch is cut to end within the caps and the budget. What a run needs before
+it has an estimate always runs: AIS's first batch (``first_batch`` chains), tempering's
+initial iterations and ``min_sweeps // 2`` sweeps (the first stretch is ``min_sweeps`` sweeps,
+shortened to fit the budget but not below half), so a budget smaller than that is passed by
+that much (``n_evaluations`` above ``max_evaluations``). The SE reached, the evaluations spent
+and ``stopped_by`` are on every result's diagnostics. A run that stopped at the budget with its
+SE above ``target_se`` is not flagged unreliable for that: its SE is honest, only larger than
+asked.
 """
 
 from __future__ import annotations
@@ -44,6 +62,11 @@ __all__ = [
 
 
 MAX_STORED_NUMBERS = 10_000_000
+# Default log-density evaluations of one run. At about 2 us per evaluation of the 10 x 10 grid
+# MRF with checkerboard Gibbs on this 2-core machine that is about 40 s (AIS at defaults had
+# spent 151 million, 6 minutes, to reach SE 0.005); the runs of continuous models at defaults
+# spend far fewer (benchmarks/mrf_defaults.py).
+MAX_EVALUATIONS = 20_000_000
 
 
 def _annealing_rungs(length: float) -> int:
@@ -107,6 +130,10 @@ class AnnealingOptions:
         most this (not for RAISE). ``None``: one batch.
     max_chains : int
         Cap on the chains of all batches (and on ``1e7 / n_rungs``, the stored numbers).
+    max_evaluations : int or None
+        Budget of log-density evaluations of the run (default 20 million): no batch is sized
+        past it. Where it stops the run before ``target_se``, the result's diagnostics say so
+        (``stopped_by="max_evaluations"``, ``se``, ``n_evaluations``). ``None``: no budget.
     time_limit : float or None
         Seconds after which no further batch starts.
     """
@@ -119,10 +146,12 @@ class AnnealingOptions:
     first_batch: int = 100
     target_se: float | None = 0.005
     max_chains: int = 20_000
+    max_evaluations: int | None = MAX_EVALUATIONS
     time_limit: float | None = None
 
     def __post_init__(self):
         _check_positive(self, "n_steps", "first_batch", "max_chains")
+        _check_budget(self)
         if self.n_chains is not None:
             _check_positive(self, "n_chains")
 
@@ -156,8 +185,10 @@ class TemperingOptions:
     n_init_sweeps, max_init_iterations, init_tol
         Initial iterations of seed 004 §2.4 (sweeps per iteration, cap, stopping rule
         ``max_k |r_k - c_k| < init_tol / K``).
-    target_se, min_sweeps, max_sweeps, time_limit
-        The stopping rule when ``n_sweeps`` is None.
+    target_se, min_sweeps, max_sweeps, max_evaluations, time_limit
+        The stopping rule when ``n_sweeps`` is None (module docstring): ``max_evaluations``
+        (default 20 million, ``None``: no budget) counts the initial iterations too, and may
+        shorten the first stretch of ``min_sweeps`` sweeps down to ``min_sweeps // 2``.
     record : bool
         Keep ``Delta`` and the rung of every draw (MBAR needs them; two numbers per draw).
     """
@@ -175,13 +206,23 @@ class TemperingOptions:
     target_se: float | None = 0.005
     min_sweeps: int = 200
     max_sweeps: int = 5000
+    max_evaluations: int | None = MAX_EVALUATIONS
     time_limit: float | None = None
     record: bool = False
 
     def __post_init__(self):
         _check_positive(self, "n_chains", "n_steps", "n_init_sweeps", "min_sweeps", "max_sweeps")
+        _check_budget(self)
         if self.n_sweeps is not None and self.n_sweeps < 1:
             raise EvidenceInputError(f"n_sweeps must be a positive integer, got {self.n_sweeps}.")
+
+
+def _check_budget(options) -> None:
+    budget = options.max_evaluations
+    if budget is not None and (not isinstance(budget, int | np.integer) or budget < 1):
+        raise EvidenceInputError(
+            f"max_evaluations must be a positive integer or None, got {budget!r}."
+        )
 
 
 def _check_positive(options, *names: str) -> None:
@@ -216,6 +257,13 @@ class AnnealingRun:
         Whether the stopping rule was met (None: no ``target_se``).
     messages : tuple of str
         The run's own warnings.
+    stopped_by : str
+        Why no further batch ran: ``"target_se"``, ``"max_evaluations"``, ``"max_chains"``,
+        ``"time_limit"``, ``"se_not_finite"`` or ``"fixed"`` (``n_chains`` given, no
+        ``target_se``, or RAISE's one batch).
+    se_reached : float or None
+        The AIS standard error the stopping rule read last (the ``se`` of ``ais(run)``); None
+        when the run did not grow.
     """
 
     plan: PathPlan
@@ -225,6 +273,8 @@ class AnnealingRun:
     reverse: bool = False
     target_se_reached: bool | None = None
     messages: tuple[str, ...] = ()
+    stopped_by: str = "fixed"
+    se_reached: float | None = None
 
 
 @dataclass(frozen=True)
@@ -249,6 +299,13 @@ class TemperingRun:
         Whether the stopping rule was met (None: a fixed ``n_sweeps`` or no ``target_se``).
     messages : tuple of str
         The run's own warnings (initial iterations not converged, interruption).
+    stopped_by : str
+        Why no further stretch ran: ``"target_se"``, ``"max_evaluations"``, ``"max_sweeps"``,
+        ``"time_limit"``, ``"se_not_finite"``, ``"interrupted"`` or ``"fixed"`` (``n_sweeps``
+        given or no ``target_se``).
+    se_reached : float or None
+        The RTS standard error the stopping rule read last (the ``se`` of ``rts(run)``); None
+        when the run did not grow.
     """
 
     plan: PathPlan
@@ -259,6 +316,8 @@ class TemperingRun:
     n_outside_support: int  # reference draws (the chains' starts) where Delta = -inf
     target_se_reached: bool | None = None
     messages: tuple[str, ...] = ()
+    stopped_by: str = "fixed"
+    se_reached: float | None = None
 
 
 def _concat_anneal(a: AnnealRun, b: AnnealRun) -> AnnealRun:
@@ -296,8 +355,9 @@ def run_annealing(
 
     Batches of ``n_chains`` reference draws are annealed along the ladder, each rung's
     transitions at the pilot's step size, until the AIS standard error is at most
-    ``target_se`` (or ``max_chains`` / ``time_limit``). Every batch is stored (``delta`` and the
-    log weights at every rung, for ADS).
+    ``target_se``, within ``max_evaluations``, ``max_chains`` and ``time_limit`` (module
+    docstring: the first that binds is the run's ``stopped_by``). Every batch is stored
+    (``delta`` and the log weights at every rung, for ADS).
 
     Parameters
     ----------
@@ -315,12 +375,17 @@ def run_annealing(
     """
     options = options or AnnealingOptions()
     ladder = _ladder(plan, options, _annealing_rungs(plan.length), 1000)
+    first = options.chains_first
     # every chain's Delta and log weight at every rung are kept (for ADS): at most
     # MAX_STORED_NUMBERS of each
-    first = options.chains_first
-    max_chains = max(first, min(options.max_chains, MAX_STORED_NUMBERS // ladder.n_rungs))
+    count_cap = min(options.max_chains, MAX_STORED_NUMBERS // ladder.n_rungs)
+    # evaluations of one chain, as anneal counts them (the same for every chain)
+    per_chain = (ladder.n_rungs - 1) * options.n_steps * plan.kernel.evaluations_per_step
+    budget_cap = _budget_count(options.max_evaluations, 0, per_chain)
+    max_chains = max(first, min(count_cap, budget_cap))
+    cap_name = "max_evaluations" if budget_cap < count_cap else "max_chains"
     start = time.perf_counter()
-    run, reached, n_batch = None, None, first
+    run, reached, n_batch, stopped_by, se = None, None, first, "fixed", None
     while True:
         state = plan.path.sample_reference(rng, n_batch, with_grad=plan.kernel.needs_grad)
         batch = anneal(
@@ -339,11 +404,35 @@ def run_annealing(
             time.perf_counter() - start > options.time_limit
         )
         done = run.log_weights.size
-        if reached or done >= max_chains or out_of_time or not np.isfinite(se):
+        stopped_by = _stop_reason(reached, done >= max_chains, cap_name, out_of_time, se)
+        if stopped_by is not None:
             break
         needed = math.ceil(1.1 * done * (se / options.target_se) ** 2) - done
         n_batch = int(min(max(needed, first // 2), max_chains - done))
-    return AnnealingRun(plan, ladder, run, options, target_se_reached=reached)
+    return AnnealingRun(
+        plan, ladder, run, options, target_se_reached=reached, stopped_by=stopped_by,
+        se_reached=None if se is None else float(se),
+    )  # fmt: skip
+
+
+def _budget_count(budget: int | None, spent: int, per_unit: int) -> int | float:
+    """How many more units (chains, sweeps) of ``per_unit`` evaluations fit in the budget."""
+    if budget is None:
+        return math.inf
+    return max(0, (budget - spent) // max(per_unit, 1))
+
+
+def _stop_reason(reached: bool, at_cap: bool, cap_name: str, out_of_time: bool, se: float):
+    """Why a growing run stops now (module docstring), or ``None`` to go on."""
+    if reached:
+        return "target_se"
+    if at_cap:
+        return cap_name
+    if out_of_time:
+        return "time_limit"
+    if not np.isfinite(se):
+        return "se_not_finite"
+    return None
 
 
 def run_reverse_annealing(
@@ -469,8 +558,10 @@ def run_tempering(
     iterations of §2.4; the final run keeps the sufficient statistics of RTS, TI and (with
     ``record``) MBAR. With ``n_sweeps=None`` it runs ``min_sweeps`` sweeps, then more, in
     stretches sized from the standard error so far (``se^2`` falls like ``1/sweeps``), until
-    the RTS standard error is at most ``target_se``, ``max_sweeps`` is reached or
-    ``time_limit`` passes. Ctrl-C during the final run keeps the sweeps completed.
+    the RTS standard error is at most ``target_se``, or ``max_evaluations`` (initial
+    iterations included) or ``max_sweeps`` is reached, or ``time_limit`` passes (module
+    docstring; the run's ``stopped_by``). Ctrl-C during the final run keeps the sweeps
+    completed.
 
     Parameters
     ----------
@@ -502,8 +593,12 @@ def run_tempering(
             n_sweeps=options.n_init_sweeps, tol=options.init_tol,
             max_iterations=options.max_init_iterations, progressbar=progressbar,
         )  # fmt: skip
-        n_sweeps = options.n_sweeps if options.n_sweeps is not None else options.min_sweeps
-        run, rung = None, None
+        per_sweep = options.n_chains * options.n_steps * kernel.evaluations_per_step
+        n_sweeps = options.n_sweeps
+        if n_sweeps is None:  # the budget may shorten the first stretch, to min_sweeps // 2
+            room = _budget_count(options.max_evaluations, n_eval_init, per_sweep)
+            n_sweeps = int(min(options.min_sweeps, max(room, options.min_sweeps // 2)))
+        run, rung, stopped_by, se = None, None, "fixed", None
         while True:
             stretch = run_tempered(
                 rng, path, kernel, ladder.betas, log_r, log_zhat, state, rung, ladder.tuning,
@@ -512,6 +607,8 @@ def run_tempering(
             )  # fmt: skip
             run = stretch if run is None else _merge_tempered(run, stretch)
             state, rung = run.final, run.final_rung
+            if run.interrupted:
+                stopped_by = "interrupted"
             if options.n_sweeps is not None or options.target_se is None or run.interrupted:
                 break
             se = rts_core(run.c_sum, run.n_iterations, run.log_r, run.log_zhat).se
@@ -520,11 +617,18 @@ def run_tempering(
             out_of_time = options.time_limit is not None and (
                 time.perf_counter() - start > options.time_limit
             )
-            if reached or done >= options.max_sweeps or out_of_time or not np.isfinite(se):
+            spent = n_eval_init + run.n_evaluations
+            budget_left = _budget_count(options.max_evaluations, spent, per_sweep)
+            sweeps_left = options.max_sweeps - done
+            cap_name = "max_evaluations" if budget_left < sweeps_left else "max_sweeps"
+            room = min(sweeps_left, budget_left)
+            stopped_by = _stop_reason(reached, room <= 0, cap_name, out_of_time, se)
+            if stopped_by is not None:
                 break
             needed = math.ceil(1.1 * done * (se / options.target_se) ** 2) - done
-            n_sweeps = int(min(max(needed, options.min_sweeps // 2), options.max_sweeps - done))
+            n_sweeps = int(min(max(needed, options.min_sweeps // 2), room))
     run = run._replace(n_evaluations=run.n_evaluations + n_eval_init)
     return TemperingRun(
-        plan, ladder, run, options, tuple(history), n_outside, reached, _sampler_warnings(caught)
-    )
+        plan, ladder, run, options, tuple(history), n_outside, reached,
+        _sampler_warnings(caught), stopped_by, None if se is None else float(se),
+    )  # fmt: skip
