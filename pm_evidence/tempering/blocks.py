@@ -13,7 +13,7 @@ that ``x_i`` and ``x_j`` are conditionally independent given the other sites (th
 Hammersley-Clifford view of a pairwise Markov network; Koller & Friedman 2009, §4.3).
 ``log f_beta = log p0 + beta Delta`` is free of such a term for every ``beta`` exactly when
 ``log p0`` and ``Delta`` are, so both are tested (:func:`interaction_graph` takes several
-terms).
+terms). With zero densities the condition reads ``f(x^{(ij)}) f(x) = f(x^{(i)}) f(x^{(j)})``.
 
 :func:`interaction_graph` evaluates ``I_ij`` for all pairs ``i < j`` at ``K`` uniform random
 binary states (``K (1 + d + d (d - 1) / 2)`` evaluations, in batched calls) and joins ``i`` and
@@ -89,8 +89,10 @@ def interaction_graph(
     At ``K = n_states`` states ``x`` drawn uniformly from ``{0, 1}^d``,
     ``I_ij(x) = g(x^{(ij)}) - g(x^{(i)}) - g(x^{(j)}) + g(x)`` for every pair ``i < j``
     (module docstring); ``i`` and ``j`` interact when ``|I_ij(x)| > tol (1 + max |g|)`` at any
-    of the states, ``max |g|`` over every evaluated state. A non-finite ``I_ij`` (a state
-    outside the support) counts as an interaction. Cost: :func:`detection_evaluations`, in
+    of the states, ``max |g|`` over every finite value evaluated. Where ``g = -inf`` (zero
+    density) the test is ``g(x^{(ij)}) + g(x) = g(x^{(i)}) + g(x^{(j)})``: ``-inf`` on both
+    sides is no interaction, on one side only it is one (the support couples ``i`` and ``j``);
+    a NaN or ``+inf`` counts as an interaction. Cost: :func:`detection_evaluations`, in
     batched calls of at most ``DETECTION_CHUNK_ROWS`` states.
 
     Parameters
@@ -134,10 +136,15 @@ def interaction_graph(
         g_pair = _terms(log_density, x)
         finite = np.isfinite(g_pair)
         scale = max(scale, float(np.max(np.abs(g_pair[finite]), initial=0.0)))
+        # I_ij as [g(x^ij) + g(x)] - [g(x^i) + g(x^j)]: -inf on both sides (zero density on
+        # both) is no interaction, -inf on one side only is one (the support couples i, j)
+        both = g_pair + g_single[s, 0]
+        each = g_single[s, 1 + i] + g_single[s, 1 + j]
         with np.errstate(invalid="ignore"):
-            mixed = g_pair - g_single[s, 1 + i] - g_single[s, 1 + j] + g_single[s, 0]
-        magnitude = np.where(np.isfinite(mixed), np.abs(mixed), np.inf).max(axis=1)
-        np.maximum.at(interaction_max, p, magnitude)
+            mixed = np.abs(both - each)
+        zero_both = (both == -np.inf) & (each == -np.inf)
+        magnitude = np.where(zero_both, 0.0, np.where(np.isfinite(mixed), mixed, np.inf))
+        np.maximum.at(interaction_max, p, magnitude.max(axis=1))
     adjacency = np.zeros((dim, dim), dtype=bool)
     joined = interaction_max > tol * (1.0 + scale)
     adjacency[i_idx[joined], j_idx[joined]] = True
