@@ -44,7 +44,11 @@ def _state_and_inputs(path, n=400, seed=0):
     return state, beta, step_size
 
 
-@pytest.mark.parametrize("reference", ["prior", "student_t"])
+@pytest.mark.parametrize(
+    "reference",
+    # each fused transition compiles for about 25 s: the Student-t one runs with `pytest -m slow`
+    ["prior", pytest.param("student_t", marks=pytest.mark.slow)],
+)
 def test_compiled_hmc_equals_numpy_hmc(walled_target, reference):
     if reference == "prior":
         ref = PriorReference(walled_target)

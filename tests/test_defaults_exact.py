@@ -28,6 +28,7 @@ def _check(results, exact):
         )  # fmt: skip
 
 
+@pytest.mark.slow  # about 40 s (cold compile); the mirror modes at defaults: test_multimodality.py
 def test_label_switching_mixture_at_defaults():
     """Two exchangeable components (two mirror modes; gold by 2-D quadrature): bridge, DS, IS
     and RIS (tests/test_multimodality.py has each on three seeds), and the path methods from a

@@ -15,11 +15,6 @@ import pm_evidence as pme
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
-# Public names whose docstrings still lack a Parameters or Returns section, in modules that
-# other work owns (api.py, api_tempering.py, references.py). The test below fails when one of
-# them becomes complete, so that it is taken off this list.
-KNOWN_INCOMPLETE: set[str] = set()
-
 
 def _section(doc: str, title: str) -> str | None:
     match = re.search(
@@ -77,14 +72,9 @@ def test_every_public_name_is_on_the_api_page():
     assert set(pme.__all__) - documented == set()
 
 
-@pytest.mark.parametrize("name", sorted(set(pme.__all__) - KNOWN_INCOMPLETE - {"METHODS"}))
+@pytest.mark.parametrize("name", sorted(set(pme.__all__) - {"METHODS"}))
 def test_public_docstring_is_complete(name):
     assert _problems(getattr(pme, name)) == []
-
-
-@pytest.mark.parametrize("name", sorted(KNOWN_INCOMPLETE))
-def test_known_incomplete_docstrings_are_still_incomplete(name):
-    assert _problems(getattr(pme, name)), f"{name} is complete now: remove it from the list"
 
 
 def test_methods_constant_is_documented():

@@ -221,6 +221,7 @@ def test_chi_square_to_target_matches_closed_form(rng):
     assert estimate == pytest.approx(exact, abs=4 * rel_se * (1 + exact))
 
 
+@pytest.mark.slow  # about 20 s: 40 runs; the fast SE-vs-spread checks of IS and bridge are above
 def test_reverse_is_se_matches_spread_on_eight_schools():
     """Eight schools with exact posterior draws: the posterior of log tau has a lighter right
     tail than any normal, so Gelfand & Dey's 95% truncated normal gives reverse weights whose

@@ -306,6 +306,7 @@ def _dirichlet_mixture_gold(y: np.ndarray) -> float:
     return float(logsumexp(per_mode))
 
 
+@pytest.mark.slow  # about 20 s; the detector test above covers the Dirichlet relabelling
 def test_dirichlet_weighted_mixture_end_to_end():
     """Weights ``w ~ Dirichlet(1, 1)`` are relabelled with the means through the simplex
     transform (an affine map of the unconstrained value): bridge at defaults, NUTS chains in one
