@@ -31,9 +31,9 @@ Run:  .venv/bin/python examples/seed004_fig3_rbm.py [--quick | --full] [--out DI
 (default: 64-20 RBM, budgets 4..4096 sweeps, 10 repeats; --quick: budgets 4..256, 3 repeats,
 so that RTS runs at one budget only; --full: also 16384 sweeps and a 64-100 RBM)
 
-Run time on the project's 2-core machine (2026-11-23): --quick 29 s; the default was not
-re-measured (its largest budget is 16x --quick's, with 10 repeats instead of 3: several
-minutes).
+Run time on the project's 2-core machine: --quick 13 s wall, 11 s CPU (measured 2026-11-24 with
+/usr/bin/time, another job running); the default was not measured (its largest budget is 16x
+--quick's, with 10 repeats instead of 3).
 """
 
 from __future__ import annotations
