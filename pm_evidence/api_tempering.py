@@ -117,8 +117,9 @@ _COMMON_PARAMETERS = """
     path : PathOptions, optional
         The plan: ``reference`` (``"auto"``: the prior or a Student-t fitted to NUTS draws,
         whichever overlaps the posterior better; for discrete models the prior), ``kernel``
-        (``"auto"``: HMC, Gibbs, or both for mixed models), ``n_leapfrog``, ``n_flips``,
-        ``blocks``, ``n_pilot_chains``.
+        (``"auto"``: HMC, Gibbs, or both for mixed models; for all-binary models Gibbs in
+        blocks found from the model), ``n_leapfrog``, ``n_flips``, ``blocks``,
+        ``n_pilot_chains``.
     idata : xarray.DataTree, optional
         Posterior draws of this model; drawn with NUTS when needed.
     random_seed : int or numpy.random.Generator, optional
@@ -143,15 +144,18 @@ def annealed_importance_sampling(
 
     Chains start at ``p0`` and are annealed along the geometric path
     ``f_beta = p0^(1-beta) f^beta``, with rungs placed from the pilot at equal thermodynamic
-    length; batches of chains are added until the standard error is at most ``target_se``.
+    length; batches of chains are added until the standard error is at most ``target_se`` or
+    the run has spent ``max_evaluations`` log-density evaluations.
     ``log Z = log mean w``: unbiased for ``Z``, so a stochastic **lower bound** on ``log Z``.
 
     Parameters
     ----------{common}
     annealing : AnnealingOptions, optional
         ``n_chains`` (None: batches until ``target_se``), ``ladder``, ``n_rungs`` (adaptive default
-        ``clip(20 L^2, 200, 5000)`` for a path of thermodynamic length ``L``), ``beta_min``,
-        ``n_steps``, ``target_se`` (0.005), ``max_chains``, ``time_limit``.
+        ``clip(5 L^2, 20, 5000)`` for a path of thermodynamic length ``L``), ``beta_min``,
+        ``n_steps``, ``target_se`` (0.005), ``max_chains``, ``max_evaluations`` (20 million: the
+        run stops there even above ``target_se``, and its diagnostics say so: ``stopped_by``,
+        ``se_reached``, ``n_evaluations``), ``time_limit``.
 
     Returns
     -------
@@ -257,7 +261,9 @@ def rao_blackwellized_tempered_sampling(
     tempering : TemperingOptions, optional
         ``n_chains``, ``n_sweeps`` (None: until ``target_se`` = 0.005), ``ladder``
         (``"adaptive"``), ``n_rungs`` (adaptive default ``clip(L / 0.15 + 1, 8, 200)``),
-        ``prior_r``, the initial iterations, ``min_sweeps``, ``max_sweeps``, ``time_limit``.
+        ``prior_r``, the initial iterations, ``min_sweeps``, ``max_sweeps``,
+        ``max_evaluations`` (20 million, initial iterations included: the run stops there even
+        above ``target_se``, and its diagnostics say so), ``time_limit``.
 
     Returns
     -------

@@ -62,10 +62,14 @@ __all__ = [
 
 
 MAX_STORED_NUMBERS = 10_000_000
-# Default log-density evaluations of one run. At about 2 us per evaluation of the 10 x 10 grid
-# MRF with checkerboard Gibbs on this 2-core machine that is about 40 s (AIS at defaults had
-# spent 151 million, 6 minutes, to reach SE 0.005); the runs of continuous models at defaults
-# spend far fewer (benchmarks/mrf_defaults.py).
+# Default log-density evaluations of one run (a budget that does not depend on the machine).
+# On the 10 x 10 grid MRF (100 binary sites, checkerboard Gibbs: 102 evaluations per sweep,
+# about 1 us each on the 2-core development machine) AIS at defaults ends in about 20 s with
+# SE 0.013, where without a budget it spent 136 million evaluations (2.6 min there, 6 min in
+# issue 21) to reach SE 0.005 (benchmarks/mrf_defaults.py). Continuous models at defaults do
+# not reach it: with HMC's 2 evaluations per transition AIS keeps at most 1e7 / K chains of K
+# rungs (MAX_STORED_NUMBERS) or 20,000 chains of fewer than 500 rungs, under 2e7 evaluations
+# either way, and tempering at most 1000 chains x (5000 + 10 x 50) sweeps x 2 = 1.1e7.
 MAX_EVALUATIONS = 20_000_000
 
 
