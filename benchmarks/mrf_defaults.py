@@ -17,8 +17,9 @@ each with its own budget; the row shows the returned estimate's run (the other's
 diagnostics). ``progressbar=False`` changes only what is printed. Timings are not asserted in
 any test: they depend on the machine (the budget, ``max_evaluations``, does not).
 
-Measured on the 2-core development machine, shared with another engineer's test runs (wall
-times vary by about +-30% with that load; the evaluations do not vary), seeds 1-3, exact
+Measured on the 2-core development machine, shared with another engineer's test runs (an
+earlier run under heavier load took 16-20 s for AIS, 16-30 s for RTS, 34-45 s for auto; the
+evaluations and estimates were the same to the last digit), seeds 1-3, exact
 ``log Z = 10.2270``. Before: the code before issue 21 part 6 (commit fc863c7: one site per
 Gibbs update, no evaluation budget), seed 1, the same call in a fresh process. After: this commit (Gibbs in the
 2 blocks found from the model, budget 20 million evaluations per run).
@@ -27,18 +28,20 @@ Gibbs update, no evaluation budget), seed 1, the same call in a fresh process. A
 
     code    method  seed  wall s  CPU s     run evals   set-up  SE      stopped_by       err/SE
     before  ais        1   154.0  139.2   136,370,000   89,728  0.0048  target_se         -1.35
+    before  rts        1   289.3  386.8   218,800,000   89,728  0.0046  target_se         -0.77
     after   ais        1    16.3   16.3    19,996,080  253,152  0.0128  max_evaluations   +1.13
-    after   ais        2    20.3   16.6    19,996,488  253,152  0.0128  max_evaluations   -1.41
-    after   ais        3    16.5   16.6    19,994,040  253,152  0.0128  max_evaluations   -0.47
-    after   rts        1    30.1   29.1    20,400,000  253,152  0.0204  max_evaluations   -0.51
-    after   rts        2    28.9   29.1    20,400,000  253,152  0.0206  max_evaluations   -2.21
-    after   rts        3    16.4   31.6    20,400,000  253,152  0.0208  max_evaluations   +1.62
-    after   auto       1    45.1   43.9   (returned AIS's seed-1 row; RTS agreed, z = 1.03)
-    after   auto       2    44.3   44.0   (returned AIS's seed-2 row; z = 1.13)
-    after   auto       3    33.8   50.0   (returned AIS's seed-3 row; z = 1.63)
+    after   ais        2    15.9   16.0    19,996,488  253,152  0.0128  max_evaluations   -1.41
+    after   ais        3    16.0   16.1    19,994,040  253,152  0.0128  max_evaluations   -0.47
+    after   rts        1    16.5   30.6    20,400,000  253,152  0.0204  max_evaluations   -0.51
+    after   rts        2    16.1   30.9    20,400,000  253,152  0.0206  max_evaluations   -2.21
+    after   rts        3    16.3   31.3    20,400,000  253,152  0.0208  max_evaluations   +1.62
+    after   auto       1    30.4   45.1   (returned AIS's seed-1 row; RTS agreed, z = 1.03)
+    after   auto       2    31.3   46.1   (returned AIS's seed-2 row; z = 1.13)
+    after   auto       3    30.5   45.3   (returned AIS's seed-3 row; z = 1.63)
 
 Errors (after): AIS +0.0145, -0.0181, -0.0060; RTS -0.0103, -0.0455, +0.0338 (before: AIS
--0.0064). CPU above wall: NumPy's BLAS used the second core.
+-0.0064, RTS -0.0036; RTS ran 2,088 sweeps; "auto", both runs, would have taken about their sum,
+7 minutes: not run). CPU above wall: NumPy's BLAS used the second core.
 
 Before, on this machine, AIS at defaults took 10,490 chains x 131 rungs (issue 21 saw 11,151 x
 137 and 6 minutes); after, 1,581-1,690 chains x 117-125 rungs of checkerboard Gibbs (102

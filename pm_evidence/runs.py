@@ -64,7 +64,7 @@ __all__ = [
 MAX_STORED_NUMBERS = 10_000_000
 # Default log-density evaluations of one run (a budget that does not depend on the machine).
 # On the 10 x 10 grid MRF (100 binary sites, checkerboard Gibbs: 102 evaluations per sweep,
-# about 1 us each on the 2-core development machine) AIS at defaults ends in about 20 s with
+# about 0.8 us each on the 2-core development machine) AIS at defaults ends in about 16 s with
 # SE 0.013, where without a budget it spent 136 million evaluations (2.6 min there, 6 min in
 # issue 21) to reach SE 0.005 (benchmarks/mrf_defaults.py). Continuous models at defaults do
 # not reach it: with HMC's 2 evaluations per transition AIS keeps at most 1e7 / K chains of K

@@ -24,10 +24,13 @@ and says what it found.
 **The assumption.** An interaction that vanishes at all ``K`` tested states is missed, and its
 sites may then be drawn together although they are not conditionally independent (the Gibbs
 update is then not exact). A pairwise term ``theta_ij(x_i, x_j)`` has ``I_ij`` constant in
-``x``, so it is never missed unless it is zero. A higher-order term, e.g.
-``c x_i x_j x_k``, has ``I_ij = c x_k``: it vanishes at a uniform random state with probability
-1/2 per further site it involves, so a term with one further site is missed with probability
-``2^-K`` (``2.3e-10`` at the default ``K = 32``).
+``x`` (``+-(theta_00 - theta_01 - theta_10 + theta_11)``), so it is never missed unless that is
+zero, and then it couples nothing. A higher-order term vanishes at some states: ``c x_i x_j
+x_k`` has ``I_ij = +-c x_k``, zero at a uniform random state with probability 1/2, so it is
+missed with probability ``2^-K`` (``2.3e-10`` at the default ``K = 32``); a product over
+``m`` further sites, with probability ``(1 - 2^-m)^K`` (``1.0e-4`` for ``m = 2``, ``0.014``
+for ``m = 3``). Models written as pairwise potentials (grid MRFs, RBMs, Ising and Boltzmann
+machines) have no such terms.
 
 References
 ----------
@@ -56,8 +59,8 @@ __all__ = [
 DETECTION_STATES = 32
 DETECTION_TOL = 1e-9
 # Above this many evaluations the detection is skipped and the sites stay single. K = 32 states
-# allow up to d = 353 sites (2.0 million evaluations: about 3 s at 1.5 us per evaluation, the
-# 10 x 10 grid MRF's cost per point, against the 0.16 million, 0.3 s, of its 100 sites).
+# allow up to d = 353 sites (2.0 million evaluations, about 2-3 s at the 10 x 10 grid MRF's 1-1.5
+# us per evaluation; its 100 sites cost 0.16 million, 0.2 s): a tenth of a run's default budget.
 DETECTION_MAX_EVALUATIONS = 2_000_000
 # States per batched call of the detection's pairs.
 DETECTION_CHUNK_ROWS = 8192

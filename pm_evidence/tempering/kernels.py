@@ -306,10 +306,12 @@ def flip_step(rng, path: GeometricPath, state: PathState, beta, mask: np.ndarray
 
 
 # Candidate states of a Gibbs block evaluated per call: ``points x entries x values`` rows are
-# built and evaluated this many at a time, so the copies stay small (on the 10x10 grid MRF at
-# 10,000 chains the unchunked checkerboard step built 50 million numbers per block and cost
-# 8.5 us per evaluation; chunked, about as much as a single-site sweep).
-GIBBS_CANDIDATE_ROWS = 4096
+# built and evaluated about this many at a time, so the copies stay in cache. On the 10x10 grid
+# MRF (prior reference, CPU time per chain-sweep, best of 5) the checkerboard step took 80 us
+# with 512 or 1024 rows, 85-142 with 2048 and 122-153 with 4096 (single sites: 97 at 1600
+# chains, 174 at 100); unchunked, at 10,000 chains, it built 50 million numbers per block and
+# cost 4 times as much as single sites.
+GIBBS_CANDIDATE_ROWS = 1024
 
 
 def _candidate_log_f(path: GeometricPath, x, beta, block, block_levels, n_alt: int):
