@@ -24,6 +24,7 @@ from pm_evidence.evidence import DISAGREEMENT_Z, Evidence, EvidenceSet
 from pm_evidence.exceptions import EvidenceInputError
 from pm_evidence.plan import SAMPLE_KEYS, PathOptions, make_plan
 from pm_evidence.progress import interruptible, quiet, status
+from pm_evidence.references import Reference
 from pm_evidence.runs import (
     AnnealingOptions,
     TemperingOptions,
@@ -345,7 +346,7 @@ def _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs)
         target = _target(model)
     seed = root_sequence(random_seed)  # every callee gets the same stage streams from it
     rngs = stage_rngs(seed)
-    plain = [m for m in methods if m in _PLAIN]
+    plain = [m for m in methods if m in _PLAIN and _needs_posterior_draws(m, kwargs)]
     if idata is None and plain:
         # drawn once from the "posterior" stream: the same draws a path plan would make
         sampling = {k: v for k, v in kwargs.items() if k in SAMPLE_KEYS}
@@ -384,6 +385,13 @@ def _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs)
             f"under-states its error; check their diagnostics (ESS, occupancy, overlap).",
         )
     return results
+
+
+def _needs_posterior_draws(name: str, kwargs: dict) -> bool:
+    """Whether plain method ``name`` reads posterior draws: all do except importance sampling
+    from a reference that needs no fitting (``reference="prior"`` or a Reference object)."""
+    reference = kwargs.get("reference")
+    return not (name == "is" and (reference == "prior" or isinstance(reference, Reference)))
 
 
 def _check_method(name) -> None:

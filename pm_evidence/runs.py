@@ -49,6 +49,7 @@ from pm_evidence.tempering.samplers import (
     rts_initial_iterations,
     run_tempered,
 )
+from pm_evidence.utils import warn_user
 
 __all__ = [
     "AnnealingOptions",
@@ -512,7 +513,7 @@ def _sampler_warnings(caught) -> tuple[str, ...]:
         if record.category is UserWarning:
             messages.append(str(record.message))
         else:
-            warnings.warn_explicit(record.message, record.category, record.filename, record.lineno)
+            warn_user(str(record.message), record.category)
     return tuple(messages)
 
 

@@ -175,3 +175,17 @@ def test_bayes_factor_data_mismatch_message_says_what_differs():
     assert "Models 'H1' and 'H0'" in message and "()" not in message
     assert "same shapes but different values" in message
     assert "#aaaaaaaa" in message and "#bbbbbbbb" in message
+
+
+def test_importance_sampling_from_the_prior_draws_no_posterior(normal_mean_case, monkeypatch):
+    """reference="prior" needs no NUTS draws: marginal_likelihood no longer draws them."""
+    import pm_evidence.marginal as marginal
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("posterior draws were made")
+
+    monkeypatch.setattr(marginal, "posterior_draws", refuse)
+    ev = pme.marginal_likelihood(
+        normal_mean_case.model, method="is", reference="prior", random_seed=1, progressbar=False
+    )
+    assert ev.reliable and abs(ev.log_z - normal_mean_case.exact) < 4 * ev.se + 0.02

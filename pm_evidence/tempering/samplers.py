@@ -8,7 +8,6 @@ call over all chains (each chain at its own ``beta``); no Python loop over point
 
 from __future__ import annotations
 
-import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -16,7 +15,7 @@ import numpy as np
 from pm_evidence.progress import long_run
 from pm_evidence.tempering.kernels import Kernel, transition
 from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
-from pm_evidence.utils import normalized_weights
+from pm_evidence.utils import normalized_weights, warn_user
 
 __all__ = [
     "AnnealRun",
@@ -293,11 +292,9 @@ def run_tempered(
                 interrupted = True
                 break
     if interrupted:
-        warnings.warn(
+        warn_user(
             f"{description} interrupted after {completed} of {n_sweeps} sweeps; the estimate "
             f"uses the sweeps completed (a shorter run: larger error).",
-            UserWarning,
-            stacklevel=3,
         )
         if record:
             delta_draws, rung_draws = delta_draws[:, :completed], rung_draws[:, :completed]
@@ -388,13 +385,11 @@ def rts_initial_iterations(
         if gap < tol / n_rungs or gap <= 4.0 * _occupancy_noise(run):
             break
     else:
-        warnings.warn(
+        warn_user(
             f"The RTS initial iterations did not reach max_k |r_k - c_k| < {tol}/K in "
             f"{max_iterations} iterations, nor came within its Monte Carlo noise (last "
             f"{history[-1]:.3g}, rule {tol / n_rungs:.3g}); "
             f"the tempered chain may mix poorly across rungs. Use more rungs, more sweeps "
             f"(n_init_sweeps) or a reference closer to the posterior.",
-            UserWarning,
-            stacklevel=3,
         )
     return log_zhat, state, history, n_eval
