@@ -248,6 +248,9 @@ class Evidence:
     def __repr__(self) -> str:
         keys = ("ess_target", "ess_reference", "gamma", "n_iter")
         shown = ", ".join(f"{k}={self.diagnostics[k]:.4g}" for k in keys if k in self.diagnostics)
+        stopped_by = self.diagnostics.get("stopped_by", "target_se")
+        if stopped_by not in ("target_se", "fixed"):  # a run cut short: say by what
+            shown += (", " if shown else "") + f"stopped_by={stopped_by!r}"
         name = f"{self.model_name!r}, " if self.model_name else ""
         flagged = f", warnings={list(self.warnings)!r}" if self.warnings else ""
         return (

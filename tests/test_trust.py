@@ -143,6 +143,8 @@ def test_repr_shows_significant_digits_of_a_small_se():
     assert "log_z=-39.2701235 ± 0.0000032" in text
     assert "± 0.0000)" not in text
     assert "log_z=-141 ± 12" in repr(pme.Evidence(-141.3, 12.3, method="ais"))
+    budget = pme.Evidence(-1.0, 0.0128, method="ais", diagnostics={"stopped_by": "max_evaluations"})
+    assert "stopped_by='max_evaluations'" in repr(budget)
 
 
 def test_plot_evidence_takes_what_compare_takes():
