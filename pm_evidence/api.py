@@ -170,7 +170,7 @@ def _sampling_options(draws, tune, chains, progressbar, sample_kwargs) -> dict:
 def symmetric_reference(reference: Reference, plan: SymmetryPlan) -> Reference:
     """The reference averaged over the plan's group (:class:`SymmetrizedReference`), or as
     given when the plan has no group or the reference is already invariant under it (a prior
-    that is itself symmetric): ``plan.diagnostics["symmetrized"]`` is set accordingly."""
+    that is itself symmetric). Pure: what was done is read back by :func:`symmetry_diagnostics`."""
     group = plan.group
     if group is None:
         return reference
@@ -178,10 +178,19 @@ def symmetric_reference(reference: Reference, plan: SymmetryPlan) -> Reference:
     log_q = reference.logpdf(points)
     images = np.stack([reference.logpdf(action(points)) for action in group.actions[1:]])
     if np.allclose(images, log_q, rtol=INVARIANCE_RTOL["float64"], atol=0.0):
-        plan.diagnostics["symmetrized"] = False
-        plan.diagnostics["symmetry"] += " (the reference is already invariant: left as it is)"
         return reference
     return SymmetrizedReference(reference, group.actions)
+
+
+def symmetry_diagnostics(plan: SymmetryPlan, reference: Reference) -> dict:
+    """The plan's symmetry diagnostics for the reference actually used (a new dict): where the
+    plan has a group but :func:`symmetric_reference` left the reference as it was (already
+    invariant), ``symmetrized`` is ``False`` and ``symmetry`` says why."""
+    diagnostics = dict(plan.diagnostics)
+    if plan.group is not None and not isinstance(reference, SymmetrizedReference):
+        diagnostics["symmetrized"] = False
+        diagnostics["symmetry"] += " (the reference is already invariant: left as it is)"
+    return diagnostics
 
 
 def symmetry_step(target, x: np.ndarray, reference, symmetrize) -> SymmetryPlan:
@@ -216,12 +225,12 @@ def fit_and_weigh(
     x = posterior_draws(target, idata, rng=posterior_rng, **sampling)
     plan = symmetry_step(target, x, reference, symmetrize)
     fit_half, est_half = split_halves(plan.draws)
-    diagnostics = dict(plan.diagnostics)
+    chosen = {}
     if choose_reference is None:
         ref = symmetric_reference(fit_reference(reference, target, fit_half), plan)
     else:
         ref, chosen = choose_reference(fit_half, lambda r: symmetric_reference(r, plan))
-        diagnostics.update(chosen)
+    diagnostics = {**symmetry_diagnostics(plan, ref), **chosen}
     log_f = log_density_at_target_draws(target, est_half)
     messages = posterior_messages(target, plan.draws, relabelled=plan.relabelled)
     messages += list(plan.messages)
@@ -433,12 +442,13 @@ def importance_sampling(
         sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
         plan = symmetry_step(target, posterior_draws(target, idata, rng=rngs["posterior"], **sampling),
                              reference, symmetrize)  # fmt: skip
-        fit_draws, symmetry = plan.draws, plan.diagnostics
+        fit_draws = plan.draws
         messages = posterior_messages(target, fit_draws, relabelled=plan.relabelled)
         messages += list(plan.messages)
     ref = fit_reference(reference, target, fit_draws)
     if fit_draws is not None:
         ref = symmetric_reference(ref, plan)
+        symmetry = symmetry_diagnostics(plan, ref)
     if n_reference is None:
         n_fit = 4000 if fit_draws is None else fit_draws.shape[0] * fit_draws.shape[1]
         n_reference = default_reference_draws(n_fit, target.dim)

@@ -25,6 +25,7 @@ from pm_evidence.api import (
     posterior_draws,
     posterior_messages,
     symmetric_reference,
+    symmetry_diagnostics,
 )
 from pm_evidence.exceptions import EvidenceInputError
 from pm_evidence.modes import plan_symmetry
@@ -382,9 +383,11 @@ def make_plan(
         else:
             ref = fit_reference(reference, target, symmetry.draws)
             reason = f"{ref.name} fitted to posterior draws (reference={reference!r})"
-        if not isinstance(ref, PriorReference):
+        if isinstance(ref, PriorReference):
+            overlap = {**overlap, **symmetry.diagnostics}
+        else:
             ref = symmetric_reference(ref, symmetry)
-        overlap = {**overlap, **symmetry.diagnostics}
+            overlap = {**overlap, **symmetry_diagnostics(symmetry, ref)}
     elif posterior is not None:
         messages += posterior_messages(target, posterior)
     elif reference == "auto":

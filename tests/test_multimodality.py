@@ -242,6 +242,24 @@ def test_no_symmetry_no_change():
     assert ev.reliable, messages
 
 
+def test_an_invariant_reference_is_reported_as_not_symmetrized():
+    """symmetrize=True on ``y ~ N(t1 + t2, 1)`` with a given N(0, I) reference, already
+    invariant under swapping ``t``: left as it is, and every method says so (the flag used to
+    be written into the plan after the diagnostics were copied, so DS, RIS and bridge reported
+    ``symmetrized=True``)."""
+    y = np.array([0.7, 1.4, 1.1])
+    with pm.Model() as model:
+        t = pm.Normal("t", f64(0), f64(1), shape=2)
+        pm.Normal("y", t[0] + t[1], f64(1), observed=y)
+    x = np.random.default_rng(9).normal(0.3, 0.5, size=(4, 200, 2))
+    reference = MultivariateNormalReference(np.zeros(2), np.eye(2))
+    for method in (pme.discriminance_sampling, pme.reverse_importance_sampling):
+        ev, _ = quiet(method, model, idata=x, reference=reference, symmetrize=True,
+                      random_seed=9)  # fmt: skip
+        assert ev.diagnostics["symmetrized"] is False, method.__name__
+        assert ev.diagnostics["symmetry"].endswith("already invariant: left as it is)")
+
+
 def test_symmetric_unimodal_posterior_covered_by_the_draws():
     """``y ~ N(t1 + t2, 1)``, ``t1, t2 ~ N(0, 1)``: invariant under swapping ``t``, one mode.
     Exact posterior draws cover the mirror image: found, not symmetrized, log Z exact."""
