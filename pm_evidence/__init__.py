@@ -25,7 +25,7 @@ from pm_evidence.exceptions import (
     NonFiniteLogDensityError,
     OverlapError,
 )
-from pm_evidence.marginal import METHODS, marginal_likelihood
+from pm_evidence.marginal import marginal_likelihood
 from pm_evidence.plan import PathOptions, PathPlan, make_plan
 from pm_evidence.plots import (
     plot_bayes_factor,
@@ -42,6 +42,7 @@ from pm_evidence.references import (
     Reference,
     Warp3Reference,
 )
+from pm_evidence.registry import METHODS, PATH_METHODS
 from pm_evidence.runs import (
     AnnealingOptions,
     AnnealingRun,
@@ -59,6 +60,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "METHODS",
+    "PATH_METHODS",
     "AnnealingOptions",
     "AnnealingRun",
     "BernoulliProductReference",

@@ -23,16 +23,13 @@ from dataclasses import fields, replace
 
 import pymc as pm
 
-from pm_evidence import path_estimators
+from pm_evidence import path_estimators, registry
 from pm_evidence.evidence import Evidence
 from pm_evidence.exceptions import EvidenceInputError
 from pm_evidence.plan import SAMPLE_KEYS, PathOptions, auto_reference, make_plan
 from pm_evidence.runs import (
     AnnealingOptions,
     TemperingOptions,
-    run_annealing,
-    run_reverse_annealing,
-    run_tempering,
 )
 from pm_evidence.target import LogDensity
 from pm_evidence.utils import stage_rngs
@@ -79,36 +76,26 @@ def split_options(keywords: dict, **given) -> tuple[dict, dict]:
     return options, sampling
 
 
-def _plan_and_options(model, run_kind, run_cls, given, path, idata, random_seed, progressbar,
-                      keywords, need_posterior=False):  # fmt: skip
-    """The plan, the run's options and the stage streams of one model-level call."""
-    options, sampling = split_options(keywords, path=(PathOptions, path), run=(run_cls, given))
+def _path_method(name, model, path, run_options, idata, random_seed, progressbar, keywords,
+                 **own):  # fmt: skip
+    """One path method alone on a model, as its row of :mod:`pm_evidence.registry` says: the
+    plan (with posterior draws if the method starts from them), the run it reads (keeping every
+    draw if it needs them) from its own stage stream, and its follow-up on the run."""
+    row = registry.method(name)
+    kind = registry.RUN_KINDS[row.run]
+    options, sampling = split_options(
+        keywords, path=(PathOptions, path), run=(kind.options, run_options)
+    )
+    run_options = options["run"]
+    if row.records_draws and not run_options.record:
+        run_options = replace(run_options, record=True)  # keeps every draw; the same draws
     rngs = stage_rngs(random_seed)
     plan = make_plan(
-        model, options["path"], idata=idata, sampling=sampling, need_posterior=need_posterior,
-        rngs=rngs, progressbar=progressbar,
+        model, options["path"], idata=idata, sampling=sampling,
+        need_posterior=row.needs_posterior, rngs=rngs, progressbar=progressbar,
     )  # fmt: skip
-    return plan, options["run"], rngs[run_kind]
-
-
-def _annealed(model, path, annealing, idata, random_seed, progressbar, keywords, reverse=False):
-    kind = "reverse_annealing" if reverse else "annealing"
-    plan, options, rng = _plan_and_options(
-        model, kind, AnnealingOptions, annealing, path, idata, random_seed, progressbar,
-        keywords, need_posterior=reverse,
-    )  # fmt: skip
-    run = run_reverse_annealing if reverse else run_annealing
-    return run(plan, options, rng=rng, progressbar=progressbar)
-
-
-def _tempered(model, path, tempering, idata, random_seed, progressbar, keywords, record=False):
-    plan, options, rng = _plan_and_options(
-        model, "tempering", TemperingOptions, tempering, path, idata, random_seed, progressbar,
-        keywords,
-    )  # fmt: skip
-    if record and not options.record:
-        options = replace(options, record=True)  # keeps every draw; the draws are the same
-    return run_tempering(plan, options, rng=rng, progressbar=progressbar)
+    run = kind.make(plan, run_options, rng=rngs[row.stream], progressbar=progressbar)
+    return row.estimate(run, **own)
 
 
 _COMMON_PARAMETERS = """
@@ -164,8 +151,7 @@ def annealed_importance_sampling(
         ESS below 30, Pareto k-hat of the weights above ``min(1 - 1/log10(n), 0.7)``, R-hat of
         the NUTS draws above 1.01, an improper prior.
     """
-    run = _annealed(model, path, annealing, idata, random_seed, progressbar, options)
-    return path_estimators.ais(run)
+    return _path_method("ais", model, path, annealing, idata, random_seed, progressbar, options)
 
 
 def reverse_annealed_importance_sampling(
@@ -200,8 +186,7 @@ def reverse_annealed_importance_sampling(
     EvidenceInputError
         If fewer posterior draws than ``n_chains`` are available.
     """
-    run = _annealed(model, path, annealing, idata, random_seed, progressbar, options, True)
-    return path_estimators.reverse_ais(run)
+    return _path_method("raise", model, path, annealing, idata, random_seed, progressbar, options)
 
 
 def annealed_discriminance_sampling(
@@ -234,8 +219,8 @@ def annealed_discriminance_sampling(
             f"Requested version {version!r} but it must be one of "
             f"{list(path_estimators.ADS_VERSIONS)}."
         )
-    run = _annealed(model, path, annealing, idata, random_seed, progressbar, options)
-    return path_estimators.ads(run, version)
+    return _path_method("ads", model, path, annealing, idata, random_seed, progressbar, options,
+                        version=version)  # fmt: skip
 
 
 def rao_blackwellized_tempered_sampling(
@@ -270,8 +255,7 @@ def rao_blackwellized_tempered_sampling(
     Evidence
         See :func:`pm_evidence.path_estimators.rts`.
     """
-    run = _tempered(model, path, tempering, idata, random_seed, progressbar, options)
-    return path_estimators.rts(run)
+    return _path_method("rts", model, path, tempering, idata, random_seed, progressbar, options)
 
 
 def thermodynamic_integration(
@@ -309,8 +293,8 @@ def thermodynamic_integration(
             f"Requested variant {variant!r} but it must be one of "
             f"{list(path_estimators.TI_VARIANTS)}."
         )
-    run = _tempered(model, path, tempering, idata, random_seed, progressbar, options)
-    return path_estimators.ti(run, variant, corrected)
+    return _path_method("ti", model, path, tempering, idata, random_seed, progressbar, options,
+                        variant=variant, corrected=corrected)  # fmt: skip
 
 
 def mbar(
@@ -338,8 +322,7 @@ def mbar(
     Evidence
         See :func:`pm_evidence.path_estimators.mbar`.
     """
-    run = _tempered(model, path, tempering, idata, random_seed, progressbar, options, True)
-    return path_estimators.mbar(run)
+    return _path_method("mbar", model, path, tempering, idata, random_seed, progressbar, options)
 
 
 for _function in (

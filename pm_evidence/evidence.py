@@ -439,14 +439,6 @@ def from_datatree(tree: xr.DataTree) -> Evidence | EvidenceSet:
     return Evidence.from_datatree(node)
 
 
-# Which way each estimator's log Z errs in expectation (Jensen's inequality on an unbiased
-# estimator of Z or of 1/Z); the others have no definite sign.
-BIAS_DIRECTION = {
-    "is": "lower bound",
-    "ais": "lower bound",
-    "ris": "upper bound",
-    "raise": "upper bound",
-}
 DISAGREEMENT_Z = 4.0
 
 
@@ -476,11 +468,14 @@ class EvidenceSet(dict):
         """
         import pandas as pd
 
+        # the result layer sits below the estimators: the method table is read when asked
+        from pm_evidence.registry import bias_of
+
         rows = {
             name: {
                 "log_z": ev.log_z,
                 "se": ev.se,
-                "bias": BIAS_DIRECTION.get(ev.method, "no definite sign"),
+                "bias": bias_of(ev.method),
                 "n_evaluations": ev.diagnostics.get("n_evaluations", np.nan),
                 "warning": not ev.reliable,
             }

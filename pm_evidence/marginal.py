@@ -3,76 +3,25 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import fields, replace
-from functools import partial
 
 import numpy as np
 import pymc as pm
 
-from pm_evidence import path_estimators
-from pm_evidence.api import (
-    _target,
-    bridge_sampling,
-    discriminance_sampling,
-    importance_sampling,
-    is_ris_combination,
-    posterior_draws,
-    reverse_importance_sampling,
-)
+from pm_evidence import registry
+from pm_evidence.api import _target, posterior_draws
 from pm_evidence.evidence import DISAGREEMENT_Z, Evidence, EvidenceSet
 from pm_evidence.exceptions import EvidenceInputError
 from pm_evidence.plan import SAMPLE_KEYS, PathOptions, make_plan
 from pm_evidence.progress import interruptible, quiet, status
 from pm_evidence.references import Reference
-from pm_evidence.runs import (
-    AnnealingOptions,
-    TemperingOptions,
-    run_annealing,
-    run_reverse_annealing,
-    run_tempering,
-)
+from pm_evidence.registry import METHODS, PATH_METHODS
+from pm_evidence.runs import AnnealingOptions, TemperingOptions
 from pm_evidence.utils import root_sequence, stage_rngs, warn_user
 
-__all__ = ["METHODS", "marginal_likelihood"]
+__all__ = ["METHODS", "PATH_METHODS", "marginal_likelihood"]
 
-# Methods fitted to posterior draws: the function and the options it takes (its random
-# stream is chosen inside it, pm_evidence.utils.stage_rngs).
-_PLAIN: dict[str, tuple[Callable[..., Evidence], tuple[str, ...]]] = {
-    "is": (importance_sampling, ("reference", "n_reference", "symmetrize")),
-    "ris": (reverse_importance_sampling, ("reference", "n_reference", "symmetrize")),
-    "ds": (discriminance_sampling, ("reference", "n_reference", "symmetrize")),
-    "bridge": (
-        bridge_sampling,
-        ("proposal", "n_reference", "repetitions", "use_neff", "tol", "maxiter", "symmetrize"),
-    ),
-    "is_ris_average": (
-        partial(is_ris_combination, rule="average"),
-        ("reference", "n_reference", "symmetrize"),
-    ),
-    "is_ris_weighted": (
-        partial(is_ris_combination, rule="weighted"),
-        ("reference", "n_reference", "symmetrize"),
-    ),
-    "is_ris_selection": (
-        partial(is_ris_combination, rule="selection"),
-        ("reference", "n_reference", "symmetrize"),
-    ),
-}
-# Methods along the geometric path: the run they read and their own options. They share one
-# plan (reference, kernel, pilot); ais and ads one annealing run; rts, ti and mbar one tempered
-# run (made with record=True when mbar is asked for: that keeps the draws, it changes none).
-_PATH: dict[str, tuple[str, tuple[str, ...]]] = {
-    "ais": ("annealing", ()),
-    "raise": ("reverse_annealing", ()),
-    "ads": ("annealing", ("version",)),
-    "rts": ("tempering", ()),
-    "ti": ("tempering", ("variant", "corrected")),
-    "mbar": ("tempering", ()),
-}
-METHODS: tuple[str, ...] = ("auto", *_PLAIN, *_PATH)
-"""Names accepted by ``marginal_likelihood(method=...)`` (read-only)."""
-PATH_METHODS = tuple(_PATH)
 _OPTION_OBJECTS = {
     "path": PathOptions,
     "annealing": AnnealingOptions,
@@ -164,13 +113,12 @@ def _check_options(methods: list[str], kwargs: dict) -> None:
     """Every keyword must be taken by at least one requested method (or be a NUTS option)."""
     accepted = set(SAMPLE_KEYS)
     for name in methods:
-        if name in _PLAIN:
-            accepted |= set(_PLAIN[name][1])
-        else:
-            accepted |= set(_PATH[name][1]) | set(_OPTION_OBJECTS)
-            kinds = ("path", "annealing" if _PATH[name][0] != "tempering" else "tempering")
-            for kind in kinds:
-                accepted |= {f.name for f in fields(_OPTION_OBJECTS[kind])}
+        row = registry.method(name)
+        accepted |= set(row.options)
+        if row.family == "path":
+            accepted |= set(_OPTION_OBJECTS)
+            for options_class in (PathOptions, registry.RUN_KINDS[row.run].options):
+                accepted |= {f.name for f in fields(options_class)}
     unused = set(kwargs) - accepted
     if unused:
         raise EvidenceInputError(
@@ -186,8 +134,9 @@ class _PathRuns:
 
     def __init__(self, target, methods, idata, rngs, progressbar, kwargs):
         self.target, self.idata, self.rngs, self.progressbar = target, idata, rngs, progressbar
-        self.need_posterior = "raise" in methods
-        self.record = "mbar" in methods
+        rows = [registry.method(name) for name in methods]
+        self.need_posterior = any(row.needs_posterior for row in rows)
+        self.record = any(row.records_draws for row in rows)
         path_keys = {f.name for f in fields(PathOptions)}
         annealing_keys = {f.name for f in fields(AnnealingOptions)}
         tempering_keys = {f.name for f in fields(TemperingOptions)}
@@ -208,16 +157,14 @@ class _PathRuns:
 
     def run(self, kind: str):
         if kind not in self._runs:
-            plan, rng, bar = self.plan(), self.rngs[kind], self.progressbar
-            if kind == "annealing":
-                self._runs[kind] = run_annealing(plan, self.annealing, rng=rng, progressbar=bar)
-            elif kind == "reverse_annealing":
-                self._runs[kind] = run_reverse_annealing(
-                    plan, self.annealing, rng=rng, progressbar=bar
-                )
-            else:
+            run_kind = registry.RUN_KINDS[kind]
+            if run_kind.options is TemperingOptions:
                 options = replace(self.tempering, record=self.record or self.tempering.record)
-                self._runs[kind] = run_tempering(plan, options, rng=rng, progressbar=bar)
+            else:
+                options = self.annealing
+            self._runs[kind] = run_kind.make(
+                self.plan(), options, rng=self.rngs[kind], progressbar=self.progressbar
+            )
         return self._runs[kind]
 
 
@@ -228,34 +175,25 @@ def _options(cls, given, kwargs: dict, names: set[str]):
 
 
 def _path_estimate(name: str, runs: _PathRuns, kwargs: dict) -> Evidence:
-    kind = _PATH[name][0]
+    row = registry.method(name)
     with status(
         f"pm_evidence {name}: compiling the model's log-density and setting up",
         runs.progressbar,
         phase_name=f"compilation / set-up of {name!r}",
     ):
-        run = runs.run(kind)
-    own = {k: kwargs[k] for k in _PATH[name][1] if k in kwargs}
-    follow_up = {
-        "ais": path_estimators.ais,
-        "raise": path_estimators.reverse_ais,
-        "ads": path_estimators.ads,
-        "rts": path_estimators.rts,
-        "ti": path_estimators.ti,
-        "mbar": path_estimators.mbar,
-    }[name]
-    return follow_up(run, **own)
+        run = runs.run(row.run)
+    return row.estimate(run, **{k: kwargs[k] for k in row.options if k in kwargs})
 
 
 def _plain_estimate(name: str, target, idata, seed, progressbar, kwargs) -> Evidence:
-    function, accepted = _PLAIN[name]
-    own = {k: kwargs[k] for k in accepted if k in kwargs}
+    row = registry.method(name)
+    own = {k: kwargs[k] for k in row.options if k in kwargs}
     with status(
         f"pm_evidence {name}: compiling the model's log-density and setting up",
         progressbar,
         phase_name=f"compilation / set-up of {name!r}",
     ):
-        return function(target, idata=idata, random_seed=seed, progressbar=progressbar, **own)
+        return row.estimate(target, idata=idata, random_seed=seed, progressbar=progressbar, **own)
 
 
 def auto_pair(target) -> tuple[str, str]:
@@ -333,7 +271,7 @@ def _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs)
         )
     methods = [method] if isinstance(method, str) else list(method)
     for name in methods:
-        _check_method(name)
+        registry.method(name)  # an unknown name is an error that lists the valid ones
     if len(set(methods)) != len(methods):
         raise EvidenceInputError(f"A method is listed twice in {methods}.")
     _check_options(methods, kwargs)
@@ -346,7 +284,10 @@ def _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs)
         target = _target(model)
     seed = root_sequence(random_seed)  # every callee gets the same stage streams from it
     rngs = stage_rngs(seed)
-    plain = [m for m in methods if m in _PLAIN and _needs_posterior_draws(m, kwargs)]
+    plain = [
+        m for m in methods
+        if registry.method(m).family == "posterior" and _needs_posterior_draws(m, kwargs)
+    ]  # fmt: skip
     if idata is None and plain:
         # drawn once from the "posterior" stream: the same draws a path plan would make
         sampling = {k: v for k, v in kwargs.items() if k in SAMPLE_KEYS}
@@ -357,7 +298,7 @@ def _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs)
     results = EvidenceSet()
     for name in methods:
         try:
-            if name in _PLAIN:
+            if registry.method(name).family == "posterior":
                 results[name] = _plain_estimate(name, target, idata, seed, progressbar, kwargs)
             else:
                 results[name] = _path_estimate(name, runs, kwargs)
@@ -392,10 +333,3 @@ def _needs_posterior_draws(name: str, kwargs: dict) -> bool:
     from a reference that needs no fitting (``reference="prior"`` or a Reference object)."""
     reference = kwargs.get("reference")
     return not (name == "is" and (reference == "prior" or isinstance(reference, Reference)))
-
-
-def _check_method(name) -> None:
-    if name not in METHODS:
-        raise EvidenceInputError(
-            f"Requested method {name!r} but it must be one of {list(METHODS)}."
-        )

@@ -53,8 +53,6 @@ __all__ = ["LogDensity", "VariableSlice", "vectorize_batched"]
 # results never depend on it.
 _ADAPTERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-PATH_METHOD_NAMES = "'ais', 'raise', 'ads', 'rts', 'ti' or 'mbar'"
-
 
 class LogDensity:
     """Batched log prior, log likelihood and gradient of a PyMC model on flat vectors.
@@ -150,7 +148,7 @@ class LogDensity:
             raise EvidenceInputError(
                 f"Method {method!r} needs every free variable to be continuous (it fits Gaussian "
                 f"references or uses gradients), but the model has discrete free variables "
-                f"{list(self.discrete_names)}. Use a path method ({PATH_METHOD_NAMES}): they "
+                f"{list(self.discrete_names)}. Use a path method (any of pm_evidence.PATH_METHODS): they "
                 f"update finite discrete variables by Gibbs sweeps, next to HMC on the "
                 f"continuous ones; or marginalize the discrete variables out of the model (sum "
                 f"over their values with pm.math.logsumexp in a pm.Potential)."
