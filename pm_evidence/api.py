@@ -9,12 +9,23 @@ NUTS draws them (``draws``, ``tune``, ``chains``, ``sample_kwargs``; ``progressb
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 
 import numpy as np
 import pymc as pm
 import xarray as xr
 
+from pm_evidence.draws import (
+    MAX_REFERENCE_NUMBERS,
+    check_reference_covers_support,
+    default_reference_draws,
+    fit_and_weigh,
+    posterior_draws,
+    reference_log_weights,
+    sampling_options,
+    symmetric_reference,
+    symmetry_diagnostics,
+    symmetry_step,
+)
 from pm_evidence.estimators import (
     COMBINATION_RULES,
     Estimate,
@@ -24,34 +35,14 @@ from pm_evidence.estimators import (
     importance_core,
     reverse_importance_core,
 )
-from pm_evidence.evidence import Evidence
-from pm_evidence.exceptions import EvidenceInputError, NonFiniteLogDensityError
-from pm_evidence.modes import (
-    INVARIANCE_RTOL,
-    SymmetryPlan,
-    check_symmetrize_option,
-    plan_symmetry,
-    spread_points,
-)
-from pm_evidence.progress import pymc_sample
-from pm_evidence.references import (
-    BOUNDED_REFERENCE_NAMES,
-    Reference,
-    SymmetrizedReference,
-    Warp3Reference,
-    fit_reference,
-)
+from pm_evidence.evidence import Evidence, build_evidence
+from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.messages import flag, posterior_messages, se_messages, weight_messages
+from pm_evidence.modes import check_symmetrize_option
+from pm_evidence.references import Reference, fit_reference
 from pm_evidence.reverse_reference import choose_reverse_reference
-from pm_evidence.target import LogDensity
-from pm_evidence.utils import (
-    RHAT_MAX,
-    good_pareto_k,
-    max_rhat,
-    mcmc_ess,
-    spawn_seed,
-    stage_rngs,
-    warn_user,
-)
+from pm_evidence.target import LogDensity, as_target
+from pm_evidence.utils import good_pareto_k, mcmc_ess, stage_rngs, warn_user
 
 __all__ = [
     "bridge_sampling",
@@ -62,331 +53,6 @@ __all__ = [
     "reverse_importance_sampling",
 ]
 
-# Weight ESS below this many draws makes IS / reverse IS unreliable.
-LOW_ESS = 30
-
-
-# ---------------------------------------------------------------------- shared steps
-def _target(model) -> LogDensity:
-    """The compiled adapter of ``model``; made from a PyMC model at a public entry point, where
-    the model's own warnings (:attr:`LogDensity.model_messages`: an improper prior, no data)
-    are issued once for the call (every result carries them, see :func:`_evidence`)."""
-    if isinstance(model, LogDensity):
-        return model
-    target = LogDensity.for_model(model)
-    for message in target.model_messages:
-        warn_user(message)
-    return target
-
-
-def posterior_draws(
-    target: LogDensity,
-    idata=None,
-    *,
-    rng: np.random.Generator,
-    draws: int = 1000,
-    tune: int = 1000,
-    chains: int = 4,
-    progressbar: bool = True,
-    sample_kwargs: dict | None = None,
-) -> np.ndarray:
-    """Flat unconstrained posterior draws ``(chain, draw, dim)``, from ``idata`` or from NUTS.
-
-    ``idata`` may be a DataTree/Dataset of named draws or an array of flat draws.
-    """
-    if idata is None:
-        target.require_continuous("NUTS posterior sampling")
-        kwargs = {"compute_convergence_checks": False, **(sample_kwargs or {})}
-        idata = pymc_sample(
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            model=target.model,
-            random_seed=spawn_seed(rng),
-            progressbar=progressbar,
-            **kwargs,
-        )
-    if isinstance(idata, np.ndarray):  # flat unconstrained draws, already mapped
-        x = idata
-        if x.ndim != 3 or x.shape[-1] != target.dim:
-            raise EvidenceInputError(
-                f"Flat posterior draws must have shape (chain, draw, {target.dim}), got {x.shape}."
-            )
-    else:
-        x = target.posterior_to_unconstrained(idata)
-    if x.shape[1] < 4:
-        raise EvidenceInputError(
-            f"Need at least 4 draws per chain, got {x.shape[1]}. Draw more posterior samples."
-        )
-    return x
-
-
-def split_halves(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """First half of every chain (to fit a reference) and second half (to estimate)."""
-    half = x.shape[1] // 2
-    return x[:, :half], x[:, half:]
-
-
-def log_density_at_target_draws(target: LogDensity, x: np.ndarray) -> np.ndarray:
-    """``log f`` at posterior draws; a non-finite value is an error, reported with the point."""
-    log_f = target.log_density(x)
-    bad = ~np.isfinite(log_f)
-    if np.any(bad):
-        index = tuple(int(i) for i in np.argwhere(bad)[0])
-        point = {k: np.round(v, 6).tolist() for k, v in target.to_constrained(x[index]).items()}
-        raise NonFiniteLogDensityError(
-            f"The model's log-density is not finite at {int(bad.sum())} of {bad.size} posterior "
-            f"draws (first at (chain, draw) = {index}: {point}, log f = {log_f[index]}). "
-            f"Posterior draws must have positive density: check the model (e.g. bounds, "
-            f"overflow in the likelihood) or that idata comes from this model."
-        )
-    return log_f
-
-
-def log_weights(
-    target: LogDensity, x: np.ndarray, reference: Reference, log_f: np.ndarray | None = None
-) -> np.ndarray:
-    """``log f(x) - log p0(x)`` (for warp-3: the symmetrized target ``f_sym``).
-
-    ``log_f`` (``log f`` at ``x``) is used when already computed.
-    """
-    log_f = target.log_density(x) if log_f is None else log_f
-    if isinstance(reference, Warp3Reference):
-        log_f = np.logaddexp(log_f, target.log_density(reference.reflect(x))) - np.log(2.0)
-    return log_f - reference.logpdf(x)
-
-
-def _sampling_options(draws, tune, chains, progressbar, sample_kwargs) -> dict:
-    """The NUTS options every public estimator forwards to :func:`posterior_draws`."""
-    return {
-        "draws": draws,
-        "tune": tune,
-        "chains": chains,
-        "progressbar": progressbar,
-        "sample_kwargs": sample_kwargs,
-    }
-
-
-def symmetric_reference(reference: Reference, plan: SymmetryPlan) -> Reference:
-    """The reference averaged over the plan's group (:class:`SymmetrizedReference`), or as
-    given when the plan has no group or the reference is already invariant under it (a prior
-    that is itself symmetric). Pure: what was done is read back by :func:`symmetry_diagnostics`."""
-    group = plan.group
-    if group is None:
-        return reference
-    points = spread_points(plan.draws)
-    log_q = reference.logpdf(points)
-    images = np.stack([reference.logpdf(action(points)) for action in group.actions[1:]])
-    if np.allclose(images, log_q, rtol=INVARIANCE_RTOL["float64"], atol=0.0):
-        return reference
-    return SymmetrizedReference(reference, group.actions)
-
-
-def symmetry_diagnostics(plan: SymmetryPlan, reference: Reference) -> dict:
-    """The plan's symmetry diagnostics for the reference actually used (a new dict): where the
-    plan has a group but :func:`symmetric_reference` left the reference as it was (already
-    invariant), ``symmetrized`` is ``False`` and ``symmetry`` says why."""
-    diagnostics = dict(plan.diagnostics)
-    if plan.group is not None and not isinstance(reference, SymmetrizedReference):
-        diagnostics["symmetrized"] = False
-        diagnostics["symmetry"] += " (the reference is already invariant: left as it is)"
-    return diagnostics
-
-
-def symmetry_step(target, x: np.ndarray, reference, symmetrize) -> SymmetryPlan:
-    """:func:`~pm_evidence.modes.plan_symmetry` for posterior draws ``x`` and a reference."""
-    return plan_symmetry(target, x, symmetrize, warp3=reference == "warp3")
-
-
-def fit_and_weigh(
-    target: LogDensity,
-    posterior_rng,
-    idata,
-    reference,
-    sampling: dict,
-    symmetrize="auto",
-    choose_reference: Callable | None = None,
-):
-    """Posterior draws; a reference fitted to the first half of every chain; log weights
-    ``log f - log p0`` at the second half, the draws every estimator is judged on.
-
-    A symmetry of the posterior (label switching) is looked for first
-    (:func:`~pm_evidence.modes.plan_symmetry`): when the draws miss mirror images they are
-    relabelled into one and the reference is symmetrized over the group
-    (:func:`symmetric_reference`), as ``symmetrize`` allows.
-
-    ``choose_reference(fit_half, wrap) -> (reference, diagnostics)``, when given, replaces
-    the fit by name (reverse IS's ``reference="auto"``); ``wrap`` is the symmetrization.
-
-    Returns ``(est_half, reference, log_weights_target, messages, diagnostics)``: the
-    warnings about the posterior draws (:func:`posterior_messages`) and the symmetry
-    diagnostics of the plan (and the chooser's).
-    """
-    x = posterior_draws(target, idata, rng=posterior_rng, **sampling)
-    plan = symmetry_step(target, x, reference, symmetrize)
-    fit_half, est_half = split_halves(plan.draws)
-    chosen = {}
-    if choose_reference is None:
-        ref = symmetric_reference(fit_reference(reference, target, fit_half), plan)
-    else:
-        ref, chosen = choose_reference(fit_half, lambda r: symmetric_reference(r, plan))
-    diagnostics = {**symmetry_diagnostics(plan, ref), **chosen}
-    log_f = log_density_at_target_draws(target, est_half)
-    messages = posterior_messages(target, plan.draws, relabelled=plan.relabelled)
-    messages += list(plan.messages)
-    lw = log_weights(target, est_half, ref, log_f=log_f)
-    return est_half, ref, lw, messages, diagnostics
-
-
-REFERENCE_DRAWS_PER_POSTERIOR_DRAW = 16
-MAX_REFERENCE_NUMBERS = 20_000_000
-
-
-def default_reference_draws(n_target: int, dim: int) -> int:
-    r"""Reference draws of bridge and discriminance sampling for ``n_target`` posterior draws.
-
-    The error of both is a sum of a posterior-side and a reference-side term (bridge:
-    :func:`~pm_evidence.estimators.fruhwirth_schnatter_re2`, whose first term falls like
-    ``1 / N_2``). Reference draws are i.i.d. and cost one batched evaluation of the model each;
-    a posterior draw costs a whole NUTS trajectory. So the default takes
-    ``REFERENCE_DRAWS_PER_POSTERIOR_DRAW`` (16) reference draws per posterior draw, capped at
-    ``MAX_REFERENCE_NUMBERS / dim`` (memory), and never fewer than ``n_target`` (R's
-    bridgesampling uses ``N_2 = N_1``). Measured on eight schools
-    (``testing.hierarchical_noncentered``, 2,000 posterior draws, three seeds): the bridge SE
-    falls from 0.012 (``N_2 = N_1``) to 0.0074 (4x) and 0.0045 (16x); the reference side
-    dominated.
-    """
-    cap = MAX_REFERENCE_NUMBERS // max(int(dim), 1)
-    return int(max(n_target, min(REFERENCE_DRAWS_PER_POSTERIOR_DRAW * n_target, cap)))
-
-
-def check_reference_covers_support(reference, method: str) -> None:
-    """A bounded reference (:data:`~pm_evidence.references.BOUNDED_REFERENCE_NAMES`) is an
-    error for a method whose identity needs ``p0 > 0`` wherever the posterior is."""
-    if isinstance(reference, str) and reference in BOUNDED_REFERENCE_NAMES:
-        raise EvidenceInputError(
-            f"{method} needs a reference that is positive wherever the posterior is; "
-            f"reference={reference!r} has bounded support (it serves reverse importance "
-            f"sampling). Use 'normal' or 'student_t'."
-        )
-
-
-def _reference_log_weights(target, reference, rng, n):
-    x0 = reference.sample(rng, n)
-    lw = log_weights(target, x0, reference)
-    if np.any(np.isnan(lw) | (lw == np.inf)):
-        raise NonFiniteLogDensityError(
-            f"The log-density is NaN or +inf at {int(np.sum(~np.isfinite(lw) & (lw != -np.inf)))}"
-            f" of {n} draws from the {reference.name} reference; the model evaluates badly "
-            f"away from the posterior (check for overflow)."
-        )
-    return lw
-
-
-def _evidence(
-    target,
-    estimate: Estimate,
-    method: str,
-    draws: dict,
-    sample_stats: xr.Dataset | None = None,
-    warnings: tuple[str, ...] | list[str] = (),
-) -> Evidence:
-    """Wrap an estimate; per-draw arrays are ``(chain, draw)`` if 2-D, ``reference_draw`` if 1-D,
-    or ``(dims, array)`` tuples.
-
-    ``warnings`` were issued by the caller; the model's own (an improper prior, no data:
-    :attr:`~pm_evidence.target.LogDensity.model_messages`, issued by :func:`_target`) are added
-    here, so that every estimator's result carries them.
-    """
-    model_messages = tuple(m for m in target.model_messages if m not in warnings)
-    data_vars = {}
-    for name, value in draws.items():
-        if isinstance(value, tuple):  # (dims, array) given explicitly
-            data_vars[name] = value
-            continue
-        array = np.asarray(value)
-        dims = ("chain", "draw") if array.ndim == 2 else ("reference_draw",)
-        data_vars[name] = (dims, array)
-    return Evidence(
-        log_z=estimate.log_z,
-        se=estimate.se,
-        method=method,
-        diagnostics=estimate.diagnostics,
-        draws=xr.Dataset(data_vars),
-        model_name=target.model.name or "",
-        observed_fingerprint=target.observed_fingerprint,
-        sample_stats=xr.Dataset() if sample_stats is None else sample_stats,
-        warnings=(*warnings, *model_messages),
-    )
-
-
-# ---------------------------------------------------------------------- warnings on results
-# A check that fails gives a message: it is issued as a UserWarning and kept in the result's
-# ``warnings`` (``Evidence.reliable`` is then False).
-def _flag(messages) -> tuple[str, ...]:
-    """Issue every message as a :class:`UserWarning` and return them for the result."""
-    messages = tuple(m for m in messages if m)
-    for message in messages:
-        warn_user(message)
-    return messages
-
-
-def posterior_messages(target: LogDensity, x: np.ndarray, *, relabelled: bool = False) -> list[str]:
-    """Warnings about posterior draws ``(chain, draw, dim)``: R-hat above :data:`RHAT_MAX`.
-
-    ``relabelled``: the draws were relabelled into one mirror image of a symmetric posterior
-    (:func:`~pm_evidence.modes.relabel`), so chains in different mirror modes agree.
-    """
-    if x.shape[0] * x.shape[1] < 8:
-        return []
-    rhat, worst = max_rhat(x)
-    if not rhat > RHAT_MAX:
-        return []
-    where = " after relabelling them into one mirror image" if relabelled else ""
-    return [
-        f"The posterior draws have R-hat {rhat:.3f} > {RHAT_MAX}{where} at "
-        f"{target.coordinate_names[worst]} (rank-normalized split R-hat; Vehtari et al. 2021 "
-        f"recommend 1.01): the {x.shape[0]} chains do not agree (not converged, or in "
-        f"different modes), so estimates built on them, and any reference fitted to them, "
-        f"may miss posterior mass. Draw more (tune, draws) or check the model."
-    ]
-
-
-def weight_messages(
-    diagnostics: dict, what: str, consequence: str, *, ess_key: str = "ess", n: int | None = None
-) -> list[str]:
-    """Low weight ESS (below :data:`LOW_ESS`) and a Pareto k-hat above
-    :func:`~pm_evidence.utils.good_pareto_k` of importance-type weights."""
-    messages = []
-    ess = diagnostics.get(ess_key, np.nan)
-    if ess < LOW_ESS:
-        messages.append(
-            f"{what} have an effective sample size of only {ess:.1f} (below {LOW_ESS}): "
-            f"{consequence}"
-        )
-    khat = diagnostics.get("pareto_k", np.nan)
-    n = n if n is not None else diagnostics.get("n_chains", 0)
-    if n and khat > good_pareto_k(n):
-        messages.append(
-            f"{what} have Pareto k-hat {khat:.2f} > {good_pareto_k(n):.2f} (the threshold "
-            f"min(1 - 1/log10(n), 0.7) of Vehtari et al. 2024 for n = {n}): their mean rests on "
-            f"a few large weights, so {consequence}"
-        )
-    return messages
-
-
-def se_messages(estimate: Estimate) -> list[str]:
-    """A standard error that is not finite (e.g. an effective sample size ArviZ could not
-    compute) is reported, not replaced."""
-    if np.isfinite(estimate.se):
-        return []
-    return [
-        f"The standard error is {estimate.se} (not finite): the precision of log Z is unknown "
-        f"(an effective sample size or variance could not be computed from these draws)."
-    ]
-
-
-# ---------------------------------------------------------------------- public estimators
 def importance_sampling(
     model: pm.Model | LogDensity | None = None,
     *,
@@ -412,7 +78,7 @@ def importance_sampling(
         or NUTS); ``"prior"`` needs no posterior draws but is a poor proposal when the data are
         informative. A heavy-tailed proposal (the default) keeps the weights' variance finite.
     n_reference : int, optional
-        Number of proposal draws; default :func:`~pm_evidence.api.default_reference_draws` (16 per posterior
+        Number of proposal draws; default :func:`~pm_evidence.draws.default_reference_draws` (16 per posterior
         draw, or per 4000 draws for the prior).
     symmetrize : {"auto", True, False}, default "auto"
         What to do when the posterior is invariant under relabelling components (label
@@ -433,13 +99,13 @@ def importance_sampling(
     """
     check_symmetrize_option(symmetrize)
     check_reference_covers_support(reference, "Importance sampling")
-    target = _target(model)
+    target = as_target(model)
     rngs = stage_rngs(random_seed)  # the same streams alone and in marginal_likelihood
     rng = rngs["is"]
     fit_draws, messages = None, []
     symmetry = {"symmetry": "not checked (no posterior draws)"}
     if not (isinstance(reference, Reference) or reference == "prior"):
-        sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
+        sampling = sampling_options(draws, tune, chains, progressbar, sample_kwargs)
         plan = symmetry_step(target, posterior_draws(target, idata, rng=rngs["posterior"], **sampling),
                              reference, symmetrize)  # fmt: skip
         fit_draws = plan.draws
@@ -452,12 +118,12 @@ def importance_sampling(
     if n_reference is None:
         n_fit = 4000 if fit_draws is None else fit_draws.shape[0] * fit_draws.shape[1]
         n_reference = default_reference_draws(n_fit, target.dim)
-    lw = _reference_log_weights(target, ref, rng, n_reference)
+    lw = reference_log_weights(target, ref, rng, n_reference)
     estimate = importance_core(lw)
     estimate.diagnostics.update(symmetry, reference=ref.name)
     messages += _importance_messages(estimate.diagnostics, n=lw.size)
     messages += se_messages(estimate)
-    return _evidence(target, estimate, "is", {"log_weight_reference": lw}, warnings=_flag(messages))
+    return build_evidence(target, estimate, "is", {"log_weight_reference": lw}, warnings=flag(messages))
 
 
 def _importance_messages(diagnostics: dict, n: int) -> list[str]:
@@ -517,7 +183,7 @@ def reverse_importance_sampling(
         as given.
     n_reference : int, optional
         Draws from ``p0`` for the reference-side estimate of ``chi^2(p0 || p)``; default
-        :func:`~pm_evidence.api.default_reference_draws`.
+        :func:`~pm_evidence.draws.default_reference_draws`.
     symmetrize : {"auto", True, False}, default "auto"
         What to do when the posterior is invariant under relabelling components (label
         switching in a mixture; ``pm_evidence.modes``): ``"auto"`` relabels the draws into one
@@ -539,10 +205,10 @@ def reverse_importance_sampling(
         ``reference_mass``, ``reference_chi2`` and ``reference_reason``.
     """
     check_symmetrize_option(symmetrize)
-    target = _target(model)
+    target = as_target(model)
     rngs = stage_rngs(random_seed)  # the same streams alone and in marginal_likelihood
     rng = rngs["ris"]
-    sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
+    sampling = sampling_options(draws, tune, chains, progressbar, sample_kwargs)
     choose = None
     if isinstance(reference, str) and reference == "auto":
         target.require_continuous("reference='auto' of reverse importance sampling")
@@ -554,13 +220,13 @@ def reverse_importance_sampling(
     n_target = est_half.shape[0] * est_half.shape[1]
     if n_reference is None:
         n_reference = default_reference_draws(n_target, target.dim)
-    lw_reference = _reference_log_weights(target, ref, rng, n_reference)
+    lw_reference = reference_log_weights(target, ref, rng, n_reference)
     estimate = reverse_importance_core(lw, lw_reference)
     estimate.diagnostics.update(diagnostics, reference=ref.name)
     messages += reverse_weight_messages(estimate.diagnostics, n=lw.size)
     messages += se_messages(estimate)
     evidence_draws = {"log_weight_target": lw, "log_weight_reference": lw_reference}
-    return _evidence(target, estimate, "ris", evidence_draws, warnings=_flag(messages))
+    return build_evidence(target, estimate, "ris", evidence_draws, warnings=flag(messages))
 
 
 class _HalvesOwnReferences:
@@ -645,7 +311,7 @@ def discriminance_sampling(
         as given.
     n_reference : int, optional
         Number of reference draws; default
-        :func:`~pm_evidence.api.default_reference_draws` (16 per posterior draw in the second
+        :func:`~pm_evidence.draws.default_reference_draws` (16 per posterior draw in the second
         halves).
     symmetrize : {"auto", True, False}, default "auto"
         What to do when the posterior is invariant under relabelling components (label
@@ -666,24 +332,24 @@ def discriminance_sampling(
         ``se_prop1`` (seed 000's Prop. 1 value, for equal sample sizes).
     """
     check_symmetrize_option(symmetrize)
-    target = _target(model)
+    target = as_target(model)
     rngs = stage_rngs(random_seed)  # the same streams alone and in marginal_likelihood
     rng = rngs["ds"]
-    sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
+    sampling = sampling_options(draws, tune, chains, progressbar, sample_kwargs)
     est_half, ref, lw_target, messages, symmetry = fit_and_weigh(
         target, rngs["posterior"], idata, reference, sampling, symmetrize
     )
     if n_reference is None:
         n_reference = default_reference_draws(est_half.shape[0] * est_half.shape[1], target.dim)
-    lw_reference = _reference_log_weights(target, ref, rng, n_reference)
+    lw_reference = reference_log_weights(target, ref, rng, n_reference)
     estimate = discriminance_core(lw_target, lw_reference)
     estimate.diagnostics.update(symmetry, reference=ref.name)
-    return _evidence(
+    return build_evidence(
         target,
         estimate,
         "ds",
         {"log_weight_target": lw_target, "log_weight_reference": lw_reference},
-        warnings=_flag(messages + se_messages(estimate)),
+        warnings=flag(messages + se_messages(estimate)),
     )
 
 
@@ -732,7 +398,7 @@ def bridge_sampling(
         The proposal (reference) density bridged to the posterior.
     n_reference : int, optional
         Proposal draws per repetition; default
-        :func:`~pm_evidence.api.default_reference_draws`: 16 per posterior draw used in the
+        :func:`~pm_evidence.draws.default_reference_draws`: 16 per posterior draw used in the
         estimate (R's bridgesampling uses one; they are i.i.d. and cheap, and the proposal
         side of the error falls like ``1 / n_reference``).
     repetitions : int
@@ -786,10 +452,10 @@ def bridge_sampling(
     if repetitions < 1:
         raise EvidenceInputError(f"repetitions must be >= 1, got {repetitions}.")
     check_symmetrize_option(symmetrize)
-    target = _target(model)
+    target = as_target(model)
     rngs = stage_rngs(random_seed)  # the same streams alone and in marginal_likelihood
     rng = rngs["bridge"]
-    sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
+    sampling = sampling_options(draws, tune, chains, progressbar, sample_kwargs)
     est_half, ref, lw_target, messages, symmetry = fit_and_weigh(
         target, rngs["posterior"], idata, proposal, sampling, symmetrize
     )
@@ -809,7 +475,7 @@ def bridge_sampling(
             n_eff = float(min(np.nanmedian(per_coordinate), n_target))
     estimates, lw_reference = [], None
     for _ in range(repetitions):
-        lw_reference = _reference_log_weights(target, ref, rng, n_reference)
+        lw_reference = reference_log_weights(target, ref, rng, n_reference)
         estimates.append(
             bridge_core(lw_target, lw_reference, n_target_effective=n_eff, tol=tol, maxiter=maxiter)
         )
@@ -828,7 +494,7 @@ def bridge_sampling(
         evidence_draws["log_z_repetitions"] = (("repetition",), log_zs)
     label = "bridge" if proposal == "normal" else f"bridge_{proposal}"
     messages += se_messages(estimate)
-    return _evidence(target, estimate, label, evidence_draws, warnings=_flag(messages))
+    return build_evidence(target, estimate, label, evidence_draws, warnings=flag(messages))
 
 
 def combine_is_ris(ev_is: Evidence, ev_ris: Evidence, rule: str = "selection") -> Evidence:
@@ -923,7 +589,7 @@ def is_ris_combination(
     n_reference : int, optional
         Draws from the IS half's reference, and as many from reverse IS's for its
         reference-side check (the same draws when the reference is shared); default
-        :func:`~pm_evidence.api.default_reference_draws` (16 per posterior draw in the second halves).
+        :func:`~pm_evidence.draws.default_reference_draws` (16 per posterior draw in the second halves).
     symmetrize : {"auto", True, False}, default "auto"
         What to do when the posterior is invariant under relabelling components (label
         switching in a mixture; ``pm_evidence.modes``): ``"auto"`` relabels the draws into one
@@ -948,10 +614,10 @@ def is_ris_combination(
         )
     check_symmetrize_option(symmetrize)
     check_reference_covers_support(reference, "The importance-sampling half of the combination")
-    target = _target(model)
+    target = as_target(model)
     rngs = stage_rngs(random_seed)  # the same streams alone and in marginal_likelihood
     rng = rngs["is_ris"]
-    sampling = _sampling_options(draws, tune, chains, progressbar, sample_kwargs)
+    sampling = sampling_options(draws, tune, chains, progressbar, sample_kwargs)
     own = isinstance(reference, str) and reference == "auto"
     choose = _HalvesOwnReferences(target, rng) if own else None
     est_half, ref, lw_target, messages, diagnostics = fit_and_weigh(
@@ -960,11 +626,11 @@ def is_ris_combination(
     if n_reference is None:
         n_reference = default_reference_draws(est_half.shape[0] * est_half.shape[1], target.dim)
     if own:  # IS from its own reference; reverse IS checked by draws from its own
-        lw_reference = _reference_log_weights(target, choose.importance, rng, n_reference)
-        lw_check = _reference_log_weights(target, ref, rng, n_reference)
+        lw_reference = reference_log_weights(target, choose.importance, rng, n_reference)
+        lw_check = reference_log_weights(target, ref, rng, n_reference)
         diagnostics.update(reference_is=choose.importance.name, reference_ris=ref.name)
     else:  # one reference for both (seed 000 §6): the IS draws are reverse IS's check
-        lw_reference = lw_check = _reference_log_weights(target, ref, rng, n_reference)
+        lw_reference = lw_check = reference_log_weights(target, ref, rng, n_reference)
         diagnostics.update(reference=ref.name)
     is_half = importance_core(lw_reference)
     ris_half = reverse_importance_core(lw_target, lw_check)
@@ -978,10 +644,10 @@ def is_ris_combination(
     for name in used:
         half_messages, half, n = halves[name]
         messages += half_messages(half.diagnostics, n=n)
-    return _evidence(
+    return build_evidence(
         target,
         estimate,
         f"is_ris_{rule}",
         {"log_weight_target": lw_target, "log_weight_reference": lw_reference},
-        warnings=_flag(messages + se_messages(estimate)),
+        warnings=flag(messages + se_messages(estimate)),
     )

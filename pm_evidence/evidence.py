@@ -395,6 +395,44 @@ class Evidence:
         )
 
 
+def build_evidence(
+    target,
+    estimate,
+    method: str,
+    draws: dict,
+    sample_stats: xr.Dataset | None = None,
+    warnings: tuple[str, ...] | list[str] = (),
+) -> Evidence:
+    """The :class:`Evidence` of an estimate (an ``Estimate`` of :mod:`pm_evidence.estimators`:
+    ``log_z``, ``se``, ``diagnostics``) of ``target``'s model; per-draw arrays are ``(chain, draw)`` if 2-D, ``reference_draw`` if 1-D,
+    or ``(dims, array)`` tuples.
+
+    ``warnings`` were issued by the caller; the model's own (an improper prior, no data:
+    ``LogDensity.model_messages``, issued by :func:`~pm_evidence.target.as_target`) are added
+    here, so that every estimator's result carries them.
+    """
+    model_messages = tuple(m for m in target.model_messages if m not in warnings)
+    data_vars = {}
+    for name, value in draws.items():
+        if isinstance(value, tuple):  # (dims, array) given explicitly
+            data_vars[name] = value
+            continue
+        array = np.asarray(value)
+        dims = ("chain", "draw") if array.ndim == 2 else ("reference_draw",)
+        data_vars[name] = (dims, array)
+    return Evidence(
+        log_z=estimate.log_z,
+        se=estimate.se,
+        method=method,
+        diagnostics=estimate.diagnostics,
+        draws=xr.Dataset(data_vars),
+        model_name=target.model.name or "",
+        observed_fingerprint=target.observed_fingerprint,
+        sample_stats=xr.Dataset() if sample_stats is None else sample_stats,
+        warnings=(*warnings, *model_messages),
+    )
+
+
 def _child_dataset(tree: xr.DataTree, name: str) -> xr.Dataset:
     """The group's own variables, loaded into memory (a file read lazily may be closed later)."""
     if name not in tree.children:

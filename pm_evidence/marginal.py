@@ -10,7 +10,7 @@ import numpy as np
 import pymc as pm
 
 from pm_evidence import registry
-from pm_evidence.api import _target, posterior_draws
+from pm_evidence.draws import posterior_draws
 from pm_evidence.evidence import DISAGREEMENT_Z, Evidence, EvidenceSet
 from pm_evidence.exceptions import EvidenceInputError
 from pm_evidence.plan import SAMPLE_KEYS, PathOptions, make_plan
@@ -18,6 +18,7 @@ from pm_evidence.progress import interruptible, quiet, status
 from pm_evidence.references import Reference
 from pm_evidence.registry import METHODS, PATH_METHODS
 from pm_evidence.runs import AnnealingOptions, TemperingOptions
+from pm_evidence.target import as_target
 from pm_evidence.utils import root_sequence, stage_rngs, warn_user
 
 __all__ = ["METHODS", "PATH_METHODS", "marginal_likelihood"]
@@ -263,7 +264,7 @@ def cross_checked(estimate: Evidence, check: Evidence) -> Evidence:
 
 def _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs):
     if isinstance(method, str) and method == "auto":
-        return _auto(_target(model), idata, random_seed, progressbar, kwargs)
+        return _auto(as_target(model), idata, random_seed, progressbar, kwargs)
     if not isinstance(method, str) and "auto" in method:
         raise EvidenceInputError(
             "method='auto' picks two methods itself and cannot be part of a list; list the "
@@ -281,7 +282,7 @@ def _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs)
         progressbar,
         phase_name=f"compilation / set-up of {label!r}",
     ):
-        target = _target(model)
+        target = as_target(model)
     seed = root_sequence(random_seed)  # every callee gets the same stage streams from it
     rngs = stage_rngs(seed)
     plain = [

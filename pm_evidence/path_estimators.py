@@ -27,7 +27,6 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from pm_evidence.api import _evidence, _flag, se_messages, weight_messages
 from pm_evidence.estimators.annealed import (
     ads_binary_core,
     ads_multinomial_core,
@@ -36,8 +35,9 @@ from pm_evidence.estimators.annealed import (
 )
 from pm_evidence.estimators.base import Estimate
 from pm_evidence.estimators.tempered import mbar_core, rts_core, rts_log_z, ti_core
-from pm_evidence.evidence import Evidence
+from pm_evidence.evidence import Evidence, build_evidence
 from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.messages import flag, se_messages, weight_messages
 from pm_evidence.runs import AnnealingRun, TemperingRun
 from pm_evidence.utils import log_mean_exp, normalized_weights
 
@@ -124,10 +124,10 @@ def ais(run: AnnealingRun) -> Evidence:
         run.ladder.betas, acceptance=sampler.acceptance, nonfinite=sampler.nonfinite,
         step_size=run.ladder.tuning, log_z_rungs=log_mean_exp(sampler.log_weights_rungs, axis=1),
     )  # fmt: skip
-    return _evidence(
+    return build_evidence(
         run.plan.target, estimate, "ais",
         {"log_weight": (("ais_chain",), sampler.log_weights)}, stats,
-        warnings=_flag([*run.plan.messages, *messages, *se_messages(estimate)]),
+        warnings=flag([*run.plan.messages, *messages, *se_messages(estimate)]),
     )  # fmt: skip
 
 
@@ -167,10 +167,10 @@ def reverse_ais(run: AnnealingRun) -> Evidence:
         run.ladder.betas, acceptance=sampler.acceptance[::-1], nonfinite=sampler.nonfinite[::-1],
         step_size=run.ladder.tuning,
     )  # fmt: skip
-    return _evidence(
+    return build_evidence(
         run.plan.target, estimate, "raise",
         {"log_weight": (("raise_chain",), sampler.log_weights)}, stats,
-        warnings=_flag([*run.plan.messages, *messages, *se_messages(estimate)]),
+        warnings=flag([*run.plan.messages, *messages, *se_messages(estimate)]),
     )  # fmt: skip
 
 
@@ -210,10 +210,10 @@ def ads(run: AnnealingRun, version: str = "binary") -> Evidence:
     estimate.diagnostics.update(_common_diagnostics(run))
     estimate.diagnostics["version"] = version
     stats = _stats(run.ladder.betas, acceptance=sampler.acceptance, nonfinite=sampler.nonfinite)
-    return _evidence(
+    return build_evidence(
         run.plan.target, estimate, "ads",
         {"log_weight": (("ais_chain",), sampler.log_weights)}, stats,
-        warnings=_flag([*run.plan.messages, *se_messages(estimate)]),
+        warnings=flag([*run.plan.messages, *se_messages(estimate)]),
     )  # fmt: skip
 
 
@@ -291,9 +291,9 @@ def rts(run: TemperingRun) -> Evidence:
     )
     estimate.diagnostics.update(diagnostics)
     estimate.diagnostics.update(log_z_count=counts.log_z, se_count=counts.se)
-    return _evidence(
+    return build_evidence(
         run.plan.target, estimate, "rts", {}, _tempered_stats(run),
-        warnings=_flag([*messages, *se_messages(estimate)]),
+        warnings=flag([*messages, *se_messages(estimate)]),
     )  # fmt: skip
 
 
@@ -372,9 +372,9 @@ def ti(run: TemperingRun, variant: str = "rb", corrected: bool = True) -> Eviden
             f"their E_beta[Delta] is interpolated linearly in beta, an error the SE does not "
             f"include. Use variant='rb' (every draw counts at every rung) or a longer run."
         )
-    return _evidence(
+    return build_evidence(
         run.plan.target, estimate, "ti", {}, _tempered_stats(run),
-        warnings=_flag([*messages, *se_messages(estimate)]),
+        warnings=flag([*messages, *se_messages(estimate)]),
     )  # fmt: skip
 
 
@@ -417,7 +417,7 @@ def mbar(run: TemperingRun) -> Evidence:
             f"stays consistent, but the tempered chains left a gap in the ladder, so check the "
             f"occupancy (sample_stats) and compare with RTS."
         )
-    return _evidence(
+    return build_evidence(
         run.plan.target, estimate, "mbar", {}, _tempered_stats(run),
-        warnings=_flag([*messages, *se_messages(estimate)]),
+        warnings=flag([*messages, *se_messages(estimate)]),
     )  # fmt: skip

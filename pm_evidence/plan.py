@@ -19,15 +19,15 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from pm_evidence.api import (
+from pm_evidence.draws import (
     check_reference_covers_support,
     log_density_at_target_draws,
     posterior_draws,
-    posterior_messages,
     symmetric_reference,
     symmetry_diagnostics,
 )
 from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.messages import posterior_messages
 from pm_evidence.modes import plan_symmetry
 from pm_evidence.references import (
     BernoulliProductReference,
@@ -36,7 +36,7 @@ from pm_evidence.references import (
     Reference,
     fit_reference,
 )
-from pm_evidence.target import LogDensity
+from pm_evidence.target import LogDensity, as_target
 from pm_evidence.tempering.blocks import gibbs_blocks
 from pm_evidence.tempering.kernels import Kernel, make_kernel
 from pm_evidence.tempering.ladders import LADDERS, make_ladder
@@ -137,7 +137,7 @@ class PathPlan:
         The overlap measures compared by :func:`~pm_evidence.plan.auto_reference`.
     messages : tuple of str
         Warnings every result of this plan carries (R-hat of the NUTS draws); the model's own
-        (an improper prior, no data) are added to every result by ``api._evidence``.
+        (an improper prior, no data) are added to every result by ``evidence.build_evidence``.
     n_setup_evaluations : int
         Log-density evaluations of the pilot (and of a discrete model's burn-in and the search
         for its Gibbs blocks).
@@ -345,14 +345,13 @@ def make_plan(
     -------
     PathPlan
     """
-    from pm_evidence.api import _target
     from pm_evidence.utils import stage_rngs
 
     options = options or PathOptions()
     sampling = dict(sampling or {})
     check_sampling_options(sampling)
     rngs = rngs if rngs is not None else stage_rngs(random_seed)
-    target = _target(model)
+    target = as_target(model)
     reference = options.reference
     check_reference_covers_support(reference, "The geometric path of the path methods")
     ref = _explicit_reference(target, reference)

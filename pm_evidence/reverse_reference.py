@@ -92,7 +92,7 @@ def choose_reverse_reference(
         Draws from the candidates.
     wrap : callable, optional
         Applied to each fitted candidate before it is judged (e.g. the symmetrization over a
-        label-switching group, ``pm_evidence.api.symmetric_reference``).
+        label-switching group, ``pm_evidence.draws.symmetric_reference``).
     max_draws : int, optional
         Cap on the reference draws per candidate (memory for large models).
 

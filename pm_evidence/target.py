@@ -46,8 +46,9 @@ from pm_evidence.adapter.maps import ValueMaps, posterior_dataset
 from pm_evidence.adapter.model_checks import model_messages
 from pm_evidence.adapter.prior import PriorSampler
 from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.utils import warn_user
 
-__all__ = ["LogDensity", "VariableSlice", "vectorize_batched"]
+__all__ = ["LogDensity", "VariableSlice", "as_target", "vectorize_batched"]
 
 # One compiled adapter per live model (weak keys: dropped with the model). A cache, not state:
 # results never depend on it.
@@ -343,3 +344,28 @@ class LogDensity:
             for name in self.var_names
         }
         return self.to_unconstrained(values, batch_ndim=2)
+
+
+def as_target(model: pm.Model | LogDensity | None = None) -> LogDensity:
+    """The compiled adapter of a model, as every public entry point obtains it.
+
+    Made (or reused: :meth:`LogDensity.for_model`) from a PyMC model, the model's own warnings
+    (``LogDensity.model_messages``: an improper prior, no data) are issued once for the call;
+    every result carries them (:func:`~pm_evidence.evidence.build_evidence`). An adapter is
+    returned as it is.
+
+    Parameters
+    ----------
+    model : pymc.Model or LogDensity, optional
+        Taken from the ``with model:`` context when omitted.
+
+    Returns
+    -------
+    LogDensity
+    """
+    if isinstance(model, LogDensity):
+        return model
+    target = LogDensity.for_model(model)
+    for message in target.model_messages:
+        warn_user(message)
+    return target

@@ -20,11 +20,10 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 
-from pm_evidence.api import _target
 from pm_evidence.estimators.tempered import rts_partial_update
 from pm_evidence.plan import PathOptions, make_plan
 from pm_evidence.runs import log_r_of
-from pm_evidence.target import LogDensity
+from pm_evidence.target import LogDensity, as_target
 from pm_evidence.tempering.samplers import rts_initial_iterations, run_tempered
 from pm_evidence.utils import as_generator
 
@@ -74,7 +73,7 @@ class LogZTracker:
         random_seed=None,
         progressbar: bool = False,
     ):
-        self._target = _target(model)
+        self._target = as_target(model)
         self._rng = as_generator(random_seed)
         self._progressbar = progressbar
         plan = make_plan(

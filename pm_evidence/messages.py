@@ -1,0 +1,83 @@
+"""Checks on draws and weights, and the warnings they give.
+
+A check that fails gives a message: :func:`flag` issues it as a :class:`UserWarning` (at the
+user's line) and the estimator keeps it in the result's ``warnings`` (``Evidence.reliable`` is
+then False).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pm_evidence.estimators import Estimate
+from pm_evidence.utils import RHAT_MAX, good_pareto_k, max_rhat, warn_user
+
+__all__ = ["LOW_ESS", "flag", "posterior_messages", "se_messages", "weight_messages"]
+
+# Weight ESS below this many draws makes IS / reverse IS unreliable.
+LOW_ESS = 30
+
+
+# A check that fails gives a message: it is issued as a UserWarning and kept in the result's
+# ``warnings`` (``Evidence.reliable`` is then False).
+def flag(messages) -> tuple[str, ...]:
+    """Issue every message as a :class:`UserWarning` and return them for the result."""
+    messages = tuple(m for m in messages if m)
+    for message in messages:
+        warn_user(message)
+    return messages
+
+
+def posterior_messages(target, x: np.ndarray, *, relabelled: bool = False) -> list[str]:
+    """Warnings about posterior draws ``(chain, draw, dim)``: R-hat above ``RHAT_MAX``.
+
+    ``relabelled``: the draws were relabelled into one mirror image of a symmetric posterior
+    (``pm_evidence.modes.relabel``), so chains in different mirror modes agree.
+    """
+    if x.shape[0] * x.shape[1] < 8:
+        return []
+    rhat, worst = max_rhat(x)
+    if not rhat > RHAT_MAX:
+        return []
+    where = " after relabelling them into one mirror image" if relabelled else ""
+    return [
+        f"The posterior draws have R-hat {rhat:.3f} > {RHAT_MAX}{where} at "
+        f"{target.coordinate_names[worst]} (rank-normalized split R-hat; Vehtari et al. 2021 "
+        f"recommend 1.01): the {x.shape[0]} chains do not agree (not converged, or in "
+        f"different modes), so estimates built on them, and any reference fitted to them, "
+        f"may miss posterior mass. Draw more (tune, draws) or check the model."
+    ]
+
+
+def weight_messages(
+    diagnostics: dict, what: str, consequence: str, *, ess_key: str = "ess", n: int | None = None
+) -> list[str]:
+    """Low weight ESS (below ``LOW_ESS``) and a Pareto k-hat above
+    :func:`~pm_evidence.utils.good_pareto_k` of importance-type weights."""
+    messages = []
+    ess = diagnostics.get(ess_key, np.nan)
+    if ess < LOW_ESS:
+        messages.append(
+            f"{what} have an effective sample size of only {ess:.1f} (below {LOW_ESS}): "
+            f"{consequence}"
+        )
+    khat = diagnostics.get("pareto_k", np.nan)
+    n = n if n is not None else diagnostics.get("n_chains", 0)
+    if n and khat > good_pareto_k(n):
+        messages.append(
+            f"{what} have Pareto k-hat {khat:.2f} > {good_pareto_k(n):.2f} (the threshold "
+            f"min(1 - 1/log10(n), 0.7) of Vehtari et al. 2024 for n = {n}): their mean rests on "
+            f"a few large weights, so {consequence}"
+        )
+    return messages
+
+
+def se_messages(estimate: Estimate) -> list[str]:
+    """A standard error that is not finite (e.g. an effective sample size ArviZ could not
+    compute) is reported, not replaced."""
+    if np.isfinite(estimate.se):
+        return []
+    return [
+        f"The standard error is {estimate.se} (not finite): the precision of log Z is unknown "
+        f"(an effective sample size or variance could not be computed from these draws)."
+    ]
