@@ -349,7 +349,7 @@ class LogDensity:
 def as_target(model: pm.Model | LogDensity | None = None) -> LogDensity:
     """The compiled adapter of a model, as every public entry point obtains it.
 
-    Made (or reused: :meth:`LogDensity.for_model`) from a PyMC model, the model's own warnings
+    Made (or reused: :meth:`~pm_evidence.LogDensity.for_model`) from a PyMC model, the model's own warnings
     (``LogDensity.model_messages``: an improper prior, no data) are issued once for the call;
     every result carries them (:func:`~pm_evidence.evidence.build_evidence`). An adapter is
     returned as it is.
