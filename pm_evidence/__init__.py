@@ -2,11 +2,13 @@
 
 from pm_evidence import path_estimators
 from pm_evidence.api import (
+    PosteriorPlan,
     bridge_sampling,
     combine_is_ris,
     discriminance_sampling,
     importance_sampling,
     is_ris_combination,
+    make_posterior_plan,
     reverse_importance_sampling,
 )
 from pm_evidence.api_tempering import (
@@ -77,6 +79,7 @@ __all__ = [
     "OverlapError",
     "PathOptions",
     "PathPlan",
+    "PosteriorPlan",
     "PriorReference",
     "Reference",
     "TemperingOptions",
@@ -94,6 +97,7 @@ __all__ = [
     "importance_sampling",
     "is_ris_combination",
     "make_plan",
+    "make_posterior_plan",
     "marginal_likelihood",
     "mbar",
     "path_estimators",

@@ -16,10 +16,12 @@ import xarray as xr
 
 from pm_evidence.draws import (
     MAX_REFERENCE_NUMBERS,
+    PosteriorPlan,
     check_reference_covers_support,
     default_reference_draws,
     fit_and_weigh,
     posterior_draws,
+    posterior_plan,
     reference_log_weights,
     sampling_options,
     symmetric_reference,
@@ -45,13 +47,57 @@ from pm_evidence.target import LogDensity, as_target
 from pm_evidence.utils import good_pareto_k, mcmc_ess, stage_rngs, warn_user
 
 __all__ = [
+    "PosteriorPlan",
     "bridge_sampling",
     "combine_is_ris",
     "discriminance_sampling",
     "importance_sampling",
     "is_ris_combination",
+    "make_posterior_plan",
     "reverse_importance_sampling",
 ]
+
+
+def make_posterior_plan(
+    model: pm.Model | LogDensity | None = None,
+    idata=None,
+    *,
+    random_seed=None,
+    progressbar: bool = True,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 4,
+    sample_kwargs: dict | None = None,
+) -> PosteriorPlan:
+    """The posterior draws and symmetry search that the estimators on posterior draws share.
+
+    Pass the result as ``idata=`` to :func:`bridge_sampling`, :func:`discriminance_sampling`,
+    :func:`importance_sampling`, :func:`reverse_importance_sampling` or
+    :func:`is_ris_combination` (or to :func:`~pm_evidence.marginal_likelihood`): the draws are
+    read (or drawn by NUTS) and searched for a relabelling symmetry once. Each method's result
+    is the same as with ``idata`` itself (``marginal_likelihood`` makes one for a list).
+
+    Parameters
+    ----------
+    model : pymc.Model or LogDensity, optional
+        Taken from the ``with model:`` context when omitted.
+    idata : xarray.DataTree, optional
+        Posterior draws of this model (``pm.sample()`` output, checked against the data the
+        model holds); drawn with NUTS when omitted.
+    random_seed : int or numpy.random.Generator, optional
+        Seeds NUTS from the ``"posterior"`` stage stream, as every method does.
+    progressbar : bool
+    draws, tune, chains, sample_kwargs
+        NUTS options.
+
+    Returns
+    -------
+    PosteriorPlan
+    """
+    target = as_target(model)
+    rng = stage_rngs(random_seed)["posterior"]
+    return posterior_plan(target, idata, rng=rng, progressbar=progressbar, draws=draws,
+                          tune=tune, chains=chains, sample_kwargs=sample_kwargs)  # fmt: skip
 
 def importance_sampling(
     model: pm.Model | LogDensity | None = None,
@@ -89,7 +135,8 @@ def importance_sampling(
         miss is then a warning). Diagnostics ``symmetry`` (what was found and done),
         ``symmetry_group_size``, ``symmetrized``.
     idata, draws, tune, chains, sample_kwargs, progressbar
-        Posterior draws, or how NUTS draws them.
+        Posterior draws (or a :class:`PosteriorPlan` shared with other methods), or how NUTS
+        draws them.
     random_seed : int or numpy.random.Generator, optional
 
     Returns
@@ -106,8 +153,8 @@ def importance_sampling(
     symmetry = {"symmetry": "not checked (no posterior draws)"}
     if not (isinstance(reference, Reference) or reference == "prior"):
         sampling = sampling_options(draws, tune, chains, progressbar, sample_kwargs)
-        plan = symmetry_step(target, posterior_draws(target, idata, rng=rngs["posterior"], **sampling),
-                             reference, symmetrize)  # fmt: skip
+        x = posterior_draws(target, idata, rng=rngs["posterior"], **sampling)
+        plan = symmetry_step(target, x, reference, symmetrize, idata)
         fit_draws = plan.draws
         messages = posterior_messages(target, fit_draws, relabelled=plan.relabelled)
         messages += list(plan.messages)
@@ -193,7 +240,8 @@ def reverse_importance_sampling(
         miss is then a warning). Diagnostics ``symmetry`` (what was found and done),
         ``symmetry_group_size``, ``symmetrized``.
     idata, draws, tune, chains, sample_kwargs, progressbar
-        Posterior draws, or how NUTS draws them.
+        Posterior draws (or a :class:`PosteriorPlan` shared with other methods), or how NUTS
+        draws them.
     random_seed : int or numpy.random.Generator, optional
 
     Returns
@@ -322,7 +370,8 @@ def discriminance_sampling(
         miss is then a warning). Diagnostics ``symmetry`` (what was found and done),
         ``symmetry_group_size``, ``symmetrized``.
     idata, draws, tune, chains, sample_kwargs, progressbar
-        Posterior draws, or how NUTS draws them.
+        Posterior draws (or a :class:`PosteriorPlan` shared with other methods), or how NUTS
+        draws them.
     random_seed : int or numpy.random.Generator, optional
 
     Returns
@@ -416,7 +465,8 @@ def bridge_sampling(
         miss is then a warning). Diagnostics ``symmetry`` (what was found and done),
         ``symmetry_group_size``, ``symmetrized``.
     idata, draws, tune, chains, sample_kwargs, progressbar
-        Posterior draws, or how NUTS draws them.
+        Posterior draws (or a :class:`PosteriorPlan` shared with other methods), or how NUTS
+        draws them.
     random_seed : int or numpy.random.Generator, optional
     method : str, optional
         Deprecated name of ``proposal`` (``method`` names the estimator everywhere else).
@@ -599,7 +649,8 @@ def is_ris_combination(
         miss is then a warning). Diagnostics ``symmetry`` (what was found and done),
         ``symmetry_group_size``, ``symmetrized``.
     idata, draws, tune, chains, sample_kwargs, progressbar
-        Posterior draws, or how NUTS draws them.
+        Posterior draws (or a :class:`PosteriorPlan` shared with other methods), or how NUTS
+        draws them.
     random_seed : int or numpy.random.Generator, optional
 
     Returns

@@ -5,12 +5,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from pm_evidence.exceptions import EvidenceInputError, NonFiniteLogDensityError
 from pm_evidence.messages import posterior_messages
-from pm_evidence.modes import INVARIANCE_RTOL, SymmetryPlan, plan_symmetry, spread_points
+from pm_evidence.modes import (
+    INVARIANCE_RTOL,
+    SymmetryPlan,
+    SymmetrySearch,
+    find_symmetry,
+    plan_symmetry,
+    spread_points,
+)
 from pm_evidence.progress import pymc_sample
 from pm_evidence.references import (
     BOUNDED_REFERENCE_NAMES,
@@ -25,12 +33,14 @@ from pm_evidence.utils import spawn_seed
 __all__ = [
     "MAX_REFERENCE_NUMBERS",
     "REFERENCE_DRAWS_PER_POSTERIOR_DRAW",
+    "PosteriorPlan",
     "check_reference_covers_support",
     "default_reference_draws",
     "fit_and_weigh",
     "log_density_at_target_draws",
     "log_weights",
-    "posterior_draws",
+        "posterior_draws",
+    "posterior_plan",
     "reference_log_weights",
     "sampling_options",
     "split_halves",
@@ -38,6 +48,77 @@ __all__ = [
     "symmetry_diagnostics",
     "symmetry_step",
 ]
+
+
+@dataclass(frozen=True, eq=False)
+class PosteriorPlan:
+    """The posterior draws every estimator on posterior draws shares, and what depends on them
+    alone: the counterpart of :class:`~pm_evidence.PathPlan` for the methods of the
+    ``"posterior"`` family (:mod:`pm_evidence.registry`).
+
+    Made once by :func:`pm_evidence.make_posterior_plan` (``marginal_likelihood`` does so for
+    a list of methods); pass it as ``idata=`` to any of them. What each method decides on top of it (its
+    symmetry decision, which depends on its reference and ``symmetrize``; the halves of the
+    draws; its reference) is its own, and returned, never written into the plan.
+
+    Attributes
+    ----------
+    target : LogDensity
+        The model's adapter the draws belong to.
+    draws : numpy.ndarray
+        Flat unconstrained posterior draws ``(chain, draw, dim)`` (from ``idata`` or NUTS).
+    search : SymmetrySearch (of pm_evidence.modes)
+        The relabelling symmetry of the posterior found at these draws
+        (``pm_evidence.modes.find_symmetry``; deterministic given the draws).
+    """
+
+    target: LogDensity
+    draws: np.ndarray
+    search: SymmetrySearch
+
+
+def posterior_plan(
+    target: LogDensity,
+    idata=None,
+    *,
+    rng: np.random.Generator,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 4,
+    progressbar: bool = True,
+    sample_kwargs: dict | None = None,
+) -> PosteriorPlan:
+    """Posterior draws (:func:`posterior_draws`: from ``idata``, checked against the model's
+    data, or from NUTS with ``rng``) and the symmetry search at them, made once.
+
+    Parameters
+    ----------
+    target : LogDensity
+    idata : xarray.DataTree, xarray.Dataset, numpy.ndarray or PosteriorPlan, optional
+        As :func:`posterior_draws` (a plan is returned as it is).
+    rng : numpy.random.Generator
+        The ``"posterior"`` stage stream (NUTS's seed).
+    draws, tune, chains, progressbar, sample_kwargs
+        NUTS options, when it draws.
+
+    Returns
+    -------
+    PosteriorPlan
+    """
+    if isinstance(idata, PosteriorPlan):
+        return _checked_plan(target, idata)
+    x = posterior_draws(target, idata, rng=rng, draws=draws, tune=tune, chains=chains,
+                        progressbar=progressbar, sample_kwargs=sample_kwargs)  # fmt: skip
+    return PosteriorPlan(target, x, find_symmetry(target, spread_points(x)))
+
+
+def _checked_plan(target: LogDensity, plan: PosteriorPlan) -> PosteriorPlan:
+    if plan.target is not target:
+        raise EvidenceInputError(
+            "This PosteriorPlan was made for another model (or another adapter of it): make "
+            "one with pm_evidence.make_posterior_plan(model) for the model you pass."
+        )
+    return plan
 
 
 def posterior_draws(
@@ -53,8 +134,11 @@ def posterior_draws(
 ) -> np.ndarray:
     """Flat unconstrained posterior draws ``(chain, draw, dim)``, from ``idata`` or from NUTS.
 
-    ``idata`` may be a DataTree/Dataset of named draws or an array of flat draws.
+    ``idata`` may be a DataTree/Dataset of named draws, an array of flat draws, or a
+    :class:`PosteriorPlan` (its draws).
     """
+    if isinstance(idata, PosteriorPlan):
+        return _checked_plan(target, idata).draws
     if idata is None:
         target.require_continuous("NUTS posterior sampling")
         kwargs = {"compute_convergence_checks": False, **(sample_kwargs or {})}
@@ -154,9 +238,11 @@ def symmetry_diagnostics(plan: SymmetryPlan, reference: Reference) -> dict:
     return diagnostics
 
 
-def symmetry_step(target, x: np.ndarray, reference, symmetrize) -> SymmetryPlan:
-    """``pm_evidence.modes.plan_symmetry`` for posterior draws ``x`` and a reference."""
-    return plan_symmetry(target, x, symmetrize, warp3=reference == "warp3")
+def symmetry_step(target, x: np.ndarray, reference, symmetrize, idata=None) -> SymmetryPlan:
+    """``pm_evidence.modes.plan_symmetry`` for posterior draws ``x`` and a reference; when
+    ``idata`` is a :class:`PosteriorPlan` its symmetry search is reused."""
+    search = idata.search if isinstance(idata, PosteriorPlan) else None
+    return plan_symmetry(target, x, symmetrize, warp3=reference == "warp3", search=search)
 
 
 def fit_and_weigh(
@@ -184,7 +270,7 @@ def fit_and_weigh(
     diagnostics of the plan (and the chooser's).
     """
     x = posterior_draws(target, idata, rng=posterior_rng, **sampling)
-    plan = symmetry_step(target, x, reference, symmetrize)
+    plan = symmetry_step(target, x, reference, symmetrize, idata)
     fit_half, est_half = split_halves(plan.draws)
     chosen = {}
     if choose_reference is None:

@@ -10,7 +10,7 @@ import numpy as np
 import pymc as pm
 
 from pm_evidence import registry
-from pm_evidence.draws import posterior_draws
+from pm_evidence.draws import posterior_plan
 from pm_evidence.evidence import DISAGREEMENT_Z, Evidence, EvidenceSet
 from pm_evidence.exceptions import EvidenceInputError
 from pm_evidence.plan import SAMPLE_KEYS, PathOptions, make_plan
@@ -289,11 +289,13 @@ def _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs)
         m for m in methods
         if registry.method(m).family == "posterior" and _needs_posterior_draws(m, kwargs)
     ]  # fmt: skip
-    if idata is None and plain:
-        # drawn once from the "posterior" stream: the same draws a path plan would make
+    if plain:
+        # one posterior plan for every method on posterior draws: the draws (from idata, or
+        # drawn once from the "posterior" stream: the same draws a path plan would make) and
+        # the symmetry search at them
         sampling = {k: v for k, v in kwargs.items() if k in SAMPLE_KEYS}
-        idata = posterior_draws(
-            target, None, rng=rngs["posterior"], progressbar=progressbar, **sampling
+        idata = posterior_plan(
+            target, idata, rng=rngs["posterior"], progressbar=progressbar, **sampling
         )
     runs = _PathRuns(target, methods, idata, rngs, progressbar, kwargs)
     results = EvidenceSet()

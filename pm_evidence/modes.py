@@ -858,6 +858,7 @@ def plan_symmetry(
     *,
     warp3: bool = False,
     max_group_size: int = MAX_GROUP_SIZE,
+    search: SymmetrySearch | None = None,
 ) -> SymmetryPlan:
     """Find a symmetry of the posterior and decide what a reference fitted to ``draws`` does.
 
@@ -879,13 +880,18 @@ def plan_symmetry(
     warp3 : bool
         The reference is warp-3's (it cannot be symmetrized).
     max_group_size : int, default MAX_GROUP_SIZE
+    search : SymmetrySearch, optional
+        :func:`find_symmetry` on these draws, made earlier (it depends on the draws only, so a
+        posterior plan makes it once for every method; ``max_group_size`` is then the one it
+        was made with).
 
     Returns
     -------
     SymmetryPlan
     """
     check_symmetrize_option(symmetrize)
-    search = find_symmetry(target, spread_points(draws), max_group_size=max_group_size)
+    if search is None:
+        search = find_symmetry(target, spread_points(draws), max_group_size=max_group_size)
     diagnostics: dict = {
         "symmetry": "none",
         "symmetry_group_size": search.size,

@@ -186,7 +186,7 @@ def test_importance_sampling_from_the_prior_draws_no_posterior(normal_mean_case,
     def refuse(*args, **kwargs):
         raise AssertionError("posterior draws were made")
 
-    monkeypatch.setattr(marginal, "posterior_draws", refuse)
+    monkeypatch.setattr(marginal, "posterior_plan", refuse)
     ev = pme.marginal_likelihood(
         normal_mean_case.model, method="is", reference="prior", random_seed=1, progressbar=False
     )
