@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import ClassVar
 
 import numpy as np
 from scipy import linalg, special
@@ -34,13 +35,25 @@ __all__ = [
 
 
 class Reference:
-    """Interface of a normalized reference distribution on the flat unconstrained space."""
+    """Interface of a normalized reference distribution on the flat unconstrained space.
+
+    A reference with ``has_gradient = True`` implements :meth:`grad_logpdf` (HMC and GWG on a
+    geometric path from it need it); the others raise.
+    """
 
     name: str = "reference"
     dim: int
+    has_gradient: ClassVar[bool] = False
 
     def logpdf(self, x: np.ndarray) -> np.ndarray:  # pragma: no cover - interface
         raise NotImplementedError
+
+    def grad_logpdf(self, x: np.ndarray) -> np.ndarray:
+        """Gradient of ``logpdf`` with respect to ``x``, shaped like ``x`` (only where
+        ``has_gradient``)."""
+        raise EvidenceInputError(
+            f"The {self.name!r} reference has no gradient of its log-density (has_gradient=False)."
+        )
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
@@ -124,6 +137,7 @@ class MultivariateNormalReference(Reference):
     mean: np.ndarray
     chol: np.ndarray
     name: str = "normal"
+    has_gradient: ClassVar[bool] = True
 
     @classmethod
     def fit(cls, draws: np.ndarray) -> MultivariateNormalReference:
@@ -181,6 +195,7 @@ class TruncatedNormalReference(MultivariateNormalReference):
 
     mass: float = 0.95
     name: str = "truncated_normal"
+    has_gradient: ClassVar[bool] = False
 
     @classmethod
     def fit(
@@ -253,6 +268,7 @@ class MultivariateStudentTReference(Reference):
     chol: np.ndarray
     df: float = 5.0
     name: str = "student_t"
+    has_gradient: ClassVar[bool] = True
 
     @classmethod
     def fit(cls, draws: np.ndarray, df: float = 5.0) -> MultivariateStudentTReference:
@@ -380,6 +396,11 @@ class SymmetrizedReference(Reference):
         """Number of group elements ``|G|``."""
         return len(self.actions)
 
+    @property
+    def has_gradient(self) -> bool:
+        """Whether the base reference has a gradient (:meth:`grad_logpdf` needs it)."""
+        return self.base.has_gradient
+
     def _component_logpdfs(self, x) -> np.ndarray:
         """``log q(g x)`` for every ``g``: shape ``(|G|, ...)``."""
         x = np.asarray(x, dtype=float)
@@ -452,6 +473,9 @@ class PriorReference(Reference):
 
     target: object  # LogDensity
     name: str = "prior"
+    # no grad_logpdf: a geometric path from the prior takes its gradients from the model's own
+    # prior and likelihood terms (GeometricPath.evaluate)
+    has_gradient: ClassVar[bool] = False
 
     def __post_init__(self):
         from pymc.distributions.continuous import FlatRV, HalfFlatRV
@@ -514,6 +538,7 @@ class BernoulliProductReference(Reference):
 
     logits: np.ndarray
     name: str = "bernoulli_product"
+    has_gradient: ClassVar[bool] = True  # of the relaxed log-density
 
     def __post_init__(self):
         logits = np.asarray(self.logits, dtype=float)

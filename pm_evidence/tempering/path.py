@@ -52,7 +52,7 @@ class GeometricPath:
     reference : Reference
         Normalized ``p0`` on the flat unconstrained space. :class:`PriorReference` uses the
         model's own prior/likelihood split (``Delta`` = log likelihood, no extra evaluations);
-        fitted references need ``logpdf`` (and ``grad_logpdf`` for HMC).
+        fitted references need ``logpdf`` (and, for HMC, ``grad_logpdf``: ``has_gradient``).
     """
 
     def __init__(self, target, reference: Reference):
@@ -93,10 +93,11 @@ class GeometricPath:
         delta = log_prior + log_lik - log_p0
         if not with_grad:
             return PathState(x, log_p0, delta)
-        if not hasattr(self.reference, "grad_logpdf"):
+        if not self.reference.has_gradient:
             raise EvidenceInputError(
                 f"HMC needs the gradient of the reference's log-density, and the "
-                f"{self.reference.name!r} reference has no grad_logpdf. Use kernel='rwm'."
+                f"{self.reference.name!r} reference has none (has_gradient=False). Use "
+                f"kernel='rwm'."
             )
         g_p0 = self.reference.grad_logpdf(x)
         return PathState(x, log_p0, delta, g_p0, g_prior + g_lik - g_p0)
