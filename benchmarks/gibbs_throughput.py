@@ -14,17 +14,17 @@ import numpy as np
 
 from pm_evidence import energy
 from pm_evidence.target import LogDensity
-from pm_evidence.tempering.kernels import make_kernel, transition
+from pm_evidence.tempering.kernels import make_kernel
 from pm_evidence.tempering.path import GeometricPath
 
 
 def sweeps_per_second(path, kernel, x, betas, rng, n_sweeps):
     state = path.evaluate(x, with_grad=kernel.needs_grad)
     ones = np.ones(x.shape[0])
-    transition(kernel, rng, path, state, betas, ones)  # warm-up
+    kernel.step(rng, path, state, betas, ones)  # warm-up
     start = time.perf_counter()
     for _ in range(n_sweeps):
-        state, _, _ = transition(kernel, rng, path, state, betas, ones)
+        state, _, _ = kernel.step(rng, path, state, betas, ones)
     return x.shape[0] * n_sweeps / (time.perf_counter() - start)
 
 

@@ -220,14 +220,13 @@ def ads(run: AnnealingRun, version: str = "binary") -> Evidence:
 # ---------------------------------------------------------------------- tempering
 def _tempered_stats(run: TemperingRun) -> xr.Dataset:
     sampler = run.sampler
-    total = sampler.n_iterations.sum()
-    c_hat = sampler.c_sum.sum(axis=0) / total
+    c_hat = sampler.c_hat
     return _stats(
         run.ladder.betas,
         acceptance=sampler.acceptance,
         nonfinite=sampler.nonfinite,
         occupancy=c_hat,
-        occupancy_counts=sampler.count.sum(axis=0) / total,
+        occupancy_counts=sampler.count.sum(axis=0) / sampler.n_iterations.sum(),
         prior_r=normalized_weights(sampler.log_r),
         log_z_rungs=rts_log_z(c_hat, sampler.log_r, sampler.log_zhat),
         log_zhat=sampler.log_zhat - sampler.log_zhat[0],
@@ -238,8 +237,7 @@ def _tempered_stats(run: TemperingRun) -> xr.Dataset:
 
 def _occupancy_messages(run: TemperingRun) -> list[str]:
     sampler = run.sampler
-    c_hat = sampler.c_sum.sum(axis=0) / sampler.n_iterations.sum()
-    ratio = c_hat / normalized_weights(sampler.log_r)
+    ratio = sampler.c_hat / normalized_weights(sampler.log_r)
     worst = int(np.argmin(ratio))
     if not ratio[worst] < MIN_OCCUPANCY_RATIO:
         return []
@@ -403,10 +401,9 @@ def mbar(run: TemperingRun) -> Evidence:
             "TemperingOptions(record=True)."
         )
     diagnostics, messages = _tempered_common(run)
-    c_hat = sampler.c_sum.sum(axis=0) / sampler.n_iterations.sum()
     estimate = mbar_core(
         sampler.delta_draws, sampler.rung_draws, betas, unit=sampler.unit_of_chain_draw,
-        log_z0=rts_log_z(c_hat, sampler.log_r, sampler.log_zhat),
+        log_z0=rts_log_z(sampler.c_hat, sampler.log_r, sampler.log_zhat),
     )  # fmt: skip
     estimate.diagnostics.update(diagnostics)
     dropped = estimate.diagnostics["n_dropped_rungs"]

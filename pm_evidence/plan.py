@@ -39,7 +39,7 @@ from pm_evidence.references import (
 from pm_evidence.target import LogDensity, as_target
 from pm_evidence.tempering.blocks import gibbs_blocks
 from pm_evidence.tempering.kernels import Kernel, make_kernel
-from pm_evidence.tempering.ladders import LADDERS, make_ladder
+from pm_evidence.tempering.ladders import LADDERS, Ladder, make_ladder
 from pm_evidence.tempering.path import GeometricPath
 from pm_evidence.tempering.pilot import Pilot, ladder_from_pilot, run_pilot
 from pm_evidence.tempering.samplers import sample_at_beta
@@ -99,21 +99,6 @@ class PathOptions:
     blocks: tuple | list | str | None = None
     n_pilot_chains: int = 128
     symmetrize: str | bool = "auto"
-
-
-@dataclass(frozen=True)
-class Ladder:
-    """Rungs ``0 = beta_1 < ... < beta_K = 1`` with the kernel's tuning and the pilot's
-    ``log Z_beta`` at each, and how they were chosen."""
-
-    betas: np.ndarray
-    tuning: np.ndarray
-    log_z_pilot: np.ndarray
-    how: str
-
-    @property
-    def n_rungs(self) -> int:
-        return int(self.betas.size)
 
 
 @dataclass(frozen=True)

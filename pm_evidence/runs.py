@@ -44,7 +44,10 @@ from pm_evidence.exceptions import EvidenceInputError, OverlapError
 from pm_evidence.plan import Ladder, PathPlan
 from pm_evidence.tempering.samplers import (
     AnnealRun,
+    AnnealSettings,
+    TemperedChains,
     TemperedRun,
+    TemperedSettings,
     anneal,
     rts_initial_iterations,
     run_tempered,
@@ -325,24 +328,6 @@ class TemperingRun:
     se_reached: float | None = None
 
 
-def _concat_anneal(a: AnnealRun, b: AnnealRun) -> AnnealRun:
-    n_a, n_b = a.log_weights.size, b.log_weights.size
-
-    def stack(x, y):
-        return None if x is None else np.concatenate([x, y], axis=-1)
-
-    return AnnealRun(
-        a.betas,
-        np.concatenate([a.log_weights, b.log_weights]),
-        stack(a.delta, b.delta),
-        stack(a.log_weights_rungs, b.log_weights_rungs),
-        (a.acceptance * n_a + b.acceptance * n_b) / (n_a + n_b),
-        a.nonfinite + b.nonfinite,
-        a.n_evaluations + b.n_evaluations,
-        b.final,
-    )
-
-
 def _ladder(plan: PathPlan, options, default_adaptive: int, default_named: int) -> Ladder:
     named = not (isinstance(options.ladder, str) and options.ladder == "adaptive")
     default = default_named if named else default_adaptive
@@ -389,15 +374,18 @@ def run_annealing(
     budget_cap = _budget_count(options.max_evaluations, 0, per_chain)
     max_chains = max(first, min(count_cap, budget_cap))
     cap_name = "max_evaluations" if budget_cap < count_cap else "max_chains"
+    settings = AnnealSettings(
+        n_steps=options.n_steps, store=True, progressbar=progressbar, description="AIS"
+    )
     start = time.perf_counter()
     run, reached, n_batch, stopped_by, se = None, None, first, "fixed", None
     while True:
         state = plan.path.sample_reference(rng, n_batch, with_grad=plan.kernel.needs_grad)
         batch = anneal(
-            rng, plan.path, plan.kernel, ladder.betas, state, ladder.tuning,
-            n_steps=options.n_steps, store=True, progressbar=progressbar, description="AIS",
+            rng, plan.path, plan.kernel, ladder, state, settings,
+            points_moved=0 if run is None else run.points_moved,
         )  # fmt: skip
-        run = batch if run is None else _concat_anneal(run, batch)
+        run = batch if run is None else run.merge(batch)
         if options.target_se is None or options.n_chains is not None:
             break
         try:
@@ -482,10 +470,8 @@ def run_reverse_annealing(
     ladder = _ladder(plan, options, _reverse_annealing_rungs(plan.length), 1000)
     chosen = np.sort(rng.choice(flat.shape[0], size=n_chains, replace=False))
     state = plan.path.evaluate(flat[chosen], with_grad=plan.kernel.needs_grad)
-    run = anneal(
-        rng, plan.path, plan.kernel, ladder.betas[::-1], state, ladder.tuning[::-1],
-        n_steps=options.n_steps, store=False, progressbar=progressbar, description="RAISE",
-    )  # fmt: skip
+    settings = AnnealSettings(n_steps=options.n_steps, progressbar=progressbar, description="RAISE")
+    run = anneal(rng, plan.path, plan.kernel, ladder.reversed(), state, settings)
     return AnnealingRun(plan, ladder, run, options, reverse=True)
 
 
@@ -515,39 +501,6 @@ def _sampler_warnings(caught) -> tuple[str, ...]:
         else:
             warn_user(str(record.message), record.category)
     return tuple(messages)
-
-
-def _merge_tempered(a: TemperedRun, b: TemperedRun) -> TemperedRun:
-    """Two consecutive stretches of the same chains as one run (sums add; draws append)."""
-    w_a, w_b = a.n_iterations.sum(), b.n_iterations.sum()
-
-    def cat(x, y):
-        return None if x is None else np.concatenate([x, y], axis=1)
-
-    acceptance = np.where(
-        np.isnan(a.acceptance), b.acceptance,
-        np.where(np.isnan(b.acceptance), a.acceptance,
-                 (a.acceptance * w_a + b.acceptance * w_b) / (w_a + w_b)),
-    )  # fmt: skip
-    return a._replace(
-        c_sum=a.c_sum + b.c_sum,
-        rb_delta_sum=a.rb_delta_sum + b.rb_delta_sum,
-        rb_delta2_sum=a.rb_delta2_sum + b.rb_delta2_sum,
-        count=a.count + b.count,
-        count_delta_sum=a.count_delta_sum + b.count_delta_sum,
-        count_delta2_sum=a.count_delta2_sum + b.count_delta2_sum,
-        n_iterations=a.n_iterations + b.n_iterations,
-        transitions=a.transitions + b.transitions,
-        acceptance=acceptance,
-        nonfinite=a.nonfinite + b.nonfinite,
-        delta_draws=cat(a.delta_draws, b.delta_draws),
-        rung_draws=cat(a.rung_draws, b.rung_draws),
-        unit_of_chain_draw=cat(a.unit_of_chain_draw, b.unit_of_chain_draw),
-        n_evaluations=a.n_evaluations + b.n_evaluations,
-        final=b.final,
-        final_rung=b.final_rung,
-        interrupted=a.interrupted or b.interrupted,
-    )
 
 
 def run_tempering(
@@ -593,8 +546,8 @@ def run_tempering(
     reached = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        log_zhat, state, history, n_eval_init = rts_initial_iterations(
-            rng, path, kernel, ladder.betas, log_r, ladder.log_z_pilot, state, ladder.tuning,
+        log_zhat, chains, history, n_eval_init = rts_initial_iterations(
+            rng, path, kernel, ladder, log_r, TemperedChains(state),
             n_sweeps=options.n_init_sweeps, tol=options.init_tol,
             max_iterations=options.max_init_iterations, progressbar=progressbar,
         )  # fmt: skip
@@ -603,15 +556,14 @@ def run_tempering(
         if n_sweeps is None:  # the budget may shorten the first stretch, to min_sweeps // 2
             room = _budget_count(options.max_evaluations, n_eval_init, per_sweep)
             n_sweeps = int(min(options.min_sweeps, max(room, options.min_sweeps // 2)))
-        run, rung, stopped_by, se = None, None, "fixed", None
+        run, stopped_by, se = None, "fixed", None
         while True:
-            stretch = run_tempered(
-                rng, path, kernel, ladder.betas, log_r, log_zhat, state, rung, ladder.tuning,
-                n_sweeps=n_sweeps, n_steps=options.n_steps, n_time_batches=n_time_batches,
-                record=options.record, progressbar=progressbar, description="tempered sampling",
-            )  # fmt: skip
-            run = stretch if run is None else _merge_tempered(run, stretch)
-            state, rung = run.final, run.final_rung
+            settings = TemperedSettings(
+                n_sweeps, options.n_steps, n_time_batches, options.record, progressbar
+            )
+            stretch = run_tempered(rng, path, kernel, ladder, log_r, log_zhat, chains, settings)
+            run = stretch if run is None else run.merge(stretch)
+            chains = run.chains
             if run.interrupted:
                 stopped_by = "interrupted"
             if options.n_sweeps is not None or options.target_se is None or run.interrupted:

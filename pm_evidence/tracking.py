@@ -24,7 +24,12 @@ from pm_evidence.estimators.tempered import rts_partial_update
 from pm_evidence.plan import PathOptions, make_plan
 from pm_evidence.runs import log_r_of
 from pm_evidence.target import LogDensity, as_target
-from pm_evidence.tempering.samplers import rts_initial_iterations, run_tempered
+from pm_evidence.tempering.samplers import (
+    TemperedChains,
+    TemperedSettings,
+    rts_initial_iterations,
+    run_tempered,
+)
 from pm_evidence.utils import as_generator
 
 __all__ = ["LogZTracker"]
@@ -86,12 +91,11 @@ class LogZTracker:
         self._ladder = plan.ladder(ladder, n_rungs, beta_min, default_rungs=n_rungs)
         self._log_r = log_r_of(prior_r, self._ladder.n_rungs)
         state = plan.path.sample_reference(self._rng, n_chains, with_grad=plan.kernel.needs_grad)
-        log_zhat, state, self.init_history, n_eval = rts_initial_iterations(
-            self._rng, plan.path, plan.kernel, self._ladder.betas, self._log_r,
-            self._ladder.log_z_pilot, state, self._ladder.tuning, n_sweeps=n_init_sweeps,
-            max_iterations=max_init_iterations, progressbar=progressbar,
+        # one run from here on: the chains, their rungs and the points moved carry over
+        log_zhat, self._chains, self.init_history, n_eval = rts_initial_iterations(
+            self._rng, plan.path, plan.kernel, self._ladder, self._log_r, TemperedChains(state),
+            n_sweeps=n_init_sweeps, max_iterations=max_init_iterations, progressbar=progressbar,
         )  # fmt: skip
-        self._state, self._rung = state, None
         self._log_zhat = log_zhat - log_zhat[0]
         self.n_evaluations = int(n_eval + plan.n_setup_evaluations)
         self.history = [self.log_z]
@@ -108,16 +112,18 @@ class LogZTracker:
     def update(self, *, n_sweeps: int = 25, alpha: float = 0.2) -> float:
         """Re-evaluate the chains under the model's current parameters, run ``n_sweeps`` sweeps
         of simulated tempering from where they were, and apply eq. (24). Returns ``log_z``."""
-        plan, ladder = self._plan, self._ladder
-        state = plan.path.evaluate(self._state.x, with_grad=plan.kernel.needs_grad)
-        run = run_tempered(
-            self._rng, plan.path, plan.kernel, ladder.betas, self._log_r, self._log_zhat,
-            state, self._rung, ladder.tuning, n_sweeps=n_sweeps, progressbar=self._progressbar,
-            allow_interrupt=False, description="tracking log Z",
+        plan = self._plan
+        state = plan.path.evaluate(self._chains.points.x, with_grad=plan.kernel.needs_grad)
+        settings = TemperedSettings(
+            n_sweeps, progressbar=self._progressbar, description="tracking log Z",
+            allow_interrupt=False,
         )  # fmt: skip
-        c_hat = run.c_sum.sum(axis=0) / run.n_iterations.sum()
-        self._log_zhat = rts_partial_update(self._log_zhat, c_hat, self._log_r, alpha)
-        self._state, self._rung = run.final, run.final_rung
+        run = run_tempered(
+            self._rng, plan.path, plan.kernel, self._ladder, self._log_r, self._log_zhat,
+            self._chains._replace(points=state), settings,
+        )  # fmt: skip
+        self._log_zhat = rts_partial_update(self._log_zhat, run.c_hat, self._log_r, alpha)
+        self._chains = run.chains
         self.n_evaluations += int(run.n_evaluations + state.x.shape[0])
         self.history.append(self.log_z)
         return self.log_z

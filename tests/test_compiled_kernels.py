@@ -14,7 +14,7 @@ from scipy import stats
 from pm_evidence import LogDensity
 from pm_evidence import testing as exact_models
 from pm_evidence.references import MultivariateStudentTReference, PriorReference
-from pm_evidence.tempering.compiled import FUSE_AFTER_POINT_TRANSITIONS, hmc_transition_function
+from pm_evidence.tempering.compiled import hmc_transition_function
 from pm_evidence.tempering.kernels import hmc_step
 from pm_evidence.tempering.path import GeometricPath
 from pm_evidence.tempering.samplers import _draw_categorical, beta_conditional
@@ -56,12 +56,12 @@ def test_compiled_hmc_equals_numpy_hmc(walled_target, reference):
         draws = np.random.default_rng(3).normal(0.2, 0.7, size=(500, 3))
         ref = MultivariateStudentTReference.fit(draws)
     path = GeometricPath(walled_target, ref)
-    # NumPy transitions first; fused once the path has moved enough points to pay the compile
-    assert hmc_transition_function(path, 2, FUSE_AFTER_POINT_TRANSITIONS) is None
     assert hmc_transition_function(path, 2) is not None
     state, beta, step_size = _state_and_inputs(path)
     numpy_out = hmc_step(np.random.default_rng(7), path, state, beta, step_size, 2, compiled=False)
-    compiled_out = hmc_step(np.random.default_rng(7), path, state, beta, step_size, 2)
+    compiled_out = hmc_step(
+        np.random.default_rng(7), path, state, beta, step_size, 2, compiled=True
+    )
     (new_np, acc_np, bad_np), (new_c, acc_c, bad_c) = numpy_out, compiled_out
     assert 0.05 < bad_np.mean() < 0.95 and acc_np.any()  # the test exercises both branches
     np.testing.assert_array_equal(acc_c, acc_np)
@@ -75,12 +75,10 @@ def test_compiled_hmc_equals_numpy_hmc(walled_target, reference):
 
 def test_compiled_hmc_not_used_where_unsupported(walled_target):
     path = GeometricPath(walled_target, PriorReference(walled_target))
-    hmc_transition_function(path, 100, FUSE_AFTER_POINT_TRANSITIONS)
     assert hmc_transition_function(path, 100) is None  # too many model copies in one graph
     binary_model, _ = exact_models.binary_field(n=3)
     binary = LogDensity.for_model(binary_model)
     binary_path = GeometricPath(binary, PriorReference(binary))
-    hmc_transition_function(binary_path, 2, FUSE_AFTER_POINT_TRANSITIONS)
     assert hmc_transition_function(binary_path, 2) is None
 
 

@@ -12,6 +12,14 @@ The random numbers (jittered step sizes, momenta, log-uniforms) are inputs drawn
 from its own ``rng`` in the same order as the NumPy kernel, so the function is pure and the
 transition is the same Markov kernel (the same draws up to floating-point rounding).
 
+When a run uses it: the graph takes seconds to compile, so a run makes NumPy transitions until
+it has moved ``FUSE_AFTER_POINT_TRANSITIONS`` points (chains x transitions) and compiled ones
+from then on. The count belongs to the run: each sampler starts it at 0 and hands it on
+explicitly (:func:`pm_evidence.tempering.kernels.transition` reads it), so a run's result does
+not depend on the runs made before it on the same path, and two runs with the same seed give
+the same numbers in either order. Only the compiled code is shared between runs (a cache: a
+second long run on a path does not compile again).
+
 The transition, for a point ``x`` at inverse temperature ``beta`` with
 ``log f_beta = log p0 + beta Delta`` (seed 004 eq. (2)) and step size ``eps``:
 
@@ -46,9 +54,11 @@ MAX_COMPILED_LEAPFROG = 8  # the graph holds one copy of the model per leapfrog 
 # Larger models use the NumPy transition around the model's own compiled function.
 MAX_FUSED_OPERATIONS = 600
 # The fused graph takes seconds to compile (8 s for eight schools with a Student-t reference,
-# where a NumPy transition costs about 14 us per point and the fused one 5 us), so a path
-# first runs NumPy transitions and is fused once it has moved this many points: short default
-# runs on small models never pay for the compile, long runs do so early.
+# where a NumPy transition costs about 14 us per point and the fused one 5 us), so a run first
+# makes NumPy transitions and fuses once it has moved this many points: short default runs on
+# small models never pay for the compile, long runs do so early. Each run counts its own points
+# from 0 (the samplers pass the count to pm_evidence.tempering.kernels.transition), so which
+# transitions of a run are fused depends on that run alone, not on earlier runs on the path.
 FUSE_AFTER_POINT_TRANSITIONS = 2_000_000
 
 # Compiled transitions per live model adapter, and the callables bound to each live path's
@@ -56,7 +66,6 @@ FUSE_AFTER_POINT_TRANSITIONS = 2_000_000
 # not state: results never depend on them.
 _COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _BOUND: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_MOVED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # points moved per path
 
 
 def _parameter_inputs(values) -> list:
@@ -117,9 +126,7 @@ def _build(path: GeometricPath, n_leapfrog: int, parameters):
     return pytensor.function(inputs, outputs, on_unused_input="ignore")
 
 
-def hmc_transition_function(
-    path: GeometricPath, n_leapfrog: int, n_points: int = 0
-) -> Callable | None:
+def hmc_transition_function(path: GeometricPath, n_leapfrog: int) -> Callable | None:
     """A compiled HMC transition ``(state, beta, eps, momentum, log_u) -> (state, accepted,
     nonfinite)`` for ``path``, or ``None`` where NumPy HMC must be used (a reference without a
     symbolic log-density, a model without gradients, more than ``MAX_COMPILED_LEAPFROG``
@@ -127,14 +134,10 @@ def hmc_transition_function(
 
     ``eps`` are the (already jittered) step sizes per point; ``log_u`` the logs of the
     Metropolis uniforms. Points are processed in blocks of the target's ``block_size`` rows.
-    Built once per path and ``n_leapfrog`` (the kernels call this on every transition, with the
-    number of points ``n_points`` they move), after the path has moved
-    ``FUSE_AFTER_POINT_TRANSITIONS`` points with NumPy transitions (``None`` until then).
+    Compiled on the first call for a path and ``n_leapfrog`` and cached; whether a transition
+    uses it is the caller's choice (``hmc_step(..., compiled=True)``; the samplers choose it
+    after ``FUSE_AFTER_POINT_TRANSITIONS`` points of a run).
     """
-    moved = _MOVED.get(path, 0)
-    if moved < FUSE_AFTER_POINT_TRANSITIONS:
-        _MOVED[path] = moved + n_points
-        return None
     bound = _BOUND.setdefault(path, {})
     if n_leapfrog not in bound:
         bound[n_leapfrog] = _bind(path, n_leapfrog)

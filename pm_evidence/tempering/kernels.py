@@ -1,11 +1,16 @@
 r"""Markov kernels that leave ``f_beta`` invariant, batched over points that each sit at their own
 ``beta`` (chains x rungs in one call).
 
-Every kernel is a pure function ``(rng, path, state, beta, tuning) -> (state, accepted,
-nonfinite)``: ``beta`` and ``tuning`` (a scale or step size per point) are arrays of length
+:func:`make_kernel` builds a :class:`Kernel` once per plan (blackjax's ``build_kernel`` shape):
+the transition is chosen when the kernel is built and bound as its :attr:`Kernel.step`, a pure
+function ``step(rng, path, state, beta, tuning, compiled=False) -> (state, accepted,
+nonfinite)``. ``beta`` and ``tuning`` (a scale or step size per point) are arrays of length
 ``n``; one compiled, batched evaluation of the model serves all points. A proposal whose
 tempered log-density (or, for HMC, energy) is not finite is rejected and flagged in
-``nonfinite``.
+``nonfinite``. ``compiled`` asks HMC for its transition as one compiled function
+(:mod:`pm_evidence.tempering.compiled`; the same draws up to rounding); the other kernels do
+not read it. The samplers make that choice through :func:`transition` from the points their
+run has moved.
 
 * ``rwm``: random-walk Metropolis, ``x' = x + s z``, ``z ~ N(0, I)``, ``s`` adapted per rung.
 * ``hmc``: Hamiltonian Monte Carlo with ``n_leapfrog`` leapfrog steps of size ``eps`` per rung
@@ -36,7 +41,7 @@ import numpy as np
 from scipy import special
 
 from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.tempering.compiled import hmc_transition_function
+from pm_evidence.tempering.compiled import FUSE_AFTER_POINT_TRANSITIONS, hmc_transition_function
 from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
 
 __all__ = [
@@ -63,46 +68,67 @@ DEFAULT_TARGET_ACCEPT = {
 }  # fmt: skip
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Kernel:
-    """Which transition to use and its fixed settings (the per-rung tuning is separate)."""
+    """A transition kernel as built by :func:`make_kernel`: its step, chosen once, and what the
+    samplers read from it.
 
-    kind: str  # "hmc", "rwm", "flip", "gibbs", "gwg", "hmc+gibbs", "rwm+gibbs" or "custom"
-    n_leapfrog: int = 2
-    n_flips: int = 1
+    Attributes
+    ----------
+    kind : str
+        ``"hmc"``, ``"rwm"``, ``"flip"``, ``"gibbs"``, ``"gwg"``, ``"hmc+gibbs"``,
+        ``"rwm+gibbs"`` or ``"custom"`` (reported on the results; no transition reads it).
+    step : callable
+        ``step(rng, path, state, beta, tuning, compiled=False) -> (state, accepted,
+        nonfinite)``, one transition of every point (module docstring).
+    evaluations_per_step : int
+        Log-density (or gradient) evaluations per point per transition (for cost accounting).
+    target_accept : float
+        The acceptance rate the pilot tunes the step size or scale towards.
+    needs_grad : bool
+        Whether the states it moves carry gradients (HMC, GWG, ``hmc+gibbs``).
+    adaptive : bool
+        Whether a per-rung scale or step size is tuned (HMC, RWM and the compound kernels).
+    n_leapfrog, n_flips, user_step, binary_mask, blocks, levels, continuous_mask
+        The settings its step was built with (``None`` where the kind has none): HMC's leapfrog
+        steps, the flips of ``"flip"``, the user's function, the binary entries, the Gibbs
+        blocks (entries updated together) and the number of values of each entry, the entries
+        that a compound kernel moves by HMC or RWM.
+    """
+
+    kind: str
+    step: Callable
+    evaluations_per_step: int
+    target_accept: float
+    needs_grad: bool = False
+    adaptive: bool = False
+    n_leapfrog: int | None = None
+    n_flips: int | None = None
     user_step: Callable | None = None
-    target_accept: float = DEFAULT_TARGET_ACCEPT["hmc"]
     binary_mask: np.ndarray | None = None
-    blocks: tuple[np.ndarray, ...] | None = None  # gibbs: entries updated together
-    levels: np.ndarray | None = None  # gibbs: number of values of each entry (2: binary)
-    continuous_mask: np.ndarray | None = None  # compound kernels: entries moved by hmc/rwm
+    blocks: tuple[np.ndarray, ...] | None = None
+    levels: np.ndarray | None = None
+    continuous_mask: np.ndarray | None = None
 
     @property
     def continuous_kind(self) -> str:
         """The kernel of the continuous entries: ``"hmc"``, ``"rwm"`` or the kind itself."""
         return self.kind.split("+")[0]
 
-    @property
-    def needs_grad(self) -> bool:
-        return self.continuous_kind in ("hmc", "gwg")
 
-    @property
-    def adaptive(self) -> bool:
-        """Whether a per-rung scale/step size is adapted."""
-        return self.continuous_kind in ("hmc", "rwm")
+def transition(
+    kernel: Kernel, rng, path: GeometricPath, state: PathState, beta, tuning, points_moved: int = 0
+):
+    """One transition of ``kernel`` at inverse temperatures ``beta`` with per-point ``tuning``.
 
-    @property
-    def evaluations_per_step(self) -> int:
-        """Log-density (or gradient) evaluations per point per transition (for cost accounting)."""
-        gibbs = 0
-        if self.blocks is not None:
-            per_block = [b.size * (int(self.levels[b].max()) - 1) for b in self.blocks]
-            gibbs = sum(per_block) + sum(b.size > 1 for b in self.blocks)
-        if self.kind == "gibbs":
-            return gibbs
-        if self.kind in COMPOUND_KERNELS:  # + one evaluation with gradients after the sweep
-            return (self.n_leapfrog if self.kind == "hmc+gibbs" else 1) + gibbs + 1
-        return self.n_leapfrog if self.kind == "hmc" else 1
+    ``points_moved`` is the number of points the caller's run has moved before this transition
+    (each sampler counts its own run's, from 0): from ``FUSE_AFTER_POINT_TRANSITIONS`` on, HMC
+    takes its compiled transition, before that the NumPy one (the same draws up to rounding;
+    :mod:`pm_evidence.tempering.compiled`). The choice depends on this run only, never on
+    earlier runs on the same path.
+    """
+    compiled = points_moved >= FUSE_AFTER_POINT_TRANSITIONS
+    return kernel.step(rng, path, state, beta, tuning, compiled)
 
 
 def _check_blocks(blocks, dim: int) -> tuple[np.ndarray, ...]:
@@ -123,12 +149,13 @@ def make_kernel(kernel, target, *, n_leapfrog: int = 2, n_flips: int = 1, blocks
     """Build a :class:`Kernel` from a name (``"auto"`` picks one for the model) or a callable.
 
     ``"auto"`` is HMC for continuous models and Gibbs sweeps for models whose free variables
-    are all finite discrete (Bernoulli, Categorical).
+    are all finite discrete (Bernoulli, Categorical). The name is read here only: the kernel
+    returned carries its step.
     """
     if isinstance(kernel, Kernel):
         return kernel
     if callable(kernel):
-        return Kernel("custom", user_step=kernel, target_accept=DEFAULT_TARGET_ACCEPT["custom"])
+        return _custom_kernel(kernel)
     mixed = target.has_discrete and not target.discrete_mask.all()
     if target.has_discrete and (kernel == "auto" or mixed):
         _check_finite_discrete(target, kernel)
@@ -170,15 +197,15 @@ def make_kernel(kernel, target, *, n_leapfrog: int = 2, n_flips: int = 1, blocks
         )
     if n_leapfrog < 1 or n_flips < 1:
         raise EvidenceInputError("n_leapfrog and n_flips must be positive integers.")
-    return Kernel(
-        kernel,
-        n_leapfrog=int(n_leapfrog),
-        n_flips=int(n_flips),
-        target_accept=DEFAULT_TARGET_ACCEPT[kernel],
-        binary_mask=mask if kernel in BINARY_KERNELS else None,
-        blocks=_check_blocks(blocks, target.dim) if kernel == "gibbs" else None,
-        levels=target.finite_levels if kernel == "gibbs" else None,
-    )
+    if kernel == "hmc":
+        return _hmc_kernel(int(n_leapfrog))
+    if kernel == "rwm":
+        return _rwm_kernel()
+    if kernel == "flip":
+        return _flip_kernel(mask, int(n_flips))
+    if kernel == "gibbs":
+        return _gibbs_kernel(_check_blocks(blocks, target.dim), target.finite_levels)
+    return _gwg_kernel(mask)
 
 
 def _check_finite_discrete(target, kernel) -> None:
@@ -194,19 +221,97 @@ def _check_finite_discrete(target, kernel) -> None:
         )
 
 
+# ---------------------------------------------------------------------- built kernels
+# Each builder binds one step function to its settings; the steps share the signature
+# (rng, path, state, beta, tuning, compiled=False) and ignore what they do not use.
+
+
+def _hmc_kernel(n_leapfrog: int) -> Kernel:
+    def step(rng, path, state, beta, tuning, compiled=False):
+        return hmc_step(rng, path, state, beta, tuning, n_leapfrog, compiled=compiled)
+
+    return Kernel(
+        "hmc", step, n_leapfrog, DEFAULT_TARGET_ACCEPT["hmc"], needs_grad=True, adaptive=True,
+        n_leapfrog=n_leapfrog,
+    )  # fmt: skip
+
+
+def _rwm_kernel() -> Kernel:
+    def step(rng, path, state, beta, tuning, compiled=False):
+        return rwm_step(rng, path, state, beta, tuning)
+
+    return Kernel("rwm", step, 1, DEFAULT_TARGET_ACCEPT["rwm"], adaptive=True)
+
+
+def _flip_kernel(binary_mask: np.ndarray, n_flips: int) -> Kernel:
+    def step(rng, path, state, beta, tuning, compiled=False):
+        return flip_step(rng, path, state, beta, binary_mask, n_flips)
+
+    return Kernel(
+        "flip", step, 1, DEFAULT_TARGET_ACCEPT["flip"], n_flips=n_flips, binary_mask=binary_mask
+    )
+
+
+def _gibbs_evaluations(blocks: tuple[np.ndarray, ...], levels: np.ndarray) -> int:
+    """Evaluations per point of a Gibbs sweep: every other value of every entry, plus one at the
+    new state for each block of several entries (:func:`gibbs_step`)."""
+    candidates = sum(b.size * (int(levels[b].max()) - 1) for b in blocks)
+    return candidates + sum(b.size > 1 for b in blocks)
+
+
+def _gibbs_kernel(blocks: tuple[np.ndarray, ...], levels: np.ndarray) -> Kernel:
+    def step(rng, path, state, beta, tuning, compiled=False):
+        return gibbs_step(rng, path, state, beta, blocks, levels)
+
+    return Kernel(
+        "gibbs", step, _gibbs_evaluations(blocks, levels), DEFAULT_TARGET_ACCEPT["gibbs"],
+        blocks=blocks, levels=levels,
+    )  # fmt: skip
+
+
+def _gwg_kernel(binary_mask: np.ndarray) -> Kernel:
+    def step(rng, path, state, beta, tuning, compiled=False):
+        return gwg_step(rng, path, state, beta)
+
+    return Kernel(
+        "gwg", step, 1, DEFAULT_TARGET_ACCEPT["gwg"], needs_grad=True, binary_mask=binary_mask
+    )
+
+
+def _custom_kernel(user_step: Callable) -> Kernel:
+    def step(rng, path, state, beta, tuning, compiled=False):
+        return custom_step(rng, path, state, beta, user_step)
+
+    return Kernel("custom", step, 1, DEFAULT_TARGET_ACCEPT["custom"], user_step=user_step)
+
+
 def _compound_kernel(kind: str, target, n_leapfrog: int) -> Kernel:
     """HMC or RWM on the continuous entries, then a Gibbs sweep over the discrete ones."""
     if n_leapfrog < 1:
         raise EvidenceInputError("n_leapfrog must be a positive integer.")
-    discrete = np.flatnonzero(target.discrete_mask)
+    n_leapfrog = int(n_leapfrog)
+    continuous = ~target.discrete_mask
+    blocks = tuple(np.array([j]) for j in np.flatnonzero(target.discrete_mask))
+    levels = target.finite_levels
+    with_hmc = kind == "hmc+gibbs"
+
+    def move(rng, path, state, beta, tuning):
+        if with_hmc:
+            return hmc_step(rng, path, state, beta, tuning, n_leapfrog, mask=continuous)
+        return rwm_step(rng, path, state, beta, tuning, mask=continuous)
+
+    def step(rng, path, state, beta, tuning, compiled=False):
+        return compound_step(rng, path, state, beta, tuning, move, blocks, levels, with_hmc)
+
+    # the continuous move's evaluations, the sweep's, and one more: the evaluation with
+    # gradients after the sweep (rwm+gibbs, which has none, is charged it too)
+    continuous_evaluations = n_leapfrog if with_hmc else 1
     return Kernel(
-        kind,
-        n_leapfrog=int(n_leapfrog),
-        target_accept=DEFAULT_TARGET_ACCEPT[kind],
-        blocks=tuple(np.array([j]) for j in discrete),
-        levels=target.finite_levels,
-        continuous_mask=~target.discrete_mask,
-    )
+        kind, step, continuous_evaluations + _gibbs_evaluations(blocks, levels) + 1,
+        DEFAULT_TARGET_ACCEPT[kind], needs_grad=with_hmc, adaptive=True,
+        n_leapfrog=n_leapfrog if with_hmc else None, blocks=blocks, levels=levels,
+        continuous_mask=continuous,
+    )  # fmt: skip
 
 
 def _metropolis(rng, current: PathState, proposal: PathState, log_ratio: np.ndarray):
@@ -241,13 +346,14 @@ def _grad(state: PathState, beta) -> np.ndarray:
 
 def hmc_step(
     rng, path: GeometricPath, state: PathState, beta, step_size, n_leapfrog: int,
-    jitter: float = HMC_STEP_JITTER, compiled: bool = True, mask=None,
+    jitter: float = HMC_STEP_JITTER, compiled: bool = False, mask=None,
 ):  # fmt: skip
     """HMC with identity mass matrix and ``n_leapfrog`` leapfrog steps of size ``step_size``
     (one per point); ``state`` must carry gradients.
 
-    With ``compiled`` (and a path that allows it) the whole transition is one compiled call
-    (:mod:`pm_evidence.tempering.compiled`), fed the same random numbers as the NumPy code.
+    With ``compiled`` (and a path that allows it, without ``mask``) the whole transition is one
+    compiled call (:func:`~pm_evidence.tempering.compiled.hmc_transition_function`), fed the
+    same random numbers as the NumPy code: the same draws up to floating-point rounding.
 
     Each point's step size is multiplied by a fresh ``U(1 - jitter, 1 + jitter)`` draw
     (Neal 2011, §5.4.2.2). Without it, a trajectory of fixed length can come back close to its
@@ -266,11 +372,7 @@ def hmc_step(
     if mask is not None:
         momentum = momentum * mask
         eps = eps * mask  # x moves by eps * p: zero outside the mask whatever the gradient
-    fused = (
-        hmc_transition_function(path, n_leapfrog, state.x.shape[0])
-        if compiled and mask is None
-        else None
-    )
+    fused = hmc_transition_function(path, n_leapfrog) if compiled and mask is None else None
     if fused is not None:
         log_u = np.log(rng.random(eps.shape[0]))
         return fused(state, beta, eps[:, 0], momentum, log_u)
@@ -463,41 +565,23 @@ def custom_step(rng, path: GeometricPath, state: PathState, beta, user_step: Cal
     return new, moved, nonfinite
 
 
-def compound_step(kernel: Kernel, rng, path: GeometricPath, state: PathState, beta, tuning):
-    """HMC or RWM on the continuous entries, then a Gibbs sweep over the discrete entries.
+def compound_step(
+    rng, path: GeometricPath, state: PathState, beta, tuning, move: Callable, blocks, levels,
+    with_grad: bool,
+):  # fmt: skip
+    """``move(rng, path, state, beta, tuning)`` (HMC or RWM on the continuous entries), then a
+    Gibbs sweep over the discrete entries ``blocks``; with ``with_grad`` the new points are
+    evaluated with gradients for the next HMC move.
 
     The acceptance returned is that of the continuous move (what the step size adapts to); a
     point is flagged non-finite if either part met a non-finite density.
     """
-    mask = kernel.continuous_mask
-    if kernel.kind == "hmc+gibbs":
-        state, accepted, nonfinite = hmc_step(
-            rng, path, state, beta, tuning, kernel.n_leapfrog, mask=mask
-        )
-    else:
-        state, accepted, nonfinite = rwm_step(rng, path, state, beta, tuning, mask=mask)
+    state, accepted, nonfinite = move(rng, path, state, beta, tuning)
     plain = PathState(state.x, state.log_p0, state.delta)
-    state, _, nonfinite_gibbs = gibbs_step(rng, path, plain, beta, kernel.blocks, kernel.levels)
-    if kernel.needs_grad:
+    state, _, nonfinite_gibbs = gibbs_step(rng, path, plain, beta, blocks, levels)
+    if with_grad:
         state = path.evaluate(state.x, with_grad=True)
     return state, accepted, nonfinite | nonfinite_gibbs
-
-
-def transition(kernel: Kernel, rng, path: GeometricPath, state: PathState, beta, tuning):
-    """One transition of ``kernel`` at inverse temperatures ``beta`` with per-point ``tuning``."""
-    if kernel.kind in COMPOUND_KERNELS:
-        return compound_step(kernel, rng, path, state, beta, tuning)
-    if kernel.kind == "rwm":
-        return rwm_step(rng, path, state, beta, tuning)
-    if kernel.kind == "hmc":
-        return hmc_step(rng, path, state, beta, tuning, kernel.n_leapfrog)
-    if kernel.kind == "flip":
-        return flip_step(rng, path, state, beta, kernel.binary_mask, kernel.n_flips)
-    if kernel.kind == "gibbs":
-        return gibbs_step(rng, path, state, beta, kernel.blocks, kernel.levels)
-    if kernel.kind == "gwg":
-        return gwg_step(rng, path, state, beta)
-    return custom_step(rng, path, state, beta, kernel.user_step)
 
 
 def adapt_tuning(log_tuning: np.ndarray, accept_rate, target: float, gain: float = 1.0):

@@ -7,15 +7,39 @@ small ``beta``; a geometric ladder (equal steps in ``log beta``) spends its rung
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from scipy.special import expit
 
 from pm_evidence.exceptions import EvidenceInputError
 
-__all__ = ["LADDERS", "make_ladder"]
+__all__ = ["LADDERS", "Ladder", "make_ladder"]
 
 LADDERS = ("geometric", "linear", "sigmoid")
 MAX_RUNGS = 10_000
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """Rungs ``0 = beta_1 < ... < beta_K = 1`` with the kernel's tuning and the pilot's
+    ``log Z_beta`` at each, and how they were chosen (made by
+    ``PathPlan.ladder``; the samplers move along it)."""
+
+    betas: np.ndarray
+    tuning: np.ndarray
+    log_z_pilot: np.ndarray
+    how: str
+
+    @property
+    def n_rungs(self) -> int:
+        return int(self.betas.size)
+
+    def reversed(self) -> Ladder:
+        """The same rungs from ``beta = 1`` down to 0 (reverse annealing)."""
+        return Ladder(
+            self.betas[::-1], self.tuning[::-1], self.log_z_pilot[::-1], f"{self.how}, reversed"
+        )
 
 
 def make_ladder(

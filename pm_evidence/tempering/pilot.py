@@ -157,15 +157,18 @@ def run_pilot(
     log_step = _initial_log_tuning(kernel, state)
     betas, log_tunings, log_zs, delta_sds = [0.0], [], [0.0], []
     n_eval = n_chains
+    points_moved = 0  # the pilot is a run of its own (kernels.transition)
     beta, log_z = 0.0, 0.0
     with long_run(None, "pilot run (rungs)", progressbar) as bar:
         while True:
             steps = (n_adapt * (5 if beta == 0.0 else 1)) if kernel.adaptive else 1
             beta_vec = np.full(n_chains, beta)
             for _ in range(steps):
+                tuning = np.full(n_chains, np.exp(log_step))
                 state, accepted, _ = transition(
-                    kernel, rng, path, state, beta_vec, np.full(n_chains, np.exp(log_step))
+                    kernel, rng, path, state, beta_vec, tuning, points_moved
                 )
+                points_moved += n_chains
                 if kernel.adaptive:
                     log_step = adapt_tuning(log_step, accepted.mean(), kernel.target_accept)
             n_eval += steps * n_chains * kernel.evaluations_per_step

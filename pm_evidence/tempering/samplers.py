@@ -4,22 +4,36 @@ They produce only what the estimators in :mod:`pm_evidence.estimators.annealed` 
 :mod:`pm_evidence.estimators.tempered` need: ``Delta(x) = log f(x) - log p0(x)`` at the draws,
 the AIS log weights, and the tempered sampler's running sums. Every transition is one batched
 call over all chains (each chain at its own ``beta``); no Python loop over points.
+
+A sampler takes the path and its kernel (what a plan holds), the ladder, the chains' state and
+a small frozen settings record (:class:`AnnealSettings`, :class:`TemperedSettings`), and
+returns a record of what it saw (:class:`AnnealRun`, :class:`TemperedRun`). Records of
+consecutive pieces of one run merge (:meth:`AnnealRun.merge`, :meth:`TemperedRun.merge`). The
+state handed from one piece to the next includes ``points_moved``, the points (chains x
+transitions) the run has moved so far: HMC takes its compiled transition from
+``FUSE_AFTER_POINT_TRANSITIONS`` of them on (:func:`~pm_evidence.tempering.kernels.transition`),
+so that choice, like everything else a run does, depends on the run alone.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
 from pm_evidence.progress import long_run
 from pm_evidence.tempering.kernels import Kernel, transition
+from pm_evidence.tempering.ladders import Ladder
 from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
 from pm_evidence.utils import normalized_weights, warn_user
 
 __all__ = [
     "AnnealRun",
+    "AnnealSettings",
+    "TemperedChains",
     "TemperedRun",
+    "TemperedSettings",
     "anneal",
     "rts_initial_iterations",
     "run_tempered",
@@ -40,7 +54,8 @@ class AnnealRun(NamedTuple):
     ``log_weights[i]``: chain ``i``'s final log weight. With ``store=True``, ``delta[k, i]`` is
     ``Delta`` at chain ``i``'s point after the transitions at rung ``k`` and
     ``log_weights_rungs[k, i]`` its log weight there (seed 000 eq. (8)): ``(x_k^i, w_k^i)`` is
-    a weighted sample of ``p_k``.
+    a weighted sample of ``p_k``. ``points_moved`` is the run's count after these chains (the
+    count given to :func:`anneal` plus their transitions).
     """
 
     betas: np.ndarray
@@ -51,32 +66,78 @@ class AnnealRun(NamedTuple):
     nonfinite: np.ndarray  # (K,) rejected non-finite proposals per rung
     n_evaluations: int
     final: PathState
+    points_moved: int
+
+    def merge(self, batch: AnnealRun) -> AnnealRun:
+        """This run's chains and those of ``batch``, a later batch of the same run annealed
+        along the same rungs, as one run: per-chain arrays joined (chains last), acceptance
+        averaged over the chains, counts added; ``final`` and ``points_moved`` are the later
+        batch's."""
+        n_a, n_b = self.log_weights.size, batch.log_weights.size
+
+        def join(x, y):
+            return None if x is None else np.concatenate([x, y], axis=-1)
+
+        return AnnealRun(
+            self.betas,
+            np.concatenate([self.log_weights, batch.log_weights]),
+            join(self.delta, batch.delta),
+            join(self.log_weights_rungs, batch.log_weights_rungs),
+            (self.acceptance * n_a + batch.acceptance * n_b) / (n_a + n_b),
+            self.nonfinite + batch.nonfinite,
+            self.n_evaluations + batch.n_evaluations,
+            batch.final,
+            batch.points_moved,
+        )
+
+
+@dataclass(frozen=True)
+class AnnealSettings:
+    """How :func:`anneal` runs.
+
+    Attributes
+    ----------
+    n_steps : int
+        Transitions per rung.
+    store : bool
+        Keep ``Delta`` and the log weight of every chain at every rung (ADS reads them).
+    progressbar : bool
+        Show a progress bar.
+    description : str
+        The progress bar's label.
+    """
+
+    n_steps: int = 1
+    store: bool = False
+    progressbar: bool = True
+    description: str = "annealing"
 
 
 def anneal(
     rng,
     path: GeometricPath,
     kernel: Kernel,
-    betas: np.ndarray,
+    ladder: Ladder,
     state: PathState,
-    tuning: np.ndarray,
+    settings: AnnealSettings | None = None,
     *,
-    n_steps: int = 1,
-    store: bool = False,
-    progressbar: bool = True,
-    description: str = "annealing",
+    points_moved: int = 0,
 ) -> AnnealRun:
-    r"""Anneal the points ``state`` (drawn from ``f_{beta_1}``) along ``betas``.
+    r"""Anneal the points ``state`` (drawn from ``f_{beta_1}``) along ``ladder``'s rungs, each
+    rung's transitions at its tuning.
 
     At each rung ``k = 2..K``: ``log w += (beta_k - beta_{k-1}) Delta(x)`` at the current point,
     then ``n_steps`` transitions leaving ``f_{beta_k}`` invariant (seed 000 eq. (8); seed 001).
     With ``betas`` from 0 to 1 and ``p0`` draws this is AIS: ``E[w] = Z`` (Neal 2001). With
-    ``betas`` from 1 to 0 and posterior draws it is reverse AIS: ``E[w] = 1 / Z``
-    (Burda et al. 2015).
+    ``betas`` from 1 to 0 (:meth:`~pm_evidence.tempering.ladders.Ladder.reversed`) and
+    posterior draws it is reverse AIS: ``E[w] = 1 / Z`` (Burda et al. 2015). ``points_moved``:
+    the points the run moved before these chains (0 for a run's first batch).
 
     Ctrl-C stops the run and raises :class:`KeyboardInterrupt` (a partial annealing run does not
     estimate ``Z``).
     """
+    settings = settings or AnnealSettings()
+    betas, tuning, n_steps, store = ladder.betas, ladder.tuning, settings.n_steps, settings.store
     n_chains, n_rungs = state.x.shape[0], betas.size
     log_w = np.zeros(n_chains)
     delta = np.empty((n_rungs, n_chains)) if store else None
@@ -86,13 +147,16 @@ def anneal(
     acceptance = np.zeros(n_rungs)
     nonfinite = np.zeros(n_rungs, dtype=int)
     n_eval = 0
-    with long_run(n_rungs - 1, description, progressbar) as run:
+    with long_run(n_rungs - 1, settings.description, settings.progressbar) as run:
         for k in range(1, n_rungs):
             log_w = log_w + _increment(state, betas[k] - betas[k - 1])
             beta_vec = np.full(n_chains, betas[k])
             tune_vec = np.full(n_chains, tuning[k])
             for _ in range(n_steps):
-                state, accepted, bad = transition(kernel, rng, path, state, beta_vec, tune_vec)
+                state, accepted, bad = transition(
+                    kernel, rng, path, state, beta_vec, tune_vec, points_moved
+                )
+                points_moved += n_chains
                 acceptance[k] += accepted.mean() / n_steps
                 nonfinite[k] += int(bad.sum())
                 n_eval += n_chains * kernel.evaluations_per_step
@@ -104,7 +168,9 @@ def anneal(
                     f"Annealing interrupted at rung {k} of {n_rungs}; an unfinished annealing "
                     f"run has no estimate of log Z."
                 )
-    return AnnealRun(betas, log_w, delta, log_w_rungs, acceptance, nonfinite, n_eval, state)
+    return AnnealRun(
+        betas, log_w, delta, log_w_rungs, acceptance, nonfinite, n_eval, state, points_moved
+    )
 
 
 def sample_at_beta(
@@ -124,8 +190,8 @@ def sample_at_beta(
     n = state.x.shape[0]
     beta_vec, tune_vec = np.full(n, float(beta)), np.full(n, float(tuning))
     with long_run(n_transitions, description, progressbar) as run:
-        for _ in range(n_transitions):
-            state, _, _ = transition(kernel, rng, path, state, beta_vec, tune_vec)
+        for t in range(n_transitions):  # a run of its own: t * n points moved before
+            state, _, _ = transition(kernel, rng, path, state, beta_vec, tune_vec, t * n)
             run.advance()
             if run.interrupted:
                 raise KeyboardInterrupt(f"{description} interrupted; nothing to return.")
@@ -133,6 +199,21 @@ def sample_at_beta(
 
 
 # ---------------------------------------------------------------------- simulated tempering
+class TemperedChains(NamedTuple):
+    """The tempered chains between pieces of a run: the state :func:`run_tempered` starts
+    from, and :attr:`TemperedRun.chains` after it.
+
+    ``points`` are the chains' points, ``rung`` each chain's rung (``None``: drawn from
+    ``q(beta | x)``, seed 004 eq. (7), at the start), ``points_moved`` the points (chains x
+    transitions) the run has moved so far (HMC's compiled transition from
+    ``FUSE_AFTER_POINT_TRANSITIONS`` on).
+    """
+
+    points: PathState
+    rung: np.ndarray | None = None
+    points_moved: int = 0
+
+
 class TemperedRun(NamedTuple):
     """Sufficient statistics of a simulated-tempering run (memory ``O(units x K)``).
 
@@ -143,7 +224,8 @@ class TemperedRun(NamedTuple):
     ``count_delta_sum`` the sum of ``Delta`` over them (plain TI); the ``*_delta2_sum`` are the
     same sums of ``Delta^2`` (per-rung variances, for TI's corrected trapezoid rule). ``transitions[j, k]`` counts
     moves ``beta_j -> beta_k`` (seed 004 App. F). With ``record=True`` every iteration's
-    ``Delta`` and rung are kept (``(chain, iteration)``, for MBAR).
+    ``Delta`` and rung are kept (``(chain, iteration)``, for MBAR). ``final``, ``final_rung``
+    and ``points_moved`` are where the chains ended (:attr:`chains`).
     """
 
     betas: np.ndarray
@@ -165,7 +247,87 @@ class TemperedRun(NamedTuple):
     n_evaluations: int
     final: PathState
     final_rung: np.ndarray
+    points_moved: int
     interrupted: bool
+
+    @property
+    def chains(self) -> TemperedChains:
+        """Where the chains ended: the state a next piece of the run starts from."""
+        return TemperedChains(self.final, self.final_rung, self.points_moved)
+
+    @property
+    def c_hat(self) -> np.ndarray:
+        """``c_k = (1 / N) sum_t q(beta_k | x_t)`` over all units' iterations (seed 004
+        eq. (9)), shape ``(K,)``."""
+        return self.c_sum.sum(axis=0) / self.n_iterations.sum()
+
+    def merge(self, later: TemperedRun) -> TemperedRun:
+        """This piece of a run followed by ``later``, the same chains continued (started from
+        :attr:`chains`, with the same ``log r`` and ``log Zhat``): sums add, draws append,
+        acceptance is averaged over the iterations; where the chains ended is ``later``'s."""
+        w_a, w_b = self.n_iterations.sum(), later.n_iterations.sum()
+
+        def cat(x, y):
+            return None if x is None else np.concatenate([x, y], axis=1)
+
+        acceptance = np.where(
+            np.isnan(self.acceptance), later.acceptance,
+            np.where(np.isnan(later.acceptance), self.acceptance,
+                     (self.acceptance * w_a + later.acceptance * w_b) / (w_a + w_b)),
+        )  # fmt: skip
+        return self._replace(
+            c_sum=self.c_sum + later.c_sum,
+            rb_delta_sum=self.rb_delta_sum + later.rb_delta_sum,
+            rb_delta2_sum=self.rb_delta2_sum + later.rb_delta2_sum,
+            count=self.count + later.count,
+            count_delta_sum=self.count_delta_sum + later.count_delta_sum,
+            count_delta2_sum=self.count_delta2_sum + later.count_delta2_sum,
+            n_iterations=self.n_iterations + later.n_iterations,
+            transitions=self.transitions + later.transitions,
+            acceptance=acceptance,
+            nonfinite=self.nonfinite + later.nonfinite,
+            delta_draws=cat(self.delta_draws, later.delta_draws),
+            rung_draws=cat(self.rung_draws, later.rung_draws),
+            unit_of_chain_draw=cat(self.unit_of_chain_draw, later.unit_of_chain_draw),
+            n_evaluations=self.n_evaluations + later.n_evaluations,
+            final=later.final,
+            final_rung=later.final_rung,
+            points_moved=later.points_moved,
+            interrupted=self.interrupted or later.interrupted,
+        )
+
+
+@dataclass(frozen=True)
+class TemperedSettings:
+    """How :func:`run_tempered` runs.
+
+    Attributes
+    ----------
+    n_sweeps : int
+        Sweeps (``x`` moves, then ``beta | x``).
+    n_steps : int
+        ``x`` transitions per sweep.
+    n_time_batches : int
+        Units per chain: each chain's sweeps split into this many consecutive batches (for
+        standard errors from few chains).
+    record : bool
+        Keep every iteration's ``Delta`` and rung (MBAR).
+    progressbar : bool
+        Show a progress bar.
+    description : str
+        The progress bar's label (and the warning's, if interrupted).
+    allow_interrupt : bool
+        Ctrl-C ends the run after the current sweep and keeps the sweeps completed;
+        ``False``: it raises :class:`KeyboardInterrupt`.
+    """
+
+    n_sweeps: int
+    n_steps: int = 1
+    n_time_batches: int = 1
+    record: bool = False
+    progressbar: bool = True
+    description: str = "tempered sampling"
+    allow_interrupt: bool = True
 
 
 def beta_conditional(delta: np.ndarray, betas, log_r, log_zhat) -> np.ndarray:
@@ -208,31 +370,28 @@ def run_tempered(
     rng,
     path: GeometricPath,
     kernel: Kernel,
-    betas: np.ndarray,
+    ladder: Ladder,
     log_r: np.ndarray,
     log_zhat: np.ndarray,
-    state: PathState,
-    rung: np.ndarray | None,
-    tuning: np.ndarray,
-    *,
-    n_sweeps: int,
-    n_steps: int = 1,
-    n_time_batches: int = 1,
-    record: bool = False,
-    progressbar: bool = True,
-    description: str = "tempered sampling",
-    allow_interrupt: bool = True,
+    chains: TemperedChains,
+    settings: TemperedSettings,
 ) -> TemperedRun:
-    r"""Simulated-tempering Gibbs sampler over ``(x, beta)`` (seed 004 §2.1, Alg. 1).
+    r"""Simulated-tempering Gibbs sampler over ``(x, beta)`` (seed 004 §2.1, Alg. 1) on the
+    rungs of ``ladder``, with prior weights ``log r_k`` and normalizer estimates ``log Zhat_k``.
 
     Each sweep: ``n_steps`` transitions of ``x`` leaving ``f_{beta}`` invariant at each chain's
-    current rung, then ``beta | x ~ q(beta | x)`` (eq. (7)). The running sums of
-    :class:`TemperedRun` are updated after the ``x`` move. ``rung=None`` draws the first rungs
-    from ``q(beta | x)``.
+    current rung (at that rung's tuning), then ``beta | x ~ q(beta | x)`` (eq. (7)). The running
+    sums of :class:`TemperedRun` are updated after the ``x`` move. ``chains.rung=None`` draws
+    the first rungs from ``q(beta | x)``.
 
-    With ``allow_interrupt``, Ctrl-C ends the run after the current sweep and the sums cover the
-    sweeps completed (``interrupted=True``); otherwise it raises :class:`KeyboardInterrupt`.
+    With ``settings.allow_interrupt``, Ctrl-C ends the run after the current sweep and the sums
+    cover the sweeps completed (``interrupted=True``); otherwise it raises
+    :class:`KeyboardInterrupt`.
     """
+    betas, tuning, state, rung = ladder.betas, ladder.tuning, chains.points, chains.rung
+    points_moved = chains.points_moved
+    n_sweeps, n_steps, n_time_batches = settings.n_sweeps, settings.n_steps, settings.n_time_batches
+    record, description = settings.record, settings.description
     n_chains, n_rungs = state.x.shape[0], betas.size
     n_units = n_chains * n_time_batches
     # running sums kept rung-major, (K, units), like q from beta_conditional; transposed at
@@ -249,14 +408,15 @@ def run_tempered(
     unit_draws = np.empty((n_chains, n_sweeps), dtype=int) if record else None
     if rung is None:
         rung = _draw_categorical(rng, beta_conditional(state.delta, betas, log_r, log_zhat))
-    chains = np.arange(n_chains)
+    chain_index = np.arange(n_chains)
     n_eval, completed, interrupted = 0, 0, False
-    with long_run(n_sweeps, description, progressbar) as run:
+    with long_run(n_sweeps, description, settings.progressbar) as run:
         for t in range(n_sweeps):
             for _ in range(n_steps):
                 state, accepted, bad = transition(
-                    kernel, rng, path, state, betas[rung], tuning[rung]
+                    kernel, rng, path, state, betas[rung], tuning[rung], points_moved
                 )
+                points_moved += n_chains
                 accepted_sum += np.bincount(rung, weights=accepted, minlength=n_rungs)
                 attempts += np.bincount(rung, minlength=n_rungs)
                 nonfinite += np.bincount(rung, weights=bad, minlength=n_rungs).astype(int)
@@ -266,7 +426,7 @@ def run_tempered(
             batch = (t * n_time_batches) // n_sweeps
             # one unit per chain: its columns of the sums are a slice (views, no fancy indexing)
             cols = slice(batch * n_chains, (batch + 1) * n_chains)
-            units = batch * n_chains + chains
+            units = batch * n_chains + chain_index
             delta = np.where(np.isfinite(state.delta), state.delta, 0.0)
             # commit this sweep's statistics together
             c_sum[:, cols] += q
@@ -287,7 +447,7 @@ def run_tempered(
             completed = t + 1
             run.advance()
             if run.interrupted:
-                if not allow_interrupt:
+                if not settings.allow_interrupt:
                     raise KeyboardInterrupt(f"{description} interrupted; nothing to return.")
                 interrupted = True
                 break
@@ -320,6 +480,7 @@ def run_tempered(
         n_eval,
         state,
         rung,
+        points_moved,
         interrupted,
     )
 
@@ -337,18 +498,17 @@ def rts_initial_iterations(
     rng,
     path: GeometricPath,
     kernel: Kernel,
-    betas: np.ndarray,
+    ladder: Ladder,
     log_r: np.ndarray,
-    log_zhat: np.ndarray,
-    state: PathState,
-    tuning: np.ndarray,
+    chains: TemperedChains,
     *,
     n_sweeps: int = 50,
     tol: float = 0.1,
     max_iterations: int = 20,
     progressbar: bool = True,
-) -> tuple[np.ndarray, PathState, list[float], int]:
-    r"""The initial iterations of seed 004 §2.4.
+) -> tuple[np.ndarray, TemperedChains, list[float], int]:
+    r"""The initial iterations of seed 004 §2.4, from the pilot's ``log Z_beta``
+    (``ladder.log_z_pilot``) as the first ``log Zhat``.
 
     Repeat: draw fresh rungs uniformly at random, keep the last ``x``'s, run ``n_sweeps`` sweeps,
     and set ``log Zhat_k`` to the RTS estimate (eq. (12)); stop once
@@ -359,28 +519,33 @@ def rts_initial_iterations(
     that noise, ``max_k |r_k - c_k| <= 4 max_k se(c_k)`` with ``se(c_k)`` from the spread of
     the chains' own ``c_k``: ``log Zhat`` is then as good as these sweeps can tell, and the
     main run's eq. (12) corrects what is left (it is exact for any ``Zhat``; ``Zhat`` only
-    sets how evenly the chains visit the rungs). Returns the final ``log Zhat``, the last
-    points, the history of ``max_k |r_k - c_k|`` (one entry per iteration) and the number of
-    evaluations. Warns if neither rule is met within ``max_iterations``.
+    sets how evenly the chains visit the rungs). Returns the final ``log Zhat``, the chains
+    (their last points, ``rung=None`` so that the main run draws their rungs from
+    ``q(beta | x)``, and the points moved), the history of ``max_k |r_k - c_k|`` (one entry
+    per iteration) and the number of evaluations. Warns if neither rule is met within
+    ``max_iterations``.
     """
     from pm_evidence.estimators.tempered import rts_log_z
 
-    n_rungs = betas.size
+    n_rungs = ladder.n_rungs
+    log_zhat = ladder.log_z_pilot
     r = normalized_weights(log_r)
     history = []
     n_eval = 0
     for it in range(max_iterations):
-        rung = rng.integers(n_rungs, size=state.x.shape[0])
-        run = run_tempered(
-            rng, path, kernel, betas, log_r, log_zhat, state, rung, tuning,
-            n_sweeps=n_sweeps, progressbar=progressbar, allow_interrupt=False,
+        settings = TemperedSettings(
+            n_sweeps, progressbar=progressbar, allow_interrupt=False,
             description=f"RTS initial iteration {it + 1}",
         )  # fmt: skip
+        rung = rng.integers(n_rungs, size=chains.points.x.shape[0])
+        run = run_tempered(
+            rng, path, kernel, ladder, log_r, log_zhat, chains._replace(rung=rung), settings
+        )
         n_eval += run.n_evaluations
-        c_hat = run.c_sum.sum(axis=0) / run.n_iterations.sum()
+        c_hat = run.c_hat
         gap = float(np.max(np.abs(r - c_hat)))
         history.append(gap)
-        state = run.final
+        chains = run.chains._replace(rung=None)
         log_zhat = rts_log_z(c_hat, log_r, log_zhat)
         if gap < tol / n_rungs or gap <= 4.0 * _occupancy_noise(run):
             break
@@ -392,4 +557,4 @@ def rts_initial_iterations(
             f"the tempered chain may mix poorly across rungs. Use more rungs, more sweeps "
             f"(n_init_sweeps) or a reference closer to the posterior.",
         )
-    return log_zhat, state, history, n_eval
+    return log_zhat, chains, history, n_eval
