@@ -22,7 +22,7 @@ import pymc as pm
 
 from pm_evidence.estimators.tempered import rts_partial_update
 from pm_evidence.plan import PathOptions, make_plan
-from pm_evidence.runs import log_r_of
+from pm_evidence.runs import TemperingOptions, log_r_of
 from pm_evidence.target import LogDensity, as_target
 from pm_evidence.tempering.samplers import (
     TemperedChains,
@@ -43,9 +43,13 @@ class LogZTracker:
     model : pymc.Model or LogDensity, optional
         The model (from the context if omitted). Its changing parameters must be ``pm.Data``.
     n_chains, n_rungs, ladder, beta_min, prior_r, kernel, blocks, reference
-        As :func:`pm_evidence.rao_blackwellized_tempered_sampling` (the reference and the
-        kernel's tuning are fixed at construction; pass a reference that stays sensible while
-        the model changes, e.g. the data base rate of an RBM).
+        As :func:`pm_evidence.rao_blackwellized_tempered_sampling` (the reference, the ladder
+        and the kernel's tuning are fixed at construction; pass a reference that stays
+        sensible while the model changes, e.g. the data base rate of an RBM). Two defaults
+        differ from :class:`~pm_evidence.runs.TemperingOptions`': 200 chains, not 1000 (every
+        :meth:`update` sweeps all of them), and a linear ladder of 100 rungs, not the adaptive
+        one (the pilot would place that for the initial parameters only, and the tracker
+        keeps its ladder while they move).
     n_init_sweeps, max_init_iterations
         The initial iterations of seed 004 §2.4, run once at construction.
     random_seed, progressbar
@@ -53,6 +57,10 @@ class LogZTracker:
 
     Attributes
     ----------
+    options : TemperingOptions
+        The tempering options built from the arguments above (the tracker reads the chains,
+        the ladder, ``prior_r`` and the initial iterations from it; each :meth:`update` runs
+        its own ``n_sweeps``).
     log_z : float
         Current estimate of ``log Z`` (``log Zhat_K``; ``Z_1 = 1`` for the normalized reference).
     history : list of float
@@ -78,6 +86,11 @@ class LogZTracker:
         random_seed=None,
         progressbar: bool = False,
     ):
+        self.options = TemperingOptions(
+            n_chains=n_chains, ladder=ladder, n_rungs=n_rungs, beta_min=beta_min,
+            prior_r=prior_r, n_init_sweeps=n_init_sweeps, max_init_iterations=max_init_iterations,
+        )  # fmt: skip
+        options = self.options
         self._target = as_target(model)
         self._rng = as_generator(random_seed)
         self._progressbar = progressbar
@@ -88,13 +101,18 @@ class LogZTracker:
             progressbar=progressbar,
         )
         self._plan = plan
-        self._ladder = plan.ladder(ladder, n_rungs, beta_min, default_rungs=n_rungs)
-        self._log_r = log_r_of(prior_r, self._ladder.n_rungs)
-        state = plan.path.sample_reference(self._rng, n_chains, with_grad=plan.kernel.needs_grad)
+        self._ladder = plan.ladder(
+            options.ladder, options.n_rungs, options.beta_min, default_rungs=options.n_rungs
+        )
+        self._log_r = log_r_of(options.prior_r, self._ladder.n_rungs)
+        state = plan.path.sample_reference(
+            self._rng, options.n_chains, with_grad=plan.kernel.needs_grad
+        )
         # one run from here on: the chains, their rungs and the points moved carry over
         log_zhat, self._chains, self.init_history, n_eval = rts_initial_iterations(
             self._rng, plan.path, plan.kernel, self._ladder, self._log_r, TemperedChains(state),
-            n_sweeps=n_init_sweeps, max_iterations=max_init_iterations, progressbar=progressbar,
+            n_sweeps=options.n_init_sweeps, tol=options.init_tol,
+            max_iterations=options.max_init_iterations, progressbar=progressbar,
         )  # fmt: skip
         self._log_zhat = log_zhat - log_zhat[0]
         self.n_evaluations = int(n_eval + plan.n_setup_evaluations)

@@ -4,7 +4,8 @@
   between its NumPy and its compiled transition is counted per run, not per path;
 * a kernel carries its step, its evaluations per transition and its acceptance target;
 * records of consecutive pieces of a run merge into the record of one run;
-* a reference declares whether it has a gradient (``has_gradient``).
+* a reference declares whether it has a gradient (``has_gradient``);
+* ``LogZTracker`` builds its options as a ``TemperingOptions``.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from pm_evidence.tempering.samplers import (
     run_tempered,
 )
 from pm_evidence.testing import normal_mean
+from pm_evidence.tracking import LogZTracker
 
 
 @pytest.fixture(scope="module")
@@ -239,3 +241,9 @@ def test_hmc_path_refuses_a_reference_without_gradient(target):
     path.evaluate(np.zeros((2, 1)))  # log-densities alone are fine
     with pytest.raises(EvidenceInputError, match="has_gradient=False"):
         path.evaluate(np.zeros((2, 1)), with_grad=True)
+
+
+# ---------------------------------------------------------------------- tracker options
+def test_tracker_options_are_tempering_options():
+    with pytest.raises(EvidenceInputError, match="n_chains"):
+        LogZTracker(energy.random_rbm(3, 2, seed=0).to_pymc(name="t"), n_chains=0)
