@@ -198,15 +198,16 @@ def test_multistate_solution_has_zero_score_from_a_cold_start():
 def test_occupancy_far_below_its_target_is_flagged():
     betas = np.linspace(0, 1, 5)
     log_r = np.full(5, -np.log(5))
-    good = SimpleNamespace(
-        betas=betas, log_r=log_r, c_sum=np.full((4, 5), 20.0), n_iterations=np.full(4, 100.0)
-    )
-    assert _occupancy_messages(SimpleNamespace(sampler=good)) == []
-    c_sum = good.c_sum.copy()
+    n_iterations = np.full(4, 100.0)
+
+    def run(c_sum):  # c_hat as TemperedRun.c_hat computes it (seed 004 eq. (9))
+        c_hat = c_sum.sum(axis=0) / n_iterations.sum()
+        return SimpleNamespace(sampler=SimpleNamespace(betas=betas, log_r=log_r, c_hat=c_hat))
+
+    c_sum = np.full((4, 5), 20.0)
+    assert _occupancy_messages(run(c_sum)) == []
     c_sum[:, 2], c_sum[:, 0] = 4.0, 36.0  # rung 2 at 0.2 of its target
-    message = _occupancy_messages(
-        SimpleNamespace(sampler=SimpleNamespace(**{**vars(good), "c_sum": c_sum}))
-    )
+    message = _occupancy_messages(run(c_sum))
     assert len(message) == 1 and "rung 2" in message[0] and "0.20 times" in message[0]
 
 
