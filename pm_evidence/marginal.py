@@ -11,7 +11,7 @@ import pymc as pm
 
 from pm_evidence import registry
 from pm_evidence.draws import posterior_plan
-from pm_evidence.evidence import DISAGREEMENT_Z, Evidence, EvidenceSet
+from pm_evidence.evidence import DISAGREEMENT_Z, Evidence, EvidenceSet, format_estimate
 from pm_evidence.exceptions import EvidenceInputError
 from pm_evidence.plan import SAMPLE_KEYS, PathOptions, make_plan
 from pm_evidence.progress import interruptible, quiet, status
@@ -251,7 +251,8 @@ def cross_checked(estimate: Evidence, check: Evidence) -> Evidence:
         message = (
             f"method='auto': {a.method} and its cross-check {b.method} (different draws and "
             f"reference) disagree by {z:.1f} combined standard errors (> {DISAGREEMENT_Z:g}): "
-            f"log Z = {a.log_z:.4f} ± {a.se:.4f} vs {b.log_z:.4f} ± {b.se:.4f}. At least one is "
+            f"log Z = {format_estimate(a.log_z, a.se)} vs {format_estimate(b.log_z, b.se)}. At "
+            f"least one is "
             f"wrong or under-states its error (a missed mode, a poor reference, or posterior "
             f"draws fitted to other data than the model holds: pass idata only from pm.sample "
             f"on this model and its current data); run both with "
@@ -324,8 +325,8 @@ def _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs)
     for a, b, z in results.disagreements():
         warn_user(
             f"Methods {a!r} and {b!r} disagree by {z:.1f} combined standard errors "
-            f"(> {DISAGREEMENT_Z:g}): log Z = {results[a].log_z:.4f} ± {results[a].se:.4f} vs "
-            f"{results[b].log_z:.4f} ± {results[b].se:.4f}. At least one of them is wrong or "
+            f"(> {DISAGREEMENT_Z:g}): log Z = {format_estimate(results[a].log_z, results[a].se)} vs "
+            f"{format_estimate(results[b].log_z, results[b].se)}. At least one of them is wrong or "
             f"under-states its error; check their diagnostics (ESS, occupancy, overlap).",
         )
     return results
