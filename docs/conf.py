@@ -40,8 +40,8 @@ napoleon_type_aliases.update(
         "GeometricPath": "~pm_evidence.tempering.path.GeometricPath",
         "Kernel": "~pm_evidence.tempering.kernels.Kernel",
         "Pilot": "~pm_evidence.tempering.pilot.Pilot",
-        "AnnealRun": "~pm_evidence.tempering.samplers.AnnealRun",
-        "TemperedRun": "~pm_evidence.tempering.samplers.TemperedRun",
+        "AnnealRecord": "~pm_evidence.tempering.samplers.AnnealRecord",
+        "TemperedRecord": "~pm_evidence.tempering.samplers.TemperedRecord",
         "Ladder": "~pm_evidence.plan.Ladder",
     }
 )

@@ -154,14 +154,14 @@ def importance_sampling(
     if not (isinstance(reference, Reference) or reference == "prior"):
         sampling = sampling_options(draws, tune, chains, progressbar, sample_kwargs)
         x = posterior_draws(target, idata, rng=rngs["posterior"], **sampling)
-        plan = symmetry_step(target, x, reference, symmetrize, idata)
-        fit_draws = plan.draws
-        messages = posterior_messages(target, fit_draws, relabelled=plan.relabelled)
-        messages += list(plan.messages)
+        decision = symmetry_step(target, x, reference, symmetrize, idata)
+        fit_draws = decision.draws
+        messages = posterior_messages(target, fit_draws, relabelled=decision.relabelled)
+        messages += list(decision.messages)
     ref = fit_reference(reference, target, fit_draws)
     if fit_draws is not None:
-        ref = symmetric_reference(ref, plan)
-        symmetry = symmetry_diagnostics(plan, ref)
+        ref = symmetric_reference(ref, decision)
+        symmetry = symmetry_diagnostics(decision, ref)
     if n_reference is None:
         n_fit = 4000 if fit_draws is None else fit_draws.shape[0] * fit_draws.shape[1]
         n_reference = default_reference_draws(n_fit, target.dim)

@@ -13,7 +13,7 @@ from pm_evidence.exceptions import EvidenceInputError, NonFiniteLogDensityError
 from pm_evidence.messages import posterior_messages
 from pm_evidence.modes import (
     INVARIANCE_RTOL,
-    SymmetryPlan,
+    SymmetryDecision,
     SymmetrySearch,
     find_symmetry,
     plan_symmetry,
@@ -212,14 +212,14 @@ def sampling_options(draws, tune, chains, progressbar, sample_kwargs) -> dict:
     }
 
 
-def symmetric_reference(reference: Reference, plan: SymmetryPlan) -> Reference:
-    """The reference averaged over the plan's group (``SymmetrizedReference``), or as
-    given when the plan has no group or the reference is already invariant under it (a prior
+def symmetric_reference(reference: Reference, decision: SymmetryDecision) -> Reference:
+    """The reference averaged over the decision's group (``SymmetrizedReference``), or as
+    given when the decision has no group or the reference is already invariant under it (a prior
     that is itself symmetric). Pure: what was done is read back by :func:`symmetry_diagnostics`."""
-    group = plan.group
+    group = decision.group
     if group is None:
         return reference
-    points = spread_points(plan.draws)
+    points = spread_points(decision.draws)
     log_q = reference.logpdf(points)
     images = np.stack([reference.logpdf(action(points)) for action in group.actions[1:]])
     if np.allclose(images, log_q, rtol=INVARIANCE_RTOL["float64"], atol=0.0):
@@ -227,18 +227,18 @@ def symmetric_reference(reference: Reference, plan: SymmetryPlan) -> Reference:
     return SymmetrizedReference(reference, group.actions)
 
 
-def symmetry_diagnostics(plan: SymmetryPlan, reference: Reference) -> dict:
-    """The plan's symmetry diagnostics for the reference actually used (a new dict): where the
-    plan has a group but :func:`symmetric_reference` left the reference as it was (already
+def symmetry_diagnostics(decision: SymmetryDecision, reference: Reference) -> dict:
+    """The decision's symmetry diagnostics for the reference actually used (a new dict): where the
+    decision has a group but :func:`symmetric_reference` left the reference as it was (already
     invariant), ``symmetrized`` is ``False`` and ``symmetry`` says why."""
-    diagnostics = dict(plan.diagnostics)
-    if plan.group is not None and not isinstance(reference, SymmetrizedReference):
+    diagnostics = dict(decision.diagnostics)
+    if decision.group is not None and not isinstance(reference, SymmetrizedReference):
         diagnostics["symmetrized"] = False
         diagnostics["symmetry"] += " (the reference is already invariant: left as it is)"
     return diagnostics
 
 
-def symmetry_step(target, x: np.ndarray, reference, symmetrize, idata=None) -> SymmetryPlan:
+def symmetry_step(target, x: np.ndarray, reference, symmetrize, idata=None) -> SymmetryDecision:
     """``pm_evidence.modes.plan_symmetry`` for posterior draws ``x`` and a reference; when
     ``idata`` is a :class:`PosteriorPlan` its symmetry search is reused."""
     search = idata.search if isinstance(idata, PosteriorPlan) else None
@@ -267,20 +267,20 @@ def fit_and_weigh(
 
     Returns ``(est_half, reference, log_weights_target, messages, diagnostics)``: the
     warnings about the posterior draws (:func:`~pm_evidence.messages.posterior_messages`) and the symmetry
-    diagnostics of the plan (and the chooser's).
+    diagnostics of the decision (and the chooser's).
     """
     x = posterior_draws(target, idata, rng=posterior_rng, **sampling)
-    plan = symmetry_step(target, x, reference, symmetrize, idata)
-    fit_half, est_half = split_halves(plan.draws)
+    decision = symmetry_step(target, x, reference, symmetrize, idata)
+    fit_half, est_half = split_halves(decision.draws)
     chosen = {}
     if choose_reference is None:
-        ref = symmetric_reference(fit_reference(reference, target, fit_half), plan)
+        ref = symmetric_reference(fit_reference(reference, target, fit_half), decision)
     else:
-        ref, chosen = choose_reference(fit_half, lambda r: symmetric_reference(r, plan))
-    diagnostics = {**symmetry_diagnostics(plan, ref), **chosen}
+        ref, chosen = choose_reference(fit_half, lambda r: symmetric_reference(r, decision))
+    diagnostics = {**symmetry_diagnostics(decision, ref), **chosen}
     log_f = log_density_at_target_draws(target, est_half)
-    messages = posterior_messages(target, plan.draws, relabelled=plan.relabelled)
-    messages += list(plan.messages)
+    messages = posterior_messages(target, decision.draws, relabelled=decision.relabelled)
+    messages += list(decision.messages)
     lw = log_weights(target, est_half, ref, log_f=log_f)
     return est_half, ref, lw, messages, diagnostics
 

@@ -74,8 +74,8 @@ __all__ = [
     "Coverage",
     "PermutationFactor",
     "Relabelling",
+    "SymmetryDecision",
     "SymmetryGroup",
-    "SymmetryPlan",
     "SymmetrySearch",
     "check_coverage",
     "find_symmetry",
@@ -804,7 +804,7 @@ SYMMETRIZE_OPTIONS = ("auto", True, False)
 
 
 @dataclass(frozen=True)
-class SymmetryPlan:
+class SymmetryDecision:
     """What a reference fitted to posterior draws does about a symmetry of the posterior.
 
     Attributes
@@ -859,7 +859,7 @@ def plan_symmetry(
     warp3: bool = False,
     max_group_size: int = MAX_GROUP_SIZE,
     search: SymmetrySearch | None = None,
-) -> SymmetryPlan:
+) -> SymmetryDecision:
     """Find a symmetry of the posterior and decide what a reference fitted to ``draws`` does.
 
     ``symmetrize="auto"``: when the draws miss mirror images (:func:`check_coverage`), relabel
@@ -887,7 +887,7 @@ def plan_symmetry(
 
     Returns
     -------
-    SymmetryPlan
+    SymmetryDecision
     """
     check_symmetrize_option(symmetrize)
     if search is None:
@@ -900,13 +900,13 @@ def plan_symmetry(
     if search.unchecked:
         diagnostics["symmetry_unchecked"] = ", ".join(search.unchecked)
     if not search.found:
-        return SymmetryPlan(draws, None, search, diagnostics=diagnostics)
+        return SymmetryDecision(draws, None, search, diagnostics=diagnostics)
     coverage = check_coverage(search.generators, draws)
     diagnostics["mirror_shift"] = coverage.shift
     what = f"{search.describe()} ({search.size} mirror images)"
     if coverage.covered and symmetrize is not True:
         diagnostics["symmetry"] = f"{what}: the draws cover them, reference not symmetrized"
-        return SymmetryPlan(draws, None, search, coverage, diagnostics=diagnostics)
+        return SymmetryDecision(draws, None, search, coverage, diagnostics=diagnostics)
     bias = (
         f"log Z is likely under-estimated, by up to log {search.size} = {math.log(search.size):.3f}"
     )
@@ -934,14 +934,14 @@ def plan_symmetry(
             f"on one of {names}, e.g. transform=pm.distributions.transforms.ordered), or use a "
             f"path method started from the prior."
         )
-        return SymmetryPlan(
+        return SymmetryDecision(
             draws, None, search, coverage, messages=(message,), diagnostics=diagnostics
         )
     group = search.group
     diagnostics["symmetrized"] = True
     if coverage.covered:  # symmetrize=True on draws that cover the images: fit to them as they are
         diagnostics["symmetry"] = f"{what}: the draws cover them, reference symmetrized (as asked)"
-        return SymmetryPlan(draws, group, search, coverage, diagnostics=diagnostics)
+        return SymmetryDecision(draws, group, search, coverage, diagnostics=diagnostics)
     sample = draws.reshape(-1, draws.shape[-1])
     rows = np.linspace(0, sample.shape[0] - 1, min(200, sample.shape[0])).astype(int)
     log_f = target.log_density(sample[rows])
@@ -952,6 +952,6 @@ def plan_symmetry(
         f"{what}: the draws were in {relabelled.visited} of them; relabelled into one and "
         f"reference symmetrized over all {group.size}"
     )
-    return SymmetryPlan(
+    return SymmetryDecision(
         relabelled.draws, group, search, coverage, relabelled=True, diagnostics=diagnostics
     )

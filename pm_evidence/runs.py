@@ -43,14 +43,14 @@ from pm_evidence.estimators.tempered import rts_core
 from pm_evidence.exceptions import EvidenceInputError, OverlapError
 from pm_evidence.plan import Ladder, PathPlan
 from pm_evidence.tempering.samplers import (
-    AnnealRun,
+    AnnealRecord,
     AnnealSettings,
     TemperedChains,
-    TemperedRun,
+    TemperedRecord,
     TemperedSettings,
     anneal,
     rts_initial_iterations,
-    run_tempered,
+    temper,
 )
 from pm_evidence.utils import warn_user
 
@@ -255,7 +255,7 @@ class AnnealingRun:
         The plan it ran on.
     ladder : Ladder
         Its rungs, step sizes and how they were chosen.
-    sampler : AnnealRun
+    sampler : AnnealRecord
         The sampler's output over the chains of all batches (log weights, ``Delta`` and log
         weights at every rung, acceptance, evaluations).
     options : AnnealingOptions
@@ -276,7 +276,7 @@ class AnnealingRun:
 
     plan: PathPlan
     ladder: Ladder
-    sampler: AnnealRun
+    sampler: AnnealRecord
     options: AnnealingOptions
     reverse: bool = False
     target_se_reached: bool | None = None
@@ -296,8 +296,8 @@ class TemperingRun:
         The plan it ran on.
     ladder : Ladder
         Its rungs, step sizes and how they were chosen.
-    sampler : TemperedRun
-        The sampler's running sums (:class:`~pm_evidence.tempering.samplers.TemperedRun`).
+    sampler : TemperedRecord
+        The sampler's running sums (:class:`~pm_evidence.tempering.samplers.TemperedRecord`).
     options : TemperingOptions
     init_history : tuple of float
         ``max_k |r_k - c_k|`` after each initial iteration (seed 004 §2.4).
@@ -318,7 +318,7 @@ class TemperingRun:
 
     plan: PathPlan
     ladder: Ladder
-    sampler: TemperedRun
+    sampler: TemperedRecord
     options: TemperingOptions
     init_history: tuple[float, ...]
     n_outside_support: int  # reference draws (the chains' starts) where Delta = -inf
@@ -561,7 +561,7 @@ def run_tempering(
             settings = TemperedSettings(
                 n_sweeps, options.n_steps, n_time_batches, options.record, progressbar
             )
-            stretch = run_tempered(rng, path, kernel, ladder, log_r, log_zhat, chains, settings)
+            stretch = temper(rng, path, kernel, ladder, log_r, log_zhat, chains, settings)
             run = stretch if run is None else run.merge(stretch)
             chains = run.chains
             if run.interrupted:

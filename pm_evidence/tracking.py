@@ -28,7 +28,7 @@ from pm_evidence.tempering.samplers import (
     TemperedChains,
     TemperedSettings,
     rts_initial_iterations,
-    run_tempered,
+    temper,
 )
 from pm_evidence.utils import as_generator
 
@@ -136,7 +136,7 @@ class LogZTracker:
             n_sweeps, progressbar=self._progressbar, description="tracking log Z",
             allow_interrupt=False,
         )  # fmt: skip
-        run = run_tempered(
+        run = temper(
             self._rng, plan.path, plan.kernel, self._ladder, self._log_r, self._log_zhat,
             self._chains._replace(points=state), settings,
         )  # fmt: skip

@@ -35,7 +35,7 @@ from pm_evidence.tempering.samplers import (
     TemperedChains,
     TemperedSettings,
     anneal,
-    run_tempered,
+    temper,
 )
 from pm_evidence.testing import normal_mean
 from pm_evidence.tracking import LogZTracker
@@ -149,10 +149,10 @@ def test_two_stretches_merge_into_the_record_of_one_run(plan):
     start = TemperedChains(state, np.arange(30) % 6)
     record = TemperedSettings(100, record=True, progressbar=False)
     args = (plan.path, plan.kernel, ladder, log_r, log_zhat)
-    whole = run_tempered(np.random.default_rng(5), *args, start, record)
+    whole = temper(np.random.default_rng(5), *args, start, record)
     rng = np.random.default_rng(5)
-    first = run_tempered(rng, *args, start, TemperedSettings(60, record=True, progressbar=False))
-    second = run_tempered(
+    first = temper(rng, *args, start, TemperedSettings(60, record=True, progressbar=False))
+    second = temper(
         rng, *args, first.chains, TemperedSettings(40, record=True, progressbar=False)
     )
     merged = first.merge(second)

@@ -7,8 +7,8 @@ call over all chains (each chain at its own ``beta``); no Python loop over point
 
 A sampler takes the path and its kernel (what a plan holds), the ladder, the chains' state and
 a small frozen settings record (:class:`AnnealSettings`, :class:`TemperedSettings`), and
-returns a record of what it saw (:class:`AnnealRun`, :class:`TemperedRun`). Records of
-consecutive pieces of one run merge (:meth:`AnnealRun.merge`, :meth:`TemperedRun.merge`). The
+returns a record of what it saw (:class:`AnnealRecord`, :class:`TemperedRecord`). Records of
+consecutive pieces of one run merge (:meth:`AnnealRecord.merge`, :meth:`TemperedRecord.merge`). The
 state handed from one piece to the next includes ``points_moved``, the points (chains x
 transitions) the run has moved so far: HMC takes its compiled transition from
 ``FUSE_AFTER_POINT_TRANSITIONS`` of them on (:func:`~pm_evidence.tempering.kernels.transition`),
@@ -29,15 +29,15 @@ from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_de
 from pm_evidence.utils import normalized_weights, warn_user
 
 __all__ = [
-    "AnnealRun",
+    "AnnealRecord",
     "AnnealSettings",
     "TemperedChains",
-    "TemperedRun",
+    "TemperedRecord",
     "TemperedSettings",
     "anneal",
     "rts_initial_iterations",
-    "run_tempered",
     "sample_at_beta",
+    "temper",
 ]
 
 
@@ -48,7 +48,7 @@ def _increment(state: PathState, d_beta: float) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- annealing
-class AnnealRun(NamedTuple):
+class AnnealRecord(NamedTuple):
     """Output of :func:`anneal`.
 
     ``log_weights[i]``: chain ``i``'s final log weight. With ``store=True``, ``delta[k, i]`` is
@@ -68,7 +68,7 @@ class AnnealRun(NamedTuple):
     final: PathState
     points_moved: int
 
-    def merge(self, batch: AnnealRun) -> AnnealRun:
+    def merge(self, batch: AnnealRecord) -> AnnealRecord:
         """This run's chains and those of ``batch``, a later batch of the same run annealed
         along the same rungs, as one run: per-chain arrays joined (chains last), acceptance
         averaged over the chains, counts added; ``final`` and ``points_moved`` are the later
@@ -78,7 +78,7 @@ class AnnealRun(NamedTuple):
         def join(x, y):
             return None if x is None else np.concatenate([x, y], axis=-1)
 
-        return AnnealRun(
+        return AnnealRecord(
             self.betas,
             np.concatenate([self.log_weights, batch.log_weights]),
             join(self.delta, batch.delta),
@@ -122,7 +122,7 @@ def anneal(
     settings: AnnealSettings | None = None,
     *,
     points_moved: int = 0,
-) -> AnnealRun:
+) -> AnnealRecord:
     r"""Anneal the points ``state`` (drawn from ``f_{beta_1}``) along ``ladder``'s rungs, each
     rung's transitions at its tuning.
 
@@ -168,7 +168,7 @@ def anneal(
                     f"Annealing interrupted at rung {k} of {n_rungs}; an unfinished annealing "
                     f"run has no estimate of log Z."
                 )
-    return AnnealRun(
+    return AnnealRecord(
         betas, log_w, delta, log_w_rungs, acceptance, nonfinite, n_eval, state, points_moved
     )
 
@@ -200,8 +200,8 @@ def sample_at_beta(
 
 # ---------------------------------------------------------------------- simulated tempering
 class TemperedChains(NamedTuple):
-    """The tempered chains between pieces of a run: the state :func:`run_tempered` starts
-    from, and :attr:`TemperedRun.chains` after it.
+    """The tempered chains between pieces of a run: the state :func:`temper` starts
+    from, and :attr:`TemperedRecord.chains` after it.
 
     ``points`` are the chains' points, ``rung`` each chain's rung (``None``: drawn from
     ``q(beta | x)``, seed 004 eq. (7), at the start), ``points_moved`` the points (chains x
@@ -214,7 +214,7 @@ class TemperedChains(NamedTuple):
     points_moved: int = 0
 
 
-class TemperedRun(NamedTuple):
+class TemperedRecord(NamedTuple):
     """Sufficient statistics of a simulated-tempering run (memory ``O(units x K)``).
 
     Units are chains (or chain x time batches when there are few chains); sums are over the
@@ -261,7 +261,7 @@ class TemperedRun(NamedTuple):
         eq. (9)), shape ``(K,)``."""
         return self.c_sum.sum(axis=0) / self.n_iterations.sum()
 
-    def merge(self, later: TemperedRun) -> TemperedRun:
+    def merge(self, later: TemperedRecord) -> TemperedRecord:
         """This piece of a run followed by ``later``, the same chains continued (started from
         :attr:`chains`, with the same ``log r`` and ``log Zhat``): sums add, draws append,
         acceptance is averaged over the iterations; where the chains ended is ``later``'s."""
@@ -299,7 +299,7 @@ class TemperedRun(NamedTuple):
 
 @dataclass(frozen=True)
 class TemperedSettings:
-    """How :func:`run_tempered` runs.
+    """How :func:`temper` runs.
 
     Attributes
     ----------
@@ -366,7 +366,7 @@ def _draw_categorical(rng, probs: np.ndarray) -> np.ndarray:
     return np.minimum((cumulative < u).sum(axis=0), n_cat - 1)
 
 
-def run_tempered(
+def temper(
     rng,
     path: GeometricPath,
     kernel: Kernel,
@@ -375,13 +375,13 @@ def run_tempered(
     log_zhat: np.ndarray,
     chains: TemperedChains,
     settings: TemperedSettings,
-) -> TemperedRun:
+) -> TemperedRecord:
     r"""Simulated-tempering Gibbs sampler over ``(x, beta)`` (seed 004 §2.1, Alg. 1) on the
     rungs of ``ladder``, with prior weights ``log r_k`` and normalizer estimates ``log Zhat_k``.
 
     Each sweep: ``n_steps`` transitions of ``x`` leaving ``f_{beta}`` invariant at each chain's
     current rung (at that rung's tuning), then ``beta | x ~ q(beta | x)`` (eq. (7)). The running
-    sums of :class:`TemperedRun` are updated after the ``x`` move. ``chains.rung=None`` draws
+    sums of :class:`TemperedRecord` are updated after the ``x`` move. ``chains.rung=None`` draws
     the first rungs from ``q(beta | x)``.
 
     With ``settings.allow_interrupt``, Ctrl-C ends the run after the current sweep and the sums
@@ -460,7 +460,7 @@ def run_tempered(
             delta_draws, rung_draws = delta_draws[:, :completed], rung_draws[:, :completed]
             unit_draws = unit_draws[:, :completed]
     acceptance = np.divide(accepted_sum, attempts, out=np.full(n_rungs, np.nan), where=attempts > 0)
-    return TemperedRun(
+    return TemperedRecord(
         betas,
         log_r,
         log_zhat,
@@ -485,7 +485,7 @@ def run_tempered(
     )
 
 
-def _occupancy_noise(run: TemperedRun) -> float:
+def _occupancy_noise(run: TemperedRecord) -> float:
     """``max_k se(c_k)`` from the spread over units of their own ``c_k`` (seed 004 eq. (9))."""
     per_unit = run.c_sum / run.n_iterations[:, None]
     n_units = per_unit.shape[0]
@@ -538,7 +538,7 @@ def rts_initial_iterations(
             description=f"RTS initial iteration {it + 1}",
         )  # fmt: skip
         rung = rng.integers(n_rungs, size=chains.points.x.shape[0])
-        run = run_tempered(
+        run = temper(
             rng, path, kernel, ladder, log_r, log_zhat, chains._replace(rung=rung), settings
         )
         n_eval += run.n_evaluations
