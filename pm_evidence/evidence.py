@@ -10,10 +10,11 @@ dimensions, one group per kind of quantity, ``creation_library`` attributes)::
     /                 log_z, se (scalars); attrs: method, model_name, observed_fingerprint
                       and warnings (JSON text), pm_evidence_type = "Evidence", creation_*
     /diagnostics      one scalar variable per diagnostic
-    /log_weights      per-draw arrays, e.g. log_weight_target (chain, draw)
+    /draws            per-draw arrays (the ``draws`` field), e.g. log_weight_target (chain, draw)
     /sample_stats     per-rung sampler diagnostics of path methods (only when present)
 
-An ``EvidenceSet`` is a tree with one such subtree per method. The tree can be stored inside the
+Files written before the group was named after the field hold it as ``/log_weights``;
+``from_datatree`` reads both. An ``EvidenceSet`` is a tree with one such subtree per method. The tree can be stored inside the
 model's own InferenceData (``idata["log_evidence"] = ev.to_datatree()``) and saved with it.
 """
 
@@ -31,6 +32,10 @@ from pm_evidence.exceptions import EvidenceInputError
 
 __all__ = ["Evidence", "EvidenceSet"]
 
+# The group of an Evidence tree that holds its per-draw arrays (the ``draws`` field), and the
+# name files written before 2026-11-24 gave it (read too).
+DRAWS_GROUP = "draws"
+OLD_DRAWS_GROUP = "log_weights"
 # The group of an InferenceData that holds the evidence (``idata["log_evidence"] = ...``).
 IDATA_GROUP = "log_evidence"
 _TYPE_ATTR = "pm_evidence_type"
@@ -287,7 +292,7 @@ class Evidence:
         Root: ``log_z`` and ``se`` (scalars), with attributes ``method``, ``model_name``,
         ``observed_fingerprint`` and ``warnings`` (JSON text, so that netCDF and zarr keep
         them), ``pm_evidence_type = "Evidence"`` and ArviZ's ``creation_library`` attributes.
-        Groups ``diagnostics`` (one scalar variable per diagnostic), ``log_weights`` (per-draw
+        Groups ``diagnostics`` (one scalar variable per diagnostic), ``draws`` (per-draw
         arrays, :attr:`draws`) and, when present, ``sample_stats`` (per-rung diagnostics).
 
         Saving it needs a netCDF or zarr backend: ``pip install 'pm_evidence[io]'``.
@@ -329,7 +334,7 @@ class Evidence:
         groups = {
             "/": root,
             "/diagnostics": xr.Dataset(diagnostics, attrs=attrs),
-            "/log_weights": self.draws,
+            f"/{DRAWS_GROUP}": self.draws,
         }
         if self.sample_stats.variables or self.sample_stats.attrs:
             groups["/sample_stats"] = self.sample_stats
@@ -387,7 +392,9 @@ class Evidence:
             se=float(root["se"]),
             method=str(attrs["method"]),
             diagnostics=diagnostics,
-            draws=_child_dataset(tree, "log_weights"),
+            draws=_child_dataset(
+                tree, DRAWS_GROUP if DRAWS_GROUP in tree.children else OLD_DRAWS_GROUP
+            ),
             model_name=str(attrs.get("model_name", "")),
             observed_fingerprint=_freeze(json.loads(attrs.get("observed_fingerprint", "[]"))),
             sample_stats=_child_dataset(tree, "sample_stats"),

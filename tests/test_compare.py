@@ -89,9 +89,17 @@ def test_to_datatree(normal_mean_case):
     assert float(tree["log_z"]) == ev.log_z and float(tree["se"]) == ev.se
     assert tree.attrs["method"] == "ds"
     assert float(tree["diagnostics"]["gamma"]) == ev.diagnostics["gamma"]
-    weights = tree["log_weights"]["log_weight_target"]
+    weights = tree["draws"]["log_weight_target"]
     assert weights.dims == ("chain", "draw")
-    assert tree["log_weights"]["log_weight_reference"].dims == ("reference_draw",)
+    assert tree["draws"]["log_weight_reference"].dims == ("reference_draw",)
+    # files written before the group was named after the field hold it as /log_weights
+    groups = {"/": tree.to_dataset(inherit=False)}
+    for name, child in tree.children.items():
+        old_name = "log_weights" if name == "draws" else name
+        groups[f"/{old_name}"] = child.to_dataset(inherit=False)
+    old_layout = xr.DataTree.from_dict(groups)
+    assert "log_weights" in old_layout.children and "draws" not in old_layout.children
+    assert pme.Evidence.from_datatree(old_layout) == ev
 
 
 def test_bayes_factor_between_real_models(normal_mean_case):
