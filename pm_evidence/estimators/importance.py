@@ -17,7 +17,7 @@ from pm_evidence.utils import kish_ess, log_mean_exp, mcmc_ess, pareto_khat, rel
 __all__ = ["chi_square_to_target", "importance_core", "reverse_importance_core"]
 
 
-def importance_core(log_weights_reference) -> Estimate:
+def importance_core(log_l_reference) -> Estimate:
     r"""Importance sampling: ``Z_is = mean_i f(x_i) / p0(x_i)``, ``x_i ~ p0`` i.i.d.
 
     .. math:: \hat Z_{is} = \frac1n \sum_i w_i,\quad w_i = f(x_0^i)/p_0(x_0^i)
@@ -29,11 +29,11 @@ def importance_core(log_weights_reference) -> Estimate:
 
     Parameters
     ----------
-    log_weights_reference : array_like
+    log_l_reference : array_like
         ``log f(x) - log p0(x)`` at draws from ``p0`` (any shape; ``-inf`` is a zero weight).
     """
     lw = as_log_weights(
-        log_weights_reference, what="log weights at reference draws", allow_neg_inf=True
+        log_l_reference, what="log weights at reference draws", allow_neg_inf=True
     ).ravel()
     if np.all(lw == -np.inf):
         raise OverlapError(
@@ -82,7 +82,7 @@ def chi_square_to_target(log_ratio_reference, log_ratio_target) -> float:
     return float(np.expm1(log_mean_exp(at_reference) - log_mean_exp(log_ratio_target)))
 
 
-def reverse_importance_core(log_weights_target, log_weights_reference=None) -> Estimate:
+def reverse_importance_core(log_l_target, log_l_reference=None) -> Estimate:
     r"""Reverse importance sampling (weighted harmonic mean; Gelfand & Dey 1994).
 
     .. math:: \hat Z_{ris} = \Big[\frac1n \sum_i p_0(x_1^i)/f(x_1^i)\Big]^{-1},
@@ -94,7 +94,7 @@ def reverse_importance_core(log_weights_target, log_weights_reference=None) -> E
     ``v = p0 / f`` that carry the mean, and the sample variance of ``v`` misses them: an
     estimate high by several of its own SEs with a small Pareto k-hat (measured on eight
     schools with exact posterior draws and a 95% truncated normal). Reference draws land
-    exactly there, so with ``log_weights_reference`` the SE is
+    exactly there, so with ``log_l_reference`` the SE is
 
     .. math:: \mathrm{se} = \sqrt{\max(\hat\chi^2_{target}, \hat\chi^2_{reference})
        / \mathrm{ESS}},
@@ -107,16 +107,16 @@ def reverse_importance_core(log_weights_target, log_weights_reference=None) -> E
 
     Parameters
     ----------
-    log_weights_target : array_like, shape (chain, draw) or (draw,)
+    log_l_target : array_like, shape (chain, draw) or (draw,)
         ``log f(x) - log p0(x)`` at draws from the target: finite, or ``+inf`` where ``p0`` is
         zero (a reference with bounded support, such as Gelfand & Dey's truncated normal).
-    log_weights_reference : array_like, optional
+    log_l_reference : array_like, optional
         ``log f(x) - log p0(x)`` at draws from ``p0`` (``-inf`` where ``f = 0``: reference
         mass outside the target's support, which biases ``log Z_ris`` up by
         ``-log P0(support)``; its fraction is ``reference_outside_support``).
     """
     inv = as_log_weights(
-        -np.asarray(log_weights_target, dtype=float),
+        -np.asarray(log_l_target, dtype=float),
         what="reverse log weights log p0 - log f at target draws",
         allow_neg_inf=True,
     )  # log (p0 / f); -inf where p0 = 0
@@ -138,8 +138,8 @@ def reverse_importance_core(log_weights_target, log_weights_reference=None) -> E
         "chi2_target": chi2_target,
     }
     chi2 = chi2_target
-    if log_weights_reference is not None:
-        at_reference = -np.asarray(log_weights_reference, dtype=float).ravel()  # log (p0 / f)
+    if log_l_reference is not None:
+        at_reference = -np.asarray(log_l_reference, dtype=float).ravel()  # log (p0 / f)
         finite = np.isfinite(at_reference)
         chi2_reference = chi_square_to_target(at_reference, inv)
         diagnostics.update(
