@@ -58,6 +58,27 @@ __all__ = [
 ]
 
 
+# The parameters every estimator on posterior draws shares, filled into their docstrings
+# (``{shared_parameters}``) by ``_shared_parameters``.
+_SHARED_PARAMETERS = """symmetrize : {"auto", True, False}, default "auto"
+        What to do when the posterior is invariant under relabelling components (label
+        switching in a mixture; ``pm_evidence.modes``): ``"auto"`` relabels the draws into one
+        mirror image and symmetrizes the reference over the relabellings when the draws miss
+        mirror images (otherwise log Z would come out low by up to ``log |G|``), ``True`` does
+        so whenever a symmetry is found, ``False`` never (a symmetry whose images the draws
+        miss is then a warning). Diagnostics ``symmetry`` (what was found and done),
+        ``symmetry_group_size``, ``symmetrized``.
+    idata, draws, tune, chains, sample_kwargs, progressbar
+        Posterior draws (or a :class:`PosteriorPlan` shared with other methods), or how NUTS
+        draws them.
+    random_seed : int or numpy.random.Generator, optional"""
+
+
+def _shared_parameters(function):
+    function.__doc__ = function.__doc__.replace("{shared_parameters}", _SHARED_PARAMETERS)
+    return function
+
+
 def make_posterior_plan(
     model: pm.Model | LogDensity | None = None,
     idata=None,
@@ -99,6 +120,8 @@ def make_posterior_plan(
     return posterior_plan(target, idata, rng=rng, progressbar=progressbar, draws=draws,
                           tune=tune, chains=chains, sample_kwargs=sample_kwargs)  # fmt: skip
 
+
+@_shared_parameters
 def importance_sampling(
     model: pm.Model | LogDensity | None = None,
     *,
@@ -126,18 +149,7 @@ def importance_sampling(
     n_reference : int, optional
         Number of proposal draws; default :func:`~pm_evidence.draws.default_reference_draws` (16 per posterior
         draw, or per 4000 draws for the prior).
-    symmetrize : {"auto", True, False}, default "auto"
-        What to do when the posterior is invariant under relabelling components (label
-        switching in a mixture; ``pm_evidence.modes``): ``"auto"`` relabels the draws into one
-        mirror image and symmetrizes the reference over the relabellings when the draws miss
-        mirror images (otherwise log Z would come out low by up to ``log |G|``), ``True`` does
-        so whenever a symmetry is found, ``False`` never (a symmetry whose images the draws
-        miss is then a warning). Diagnostics ``symmetry`` (what was found and done),
-        ``symmetry_group_size``, ``symmetrized``.
-    idata, draws, tune, chains, sample_kwargs, progressbar
-        Posterior draws (or a :class:`PosteriorPlan` shared with other methods), or how NUTS
-        draws them.
-    random_seed : int or numpy.random.Generator, optional
+    {shared_parameters}
 
     Returns
     -------
@@ -184,6 +196,7 @@ def _importance_messages(diagnostics: dict, n: int) -> list[str]:
     )
 
 
+@_shared_parameters
 def reverse_importance_sampling(
     model: pm.Model | LogDensity | None = None,
     *,
@@ -231,18 +244,7 @@ def reverse_importance_sampling(
     n_reference : int, optional
         Draws from ``p0`` for the reference-side estimate of ``chi^2(p0 || p)``; default
         :func:`~pm_evidence.draws.default_reference_draws`.
-    symmetrize : {"auto", True, False}, default "auto"
-        What to do when the posterior is invariant under relabelling components (label
-        switching in a mixture; ``pm_evidence.modes``): ``"auto"`` relabels the draws into one
-        mirror image and symmetrizes the reference over the relabellings when the draws miss
-        mirror images (otherwise log Z would come out low by up to ``log |G|``), ``True`` does
-        so whenever a symmetry is found, ``False`` never (a symmetry whose images the draws
-        miss is then a warning). Diagnostics ``symmetry`` (what was found and done),
-        ``symmetry_group_size``, ``symmetrized``.
-    idata, draws, tune, chains, sample_kwargs, progressbar
-        Posterior draws (or a :class:`PosteriorPlan` shared with other methods), or how NUTS
-        draws them.
-    random_seed : int or numpy.random.Generator, optional
+    {shared_parameters}
 
     Returns
     -------
@@ -330,6 +332,7 @@ def reverse_weight_messages(diagnostics: dict, n: int) -> list[str]:
     return messages
 
 
+@_shared_parameters
 def discriminance_sampling(
     model: pm.Model | LogDensity | None = None,
     *,
@@ -361,18 +364,7 @@ def discriminance_sampling(
         Number of reference draws; default
         :func:`~pm_evidence.draws.default_reference_draws` (16 per posterior draw in the second
         halves).
-    symmetrize : {"auto", True, False}, default "auto"
-        What to do when the posterior is invariant under relabelling components (label
-        switching in a mixture; ``pm_evidence.modes``): ``"auto"`` relabels the draws into one
-        mirror image and symmetrizes the reference over the relabellings when the draws miss
-        mirror images (otherwise log Z would come out low by up to ``log |G|``), ``True`` does
-        so whenever a symmetry is found, ``False`` never (a symmetry whose images the draws
-        miss is then a warning). Diagnostics ``symmetry`` (what was found and done),
-        ``symmetry_group_size``, ``symmetrized``.
-    idata, draws, tune, chains, sample_kwargs, progressbar
-        Posterior draws (or a :class:`PosteriorPlan` shared with other methods), or how NUTS
-        draws them.
-    random_seed : int or numpy.random.Generator, optional
+    {shared_parameters}
 
     Returns
     -------
@@ -405,6 +397,7 @@ def discriminance_sampling(
 BRIDGE_PROPOSALS = ("normal", "warp3")
 
 
+@_shared_parameters
 def bridge_sampling(
     model: pm.Model | LogDensity | None = None,
     *,
@@ -456,18 +449,7 @@ def bridge_sampling(
         Use the effective number of posterior draws in the sample-size weights.
     tol, maxiter
         Convergence tolerance and iteration cap of the Meng-Wong iteration.
-    symmetrize : {"auto", True, False}, default "auto"
-        What to do when the posterior is invariant under relabelling components (label
-        switching in a mixture; ``pm_evidence.modes``): ``"auto"`` relabels the draws into one
-        mirror image and symmetrizes the reference over the relabellings when the draws miss
-        mirror images (otherwise log Z would come out low by up to ``log |G|``), ``True`` does
-        so whenever a symmetry is found, ``False`` never (a symmetry whose images the draws
-        miss is then a warning). Diagnostics ``symmetry`` (what was found and done),
-        ``symmetry_group_size``, ``symmetrized``.
-    idata, draws, tune, chains, sample_kwargs, progressbar
-        Posterior draws (or a :class:`PosteriorPlan` shared with other methods), or how NUTS
-        draws them.
-    random_seed : int or numpy.random.Generator, optional
+    {shared_parameters}
     method : str, optional
         Deprecated name of ``proposal`` (``method`` names the estimator everywhere else).
 
@@ -594,6 +576,7 @@ def combine_is_ris(ev_is: Evidence, ev_ris: Evidence, rule: str = "selection") -
     )
 
 
+@_shared_parameters
 def is_ris_combination(
     model: pm.Model | LogDensity | None = None,
     *,
@@ -640,18 +623,7 @@ def is_ris_combination(
         Draws from the IS half's reference, and as many from reverse IS's for its
         reference-side check (the same draws when the reference is shared); default
         :func:`~pm_evidence.draws.default_reference_draws` (16 per posterior draw in the second halves).
-    symmetrize : {"auto", True, False}, default "auto"
-        What to do when the posterior is invariant under relabelling components (label
-        switching in a mixture; ``pm_evidence.modes``): ``"auto"`` relabels the draws into one
-        mirror image and symmetrizes the reference over the relabellings when the draws miss
-        mirror images (otherwise log Z would come out low by up to ``log |G|``), ``True`` does
-        so whenever a symmetry is found, ``False`` never (a symmetry whose images the draws
-        miss is then a warning). Diagnostics ``symmetry`` (what was found and done),
-        ``symmetry_group_size``, ``symmetrized``.
-    idata, draws, tune, chains, sample_kwargs, progressbar
-        Posterior draws (or a :class:`PosteriorPlan` shared with other methods), or how NUTS
-        draws them.
-    random_seed : int or numpy.random.Generator, optional
+    {shared_parameters}
 
     Returns
     -------

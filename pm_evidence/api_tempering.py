@@ -98,6 +98,13 @@ def _path_method(name, model, path, run_options, idata, random_seed, progressbar
     return row.estimate(run, **own)
 
 
+def _check_choice(name: str, value, allowed) -> None:
+    if value not in allowed:
+        raise EvidenceInputError(
+            f"Requested {name} {value!r} but it must be one of {list(allowed)}."
+        )
+
+
 _COMMON_PARAMETERS = """
     model : pymc.Model or LogDensity, optional
         Taken from the ``with model:`` context when omitted.
@@ -214,11 +221,7 @@ def annealed_discriminance_sampling(
     Evidence
         See :func:`pm_evidence.path_estimators.ads`.
     """
-    if version not in path_estimators.ADS_VERSIONS:
-        raise EvidenceInputError(
-            f"Requested version {version!r} but it must be one of "
-            f"{list(path_estimators.ADS_VERSIONS)}."
-        )
+    _check_choice("version", version, path_estimators.ADS_VERSIONS)  # before the run
     return _path_method("ads", model, path, annealing, idata, random_seed, progressbar, options,
                         version=version)  # fmt: skip
 
@@ -288,11 +291,7 @@ def thermodynamic_integration(
     Evidence
         See :func:`pm_evidence.path_estimators.ti`.
     """
-    if variant not in path_estimators.TI_VARIANTS:
-        raise EvidenceInputError(
-            f"Requested variant {variant!r} but it must be one of "
-            f"{list(path_estimators.TI_VARIANTS)}."
-        )
+    _check_choice("variant", variant, path_estimators.TI_VARIANTS)  # before the run
     return _path_method("ti", model, path, tempering, idata, random_seed, progressbar, options,
                         variant=variant, corrected=corrected)  # fmt: skip
 

@@ -78,15 +78,7 @@ class PosteriorPlan:
 
 
 def posterior_plan(
-    target: LogDensity,
-    idata=None,
-    *,
-    rng: np.random.Generator,
-    draws: int = 1000,
-    tune: int = 1000,
-    chains: int = 4,
-    progressbar: bool = True,
-    sample_kwargs: dict | None = None,
+    target: LogDensity, idata=None, *, rng: np.random.Generator, **sampling
 ) -> PosteriorPlan:
     """Posterior draws (:func:`posterior_draws`: from ``idata``, checked against the model's
     data, or from NUTS with ``rng``) and the symmetry search at them, made once.
@@ -98,8 +90,9 @@ def posterior_plan(
         As :func:`posterior_draws` (a plan is returned as it is).
     rng : numpy.random.Generator
         The ``"posterior"`` stage stream (NUTS's seed).
-    draws, tune, chains, progressbar, sample_kwargs
-        NUTS options, when it draws.
+    **sampling
+        NUTS options of :func:`posterior_draws` (``draws``, ``tune``, ``chains``,
+        ``progressbar``, ``sample_kwargs``), when it draws.
 
     Returns
     -------
@@ -107,8 +100,7 @@ def posterior_plan(
     """
     if isinstance(idata, PosteriorPlan):
         return _checked_plan(target, idata)
-    x = posterior_draws(target, idata, rng=rng, draws=draws, tune=tune, chains=chains,
-                        progressbar=progressbar, sample_kwargs=sample_kwargs)  # fmt: skip
+    x = posterior_draws(target, idata, rng=rng, **sampling)
     return PosteriorPlan(target, x, find_symmetry(target, spread_points(x)))
 
 
