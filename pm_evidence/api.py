@@ -23,6 +23,7 @@ from pm_evidence.draws import (
     posterior_draws,
     posterior_plan,
     reference_log_weights,
+    reference_needs_draws,
     sampling_options,
     symmetric_reference,
     symmetry_diagnostics,
@@ -163,7 +164,7 @@ def importance_sampling(
     rng = rngs["is"]
     fit_draws, messages = None, []
     symmetry = {"symmetry": "not checked (no posterior draws)"}
-    if not (isinstance(reference, Reference) or reference == "prior"):
+    if reference_needs_draws(reference):
         sampling = sampling_options(draws, tune, chains, progressbar, sample_kwargs)
         x = posterior_draws(target, idata, rng=rngs["posterior"], **sampling)
         decision = symmetry_step(target, x, reference, symmetrize, idata)

@@ -42,6 +42,7 @@ __all__ = [
         "posterior_draws",
     "posterior_plan",
     "reference_log_weights",
+    "reference_needs_draws",
     "sampling_options",
     "split_halves",
     "symmetric_reference",
@@ -297,6 +298,12 @@ def default_reference_draws(n_target: int, dim: int) -> int:
     """
     cap = MAX_REFERENCE_NUMBERS // max(int(dim), 1)
     return int(max(n_target, min(REFERENCE_DRAWS_PER_POSTERIOR_DRAW * n_target, cap)))
+
+
+def reference_needs_draws(reference) -> bool:
+    """Whether ``reference`` is fitted to posterior draws: every name but ``"prior"`` (and
+    ``None``, a method's default fitted reference); a :class:`Reference` object is used as given."""
+    return not (isinstance(reference, Reference) or reference == "prior")
 
 
 def check_reference_covers_support(reference, method: str) -> None:

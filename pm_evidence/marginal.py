@@ -10,12 +10,11 @@ import numpy as np
 import pymc as pm
 
 from pm_evidence import registry
-from pm_evidence.draws import posterior_plan
+from pm_evidence.draws import posterior_plan, reference_needs_draws
 from pm_evidence.evidence import DISAGREEMENT_Z, Evidence, EvidenceSet, format_estimate
 from pm_evidence.exceptions import EvidenceInputError
 from pm_evidence.plan import SAMPLE_KEYS, PathOptions, make_plan
 from pm_evidence.progress import interruptible, quiet, status
-from pm_evidence.references import Reference
 from pm_evidence.registry import METHODS, PATH_METHODS
 from pm_evidence.runs import AnnealingOptions, TemperingOptions
 from pm_evidence.target import as_target
@@ -110,8 +109,10 @@ def marginal_likelihood(
         return _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs)
 
 
-def _check_options(methods: list[str], kwargs: dict) -> None:
-    """Every keyword must be taken by at least one requested method (or be a NUTS option)."""
+def check_options(methods: list[str], kwargs: dict) -> None:
+    """Raise :class:`~pm_evidence.EvidenceInputError` unless every keyword of ``kwargs`` is
+    taken by at least one of ``methods`` (its own options from :mod:`pm_evidence.registry`, the
+    option objects and their fields for path methods) or is a NUTS option."""
     accepted = set(SAMPLE_KEYS)
     for name in methods:
         row = registry.method(name)
@@ -276,7 +277,7 @@ def _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs)
         registry.method(name)  # an unknown name is an error that lists the valid ones
     if len(set(methods)) != len(methods):
         raise EvidenceInputError(f"A method is listed twice in {methods}.")
-    _check_options(methods, kwargs)
+    check_options(methods, kwargs)
     label = ", ".join(methods)
     with status(
         f"pm_evidence {label}: compiling the model's log-density",
@@ -333,7 +334,6 @@ def _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs)
 
 
 def _needs_posterior_draws(name: str, kwargs: dict) -> bool:
-    """Whether plain method ``name`` reads posterior draws: all do except importance sampling
-    from a reference that needs no fitting (``reference="prior"`` or a Reference object)."""
-    reference = kwargs.get("reference")
-    return not (name == "is" and (reference == "prior" or isinstance(reference, Reference)))
+    """Whether a method on posterior draws reads them: all do except importance sampling from
+    a reference that is not fitted to them (``reference="prior"`` or a Reference object)."""
+    return name != "is" or reference_needs_draws(kwargs.get("reference"))

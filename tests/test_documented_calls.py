@@ -9,7 +9,7 @@ The Python code of the pages (``.. code-block:: python`` in ``docs/**/*.rst``, f
 * every call of a ``pm_evidence`` function or class binds to its signature (the number of
   positional arguments and the keyword names); where the keywords go on to option objects
   (``marginal_likelihood``'s ``**kwargs``, the model-level path functions' ``**options``) each
-  must be an option that the code accepts: ``pm_evidence.marginal._check_options`` for the
+  must be an option that the code accepts: ``pm_evidence.marginal.check_options`` for the
   methods asked for (both pairs that ``method="auto"`` may run);
 * every ``method="..."`` on a page, in code or in prose (``method="warp3"`` in a table), is one
   of :data:`pm_evidence.METHODS`.
@@ -117,7 +117,7 @@ def _accepted_by_auto(keywords: list[str]) -> bool:
     for has_discrete in (False, True):
         pair = list(marginal.auto_pair(SimpleNamespace(has_discrete=has_discrete)))
         try:
-            marginal._check_options(pair, dict.fromkeys(keywords))
+            marginal.check_options(pair, dict.fromkeys(keywords))
         except EvidenceInputError:
             continue
         return True
@@ -153,7 +153,7 @@ def _check_marginal_likelihood(call: ast.Call, extra: list[str]) -> list[str]:
     if "auto" in methods:
         return ["method='auto' cannot be part of a list"]
     try:
-        marginal._check_options(methods, dict.fromkeys(extra))
+        marginal.check_options(methods, dict.fromkeys(extra))
     except EvidenceInputError as error:
         return [str(error)]
     return []

@@ -60,19 +60,21 @@ def plan(target):
 FEW_POINTS = 5_000
 
 
-def _short_runs(plan):
-    """An AIS run (200 chains x 29 rungs: 5,800 points) and a tempering run (50 chains, 20
-    sweeps per initial iteration, then 100 sweeps: over 6,000 points), each switching to
-    compiled HMC part-way."""
-    ais = run_annealing(
+def _ais(plan):
+    """200 chains x 29 rungs: 5,800 points."""
+    return run_annealing(
         plan, AnnealingOptions(n_chains=200, n_rungs=30, target_se=None),
         rng=np.random.default_rng(2), progressbar=False,
     )  # fmt: skip
-    rts = run_tempering(
-        plan, TemperingOptions(n_chains=50, n_sweeps=100, n_init_sweeps=20, target_se=None),
-        rng=np.random.default_rng(3), progressbar=False,
+
+
+def _rts(plan, n_chains=50, n_sweeps=100, seed=3):
+    """50 chains, 20 sweeps per initial iteration, then 100 sweeps: over 6,000 points."""
+    return run_tempering(
+        plan, TemperingOptions(n_chains=n_chains, n_sweeps=n_sweeps, n_init_sweeps=20,
+                               target_se=None),
+        rng=np.random.default_rng(seed), progressbar=False,
     )  # fmt: skip
-    return ais, rts
 
 
 def test_a_run_gives_the_same_numbers_whatever_ran_before_on_the_plan(plan, monkeypatch):
@@ -83,22 +85,12 @@ def test_a_run_gives_the_same_numbers_whatever_ran_before_on_the_plan(plan, monk
     runs), so the exact equality below failed. Now each run counts its own points from 0."""
     monkeypatch.setattr(kernels, "FUSE_AFTER_POINT_TRANSITIONS", FEW_POINTS)
     assert hmc_transition_function(plan.path, plan.kernel.n_leapfrog) is not None
-    ais_first, rts_first = _short_runs(plan)
+    ais_first, rts_first = _ais(plan), _rts(plan)  # each switches to compiled HMC part-way
     assert ais_first.sampler.points_moved == 200 * 29 > FEW_POINTS
     assert rts_first.sampler.points_moved > FEW_POINTS
     # a long run on the same plan: all but its first 1,000 points moved by compiled HMC
-    run_tempering(
-        plan, TemperingOptions(n_chains=200, n_sweeps=300, n_init_sweeps=20, target_se=None),
-        rng=np.random.default_rng(4), progressbar=False,
-    )  # fmt: skip
-    rts_later = run_tempering(
-        plan, TemperingOptions(n_chains=50, n_sweeps=100, n_init_sweeps=20, target_se=None),
-        rng=np.random.default_rng(3), progressbar=False,
-    )  # fmt: skip
-    ais_later = run_annealing(
-        plan, AnnealingOptions(n_chains=200, n_rungs=30, target_se=None),
-        rng=np.random.default_rng(2), progressbar=False,
-    )  # fmt: skip
+    _rts(plan, n_chains=200, n_sweeps=300, seed=4)
+    rts_later, ais_later = _rts(plan), _ais(plan)
     np.testing.assert_array_equal(ais_later.sampler.log_weights, ais_first.sampler.log_weights)
     np.testing.assert_array_equal(ais_later.sampler.final.x, ais_first.sampler.final.x)
     for name in ("c_sum", "rb_delta_sum", "count", "transitions"):
