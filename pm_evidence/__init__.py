@@ -28,6 +28,7 @@ from pm_evidence.exceptions import (
     OverlapError,
 )
 from pm_evidence.marginal import marginal_likelihood
+from pm_evidence.parallel import ModelComparison, ModelFailure, compare_models
 from pm_evidence.plan import PathOptions, PathPlan, make_plan
 from pm_evidence.plots import (
     plot_bayes_factor,
@@ -73,6 +74,8 @@ __all__ = [
     "EvidenceSet",
     "LogDensity",
     "LogZTracker",
+    "ModelComparison",
+    "ModelFailure",
     "MultivariateNormalReference",
     "MultivariateStudentTReference",
     "NonFiniteLogDensityError",
@@ -91,6 +94,7 @@ __all__ = [
     "bridge_sampling",
     "combine_is_ris",
     "compare",
+    "compare_models",
     "discriminance_sampling",
     "from_datatree",
     "from_smc",
