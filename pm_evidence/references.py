@@ -23,6 +23,7 @@ from pm_evidence.exceptions import EvidenceInputError
 __all__ = [
     "BernoulliProductReference",
     "CategoricalProductReference",
+    "MixtureReference",
     "MultivariateNormalReference",
     "MultivariateStudentTReference",
     "PriorReference",
@@ -349,6 +350,161 @@ class Warp3Reference(MultivariateNormalReference):
 
     def reflect(self, x: np.ndarray) -> np.ndarray:
         return 2.0 * self.mean - np.asarray(x, dtype=float)
+
+
+@dataclass(frozen=True, eq=False)
+class MixtureReference(Reference):
+    r"""A mixture of multivariate normals or Student-t's,
+    ``q(x) = sum_k w_k q_k(x; mu_k, L_k L_k^T)``.
+
+    The reference that covers every mode an exploration found
+    (:func:`~pm_evidence.exploration.explore`): one component per mode (or several along a
+    curved mode), weighted by the share of the particles it holds. Normalized because each
+    component is and the weights sum to one. With ``df`` the components are multivariate
+    Student-t's with ``df`` degrees of freedom and scale matrices ``L_k L_k^T``: polynomial
+    tails, heavier than the posterior's wherever that decays at least exponentially, so that
+    importance weights ``f / q`` stay bounded in the tails.
+
+    Parameters
+    ----------
+    weights : numpy.ndarray, shape (K,)
+        Positive, summing to one.
+    means : numpy.ndarray, shape (K, dim)
+    chols : numpy.ndarray, shape (K, dim, dim)
+        Lower Cholesky factors of the components' covariances (scale matrices for ``df``).
+    df : float or None
+        ``None``: normal components; a positive number: Student-t components.
+    name : str, optional
+        Default ``"normal_mixture"`` or ``"student_t_mixture"``.
+    """
+
+    weights: np.ndarray
+    means: np.ndarray
+    chols: np.ndarray
+    df: float | None = None
+    name: str = ""
+    has_gradient: ClassVar[bool] = True
+
+    def __post_init__(self):
+        w = np.asarray(self.weights, dtype=float)
+        if w.ndim != 1 or np.any(w <= 0) or not np.isclose(w.sum(), 1.0):
+            raise EvidenceInputError("Mixture weights must be positive and sum to one.")
+        if self.df is not None and not self.df > 0:
+            raise EvidenceInputError(f"df must be positive or None, got {self.df}.")
+        object.__setattr__(self, "weights", w / w.sum())
+        if not self.name:
+            kind = "normal" if self.df is None else "student_t"
+            object.__setattr__(self, "name", f"{kind}_mixture")
+
+    @classmethod
+    def from_components(cls, weights, means, covariances, df=None) -> MixtureReference:
+        """From weights, means and covariances (each factorized by Cholesky)."""
+        chols = np.stack([linalg.cholesky(c, lower=True) for c in np.asarray(covariances)])
+        return cls(np.asarray(weights, float), np.asarray(means, float), chols, df)
+
+    @classmethod
+    def single(cls, draws: np.ndarray) -> MixtureReference:
+        """One normal component moment-matched to ``draws (..., dim)``."""
+        mean, chol = _fit_location_scale(draws)
+        return cls(np.ones(1), mean[None], chol[None])
+
+    def with_df(self, df: float | None) -> MixtureReference:
+        """The same locations, scales and weights with normal (``None``) or Student-t
+        components."""
+        return MixtureReference(self.weights, self.means, self.chols, df)
+
+    @property
+    def dim(self) -> int:
+        return self.means.shape[1]
+
+    @property
+    def n_components(self) -> int:
+        return self.weights.size
+
+    @cached_property
+    def _log_norms(self) -> np.ndarray:
+        """``log w_k`` plus each component's log normalizer."""
+        d = self.dim
+        log_dets = np.sum(np.log(np.diagonal(self.chols, axis1=1, axis2=2)), axis=1)
+        if self.df is None:
+            constant = -0.5 * d * np.log(2 * np.pi)
+        else:
+            nu = self.df
+            constant = (special.gammaln(0.5 * (nu + d)) - special.gammaln(0.5 * nu)
+                        - 0.5 * d * np.log(nu * np.pi))  # fmt: skip
+        return np.log(self.weights) - log_dets + constant
+
+    def _kernel(self, m2):
+        """Log of a component's unnormalized density at squared Mahalanobis distance ``m2``."""
+        if self.df is None:
+            return -0.5 * m2
+        return -0.5 * (self.df + self.dim) * np.log1p(m2 / self.df)
+
+    def component_logpdfs(self, x) -> np.ndarray:
+        """``log w_k + log q_k(x)``, shape ``(..., K)``."""
+        x = np.asarray(x, dtype=float)
+        return np.stack(
+            [norm + self._kernel(_mahalanobis_sq(x, mean, chol))
+             for norm, mean, chol in zip(self._log_norms, self.means, self.chols, strict=True)],
+            axis=-1,
+        )  # fmt: skip
+
+    def logpdf(self, x):
+        return logsumexp(self.component_logpdfs(x), axis=-1)
+
+    def responsibilities(self, x) -> np.ndarray:
+        """``P(component k | x)``, shape ``(..., K)``."""
+        log_q = self.component_logpdfs(x)
+        return np.exp(log_q - logsumexp(log_q, axis=-1, keepdims=True))
+
+    def occupancy(self, x, weights=None) -> np.ndarray:
+        """The share of the points ``x (n, dim)`` (weighted by ``weights``, default equal)
+        whose most probable component is ``k``."""
+        nearest = np.argmax(self.component_logpdfs(x), axis=-1)
+        counts = np.bincount(nearest, weights=weights, minlength=self.n_components)
+        return counts / counts.sum()
+
+    def grad_logpdf(self, x):
+        """``-sum_k r_k(x) c_k(x) Sigma_k^{-1} (x - mu_k)``, ``c_k = 1`` for normal components
+        and ``(df + dim) / (df + m_k^2)`` for Student-t ones."""
+        x = np.asarray(x, dtype=float)
+        r = self.responsibilities(x)
+        grad = np.zeros_like(x)
+        for k in range(self.n_components):
+            scale = r[..., k]
+            if self.df is not None:
+                m2 = _mahalanobis_sq(x, self.means[k], self.chols[k])
+                scale = scale * (self.df + self.dim) / (self.df + m2)
+            grad -= scale[..., None] * _precision_times_centred(x, self.means[k], self.chols[k])
+        return grad
+
+    def graph_parameters(self):
+        """``(log w_k + log normalizers, means, L_k^{-1}, df)`` (``df = inf`` for normal
+        components)."""
+        inverses = np.stack([_inverse_lower(c) for c in self.chols])
+        df = np.float64(np.inf if self.df is None else self.df)
+        return self._log_norms, self.means, inverses, df
+
+    @staticmethod
+    def graph_logpdf(x, log_norms, means, chol_invs, df):
+        import pytensor.tensor as pt
+
+        z = pt.einsum("nkd,ked->nke", x[:, None, :] - means[None], chol_invs)
+        m2 = pt.sum(z**2, axis=-1)
+        dim = x.shape[1].astype("float64")
+        kernel = pt.switch(pt.isinf(df), -0.5 * m2, -0.5 * (df + dim) * pt.log1p(m2 / df))
+        return pt.logsumexp(log_norms + kernel, axis=-1)
+
+    def sample(self, rng, n):
+        which = rng.choice(self.n_components, size=n, p=self.weights)
+        z = rng.standard_normal((n, self.dim))
+        if self.df is not None:
+            z = z / np.sqrt(rng.chisquare(self.df, size=n) / self.df)[:, None]
+        out = np.empty_like(z)
+        for k in range(self.n_components):
+            rows = which == k
+            out[rows] = self.means[k] + z[rows] @ self.chols[k].T
+        return out
 
 
 @dataclass(frozen=True, eq=False)

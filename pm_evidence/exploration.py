@@ -1,0 +1,321 @@
+r"""Exploration from the prior: where the posterior's mass is, found without NUTS.
+
+NUTS chains start near a mode and stay there; a reference fitted to their draws, and every
+estimator that reads them, inherits what they missed. This stage finds the posterior's mass from
+the other end: adaptive tempered sequential Monte Carlo (SMC) from the prior ``p0`` along the
+power posteriors ``f_beta = p0 L^beta`` (seed 004 eq. (2) with the prior as reference; Del
+Moral, Doucet & Jasra 2006), with moves that jump between modes (seed 004's claim: tempering
+crosses between modes that a single chain cannot).
+
+At each rung, from ``beta`` to the next ``beta'`` chosen by the conditional-ESS rule
+(:func:`~pm_evidence.tempering.pilot.next_beta`): the particles are reweighted by
+``exp((beta' - beta) L)``, resampled (systematic), then moved by
+
+* ``n_jumps`` independent Metropolis-Hastings (IMH) moves from a Gaussian mixture ``q`` fitted
+  to the resampled particles (the number of components chosen by BIC), accepted with
+  probability ``min(1, f_beta'(x') q(x) / (f_beta'(x) q(x')))``: a particle can move to any
+  mode another particle holds, in one step, so the particles' shares of the modes follow
+  ``f_beta'`` even where local moves cannot cross (SMC with independent proposals, as in
+  Chopin 2002 and South, Pettitt & Drovandi 2019);
+* ``n_moves`` transitions of the path's local kernel (HMC for continuous models), tuned to its
+  target acceptance rate (as the pilot does, :mod:`pm_evidence.tempering.pilot`).
+
+Both leave ``f_beta'`` invariant, so the particles at ``beta = 1`` are (approximately) posterior
+draws, covering every mode the particles reached, in their right proportions. The mixture
+fitted to them at ``beta = 1`` (:attr:`Exploration.mixture`) is the record of the modes found,
+with their weights; its components are the reference of :func:`~pm_evidence.plan.make_plan`
+when the plan is made from an exploration. The SMC estimate ``log Z = sum_j log mean_i
+exp((beta_{j+1} - beta_j) L(x_i))`` (seed 000 eq. (8) with resampling) comes with it.
+
+Which modes it cannot find
+    A mode whose share of ``f_beta`` stays below about ``1 / n_particles`` at every ``beta``
+    where local moves could still enter it is found by chance only: a narrow, high mode that
+    takes over only near ``beta = 1`` (a first-order phase transition). Exploration raises the
+    chance (many particles, jumps), and :func:`occupancy_jumps` reports where a mode's share
+    changed abruptly between rungs, but no sampler certifies that no mode is missing.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.progress import long_run
+from pm_evidence.references import MixtureReference, PriorReference
+from pm_evidence.target import LogDensity
+from pm_evidence.tempering.kernels import adapt_tuning, make_kernel, transition
+from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
+from pm_evidence.tempering.pilot import next_beta
+from pm_evidence.utils import log_mean_exp, normalized_weights
+
+__all__ = ["Exploration", "ExplorationOptions", "explore", "fit_gaussian_mixture"]
+
+# The mixture's number of components is kept from one rung to the next while at least this
+# share of the jumps was accepted, and searched for again (by BIC) below it.
+JUMP_ACCEPTANCE_TO_KEEP = 0.5
+
+
+@dataclass(frozen=True)
+class ExplorationOptions:
+    """Settings of :func:`explore`.
+
+    Attributes
+    ----------
+    n_particles : int
+        Particles. A mode is found when its share of some ``f_beta`` reaches about
+        ``1 / n_particles`` where the moves can enter it.
+    n_moves : int
+        Local kernel transitions per rung (HMC for continuous models).
+    n_jumps : int
+        Independent Metropolis-Hastings moves per rung from the mixture fitted to the particles.
+    ess_fraction : float
+        The conditional ESS kept by each step of ``beta`` (smaller steps where the particles'
+        weights change fast, as across a phase transition).
+    max_components : int
+        Most components of the fitted mixtures (chosen by BIC from 1 up to this, and at most
+        one per ``5 dim`` particles so that every covariance is estimable).
+    max_rungs : int
+        Cap on the rungs; beyond it the exploration stops with an error naming the ``beta``.
+    """
+
+    n_particles: int = 512
+    n_moves: int = 2
+    n_jumps: int = 1
+    ess_fraction: float = 0.5
+    max_components: int = 32
+    max_rungs: int = 1000
+
+
+@dataclass(frozen=True)
+class Exploration:
+    """What :func:`explore` found.
+
+    Attributes
+    ----------
+    particles : numpy.ndarray
+        ``(n_particles, dim)`` flat unconstrained points at ``beta = 1``, equally weighted.
+    mixture : MixtureReference
+        The Gaussian mixture fitted to ``particles``: the modes found and their weights.
+    betas : numpy.ndarray
+        The rungs, from 0 to 1.
+    log_z : float
+        The SMC estimate of ``log Z`` (seed 000 eq. (8) with resampling).
+    jump_acceptance : numpy.ndarray
+        Acceptance rate of the independent (jump) moves at each rung.
+    occupancy : numpy.ndarray
+        ``(n_rungs, n_components)``: the share of the particles nearest each component of
+        ``mixture`` at each rung (after the moves), for :func:`occupancy_jumps`.
+    n_evaluations : int
+        Log-density evaluations (a gradient evaluation counts as one).
+    """
+
+    particles: np.ndarray
+    mixture: MixtureReference
+    betas: np.ndarray
+    log_z: float
+    jump_acceptance: np.ndarray
+    occupancy: np.ndarray
+    n_evaluations: int
+
+    @property
+    def n_modes(self) -> int:
+        """Components of the mixture fitted at ``beta = 1``."""
+        return self.mixture.n_components
+
+
+def fit_gaussian_mixture(
+    x: np.ndarray,
+    rng: np.random.Generator,
+    max_components: int = 32,
+    start: int = 1,
+    search: bool = True,
+) -> MixtureReference:
+    """A Gaussian mixture fitted to points ``x (n, dim)`` by EM, its number of components chosen
+    by BIC (scikit-learn's ``GaussianMixture``, full covariances).
+
+    At most ``max_components`` and at most one component per ``5 dim`` points (every covariance
+    then rests on enough points); a single component is the mean and covariance of ``x``.
+    Candidates: ``start`` components (the number chosen at the previous rung of an exploration;
+    k-means++ initialisation), half as many, then twice as many while BIC falls, each
+    initialised by splitting every component of the last fit in two along its principal axis
+    (means ``mu +- sqrt(lambda_1) v_1``): well-separated modes are split apart where a
+    Euclidean k-means, blind to the components' shapes, can merge them. ``search=False`` fits
+    ``start`` components only.
+    """
+    n, dim = x.shape
+    most = int(max(1, min(max_components, n // (5 * dim))))
+    k = int(min(max(start, 1), most))
+    if k == 1 and (most == 1 or not search):
+        return MixtureReference.single(x)
+    from sklearn.mixture import GaussianMixture
+
+    # one scale for every axis (the geometric mean of the spreads): EM's covariance floor
+    # (reg_covar) is then relative to the points' spread, and the shape, which the split
+    # along principal axes reads, is kept
+    center, spread = np.mean(x, axis=0), np.std(x, axis=0)
+    scale = float(np.exp(np.mean(np.log(spread[spread > 0])))) if np.any(spread > 0) else 1.0
+    z = (x - center) / scale
+
+    def fit(k: int, split_of=None):
+        init = {} if split_of is None else _split_init(split_of)
+        model = GaussianMixture(
+            k, covariance_type="full", reg_covar=1e-6, max_iter=100, init_params="k-means++",
+            random_state=int(rng.integers(2**31 - 1)), **init,
+        )  # fmt: skip
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # ConvergenceWarning: the BIC judges the fit
+            model.fit(z)
+        return model
+
+    fits = {k: fit(k)}
+    if search and k > 1:
+        fits[k // 2] = fit(k // 2)
+    best = min(fits, key=lambda j: fits[j].bic(z))
+    while search and best == max(fits) and 2 * best <= most:
+        fits[2 * best] = fit(2 * best, split_of=fits[best])
+        if fits[2 * best].bic(z) >= fits[best].bic(z):
+            break
+        best = 2 * best
+    model = fits[best]
+    means = model.means_ * scale + center
+    covariances = model.covariances_ * scale**2
+    return MixtureReference.from_components(model.weights_, means, covariances)
+
+
+def _split_init(model) -> dict:
+    """EM's starting values for twice the components of a fitted ``GaussianMixture``: each
+    component split along its principal axis into two of half its weight."""
+    values, vectors = np.linalg.eigh(model.covariances_)
+    offset = np.sqrt(values[:, -1])[:, None] * vectors[:, :, -1]
+    means = np.concatenate([model.means_ + offset, model.means_ - offset])
+    covariances = np.concatenate([model.covariances_, model.covariances_])
+    weights = np.concatenate([model.weights_, model.weights_]) / 2
+    return {
+        "weights_init": weights,
+        "means_init": means,
+        "precisions_init": np.linalg.inv(covariances),
+    }
+
+
+def _systematic_resample(rng, weights: np.ndarray) -> np.ndarray:
+    n = weights.size
+    positions = (rng.random() + np.arange(n)) / n
+    return np.minimum(np.searchsorted(np.cumsum(weights), positions), n - 1)
+
+
+def _take(state: PathState, idx: np.ndarray) -> PathState:
+    return PathState(*(None if a is None else a[idx] for a in state))
+
+
+def _jump(rng, path, state: PathState, beta: float, q: MixtureReference, with_grad):
+    """One independent Metropolis-Hastings move of every particle from ``q``."""
+    proposal = path.evaluate(q.sample(rng, state.x.shape[0]), with_grad=with_grad)
+    log_target_new = tempered_log_density(proposal.log_p0, proposal.delta, beta)
+    log_target_old = tempered_log_density(state.log_p0, state.delta, beta)
+    log_ratio = log_target_new - log_target_old + q.logpdf(state.x) - q.logpdf(proposal.x)
+    with np.errstate(invalid="ignore"):
+        accept = np.log(rng.random(log_ratio.size)) < np.where(
+            np.isfinite(log_target_new), log_ratio, -np.inf
+        )
+    merged = PathState(
+        *(None if a is None else np.where(accept.reshape(-1, *[1] * (a.ndim - 1)), b, a)
+          for a, b in zip(state, proposal, strict=True))
+    )  # fmt: skip
+    return merged, float(accept.mean())
+
+
+def occupancy_jumps(exploration: Exploration, threshold: float = 0.2) -> list[tuple[float, int]]:
+    """Rungs where a component's share of the particles changed by more than ``threshold``
+    from the rung before: ``(beta, component)`` pairs (an abrupt change of which mode holds
+    the mass, the mark of a phase transition)."""
+    change = np.abs(np.diff(exploration.occupancy, axis=0))
+    rungs, components = np.nonzero(change > threshold)
+    return [(float(exploration.betas[r + 1]), int(c)) for r, c in zip(rungs, components, strict=True)]
+
+
+def explore(
+    target: LogDensity,
+    rng: np.random.Generator,
+    options: ExplorationOptions | None = None,
+    *,
+    progressbar: bool = False,
+) -> Exploration:
+    """Adaptive tempered SMC from the prior with jump moves (see the module docstring).
+
+    Parameters
+    ----------
+    target : LogDensity
+        A continuous model with a proper prior PyMC can draw from.
+    rng : numpy.random.Generator
+    options : ExplorationOptions, optional
+    progressbar : bool
+
+    Returns
+    -------
+    Exploration
+
+    Raises
+    ------
+    EvidenceInputError
+        For a model with discrete variables or a prior that cannot be a reference (improper,
+        or restricted by a transform such as ``ordered``): the message says so.
+    RuntimeError
+        When ``beta = 1`` is not reached within ``max_rungs`` rungs.
+    """
+    options = options or ExplorationOptions()
+    if target.has_discrete:
+        raise EvidenceInputError("Exploration from the prior is for continuous models.")
+    path = GeometricPath(target, PriorReference(target))
+    kernel = make_kernel("auto", target)
+    n, dim = options.n_particles, target.dim
+    state = path.sample_reference(rng, n, with_grad=kernel.needs_grad)
+    spread = float(np.median(np.std(state.x, axis=0)))
+    log_step = float(np.log((spread if np.isfinite(spread) and spread > 0 else 1.0) / dim**0.25))
+    n_eval, moved = n, 0
+    beta, log_z = 0.0, 0.0
+    betas, acceptance, mixtures, k, rate = [0.0], [], [], 1, np.nan
+    with long_run(None, "exploration from the prior (rungs)", progressbar) as bar:
+        while True:
+            # the number of components is searched for again when the jumps of the rung before
+            # were often rejected (the mixture then misses part of the particles' shape)
+            search = not rate >= JUMP_ACCEPTANCE_TO_KEEP
+            q = fit_gaussian_mixture(state.x, rng, options.max_components, k, search)
+            k = q.n_components
+            for _ in range(options.n_jumps):
+                state, rate = _jump(rng, path, state, beta, q, kernel.needs_grad)
+            beta_vec = np.full(n, beta)
+            for _ in range(options.n_moves * (5 if beta == 0.0 else 1)):
+                state, accepted, _ = transition(
+                    kernel, rng, path, state, beta_vec, np.full(n, np.exp(log_step)), moved
+                )
+                moved += n
+                log_step = adapt_tuning(log_step, accepted.mean(), kernel.target_accept)
+            n_eval += n * (options.n_jumps + options.n_moves * kernel.evaluations_per_step)
+            acceptance.append(rate)
+            mixtures.append(q)
+            if beta >= 1.0:
+                break
+            if len(betas) >= options.max_rungs:
+                raise RuntimeError(
+                    f"The exploration needed more than {options.max_rungs} rungs to reach "
+                    f"beta = 1 (at beta = {beta:.3g})."
+                )
+            new_beta, _ = next_beta(state.delta, beta, options.ess_fraction)
+            finite = np.isfinite(state.delta)
+            with np.errstate(invalid="ignore"):
+                increment = np.where(finite, (new_beta - beta) * state.delta, -np.inf)
+            log_z += float(log_mean_exp(increment))
+            state = _take(state, _systematic_resample(rng, normalized_weights(increment)))
+            beta = new_beta
+            betas.append(beta)
+            bar.advance()
+            if bar.interrupted:
+                raise KeyboardInterrupt("Interrupted during the exploration; nothing to return.")
+    mixture = fit_gaussian_mixture(state.x, rng, options.max_components, k)
+    occupancy = np.array([mixture.occupancy(q.means, q.weights) for q in mixtures])
+    return Exploration(
+        state.x, mixture, np.asarray(betas), log_z, np.asarray(acceptance), occupancy, n_eval
+    )
