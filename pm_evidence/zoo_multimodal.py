@@ -480,7 +480,8 @@ def change_point(
     """
     y = _change_point_data(n, switch, rates, seed)
     with pm.Model(name="change_point") as model:
-        tau = pm.DiscreteUniform("tau", lower=1, upper=n - 1)
+        # int64 bounds: with Python ints PyTensor makes int8 constants and a float32 logp
+        tau = pm.DiscreteUniform("tau", lower=np.int64(1), upper=np.int64(n - 1))
         rate_1 = pm.Gamma("rate_1", alpha=np.float64(alpha), beta=np.float64(beta))
         rate_2 = pm.Gamma("rate_2", alpha=np.float64(alpha), beta=np.float64(beta))
         rate = pt.switch(pt.lt(np.arange(n), tau), rate_1, rate_2)
