@@ -1,7 +1,7 @@
 """The evidence of many models at once, in worker processes or on a cluster: :func:`compare_models`.
 
 Each model's ``log Z`` is one :func:`~pm_evidence.marginal_likelihood` call run in a worker
-through the standard :class:`concurrent.futures.Executor` protocol (``executor.submit`` and the
+through the standard ``concurrent.futures.Executor`` protocol (``executor.submit`` and the
 futures it returns). The default is a local process pool; a Dask cluster
 (``distributed.Client``, or its ``get_executor()``) or any other executor runs the same code.
 
@@ -232,26 +232,27 @@ def compare_models(
     models : dict of str to pymc.Model
         The models by name; a value may be ``(model, idata)`` to estimate from posterior draws
         already made (as ``idata=`` of :func:`~pm_evidence.marginal_likelihood`).
-    executor : concurrent.futures.Executor, distributed.Client or "serial", optional
-        Where the models run. Default: a local process pool of ``max_workers`` processes
-        (started with ``forkserver`` where the platform has it, else ``spawn``: a process
-        forked from one running PyTensor or numba threads can deadlock), shut down at the end.
-        Any object with the :class:`concurrent.futures.Executor` protocol (``submit`` returning
-        a :class:`concurrent.futures.Future`): a process pool of your own, or a Dask
-        ``distributed.Client`` (its ``get_executor()`` is used) or that executor. An executor
+    executor : None, "serial", a concurrent.futures executor or a Dask client
+        Where the models run. Default (``None``): a local process pool of ``max_workers``
+        processes, started with ``forkserver`` where the platform has it, else ``spawn`` (a
+        process forked from one running PyTensor's or numba's threads can deadlock), shut down
+        at the end; a script must then guard its calls with ``if __name__ == "__main__":``, as
+        for any process pool. Any object with the ``concurrent.futures.Executor`` protocol
+        (``submit`` returning a ``concurrent.futures.Future``): a pool of your own, or a Dask
+        ``distributed.Client`` (its ``get_executor()`` is used) or that executor; an executor
         passed in is left running. ``"serial"``: in this process, one model after another,
         through the same code as a worker (the same pickling, the same result). The workers
         need ``pm_evidence`` installed, and should run one model at a time (Dask:
-        ``threads_per_worker=1``).
+        ``threads_per_worker=1``): a run changes process-wide state (loggers, warning filters).
     max_workers : int, optional
         Processes of the default pool; default: the number of models or of the cores this
         process may use, whichever is smaller.
     method : str
         One name of :data:`~pm_evidence.METHODS` (default ``"auto"``), run on every model.
     random_seed : int, numpy.random.SeedSequence or numpy.random.Generator, optional
-        Model ``k`` (in the order of ``models``) gets the ``k``-th child of the call's
-        :class:`numpy.random.SeedSequence` (``SeedSequence(random_seed).spawn(n)[k]`` for an
-        int), so its result is the same serially, on a pool and on a cluster, and equals
+        Model ``k`` of ``n`` (in the order of ``models``) gets the ``k``-th child of the call's
+        seed sequence (``numpy.random.SeedSequence(random_seed).spawn(n)[k]`` for an int), so
+        its result is the same serially, on a pool and on a cluster, and equals
         ``marginal_likelihood(model_k, random_seed=that child)``. A Generator is advanced by
         one draw, which seeds the sequence.
     progressbar : bool
@@ -288,10 +289,11 @@ def compare_models(
 
     Examples
     --------
-    >>> result = pm_evidence.compare_models({"M1": model_1, "M2": model_2}, random_seed=1)
-    >>> result.compare()  # doctest: +SKIP
+    >>> models = {"M1": model_1, "M2": model_2}  # doctest: +SKIP
+    >>> result = pm_evidence.compare_models(models, random_seed=1)  # doctest: +SKIP
+    >>> result.compare()  # the compare table of the models that succeeded  # doctest: +SKIP
     >>> from distributed import Client  # doctest: +SKIP
-    >>> result = pm_evidence.compare_models(models, executor=Client("tcp://host:8786"))
+    >>> result = pm_evidence.compare_models(models, executor=Client("tcp://host:8786"))  # doctest: +SKIP
     """
     entries = _model_entries(models)
     _check_method(method, options)

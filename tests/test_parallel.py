@@ -9,6 +9,7 @@ draws (no NUTS).
 from __future__ import annotations
 
 import concurrent.futures as cf
+import pickle
 import threading
 import warnings
 
@@ -79,6 +80,7 @@ def test_serial_run_equals_each_model_alone_with_its_stream(models, expected, ca
     _check(result, expected)
     assert capfd.readouterr() == ("", "")  # progressbar=False prints nothing at all
     assert result == _run(models, "serial")  # the same call, the same result
+    assert pickle.loads(pickle.dumps(result)) == result  # a plain value
 
 
 def test_local_process_pool_gives_the_same_log_z(models, expected):
