@@ -670,7 +670,8 @@ def _values(theta_row: np.ndarray, names: tuple[str, ...]) -> Mapping[str, np.nd
     out: dict[str, list] = {}
     for name, value in zip(names, theta_row, strict=True):
         out.setdefault(name, []).append(value)
-    return {k: np.asarray(v) for k, v in out.items()}
+    # a name met once is a scalar variable (no entry has a vector of length 1)
+    return {k: np.asarray(v[0] if len(v) == 1 else v) for k, v in out.items()}
 
 
 def unit_cube(entry: ZooModel) -> UnitCube:
