@@ -418,6 +418,28 @@ def write_csv(rows: list[dict], path: str) -> None:
         writer.writerows(rows)
 
 
+def source_line() -> str:
+    """Which pm_evidence is benchmarked: its directory, and its git commit with a note of
+    uncommitted changes when it is a checkout (others may be editing the tree while this
+    runs: a baseline wants a fixed commit, e.g. a ``git archive`` on ``PYTHONPATH``)."""
+    import pm_evidence
+
+    where = os.path.dirname(os.path.dirname(os.path.abspath(pm_evidence.__file__)))
+    try:
+        commit = subprocess.run(
+            ["git", "-C", where, "rev-parse", "--short", "HEAD"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(
+            ["git", "-C", where, "status", "--porcelain", "pm_evidence"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+        state = f"commit {commit}" + (", with uncommitted changes" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        state = "not a git checkout"
+    return f"pm_evidence from {where} ({state})"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
@@ -451,6 +473,7 @@ def main(argv=None) -> int:
 
     print(f"multimodal zoo: {len(entries)} models x {args.methods} x seeds {seeds}; "
           f"per-call limit {args.timeout:.0f} s")  # fmt: skip
+    print(source_line())
     print(HEADER, flush=True)
     rows: list[dict] = []
     t0 = time.perf_counter()
