@@ -41,17 +41,31 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 from pm_evidence.exceptions import EvidenceInputError
 from pm_evidence.progress import long_run
-from pm_evidence.references import MixtureReference, PriorReference
+from pm_evidence.references import (
+    MixtureReference,
+    MultivariateNormalReference,
+    PriorReference,
+    Reference,
+)
 from pm_evidence.target import LogDensity
 from pm_evidence.tempering.kernels import adapt_tuning, make_kernel, transition
 from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
 from pm_evidence.tempering.pilot import next_beta
 from pm_evidence.utils import log_mean_exp, normalized_weights
 
-__all__ = ["Exploration", "ExplorationOptions", "explore", "fit_gaussian_mixture"]
+__all__ = [
+    "Coverage",
+    "Exploration",
+    "ExplorationOptions",
+    "compare_coverage",
+    "explore",
+    "fit_gaussian_mixture",
+    "occupancy_jumps",
+]
 
 # The mixture's number of components is kept from one rung to the next while at least this
 # share of the jumps was accepted, and searched for again (by BIC) below it.
@@ -124,6 +138,16 @@ class Exploration:
     def n_modes(self) -> int:
         """Components of the mixture fitted at ``beta = 1``."""
         return self.mixture.n_components
+
+    def reference(self) -> Reference:
+        """The reference for a path or an importance sampler: the normal mixture fitted at
+        ``beta = 1``, or, with one component, that normal (the reference
+        :func:`~pm_evidence.plan.auto_reference` fits to NUTS draws, and its compiled
+        transitions)."""
+        m = self.mixture
+        if m.n_components == 1:
+            return MultivariateNormalReference(m.means[0], m.chols[0], name="normal_explored")
+        return m
 
 
 def fit_gaussian_mixture(
@@ -319,3 +343,62 @@ def explore(
     return Exploration(
         state.x, mixture, np.asarray(betas), log_z, np.asarray(acceptance), occupancy, n_eval
     )
+
+
+# A mode holding at least this share of the exploration's particles, and visited by fewer
+# than a fifth of that share of the posterior draws, was missed by them; the reverse check
+# counts the draws farther from every component than its 1 - OUTLIER_LEVEL quantile.
+MISSED_SHARE = 0.02
+OUTLIER_LEVEL = 1e-4
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Where an exploration and posterior draws (NUTS) put the posterior's mass.
+
+    Attributes
+    ----------
+    exploration_shares, draw_shares : numpy.ndarray
+        ``(K,)``: the share of the exploration's particles and of the draws nearest each
+        component of the exploration's mixture.
+    missed_by_draws : float
+        The exploration's share in components the draws missed (below a fifth of the
+        exploration's share, for components of at least ``MISSED_SHARE``).
+    missed_by_exploration : float
+        The share of the draws outside every component (squared Mahalanobis distance beyond
+        the chi-square ``1 - OUTLIER_LEVEL`` quantile of each).
+    """
+
+    exploration_shares: np.ndarray
+    draw_shares: np.ndarray
+    missed_by_draws: float
+    missed_by_exploration: float
+
+
+def compare_coverage(exploration: Exploration, draws: np.ndarray, orbit=None) -> Coverage:
+    """Compare the mass an exploration found with the mass posterior draws visited.
+
+    Parameters
+    ----------
+    exploration : Exploration
+    draws : numpy.ndarray
+        Flat posterior draws ``(..., dim)``.
+    orbit : callable, optional
+        ``orbit(x) -> (|G|, ..., dim)``, every image of the draws under a symmetry of the
+        posterior (label switching, :mod:`pm_evidence.modes`): a mirror mode counts as
+        visited when the reference is averaged over the group.
+
+    Returns
+    -------
+    Coverage
+    """
+    mixture = exploration.mixture
+    flat = np.asarray(draws, dtype=float).reshape(-1, mixture.dim)
+    points = flat if orbit is None else np.asarray(orbit(flat)).reshape(-1, mixture.dim)
+    explored = mixture.occupancy(exploration.particles)
+    visited = mixture.occupancy(points)
+    missed = (explored >= MISSED_SHARE) & (visited < explored / 5)
+    limit = stats.chi2.ppf(1 - OUTLIER_LEVEL, mixture.dim)
+    distances = mixture.mahalanobis_sq(flat)
+    outside = float(np.mean(np.all(distances > limit, axis=-1)))
+    return Coverage(explored, visited, float(explored[missed].sum()), outside)

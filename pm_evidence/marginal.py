@@ -13,14 +13,21 @@ from pm_evidence import registry
 from pm_evidence.draws import posterior_plan, reference_needs_draws
 from pm_evidence.evidence import DISAGREEMENT_Z, Evidence, EvidenceSet, format_estimate
 from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.exploration import MISSED_SHARE, ExplorationOptions, compare_coverage, explore
 from pm_evidence.plan import SAMPLE_KEYS, PathOptions, make_plan
 from pm_evidence.progress import interruptible, quiet, status
+from pm_evidence.references import PriorReference
 from pm_evidence.registry import METHODS, PATH_METHODS
 from pm_evidence.runs import AnnealingOptions, TemperingOptions
 from pm_evidence.target import as_target
 from pm_evidence.utils import root_sequence, stage_rngs, warn_user
 
 __all__ = ["METHODS", "PATH_METHODS", "marginal_likelihood"]
+
+# method="auto" explores from the prior (pm_evidence.exploration) on continuous models with at
+# most this many parameters: 512 particles fit a mixture's covariances up to about 50
+# dimensions (one component per 5 dim particles).
+EXPLORATION_MAX_DIM = 50
 
 _OPTION_OBJECTS = {
     "path": PathOptions,
@@ -210,12 +217,90 @@ def auto_pair(target) -> tuple[str, str]:
     return ("rts", "ais") if target.has_discrete else ("bridge", "ais")
 
 
+def exploration_skipped(target, kwargs: dict) -> str:
+    """Why ``method="auto"`` does not explore from the prior (empty when it does).
+
+    It explores continuous models whose prior is a reference distribution (proper, not
+    restricted by a transform such as ``ordered``) with at most
+    :data:`EXPLORATION_MAX_DIM` parameters, unless a reference or path options are given.
+    """
+    if target.has_discrete:
+        return "the model has discrete variables (RTS and AIS start from the prior)"
+    if target.dim > EXPLORATION_MAX_DIM:
+        return (
+            f"{target.dim} parameters > {EXPLORATION_MAX_DIM}: a cloud of "
+            f"{ExplorationOptions().n_particles} particles cannot fit a mixture there"
+        )
+    if any(k in kwargs for k in ("reference", "path")):
+        return "a reference or path options were given"
+    try:
+        PriorReference(target)
+    except EvidenceInputError as err:
+        return f"the prior cannot be sampled as a reference ({err})"
+    return ""
+
+
 def _auto(target, idata, random_seed, progressbar, kwargs) -> Evidence:
     primary, check = auto_pair(target)
-    pair = _marginal_likelihood(target, [primary, check], idata, random_seed, progressbar, kwargs)
-    if check not in pair:  # interrupted after the first
+    skipped = exploration_skipped(target, kwargs)
+    if skipped:
+        pair = _marginal_likelihood(
+            target, [primary, check], idata, random_seed, progressbar, kwargs
+        )
+        if check not in pair:  # interrupted after the first
+            return pair[primary]
+        chosen = cross_checked(pair[primary], pair[check])
+        return _with_diagnostics(chosen, {"exploration": f"skipped: {skipped}"})
+    # the two halves share nothing: bridge reads NUTS draws and a normal fitted to them; AIS
+    # starts from the mixture that tempering from the prior found (pm_evidence.exploration)
+    seed = root_sequence(random_seed)
+    rngs = stage_rngs(seed)
+    sampling = {k: v for k, v in kwargs.items() if k in SAMPLE_KEYS}
+    plan = posterior_plan(target, idata, rng=rngs["posterior"], progressbar=progressbar, **sampling)
+    exploration = explore(target, rngs["exploration"], progressbar=progressbar)
+    options = {**kwargs, "reference": exploration.reference()}
+    pair = _marginal_likelihood(target, [primary, check], plan, seed, progressbar, options)
+    if check not in pair:
         return pair[primary]
-    return cross_checked(pair[primary], pair[check])
+    estimate, checked, facts = _coverage_checked(pair[primary], pair[check], exploration, plan)
+    return _with_diagnostics(cross_checked(estimate, checked), facts)
+
+
+def _coverage_checked(estimate: Evidence, check: Evidence, exploration, plan):
+    """Both results with a warning where the other's draws found mass that theirs missed
+    (:func:`~pm_evidence.exploration.compare_coverage`), and the facts for the diagnostics."""
+    group = plan.search.group
+    unenumerated = plan.search.found and group is None
+    coverage = compare_coverage(exploration, plan.draws, None if group is None else group.orbit)
+    facts = {
+        "exploration_n_modes": exploration.n_modes,
+        "exploration_n_evaluations": exploration.n_evaluations,
+        "exploration_log_z": exploration.log_z,
+        "exploration_missed_by_nuts": np.nan if unenumerated else coverage.missed_by_draws,
+        "exploration_missed_by_exploration": coverage.missed_by_exploration,
+    }
+    if not unenumerated and coverage.missed_by_draws >= MISSED_SHARE:
+        estimate = _with_warning(estimate, (
+            f"The NUTS draws missed part of the posterior: tempering from the prior "
+            f"(pm_evidence.exploration) found {exploration.n_modes} components, and "
+            f"{coverage.missed_by_draws:.0%} of its particles lie in components that no NUTS "
+            f"draw visited, so {estimate.method}, which reads the NUTS draws, misses that mass."
+        ))  # fmt: skip
+    if coverage.missed_by_exploration >= MISSED_SHARE:
+        check = _with_warning(check, (
+            f"Tempering from the prior (pm_evidence.exploration) missed part of the "
+            f"posterior: {coverage.missed_by_exploration:.0%} of the NUTS draws lie outside "
+            f"every component of the mixture it found, which is {check.method}'s reference."
+        ))  # fmt: skip
+    return estimate, check, facts
+
+
+def _with_warning(ev: Evidence, message: str) -> Evidence:
+    return dataclasses.replace(ev, warnings=(*ev.warnings, message))
+
+
+def _with_diagnostics(ev: Evidence, facts: dict) -> Evidence:
+    return dataclasses.replace(ev, diagnostics={**ev.diagnostics, **facts})
 
 
 def cross_checked(estimate: Evidence, check: Evidence) -> Evidence:

@@ -440,14 +440,17 @@ class MixtureReference(Reference):
             return -0.5 * m2
         return -0.5 * (self.df + self.dim) * np.log1p(m2 / self.df)
 
-    def component_logpdfs(self, x) -> np.ndarray:
-        """``log w_k + log q_k(x)``, shape ``(..., K)``."""
+    def mahalanobis_sq(self, x) -> np.ndarray:
+        """Squared Mahalanobis distance of ``x`` to each component, shape ``(..., K)``."""
         x = np.asarray(x, dtype=float)
         return np.stack(
-            [norm + self._kernel(_mahalanobis_sq(x, mean, chol))
-             for norm, mean, chol in zip(self._log_norms, self.means, self.chols, strict=True)],
+            [_mahalanobis_sq(x, mean, chol) for mean, chol in zip(self.means, self.chols, strict=True)],
             axis=-1,
-        )  # fmt: skip
+        )
+
+    def component_logpdfs(self, x) -> np.ndarray:
+        """``log w_k + log q_k(x)``, shape ``(..., K)``."""
+        return self._log_norms + self._kernel(self.mahalanobis_sq(x))
 
     def logpdf(self, x):
         return logsumexp(self.component_logpdfs(x), axis=-1)

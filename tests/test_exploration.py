@@ -1,0 +1,149 @@
+"""Exploration from the prior (issue 23): the mixture reference, its fit, the exploration, the
+coverage comparison, and ``method="auto"`` on a posterior whose second mode NUTS misses."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from scipy import stats
+
+import pm_evidence as pme
+from pm_evidence.exploration import (
+    Exploration,
+    compare_coverage,
+    explore,
+    fit_gaussian_mixture,
+)
+from pm_evidence.references import MixtureReference
+from pm_evidence.target import as_target
+from pm_evidence.testing import gaussian_mixture_10d
+
+
+def _mixture(df=None):
+    rng = np.random.default_rng(0)
+    means = np.array([[0.0, 0.0], [4.0, -1.0], [-3.0, 2.0]])
+    covariances = []
+    for _ in range(3):
+        a = rng.normal(size=(2, 2))
+        covariances.append(a @ a.T + 0.5 * np.eye(2))
+    return MixtureReference.from_components([0.5, 0.3, 0.2], means, covariances, df=df), covariances
+
+
+@pytest.mark.parametrize("df", [None, 4.0])
+def test_mixture_reference_density_gradient_graph_and_draws(df):
+    q, covariances = _mixture(df)
+    x = np.random.default_rng(1).normal(scale=3.0, size=(50, 2))
+    if df is None:
+        parts = [stats.multivariate_normal(m, c).pdf(x) for m, c in zip(q.means, covariances, strict=True)]
+    else:
+        parts = [stats.multivariate_t(m, c, df=df).pdf(x) for m, c in zip(q.means, covariances, strict=True)]
+    expected = np.log(np.sum(q.weights[:, None] * np.array(parts), axis=0))
+    np.testing.assert_allclose(q.logpdf(x), expected, rtol=1e-10)
+    # gradient against central differences
+    h = 1e-6
+    numeric = np.stack(
+        [(q.logpdf(x + h * e) - q.logpdf(x - h * e)) / (2 * h) for e in np.eye(2)], axis=-1
+    )
+    np.testing.assert_allclose(q.grad_logpdf(x), numeric, rtol=1e-5, atol=1e-7)
+    # the PyTensor graph (compiled HMC transitions use it) equals the NumPy density
+    xs = pt.matrix("x")
+    inputs = [pt.tensor(dtype="float64", shape=(None,) * np.ndim(v)) for v in q.graph_parameters()]
+    fn = pytensor.function([xs, *inputs], q.graph_logpdf(xs, *inputs))
+    np.testing.assert_allclose(fn(x, *q.graph_parameters()), q.logpdf(x), rtol=1e-10)
+    # draws: the share of each component and the mean (normal components) within 5 SE
+    draws = q.sample(np.random.default_rng(2), 40_000)
+    shares = q.occupancy(draws)
+    assert np.all(np.abs(shares - q.weights) < 0.05)
+    if df is None:
+        mean = q.weights @ q.means
+        se = draws.std(axis=0) / np.sqrt(draws.shape[0])
+        assert np.all(np.abs(draws.mean(axis=0) - mean) < 5 * se)
+
+
+def test_mixture_fit_splits_separated_modes_and_keeps_one_for_one():
+    """Two modes 7 standard deviations apart along one of 10 axes: a Euclidean k-means start
+    merges them (the other nine axes dominate the distances); the split along the principal
+    axis does not."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(scale=np.sqrt(0.5), size=(512, 10))
+    x[:256, 0] += 5.0
+    fitted = [fit_gaussian_mixture(x, np.random.default_rng(s)) for s in range(5)]
+    assert all(q.n_components == 2 for q in fitted)
+    np.testing.assert_allclose(np.sort(fitted[0].means[:, 0]), [0.0, 5.0], atol=0.2)
+    one = fit_gaussian_mixture(rng.normal(size=(512, 10)), np.random.default_rng(4))
+    assert one.n_components == 1
+
+
+@pytest.fixture(scope="module")
+def explored_two_modes():
+    model, _ = gaussian_mixture_10d()
+    target = as_target(model)
+    return target, explore(target, np.random.default_rng(5))
+
+
+def test_exploration_finds_both_modes_in_their_proportions(explored_two_modes):
+    _, exploration = explored_two_modes
+    assert exploration.betas[0] == 0.0 and exploration.betas[-1] == 1.0
+    assert exploration.n_modes == 2
+    near_second = exploration.particles[:, 0] > 2.5
+    # equal modes: half the particles in each (binomial SE 0.022 for 512 independent draws;
+    # resampled particles are correlated, so 0.1)
+    assert abs(near_second.mean() - 0.5) < 0.1
+    np.testing.assert_allclose(np.sort(exploration.mixture.means[:, 0]), [0.0, 5.0], atol=0.3)
+    assert exploration.n_evaluations > exploration.particles.shape[0]
+
+
+def test_coverage_names_the_mode_the_draws_missed(explored_two_modes):
+    _, exploration = explored_two_modes
+    particles = exploration.particles
+    one_mode = particles[particles[:, 0] < 2.5]
+    both = compare_coverage(exploration, particles)
+    assert both.missed_by_draws == 0.0 and both.missed_by_exploration == 0.0
+    missed = compare_coverage(exploration, one_mode)
+    assert 0.35 < missed.missed_by_draws < 0.65
+    # a symmetry that maps one mode onto the other (x0 -> 5 - x0) makes the missed mode a
+    # mirror image the reference is averaged over: nothing is missed
+    def mirror(x):
+        y = x.copy()
+        y[..., 0] = 5.0 - y[..., 0]
+        return y
+
+    mirrored = compare_coverage(exploration, one_mode, orbit=lambda x: np.stack([x, mirror(x)]))
+    assert mirrored.missed_by_draws < 0.02
+    far = compare_coverage(exploration, particles + 100.0)
+    assert far.missed_by_exploration == 1.0
+    assert isinstance(exploration, Exploration)
+
+
+def _two_modes_nuts_misses():
+    """``x ~ N(0, 10^2)`` with the likelihood ``(N(x; 0, 1) + N(x; 12, 1)) / 2``: NUTS starts at
+    0 and stays in the first mode (an 18-nat barrier); log Z and the first mode's part in
+    closed form."""
+    with pm.Model() as model:
+        x = pm.Normal("x", np.float64(0.0), np.float64(10.0))
+        modes = pt.logaddexp(
+            pm.logp(pm.Normal.dist(0.0, 1.0), x), pm.logp(pm.Normal.dist(12.0, 1.0), x)
+        )
+        pm.Potential("two_modes", modes - np.log(2.0))
+    sd = np.sqrt(101.0)
+    first, second = 0.5 * stats.norm(0, sd).pdf(0.0), 0.5 * stats.norm(0, sd).pdf(12.0)
+    return model, float(np.log(first + second)), float(np.log(first))
+
+
+def test_auto_reports_the_mode_nuts_missed_and_returns_the_covering_estimate():
+    model, gold, first_mode = _two_modes_nuts_misses()  # the second holds a third of the mass
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        ev = pme.marginal_likelihood(model, random_seed=1, progressbar=False)
+    d = ev.diagnostics
+    assert d["exploration_n_modes"] >= 2
+    assert d["exploration_missed_by_nuts"] > 0.2  # NUTS never left the first mode
+    assert ev.method == "ais"  # bridge, on the NUTS draws, carries the warning
+    assert d["auto_other_method"] == "bridge"
+    assert abs(d["auto_other_log_z"] - first_mode) < 0.05  # bridge saw the first mode only
+    assert abs(ev.log_z - gold) < 4 * ev.se + 0.01
