@@ -111,7 +111,7 @@ class Exploration:
     ----------
     particles : numpy.ndarray
         ``(n_particles, dim)`` flat unconstrained points at ``beta = 1``, equally weighted.
-    mixture : MixtureReference
+    mixture : pm_evidence.references.MixtureReference
         The Gaussian mixture fitted to ``particles``: the modes found and their weights.
     betas : numpy.ndarray
         The rungs, from 0 to 1.
@@ -385,7 +385,7 @@ def compare_coverage(exploration: Exploration, draws: np.ndarray, orbit=None) ->
         Flat posterior draws ``(..., dim)``.
     orbit : callable, optional
         ``orbit(x) -> (|G|, ..., dim)``, every image of the draws under a symmetry of the
-        posterior (label switching, :mod:`pm_evidence.modes`): a mirror mode counts as
+        posterior (label switching, ``pm_evidence.modes``): a mirror mode counts as
         visited when the reference is averaged over the group.
 
     Returns

@@ -54,8 +54,11 @@ def marginal_likelihood(
     method : str or list of str
         ``"auto"`` (default): the estimator a numerical expert would pick for this model, checked
         by one of another family that shares neither its draws nor its reference (see
-        ``pm_evidence.marginal.auto_pair``); the better-supported of the two is returned, and a disagreement by
-        more than 4 combined SEs is a warning on the result. Or one of
+        ``pm_evidence.marginal.auto_pair``): on continuous models bridge sampling on NUTS draws,
+        checked by AIS from the mixture found by tempering from the prior
+        (``pm_evidence.exploration``), and a warning on either result where the other found
+        posterior mass it missed; the better-supported of the two is returned, and a
+        disagreement by more than 4 combined SEs is a warning on the result. Or one of
         :data:`~pm_evidence.METHODS`: ``"is"``, ``"ris"``, ``"ds"``, ``"bridge"``, the IS/RIS
         combinations of seed 000 §6, and the path methods ``"ais"``, ``"raise"``, ``"ads"``,
         ``"rts"``, ``"ti"``, ``"mbar"``. A list runs each on shared samples where the maths
@@ -209,8 +212,11 @@ def auto_pair(target) -> tuple[str, str]:
     """The estimator and the cross-check of ``method="auto"`` for a model.
 
     Continuous models: bridge sampling (the most efficient at defaults in
-    ``benchmarks/defaults.py``; posterior draws and a normal fitted to their first halves)
-    checked by AIS (its own annealed chains from a Student-t ``p0``, a stochastic lower bound).
+    ``benchmarks/defaults.py``; NUTS draws and a normal fitted to their first halves) checked
+    by AIS (its own annealed chains, a stochastic lower bound) from the mixture that
+    exploration from the prior found (:func:`~pm_evidence.exploration.explore`; see
+    :func:`exploration_skipped` for when it is not run and AIS starts from
+    :func:`~pm_evidence.plan.auto_reference`'s choice).
     Models with discrete variables (no NUTS draws, no bridge): RTS checked by AIS, two samplers
     on one plan (the prior as ``p0``): they share the reference, not the draws.
     """
@@ -263,6 +269,18 @@ def _auto(target, idata, random_seed, progressbar, kwargs) -> Evidence:
     if check not in pair:
         return pair[primary]
     estimate, checked, facts = _coverage_checked(pair[primary], pair[check], exploration, plan)
+    if facts["exploration_missed_by_nuts"] >= MISSED_SHARE:
+        # only the estimate from the exploration covers the mass NUTS missed, and nothing
+        # independent checks it: it is returned, flagged
+        checked = _with_warning(checked, (
+            f"No independent check: the NUTS draws missed modes that tempering from the prior "
+            f"found, so this estimate ({checked.method} from the exploration's mixture) is the "
+            f"only one that covers them, and it is confirmed by nothing; the exploration can "
+            f"miss modes too (narrow ones, or mass in the far tails of the unconstrained "
+            f"space). Compare it with a run from another reference, e.g. "
+            f"method=['ais', 'rts'] with reference='prior'."
+        ))  # fmt: skip
+        return _with_diagnostics(cross_checked(checked, estimate, prefer_first=True), facts)
     return _with_diagnostics(cross_checked(estimate, checked), facts)
 
 
@@ -303,10 +321,12 @@ def _with_diagnostics(ev: Evidence, facts: dict) -> Evidence:
     return dataclasses.replace(ev, diagnostics={**ev.diagnostics, **facts})
 
 
-def cross_checked(estimate: Evidence, check: Evidence) -> Evidence:
+def cross_checked(estimate: Evidence, check: Evidence, prefer_first: bool = False) -> Evidence:
     """The better-supported of an estimate and its cross-check, carrying the comparison.
 
-    Better supported: a result without warnings before one with, then the smaller SE. The
+    Better supported: a result without warnings before one with, then the smaller SE
+    (``prefer_first``: the estimate, whatever its warnings; for the one of the two that can be
+    right, as when the other read draws that missed a mode). The
     returned result's diagnostics hold the other's ``log Z`` and SE and ``auto_z``, the
     difference in combined SEs; above :data:`~pm_evidence.evidence.DISAGREEMENT_Z` a warning
     says so, on the result (``reliable`` is then False) and as a :class:`UserWarning`.
@@ -315,6 +335,8 @@ def cross_checked(estimate: Evidence, check: Evidence) -> Evidence:
     ----------
     estimate, check : Evidence
         The primary estimate and its cross-check.
+    prefer_first : bool
+        Return ``estimate`` (with the comparison) whatever the two's warnings and SEs.
 
     Returns
     -------
@@ -323,7 +345,8 @@ def cross_checked(estimate: Evidence, check: Evidence) -> Evidence:
     a, b = estimate, check
     combined = float(np.hypot(a.se, b.se))
     z = abs(a.log_z - b.log_z) / combined if combined > 0 else np.inf
-    chosen, other = (a, b) if (not a.reliable, a.se) <= (not b.reliable, b.se) else (b, a)
+    better = prefer_first or (not a.reliable, a.se) <= (not b.reliable, b.se)
+    chosen, other = (a, b) if better else (b, a)
     diagnostics = {
         **chosen.diagnostics,
         "auto_pair": f"{a.method} checked by {b.method}",

@@ -369,9 +369,11 @@ class MixtureReference(Reference):
     ----------
     weights : numpy.ndarray, shape (K,)
         Positive, summing to one.
-    means : numpy.ndarray, shape (K, dim)
-    chols : numpy.ndarray, shape (K, dim, dim)
-        Lower Cholesky factors of the components' covariances (scale matrices for ``df``).
+    means : numpy.ndarray
+        ``(K, dim)``.
+    chols : numpy.ndarray
+        ``(K, dim, dim)``: lower Cholesky factors of the components' covariances (scale
+        matrices for ``df``).
     df : float or None
         ``None``: normal components; a positive number: Student-t components.
     name : str, optional
