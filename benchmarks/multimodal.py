@@ -478,21 +478,23 @@ def main(argv=None) -> int:
     rows: list[dict] = []
     t0 = time.perf_counter()
 
+    done: list[dict] = []  # every row so far, for the CSV written as the run goes
+
     def report(row):
         print(format_row(row), flush=True)
+        done.append(row)
         if args.out:
-            write_csv([*rows, row], args.out)
+            write_csv(done, args.out)
 
-    # the nested samplers last: the slowest columns, and not the ones under study
-    groups = [
-        [m for m in args.methods if m not in NESTED],
-        [m for m in args.methods if m in NESTED],
-    ]
-    for methods in groups:
-        for entry in entries:
-            for seed in seeds:
-                if methods:
-                    rows.extend(run_model(entry, seed, methods, args.timeout, report))
+    # the nested samplers last (the slowest columns, and the reference rather than the subject),
+    # every model at the first seed before any at the next
+    studied = [m for m in args.methods if m not in NESTED]
+    nested = [m for m in args.methods if m in NESTED]
+    cells = [(entry, seed, studied) for entry in entries for seed in seeds]
+    cells += [(entry, seed, nested) for seed in seeds for entry in entries]
+    for entry, seed, methods in cells:
+        if methods:
+            rows.extend(run_model(entry, seed, methods, args.timeout, report))
     print(f"\nwall time {time.perf_counter() - t0:.0f} s\n")
 
     print("Sorted table:")
