@@ -251,6 +251,43 @@ def _jump(rng, path, state: PathState, beta: float, q: MixtureReference, with_gr
     return merged, float(accept.mean())
 
 
+def _put(state: PathState, idx: np.ndarray, part: PathState) -> PathState:
+    """``state`` with the rows ``idx`` replaced by ``part``."""
+    fields = []
+    for whole, rows in zip(state, part, strict=True):
+        if whole is None:
+            fields.append(None)
+            continue
+        whole = whole.copy()
+        whole[idx] = rows
+        fields.append(whole)
+    return PathState(*fields)
+
+
+def _cross_fitted_jump(rng, path, state: PathState, beta: float, with_grad: bool, fit):
+    """An independent Metropolis-Hastings move of every particle, each half of the particles
+    (split at random) proposed from the mixture fitted to the other half.
+
+    A mixture fitted to all the particles and used to move them favours leaving the sparse
+    regions: there the fit hugs the few particles, so ``q`` at a particle exceeds ``q`` at a
+    fresh proposal nearby, and the acceptance ratio ``q(x) / q(x')`` rises. On the eggbox this
+    drained the modes at the box's edges (their mass stretched into the far tails of the
+    unconstrained space) from 37% to 3% of the particles. Fitted to the other half, ``q`` is
+    independent of the particle it moves, and the move leaves ``f_beta`` invariant exactly.
+
+    ``fit(x) -> MixtureReference``. Returns the moved state, the acceptance rate and the first
+    half's mixture.
+    """
+    halves = np.array_split(rng.permutation(state.x.shape[0]), 2)
+    mixtures = [fit(state.x[half]) for half in halves]
+    accepted = 0.0
+    for moving, q in zip(halves, reversed(mixtures), strict=True):
+        part, rate = _jump(rng, path, _take(state, moving), beta, q, with_grad)
+        state = _put(state, moving, part)
+        accepted += rate * moving.size
+    return state, accepted / state.x.shape[0], mixtures[0]
+
+
 def occupancy_jumps(exploration: Exploration, threshold: float = 0.2) -> list[tuple[float, int]]:
     """Rungs where a component's share of the particles changed by more than ``threshold``
     from the rung before: ``(beta, component)`` pairs (an abrupt change of which mode holds
@@ -290,6 +327,11 @@ def explore(
         When ``beta = 1`` is not reached within ``max_rungs`` rungs.
     """
     options = options or ExplorationOptions()
+    if options.n_jumps < 1 or options.n_particles < 4:
+        raise EvidenceInputError(
+            f"The exploration needs n_jumps >= 1 (its moves between modes) and n_particles >= "
+            f"4; got n_jumps={options.n_jumps}, n_particles={options.n_particles}."
+        )
     if target.has_discrete:
         raise EvidenceInputError("Exploration from the prior is for continuous models.")
     path = GeometricPath(target, PriorReference(target))
@@ -306,10 +348,13 @@ def explore(
             # the number of components is searched for again when the jumps of the rung before
             # were often rejected (the mixture then misses part of the particles' shape)
             search = not rate >= JUMP_ACCEPTANCE_TO_KEEP
-            q = fit_gaussian_mixture(state.x, rng, options.max_components, k, search)
-            k = q.n_components
+
+            def fit(x, search=search, k=k):
+                return fit_gaussian_mixture(x, rng, options.max_components, k, search)
+
             for _ in range(options.n_jumps):
-                state, rate = _jump(rng, path, state, beta, q, kernel.needs_grad)
+                state, rate, q = _cross_fitted_jump(rng, path, state, beta, kernel.needs_grad, fit)
+            k = q.n_components
             beta_vec = np.full(n, beta)
             for _ in range(options.n_moves * (5 if beta == 0.0 else 1)):
                 state, accepted, _ = transition(
