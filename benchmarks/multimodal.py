@@ -37,6 +37,8 @@ are not reported by ``auto`` and ``bridge``), and a status:
 * ``flagged``: off, and ``reliable=False`` (the user was told);
 * ``WRONG``: off, and ``reliable=True``: a confident wrong number;
 * ``off``: off, for SMC and nautilus (no reliability flag);
+* ``unsupported: <error type>``: pm_evidence refused the model with an
+  ``EvidenceInputError`` (the note starts with its message);
 * ``timeout`` (the call ran past ``--timeout`` seconds and was killed), ``crash: <type>``,
   ``skipped: <why>``.
 
@@ -268,10 +270,16 @@ def run_cell(entry, model, method: str, seed: int) -> dict:
                     f"Requested method {method!r} but it must be one of {ALL_METHODS}."
                 )
         except Exception as err:  # reported as a row, not raised
-            out = {
-                "status": f"crash: {type(err).__name__}",
-                "note": "".join(traceback.format_exception_only(err)).strip()[-300:],
-            }
+            from pm_evidence import EvidenceInputError
+
+            if isinstance(err, EvidenceInputError):  # a clear refusal, not a crash
+                message = " ".join(str(err).split())
+                out = {"status": f"unsupported: {type(err).__name__}", "note": message[:300]}
+            else:
+                out = {
+                    "status": f"crash: {type(err).__name__}",
+                    "note": "".join(traceback.format_exception_only(err)).strip()[-300:],
+                }
         row["time_s"] = time.perf_counter() - start
     row.update(out)
     if not row["status"]:
