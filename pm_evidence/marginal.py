@@ -232,6 +232,8 @@ def exploration_skipped(target, kwargs: dict) -> str:
     """
     if target.has_discrete:
         return "the model has discrete variables (RTS and AIS start from the prior)"
+    if not target.model.observed_RVs and not target.model.potentials:
+        return "the model has no data (the posterior is the prior)"
     if target.dim > EXPLORATION_MAX_DIM:
         return (
             f"{target.dim} parameters > {EXPLORATION_MAX_DIM}: a cloud of "
