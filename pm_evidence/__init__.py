@@ -2,6 +2,8 @@
 
 from pm_evidence import path_estimators
 from pm_evidence.api import (
+    BridgeOptions,
+    PosteriorOptions,
     PosteriorPlan,
     bridge_sampling,
     combine_is_ris,
@@ -67,6 +69,7 @@ __all__ = [
     "AnnealingOptions",
     "AnnealingRun",
     "BernoulliProductReference",
+    "BridgeOptions",
     "CategoricalProductReference",
     "ConvergenceError",
     "Evidence",
@@ -82,6 +85,7 @@ __all__ = [
     "OverlapError",
     "PathOptions",
     "PathPlan",
+    "PosteriorOptions",
     "PosteriorPlan",
     "PriorReference",
     "Reference",

@@ -1,21 +1,26 @@
-"""Model-facing estimators: draw what is needed from a PyMC model, call an estimator core,
-return an :class:`~pm_evidence.evidence.Evidence`.
+"""Model-facing estimators on posterior draws: draw what is needed from a PyMC model, call an
+estimator core, return an :class:`~pm_evidence.evidence.Evidence`.
 
-Every public function takes the model first (optional inside ``with model:``), then keyword-only
-options; ``idata`` (the output of ``pm.sample``) is used for posterior draws when given, otherwise
-NUTS draws them (``draws``, ``tune``, ``chains``, ``sample_kwargs``; ``progressbar``).
+Every public function has the signature of :func:`~pm_evidence.marginal_likelihood` without
+``method`` (:mod:`pm_evidence.options`): the model first (optional inside ``with model:``),
+then keyword-only ``idata`` (the output of ``pm.sample``, used for posterior draws when given;
+otherwise NUTS draws them), ``random_seed``, ``progressbar`` and the options by name: the
+fields of :class:`PosteriorOptions` (``reference``, ``n_reference``, ``symmetrize``; or the
+object itself as ``posterior=``), bridge's :class:`BridgeOptions`, and NUTS options
+(``draws``, ``tune``, ``chains``, ``sample_kwargs``).
 """
 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import numpy as np
-import pymc as pm
 import xarray as xr
 
 from pm_evidence.draws import (
     MAX_REFERENCE_NUMBERS,
+    PosteriorOptions,
     PosteriorPlan,
     check_reference_covers_support,
     default_reference_draws,
@@ -24,7 +29,6 @@ from pm_evidence.draws import (
     posterior_plan,
     reference_log_weights,
     reference_needs_draws,
-    sampling_options,
     symmetric_reference,
     symmetry_diagnostics,
     symmetry_step,
@@ -41,13 +45,15 @@ from pm_evidence.estimators import (
 from pm_evidence.evidence import Evidence, build_evidence
 from pm_evidence.exceptions import EvidenceInputError
 from pm_evidence.messages import flag, posterior_messages, se_messages, weight_messages
-from pm_evidence.modes import check_symmetrize_option
+from pm_evidence.options import ModelLike, renamed_keywords, split_options
 from pm_evidence.references import Reference, fit_reference
 from pm_evidence.reverse_reference import choose_reverse_reference
 from pm_evidence.target import LogDensity, as_target
-from pm_evidence.utils import good_pareto_k, mcmc_ess, stage_rngs, warn_user
+from pm_evidence.utils import good_pareto_k, mcmc_ess, stage_rngs
 
 __all__ = [
+    "BridgeOptions",
+    "PosteriorOptions",
     "PosteriorPlan",
     "bridge_sampling",
     "combine_is_ris",
@@ -60,28 +66,67 @@ __all__ = [
 
 
 # The parameters every estimator on posterior draws shares, filled into their docstrings
-# (``{shared_parameters}``) by ``_shared_parameters``.
+# (``{model}``, ``{shared_parameters}``) by ``_shared_parameters``.
+_MODEL = """model : pymc.Model or LogDensity, optional
+        Taken from the ``with model:`` context when omitted."""
 _SHARED_PARAMETERS = """symmetrize : {"auto", True, False}, default "auto"
-        What to do when the posterior is invariant under relabelling components (label
-        switching in a mixture; ``pm_evidence.modes``): ``"auto"`` relabels the draws into one
-        mirror image and symmetrizes the reference over the relabellings when the draws miss
-        mirror images (otherwise log Z would come out low by up to ``log |G|``), ``True`` does
-        so whenever a symmetry is found, ``False`` never (a symmetry whose images the draws
-        miss is then a warning). Diagnostics ``symmetry`` (what was found and done),
-        ``symmetry_group_size``, ``symmetrized``.
-    idata, draws, tune, chains, sample_kwargs, progressbar
-        Posterior draws (or a :class:`PosteriorPlan` shared with other methods), or how NUTS
-        draws them.
-    random_seed : int or numpy.random.Generator, optional"""
+        For a posterior invariant under relabelling components (label switching in a
+        mixture): relabel the draws into one mirror image and symmetrize the reference over
+        the relabellings where the draws miss mirror images (``"auto"``), wherever a symmetry
+        is found (``True``), or never (``False``; a missed image is then a warning); see
+        :class:`PosteriorOptions`. Diagnostics ``symmetry``, ``symmetry_group_size``,
+        ``symmetrized``.
+    posterior : PosteriorOptions, optional
+        ``reference``, ``n_reference`` and ``symmetrize`` as one object (shared by every method
+        on posterior draws); a field also given by name replaces its value.
+    idata : xarray.DataTree, optional
+        Posterior draws of this model (``pm.sample()`` output), or a :class:`PosteriorPlan`
+        shared with other methods; drawn by NUTS when omitted.
+    random_seed : int or numpy.random.Generator, optional
+    progressbar : bool
+    draws, tune, chains, sample_kwargs
+        NUTS options when it draws (1000 draws and 1000 tuning iterations, 4 chains)."""
 
 
 def _shared_parameters(function):
-    function.__doc__ = function.__doc__.replace("{shared_parameters}", _SHARED_PARAMETERS)
+    doc = function.__doc__.replace("{model}", _MODEL)
+    function.__doc__ = doc.replace("{shared_parameters}", _SHARED_PARAMETERS)
     return function
 
 
+@dataclass(frozen=True)
+class _Call:
+    """What an estimator on posterior draws reads from its call, sorted once: the model's
+    adapter, the options, where the posterior draws come from and the stage streams (the same
+    alone and in ``marginal_likelihood``)."""
+
+    target: LogDensity
+    options: PosteriorOptions
+    idata: object
+    rngs: dict
+    sampling: dict  # NUTS options and progressbar, for posterior_draws
+
+    @classmethod
+    def make(cls, model, options, sampling, idata, random_seed, progressbar) -> _Call:
+        sampling = dict(sampling, progressbar=progressbar)
+        return cls(as_target(model), options, idata, stage_rngs(random_seed), sampling)
+
+    def fit_and_weigh(self, reference, choose_reference=None):
+        """:func:`~pm_evidence.draws.fit_and_weigh` with this call's draws and options."""
+        return fit_and_weigh(
+            self.target, self.rngs["posterior"], self.idata, reference, self.sampling,
+            self.options.symmetrize, choose_reference,
+        )  # fmt: skip
+
+    def n_reference(self, n_target: int) -> int:
+        """The option, or :func:`~pm_evidence.draws.default_reference_draws` for ``n_target``
+        posterior draws."""
+        given = self.options.n_reference
+        return default_reference_draws(n_target, self.target.dim) if given is None else given
+
+
 def make_posterior_plan(
-    model: pm.Model | LogDensity | None = None,
+    model: ModelLike = None,
     idata=None,
     *,
     random_seed=None,
@@ -124,32 +169,21 @@ def make_posterior_plan(
 
 @_shared_parameters
 def importance_sampling(
-    model: pm.Model | LogDensity | None = None,
-    *,
-    reference: str | Reference = "student_t",
-    n_reference: int | None = None,
-    symmetrize: bool | str = "auto",
-    idata=None,
-    random_seed=None,
-    progressbar: bool = True,
-    draws: int = 1000,
-    tune: int = 1000,
-    chains: int = 4,
-    sample_kwargs: dict | None = None,
+    model: ModelLike = None, *, idata=None, random_seed=None, progressbar: bool = True, **options
 ) -> Evidence:
     """Importance sampling of log Z (seed 000 §3; seed 002 eq. 18.44).
 
     Parameters
     ----------
-    model : pymc.Model, optional
-        Taken from the context when omitted.
-    reference : {"student_t", "normal", "prior"} or Reference
-        Proposal ``p0``. Fitted references are moment-matched to posterior draws (from ``idata``
-        or NUTS); ``"prior"`` needs no posterior draws but is a poor proposal when the data are
-        informative. A heavy-tailed proposal (the default) keeps the weights' variance finite.
+    {model}
+    reference : {"auto", "student_t", "normal", "prior"} or Reference, default "auto"
+        Proposal ``p0``; ``"auto"`` is ``"student_t"``. Fitted references are moment-matched to
+        posterior draws (from ``idata`` or NUTS); ``"prior"`` needs no posterior draws but is a
+        poor proposal when the data are informative. A heavy-tailed proposal (the default)
+        keeps the weights' variance finite.
     n_reference : int, optional
-        Number of proposal draws; default :func:`~pm_evidence.draws.default_reference_draws` (16 per posterior
-        draw, or per 4000 draws for the prior).
+        Number of proposal draws; default :func:`~pm_evidence.draws.default_reference_draws`
+        (16 per posterior draw, or per 4000 draws for the prior).
     {shared_parameters}
 
     Returns
@@ -157,17 +191,17 @@ def importance_sampling(
     Evidence
         Diagnostics: ``ess_reference`` (Kish ESS of the weights), ``ess_fraction``.
     """
-    check_symmetrize_option(symmetrize)
+    options, sampling = split_options(options, posterior=PosteriorOptions)
+    reference = options["posterior"].reference_or("student_t")
     check_reference_covers_support(reference, "Importance sampling")
-    target = as_target(model)
-    rngs = stage_rngs(random_seed)  # the same streams alone and in marginal_likelihood
+    call = _Call.make(model, options["posterior"], sampling, idata, random_seed, progressbar)
+    target, rngs = call.target, call.rngs
     rng = rngs["is"]
     fit_draws, messages = None, []
     symmetry = {"symmetry": "not checked (no posterior draws)"}
     if reference_needs_draws(reference):
-        sampling = sampling_options(draws, tune, chains, progressbar, sample_kwargs)
-        x = posterior_draws(target, idata, rng=rngs["posterior"], **sampling)
-        decision = symmetry_step(target, x, reference, symmetrize, idata)
+        x = posterior_draws(target, idata, rng=rngs["posterior"], **call.sampling)
+        decision = symmetry_step(target, x, reference, call.options.symmetrize, idata)
         fit_draws = decision.draws
         messages = posterior_messages(target, fit_draws, relabelled=decision.relabelled)
         messages += list(decision.messages)
@@ -175,15 +209,15 @@ def importance_sampling(
     if fit_draws is not None:
         ref = symmetric_reference(ref, decision)
         symmetry = symmetry_diagnostics(decision, ref)
-    if n_reference is None:
-        n_fit = 4000 if fit_draws is None else fit_draws.shape[0] * fit_draws.shape[1]
-        n_reference = default_reference_draws(n_fit, target.dim)
-    lw = reference_log_weights(target, ref, rng, n_reference)
+    n_fit = 4000 if fit_draws is None else fit_draws.shape[0] * fit_draws.shape[1]
+    lw = reference_log_weights(target, ref, rng, call.n_reference(n_fit))
     estimate = importance_core(lw)
     estimate.diagnostics.update(symmetry, reference=ref.name)
     messages += _importance_messages(estimate.diagnostics, n=lw.size)
     messages += se_messages(estimate)
-    return build_evidence(target, estimate, "is", {"log_weight_reference": lw}, warnings=flag(messages))
+    return build_evidence(
+        target, estimate, "is", {"log_weight_reference": lw}, warnings=flag(messages)
+    )
 
 
 def _importance_messages(diagnostics: dict, n: int) -> list[str]:
@@ -199,18 +233,7 @@ def _importance_messages(diagnostics: dict, n: int) -> list[str]:
 
 @_shared_parameters
 def reverse_importance_sampling(
-    model: pm.Model | LogDensity | None = None,
-    *,
-    reference: str | Reference = "auto",
-    n_reference: int | None = None,
-    symmetrize: bool | str = "auto",
-    idata=None,
-    random_seed=None,
-    progressbar: bool = True,
-    draws: int = 1000,
-    tune: int = 1000,
-    chains: int = 4,
-    sample_kwargs: dict | None = None,
+    model: ModelLike = None, *, idata=None, random_seed=None, progressbar: bool = True, **options
 ) -> Evidence:
     """Reverse importance sampling / Gelfand-Dey of log Z (seed 000 §3).
 
@@ -236,9 +259,8 @@ def reverse_importance_sampling(
 
     Parameters
     ----------
-    model : pymc.Model, optional
-        Taken from the context when omitted.
-    reference : {"auto", "truncated_normal", "normal", "student_t", "prior"} or Reference
+    {model}
+    reference : {"auto", "truncated_normal", "normal", "student_t", "prior"} or Reference, default "auto"
         Reference ``p0``. Fitted references are moment-matched to the first half of every chain
         of the posterior draws (from ``idata`` or NUTS); a :class:`Reference` instance is used
         as given.
@@ -255,22 +277,16 @@ def reverse_importance_sampling(
         ``reference_outside_support``; with ``reference="auto"`` also ``reference_scale``,
         ``reference_mass``, ``reference_chi2`` and ``reference_reason``.
     """
-    check_symmetrize_option(symmetrize)
-    target = as_target(model)
-    rngs = stage_rngs(random_seed)  # the same streams alone and in marginal_likelihood
-    rng = rngs["ris"]
-    sampling = sampling_options(draws, tune, chains, progressbar, sample_kwargs)
+    options, sampling = split_options(options, posterior=PosteriorOptions)
+    call = _Call.make(model, options["posterior"], sampling, idata, random_seed, progressbar)
+    target, rng = call.target, call.rngs["ris"]
     choose = None
-    if isinstance(reference, str) and reference == "auto":
+    if call.options.auto:
         target.require_continuous("reference='auto' of reverse importance sampling")
         cap = MAX_REFERENCE_NUMBERS // max(target.dim, 1)
         choose = functools.partial(_choose_reverse_reference, target, rng, cap)
-    est_half, ref, lw, messages, diagnostics = fit_and_weigh(
-        target, rngs["posterior"], idata, reference, sampling, symmetrize, choose
-    )
-    n_target = est_half.shape[0] * est_half.shape[1]
-    if n_reference is None:
-        n_reference = default_reference_draws(n_target, target.dim)
+    est_half, ref, lw, messages, diagnostics = call.fit_and_weigh(call.options.reference, choose)
+    n_reference = call.n_reference(est_half.shape[0] * est_half.shape[1])
     lw_reference = reference_log_weights(target, ref, rng, n_reference)
     estimate = reverse_importance_core(lw, lw_reference)
     estimate.diagnostics.update(diagnostics, reference=ref.name)
@@ -335,18 +351,7 @@ def reverse_weight_messages(diagnostics: dict, n: int) -> list[str]:
 
 @_shared_parameters
 def discriminance_sampling(
-    model: pm.Model | LogDensity | None = None,
-    *,
-    reference: str | Reference = "normal",
-    n_reference: int | None = None,
-    symmetrize: bool | str = "auto",
-    idata=None,
-    random_seed=None,
-    progressbar: bool = True,
-    draws: int = 1000,
-    tune: int = 1000,
-    chains: int = 4,
-    sample_kwargs: dict | None = None,
+    model: ModelLike = None, *, idata=None, random_seed=None, progressbar: bool = True, **options
 ) -> Evidence:
     """Discriminance sampling of log Z (seed 000 §4, eq. (3); SE after Prop. 1).
 
@@ -355,12 +360,11 @@ def discriminance_sampling(
 
     Parameters
     ----------
-    model : pymc.Model, optional
-        Taken from the context when omitted.
-    reference : {"normal", "student_t", "prior"} or Reference
-        Reference ``p0``. Fitted references are moment-matched to the first half of every chain
-        of the posterior draws (from ``idata`` or NUTS); a :class:`Reference` instance is used
-        as given.
+    {model}
+    reference : {"auto", "normal", "student_t", "prior"} or Reference, default "auto"
+        Reference ``p0``; ``"auto"`` is ``"normal"``. Fitted references are moment-matched to
+        the first half of every chain of the posterior draws (from ``idata`` or NUTS); a
+        :class:`Reference` instance is used as given.
     n_reference : int, optional
         Number of reference draws; default
         :func:`~pm_evidence.draws.default_reference_draws` (16 per posterior draw in the second
@@ -373,16 +377,12 @@ def discriminance_sampling(
         Diagnostics: ``gamma`` (overlap, 1/4 when reference = posterior), ``ess_target``,
         ``se_prop1`` (seed 000's Prop. 1 value, for equal sample sizes).
     """
-    check_symmetrize_option(symmetrize)
-    target = as_target(model)
-    rngs = stage_rngs(random_seed)  # the same streams alone and in marginal_likelihood
-    rng = rngs["ds"]
-    sampling = sampling_options(draws, tune, chains, progressbar, sample_kwargs)
-    est_half, ref, lw_target, messages, symmetry = fit_and_weigh(
-        target, rngs["posterior"], idata, reference, sampling, symmetrize
-    )
-    if n_reference is None:
-        n_reference = default_reference_draws(est_half.shape[0] * est_half.shape[1], target.dim)
+    options, sampling = split_options(options, posterior=PosteriorOptions)
+    call = _Call.make(model, options["posterior"], sampling, idata, random_seed, progressbar)
+    target, rng = call.target, call.rngs["ds"]
+    reference = call.options.reference_or("normal")
+    est_half, ref, lw_target, messages, symmetry = call.fit_and_weigh(reference)
+    n_reference = call.n_reference(est_half.shape[0] * est_half.shape[1])
     lw_reference = reference_log_weights(target, ref, rng, n_reference)
     estimate = discriminance_core(lw_target, lw_reference)
     estimate.diagnostics.update(symmetry, reference=ref.name)
@@ -395,108 +395,106 @@ def discriminance_sampling(
     )
 
 
-BRIDGE_PROPOSALS = ("normal", "warp3")
+BRIDGE_REFERENCES = ("normal", "warp3")
+# bridge_sampling's deprecated keywords: old name -> new name
+_BRIDGE_RENAMED = {"proposal": "reference", "method": "reference"}
 
 
-@_shared_parameters
-def bridge_sampling(
-    model: pm.Model | LogDensity | None = None,
-    *,
-    proposal: str = "normal",
-    n_reference: int | None = None,
-    repetitions: int = 1,
-    use_neff: bool = True,
-    tol: float = 1e-10,
-    maxiter: int = 1000,
-    symmetrize: bool | str = "auto",
-    idata=None,
-    random_seed=None,
-    progressbar: bool = True,
-    draws: int = 1000,
-    tune: int = 1000,
-    chains: int = 4,
-    sample_kwargs: dict | None = None,
-    method: str | None = None,
-) -> Evidence:
-    """Bridge sampling with the optimal bridge function (Meng & Wong 1996), as R's bridgesampling.
+@dataclass(frozen=True)
+class BridgeOptions:
+    """Bridge sampling's own options (beyond :class:`PosteriorOptions`): its repetitions and
+    its Meng-Wong iteration. Pass it as ``bridge=``, or any field by name.
 
-    Half of every chain fits the proposal (``proposal="normal"``: a multivariate normal on the
-    unconstrained space; ``"warp3"``: warp-3 of Meng & Schilling 2002, matching mean, covariance
-    and skewness), the other half and ``n_reference`` proposal draws (16 per posterior draw by
-    default) estimate ``log Z`` by the Meng-Wong iteration. ``use_neff`` replaces the number of
-    posterior draws by their effective number in the sample-size weights. The error is the relative mean-squared error of
-    Frühwirth-Schnatter (2004); ``se = sqrt(re2)``. With ``repetitions > 1`` the reference draws
-    are redrawn each time; ``log_z`` is the median, ``se`` the larger of its RE²-based value and
-    the spread over repetitions, and every repetition's value is kept in the
-    ``log_weights`` group as ``log_z_repetitions``.
-
-    The result's ``method`` is ``"bridge"`` for the normal proposal and ``"bridge_warp3"`` for
-    warp-3; ``marginal_likelihood(model, method="bridge", proposal="warp3")`` reaches it too.
-
-    Parameters
+    Attributes
     ----------
-    model : pymc.Model, optional
-        Taken from the context when omitted.
-    proposal : {"normal", "warp3"}
-        The proposal (reference) density bridged to the posterior.
-    n_reference : int, optional
-        Proposal draws per repetition; default
-        :func:`~pm_evidence.draws.default_reference_draws`: 16 per posterior draw used in the
-        estimate (R's bridgesampling uses one; they are i.i.d. and cheap, and the proposal
-        side of the error falls like ``1 / n_reference``).
     repetitions : int
-        Number of independent sets of proposal draws.
+        Number of independent sets of reference draws.
     use_neff : bool
         Use the effective number of posterior draws in the sample-size weights.
     tol, maxiter
         Convergence tolerance and iteration cap of the Meng-Wong iteration.
+    """
+
+    repetitions: int = 1
+    use_neff: bool = True
+    tol: float = 1e-10
+    maxiter: int = 1000
+
+    def __post_init__(self):
+        if self.repetitions < 1:
+            raise EvidenceInputError(f"repetitions must be >= 1, got {self.repetitions}.")
+
+
+@_shared_parameters
+def bridge_sampling(
+    model: ModelLike = None, *, idata=None, random_seed=None, progressbar: bool = True, **options
+) -> Evidence:
+    """Bridge sampling with the optimal bridge function (Meng & Wong 1996), as R's bridgesampling.
+
+    Half of every chain fits the reference (``reference="normal"``: a multivariate normal on
+    the unconstrained space; ``"warp3"``: warp-3 of Meng & Schilling 2002, matching mean,
+    covariance and skewness), the other half and ``n_reference`` reference draws (16 per
+    posterior draw by default) estimate ``log Z`` by the Meng-Wong iteration. ``use_neff``
+    replaces the number of posterior draws by their effective number in the sample-size
+    weights. The error is the relative mean-squared error of Frühwirth-Schnatter (2004);
+    ``se = sqrt(re2)``. With ``repetitions > 1`` the reference draws are redrawn each time;
+    ``log_z`` is the median, ``se`` the larger of its RE²-based value and the spread over
+    repetitions, and every repetition's value is kept in the ``draws`` group as
+    ``log_z_repetitions``.
+
+    The result's ``method`` is ``"bridge"`` for the normal reference and ``"bridge_warp3"`` for
+    warp-3; ``marginal_likelihood(model, method="bridge", proposal="warp3")`` reaches it too
+    (there ``reference=`` is the reference of the other methods of a list).
+
+    Parameters
+    ----------
+    {model}
+    reference : {"auto", "normal", "warp3"}, default "auto"
+        The reference density bridged to the posterior; ``"auto"`` is ``"normal"``.
+    n_reference : int, optional
+        Reference draws per repetition; default
+        :func:`~pm_evidence.draws.default_reference_draws`: 16 per posterior draw used in the
+        estimate (R's bridgesampling uses one; they are i.i.d. and cheap, and the reference
+        side of the error falls like ``1 / n_reference``).
+    repetitions : int, default 1
+        Number of independent sets of reference draws.
+    use_neff : bool
+        If True (the default), use the effective number of posterior draws in the sample-size
+        weights.
+    tol, maxiter : float, int
+        Convergence tolerance (1e-10) and iteration cap (1000) of the Meng-Wong iteration.
+    bridge : BridgeOptions, optional
+        ``repetitions``, ``use_neff``, ``tol`` and ``maxiter`` as one object.
     {shared_parameters}
-    method : str, optional
-        Deprecated name of ``proposal`` (``method`` names the estimator everywhere else).
+    proposal, method : str, optional
+        Deprecated names of ``reference``.
 
     Returns
     -------
     Evidence
-        Diagnostics: ``proposal``, ``n_iter``, ``ess_target``, ``gamma``, ``cv``,
-        ``percentage_error``, ``repetitions`` (and ``log_z_repetition_sd``).
+        Diagnostics: ``proposal`` (the reference's name), ``n_iter``, ``ess_target``,
+        ``gamma``, ``cv``, ``percentage_error``, ``repetitions`` (and ``log_z_repetition_sd``).
 
     Raises
     ------
     ConvergenceError
         If the iteration does not converge within ``maxiter``.
     """
-    if method is not None:
-        if method not in BRIDGE_PROPOSALS:
-            raise EvidenceInputError(
-                f"Requested bridge method {method!r} but it must be one of "
-                f"{list(BRIDGE_PROPOSALS)}; pass it as proposal= (method= is deprecated)."
-            )
-        warn_user(
-            "bridge_sampling(method=...) is deprecated: pass the proposal as "
-            f"proposal={method!r} (method names the estimator everywhere else).",
-            FutureWarning,
-        )
-        proposal = method
-    if proposal not in BRIDGE_PROPOSALS:
+    options = renamed_keywords("bridge_sampling", options, _BRIDGE_RENAMED)
+    options, sampling = split_options(options, posterior=PosteriorOptions, bridge=BridgeOptions)
+    reference, bridge = options["posterior"].reference_or("normal"), options["bridge"]
+    if not isinstance(reference, str) or reference not in BRIDGE_REFERENCES:
         raise EvidenceInputError(
-            f"Requested bridge proposal {proposal!r} but it must be one of "
-            f"{list(BRIDGE_PROPOSALS)}."
+            f"Requested bridge reference {reference!r} but it must be one of "
+            f"{['auto', *BRIDGE_REFERENCES]}."
         )
-    if repetitions < 1:
-        raise EvidenceInputError(f"repetitions must be >= 1, got {repetitions}.")
-    check_symmetrize_option(symmetrize)
-    target = as_target(model)
-    rngs = stage_rngs(random_seed)  # the same streams alone and in marginal_likelihood
-    rng = rngs["bridge"]
-    sampling = sampling_options(draws, tune, chains, progressbar, sample_kwargs)
-    est_half, ref, lw_target, messages, symmetry = fit_and_weigh(
-        target, rngs["posterior"], idata, proposal, sampling, symmetrize
-    )
+    call = _Call.make(model, options["posterior"], sampling, idata, random_seed, progressbar)
+    target, rng = call.target, call.rngs["bridge"]
+    est_half, ref, lw_target, messages, symmetry = call.fit_and_weigh(reference)
     n_target = est_half.shape[0] * est_half.shape[1]
-    if n_reference is None:
-        n_reference = default_reference_draws(n_target, target.dim)
+    n_reference = call.n_reference(n_target)
     n_eff = None
-    if use_neff:
+    if bridge.use_neff:
         per_coordinate = np.array([mcmc_ess(est_half[..., j]) for j in range(target.dim)])
         if np.all(np.isnan(per_coordinate)):
             messages.append(
@@ -507,25 +505,26 @@ def bridge_sampling(
         else:
             n_eff = float(min(np.nanmedian(per_coordinate), n_target))
     estimates, lw_reference = [], None
-    for _ in range(repetitions):
+    for _ in range(bridge.repetitions):
         lw_reference = reference_log_weights(target, ref, rng, n_reference)
-        estimates.append(
-            bridge_core(lw_target, lw_reference, n_target_effective=n_eff, tol=tol, maxiter=maxiter)
-        )
+        estimates.append(bridge_core(
+            lw_target, lw_reference, n_target_effective=n_eff, tol=bridge.tol,
+            maxiter=bridge.maxiter,
+        ))  # fmt: skip
     log_zs = np.array([e.log_z for e in estimates])
     middle = estimates[int(np.argsort(log_zs)[(len(log_zs) - 1) // 2])]
-    diagnostics = dict(middle.diagnostics, proposal=proposal, repetitions=repetitions)
+    diagnostics = dict(middle.diagnostics, proposal=reference, repetitions=bridge.repetitions)
     diagnostics.update(symmetry, reference=ref.name)
     se = middle.se
-    if repetitions > 1:
+    if bridge.repetitions > 1:
         diagnostics["log_z_repetition_sd"] = float(np.std(log_zs, ddof=1))
         # R's bridgesampling trusts only the spread for warp-3; keep the larger of the two
         se = max(se, diagnostics["log_z_repetition_sd"])
     estimate = Estimate(float(np.median(log_zs)), se, diagnostics)
     evidence_draws = {"log_weight_target": lw_target, "log_weight_reference": lw_reference}
-    if repetitions > 1:
+    if bridge.repetitions > 1:
         evidence_draws["log_z_repetitions"] = (("repetition",), log_zs)
-    label = "bridge" if proposal == "normal" else f"bridge_{proposal}"
+    label = "bridge" if reference == "normal" else f"bridge_{reference}"
     messages += se_messages(estimate)
     return build_evidence(target, estimate, label, evidence_draws, warnings=flag(messages))
 
@@ -579,19 +578,7 @@ def combine_is_ris(ev_is: Evidence, ev_ris: Evidence, rule: str = "selection") -
 
 @_shared_parameters
 def is_ris_combination(
-    model: pm.Model | LogDensity | None = None,
-    *,
-    rule: str = "selection",
-    reference: str | Reference = "auto",
-    n_reference: int | None = None,
-    symmetrize: bool | str = "auto",
-    idata=None,
-    random_seed=None,
-    progressbar: bool = True,
-    draws: int = 1000,
-    tune: int = 1000,
-    chains: int = 4,
-    sample_kwargs: dict | None = None,
+    model: ModelLike = None, *, idata=None, random_seed=None, progressbar: bool = True, **options
 ) -> Evidence:
     """IS and reverse IS on the same posterior draws, combined by ``rule`` (seed 000 §6).
 
@@ -609,12 +596,11 @@ def is_ris_combination(
 
     Parameters
     ----------
-    model : pymc.Model, optional
-        Taken from the context when omitted.
-    rule : {"selection", "average", "weighted"}
+    {model}
+    rule : {"selection", "average", "weighted"}, default "selection"
         How the two estimates are combined; see
         :func:`pm_evidence.estimators.combine_is_ris_core`.
-    reference : {"auto", "normal", "student_t", "prior"} or Reference
+    reference : {"auto", "normal", "student_t", "prior"} or Reference, default "auto"
         ``"auto"``: a Student-t for IS and the chosen (truncated) normal of
         :func:`~pm_evidence.reverse_reference.choose_reverse_reference` for reverse IS
         (diagnostics ``reference_is``, ``reference_ris``). Otherwise ``p0`` shared by both
@@ -623,7 +609,8 @@ def is_ris_combination(
     n_reference : int, optional
         Draws from the IS half's reference, and as many from reverse IS's for its
         reference-side check (the same draws when the reference is shared); default
-        :func:`~pm_evidence.draws.default_reference_draws` (16 per posterior draw in the second halves).
+        :func:`~pm_evidence.draws.default_reference_draws` (16 per posterior draw in the
+        second halves).
     {shared_parameters}
 
     Returns
@@ -632,24 +619,20 @@ def is_ris_combination(
         Method ``"is_ris_<rule>"``. Diagnostics: ``log_z_is``, ``log_z_ris``, ``se_is``,
         ``se_ris`` (and ``selected`` for ``"selection"``), the reference(s).
     """
+    options, sampling = split_options(options, own=("rule",), posterior=PosteriorOptions)
+    rule = options.get("rule", "selection")
     if rule not in COMBINATION_RULES:
         raise EvidenceInputError(
             f"Requested rule {rule!r} but it must be one of {list(COMBINATION_RULES)}."
         )
-    check_symmetrize_option(symmetrize)
+    reference = options["posterior"].reference
     check_reference_covers_support(reference, "The importance-sampling half of the combination")
-    target = as_target(model)
-    rngs = stage_rngs(random_seed)  # the same streams alone and in marginal_likelihood
-    rng = rngs["is_ris"]
-    sampling = sampling_options(draws, tune, chains, progressbar, sample_kwargs)
-    own = isinstance(reference, str) and reference == "auto"
-    choose = _HalvesOwnReferences(target, rng) if own else None
-    est_half, ref, lw_target, messages, diagnostics = fit_and_weigh(
-        target, rngs["posterior"], idata, reference, sampling, symmetrize, choose
-    )
-    if n_reference is None:
-        n_reference = default_reference_draws(est_half.shape[0] * est_half.shape[1], target.dim)
-    if own:  # IS from its own reference; reverse IS checked by draws from its own
+    call = _Call.make(model, options["posterior"], sampling, idata, random_seed, progressbar)
+    target, rng = call.target, call.rngs["is_ris"]
+    choose = _HalvesOwnReferences(target, rng) if call.options.auto else None
+    est_half, ref, lw_target, messages, diagnostics = call.fit_and_weigh(reference, choose)
+    n_reference = call.n_reference(est_half.shape[0] * est_half.shape[1])
+    if choose is not None:  # IS from its own reference; reverse IS checked by draws from its own
         lw_reference = reference_log_weights(target, choose.importance, rng, n_reference)
         lw_check = reference_log_weights(target, ref, rng, n_reference)
         diagnostics.update(reference_is=choose.importance.name, reference_ris=ref.name)

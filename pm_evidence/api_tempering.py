@@ -10,28 +10,25 @@ Each public function is three explicit steps, which a user can also take one by 
    on a ladder placed from the pilot, as long as ``target_se`` asks;
 3. an estimator that reads the run (:mod:`pm_evidence.path_estimators`).
 
-Options are small frozen dataclasses (:class:`~pm_evidence.plan.PathOptions`,
-:class:`~pm_evidence.runs.AnnealingOptions`, :class:`~pm_evidence.runs.TemperingOptions`);
-their fields may also be given as keywords (``n_chains=200``), and NUTS options (``draws``,
-``tune``, ``chains``, ``sample_kwargs``) likewise. Every stage draws from its own random stream
-(:func:`~pm_evidence.utils.stage_rngs`), so a method gives the same result alone and in a list.
+Every function has the signature of :func:`~pm_evidence.marginal_likelihood` without
+``method`` (:mod:`pm_evidence.options`). Options are small frozen dataclasses, given by name
+(``path=`` :class:`~pm_evidence.plan.PathOptions`, ``annealing=``
+:class:`~pm_evidence.runs.AnnealingOptions`, ``tempering=``
+:class:`~pm_evidence.runs.TemperingOptions`); their fields may also be given as keywords
+(``n_chains=200``), and NUTS options (``draws``, ``tune``, ``chains``, ``sample_kwargs``)
+likewise. Every stage draws from its own random stream (:func:`~pm_evidence.utils.stage_rngs`),
+so a method gives the same result alone and in a list.
 """
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
-
-import pymc as pm
+from dataclasses import replace
 
 from pm_evidence import path_estimators, registry
 from pm_evidence.evidence import Evidence
 from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.plan import SAMPLE_KEYS, PathOptions, auto_reference, make_plan
-from pm_evidence.runs import (
-    AnnealingOptions,
-    TemperingOptions,
-)
-from pm_evidence.target import LogDensity
+from pm_evidence.options import ModelLike, split_options
+from pm_evidence.plan import auto_reference, make_plan
 from pm_evidence.utils import stage_rngs
 
 __all__ = [
@@ -41,52 +38,25 @@ __all__ = [
     "mbar",
     "rao_blackwellized_tempered_sampling",
     "reverse_annealed_importance_sampling",
-    "split_options",
     "thermodynamic_integration",
 ]
 
 
-def split_options(keywords: dict, **given) -> tuple[dict, dict]:
-    """Sort keyword options into the option dataclasses and the NUTS options.
-
-    ``given`` maps a name to ``(cls, instance or None)``; every keyword that names a field of
-    one or more of the classes sets it in each (``n_chains`` in both annealing and tempering
-    options), and the NUTS options (``draws``, ``tune``, ``chains``, ``sample_kwargs``) are
-    returned apart. Any other keyword is an error that lists the accepted names.
-
-    Returns
-    -------
-    options : dict
-        ``name -> instance`` (the given instance, or a default one, with the keywords applied).
-    sampling : dict
-        The NUTS options.
-    """
-    options, accepted = {}, set(SAMPLE_KEYS)
-    for name, (cls, instance) in given.items():
-        names = {f.name for f in fields(cls)}
-        accepted |= names
-        chosen = {k: v for k, v in keywords.items() if k in names}
-        options[name] = replace(instance or cls(), **chosen)
-    unknown = set(keywords) - accepted
-    if unknown:
-        raise EvidenceInputError(
-            f"Unexpected options {sorted(unknown)}; accepted here: {sorted(accepted)}."
-        )
-    sampling = {k: v for k, v in keywords.items() if k in SAMPLE_KEYS}
-    return options, sampling
+# the values a path method's own options may take, checked before its run
+_CHOICES = {"version": path_estimators.ADS_VERSIONS, "variant": path_estimators.TI_VARIANTS}
 
 
-def _path_method(name, model, path, run_options, idata, random_seed, progressbar, keywords,
-                 **own):  # fmt: skip
+def _path_method(name, model, idata, random_seed, progressbar, keywords):
     """One path method alone on a model, as its row of :mod:`pm_evidence.registry` says: the
     plan (with posterior draws if the method starts from them), the run it reads (keeping every
-    draw if it needs them) from its own stage stream, and its follow-up on the run."""
+    draw if it needs them) from its own stage stream, and its follow-up on the run with the
+    method's own options (checked before the run)."""
     row = registry.method(name)
     kind = registry.RUN_KINDS[row.run]
-    options, sampling = split_options(
-        keywords, path=(PathOptions, path), run=(kind.options, run_options)
-    )
-    run_options = options["run"]
+    options, sampling = split_options(keywords, own=row.options, **row.objects)
+    for option in set(_CHOICES) & set(options):
+        _check_choice(option, options[option], _CHOICES[option])
+    run_options = options[kind.keyword]
     if row.records_draws and not run_options.record:
         run_options = replace(run_options, record=True)  # keeps every draw; the same draws
     rngs = stage_rngs(random_seed)
@@ -95,7 +65,7 @@ def _path_method(name, model, path, run_options, idata, random_seed, progressbar
         need_posterior=row.needs_posterior, rngs=rngs, progressbar=progressbar,
     )  # fmt: skip
     run = kind.make(plan, run_options, rng=rngs[row.stream], progressbar=progressbar)
-    return row.estimate(run, **own)
+    return row.estimate(run, **{k: options[k] for k in row.options if k in options})
 
 
 def _check_choice(name: str, value, allowed) -> None:
@@ -117,22 +87,18 @@ _COMMON_PARAMETERS = """
     idata : xarray.DataTree, optional
         Posterior draws of this model; drawn with NUTS when needed.
     random_seed : int or numpy.random.Generator, optional
-    progressbar : bool
+    progressbar : bool"""
+
+# the last parameter of every function, after its run's options object
+_BY_NAME = """
     **options
-        Fields of the option dataclasses by name (e.g. ``n_chains=200``, ``target_se=0.005``,
-        ``reference="prior"``) and NUTS options (``draws``, ``tune``, ``chains``,
-        ``sample_kwargs``)."""
+        Any field of the option objects by name (``n_chains=200``, ``target_se=0.005``,
+        ``reference="prior"``: it replaces the object's value), and NUTS options (``draws``,
+        ``tune``, ``chains``, ``sample_kwargs``) when the plan draws from the posterior."""
 
 
 def annealed_importance_sampling(
-    model: pm.Model | LogDensity | None = None,
-    *,
-    path: PathOptions | None = None,
-    annealing: AnnealingOptions | None = None,
-    idata=None,
-    random_seed=None,
-    progressbar: bool = True,
-    **options,
+    model: ModelLike = None, *, idata=None, random_seed=None, progressbar: bool = True, **options
 ) -> Evidence:
     r"""Annealed importance sampling (Neal 2001; seed 001; seed 000 eq. (8)).
 
@@ -158,18 +124,11 @@ def annealed_importance_sampling(
         ESS below 30, Pareto k-hat of the weights above ``min(1 - 1/log10(n), 0.7)``, R-hat of
         the NUTS draws above 1.01, an improper prior.
     """
-    return _path_method("ais", model, path, annealing, idata, random_seed, progressbar, options)
+    return _path_method("ais", model, idata, random_seed, progressbar, options)
 
 
 def reverse_annealed_importance_sampling(
-    model: pm.Model | LogDensity | None = None,
-    *,
-    path: PathOptions | None = None,
-    annealing: AnnealingOptions | None = None,
-    idata=None,
-    random_seed=None,
-    progressbar: bool = True,
-    **options,
+    model: ModelLike = None, *, idata=None, random_seed=None, progressbar: bool = True, **options
 ) -> Evidence:
     r"""Reverse AIS, RAISE (Burda et al. 2015; seed 004 §3.2; seed 000 §6).
 
@@ -193,25 +152,17 @@ def reverse_annealed_importance_sampling(
     EvidenceInputError
         If fewer posterior draws than ``n_chains`` are available.
     """
-    return _path_method("raise", model, path, annealing, idata, random_seed, progressbar, options)
+    return _path_method("raise", model, idata, random_seed, progressbar, options)
 
 
 def annealed_discriminance_sampling(
-    model: pm.Model | LogDensity | None = None,
-    *,
-    version: str = "binary",
-    path: PathOptions | None = None,
-    annealing: AnnealingOptions | None = None,
-    idata=None,
-    random_seed=None,
-    progressbar: bool = True,
-    **options,
+    model: ModelLike = None, *, idata=None, random_seed=None, progressbar: bool = True, **options
 ) -> Evidence:
     r"""Annealed discriminance sampling (seed 000 §5) on AIS's own draws and weights.
 
     Parameters
     ----------
-    version : {{"binary", "multinomial"}}
+    version : {{"binary", "multinomial"}}, default "binary"
         Sequential binary classifications (Alg. 1) or one multinomial classification (Alg. 2).{common}
     annealing : AnnealingOptions, optional
         As :func:`annealed_importance_sampling` (the same run).
@@ -219,22 +170,14 @@ def annealed_discriminance_sampling(
     Returns
     -------
     Evidence
-        See :func:`pm_evidence.path_estimators.ads`.
+        See :func:`pm_evidence.path_estimators.ads`: diagnostics ``version`` and ``min_gamma``
+        (binary) or ``n_iter`` (multinomial).
     """
-    _check_choice("version", version, path_estimators.ADS_VERSIONS)  # before the run
-    return _path_method("ads", model, path, annealing, idata, random_seed, progressbar, options,
-                        version=version)  # fmt: skip
+    return _path_method("ads", model, idata, random_seed, progressbar, options)
 
 
 def rao_blackwellized_tempered_sampling(
-    model: pm.Model | LogDensity | None = None,
-    *,
-    path: PathOptions | None = None,
-    tempering: TemperingOptions | None = None,
-    idata=None,
-    random_seed=None,
-    progressbar: bool = True,
-    **options,
+    model: ModelLike = None, *, idata=None, random_seed=None, progressbar: bool = True, **options
 ) -> Evidence:
     r"""Rao-Blackwellized tempered sampling, RTS (seed 004 §2, Alg. 1).
 
@@ -256,22 +199,15 @@ def rao_blackwellized_tempered_sampling(
     Returns
     -------
     Evidence
-        See :func:`pm_evidence.path_estimators.rts`.
+        See :func:`pm_evidence.path_estimators.rts`: the count estimator too
+        (``log_z_count``), and per-rung occupancy, ``prior_r`` and the transition matrix in
+        ``sample_stats``.
     """
-    return _path_method("rts", model, path, tempering, idata, random_seed, progressbar, options)
+    return _path_method("rts", model, idata, random_seed, progressbar, options)
 
 
 def thermodynamic_integration(
-    model: pm.Model | LogDensity | None = None,
-    *,
-    variant: str = "rb",
-    corrected: bool = True,
-    path: PathOptions | None = None,
-    tempering: TemperingOptions | None = None,
-    idata=None,
-    random_seed=None,
-    progressbar: bool = True,
-    **options,
+    model: ModelLike = None, *, idata=None, random_seed=None, progressbar: bool = True, **options
 ) -> Evidence:
     r"""Thermodynamic integration on simulated-tempering draws (seed 004 §3.4, eqs. (20)-(21)).
 
@@ -280,31 +216,23 @@ def thermodynamic_integration(
 
     Parameters
     ----------
-    variant : {{"rb", "trapezoid", "riemann"}}
+    variant : {{"rb", "trapezoid", "riemann"}}, default "rb"
     corrected : bool
-        Add the Euler-Maclaurin correction to the trapezoid variants.{common}
+        If True (the default), add the Euler-Maclaurin correction to the trapezoid variants.{common}
     tempering : TemperingOptions, optional
         As :func:`rao_blackwellized_tempered_sampling`.
 
     Returns
     -------
     Evidence
-        See :func:`pm_evidence.path_estimators.ti`.
+        See :func:`pm_evidence.path_estimators.ti`: every variant's value in the diagnostics
+        (``log_z_rb``, ``log_z_trapezoid_corrected``, ...).
     """
-    _check_choice("variant", variant, path_estimators.TI_VARIANTS)  # before the run
-    return _path_method("ti", model, path, tempering, idata, random_seed, progressbar, options,
-                        variant=variant, corrected=corrected)  # fmt: skip
+    return _path_method("ti", model, idata, random_seed, progressbar, options)
 
 
 def mbar(
-    model: pm.Model | LogDensity | None = None,
-    *,
-    path: PathOptions | None = None,
-    tempering: TemperingOptions | None = None,
-    idata=None,
-    random_seed=None,
-    progressbar: bool = True,
-    **options,
+    model: ModelLike = None, *, idata=None, random_seed=None, progressbar: bool = True, **options
 ) -> Evidence:
     r"""MBAR on simulated-tempering draws (seed 004 eq. (18); Shirts & Chodera 2008).
 
@@ -319,9 +247,10 @@ def mbar(
     Returns
     -------
     Evidence
-        See :func:`pm_evidence.path_estimators.mbar`.
+        See :func:`pm_evidence.path_estimators.mbar`; rungs without draws are dropped and counted
+        in ``n_dropped_rungs``.
     """
-    return _path_method("mbar", model, path, tempering, idata, random_seed, progressbar, options)
+    return _path_method("mbar", model, idata, random_seed, progressbar, options)
 
 
 for _function in (
@@ -334,6 +263,7 @@ for _function in (
 ):
     _function.__doc__ = (
         _function.__doc__.replace("{common}", _COMMON_PARAMETERS)
+        .replace("\n\n    Returns", _BY_NAME + "\n\n    Returns", 1)
         .replace("{{", "{")
         .replace("}}", "}")
     )

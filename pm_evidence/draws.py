@@ -15,6 +15,7 @@ from pm_evidence.modes import (
     INVARIANCE_RTOL,
     SymmetryDecision,
     SymmetrySearch,
+    check_symmetrize_option,
     find_symmetry,
     plan_symmetry,
     spread_points,
@@ -33,13 +34,14 @@ from pm_evidence.utils import spawn_seed
 __all__ = [
     "MAX_REFERENCE_NUMBERS",
     "REFERENCE_DRAWS_PER_POSTERIOR_DRAW",
+    "PosteriorOptions",
     "PosteriorPlan",
     "check_reference_covers_support",
     "default_reference_draws",
     "fit_and_weigh",
     "log_density_at_target_draws",
     "log_weights",
-        "posterior_draws",
+    "posterior_draws",
     "posterior_plan",
     "reference_log_weights",
     "reference_needs_draws",
@@ -49,6 +51,52 @@ __all__ = [
     "symmetry_diagnostics",
     "symmetry_step",
 ]
+
+
+@dataclass(frozen=True)
+class PosteriorOptions:
+    """Options every estimator on posterior draws shares: the counterpart of
+    :class:`~pm_evidence.PathOptions` for the methods of the ``"posterior"`` family (IS, reverse
+    IS, DS, bridge, the IS/RIS combinations). Pass it as ``posterior=``, or any field by name.
+
+    Attributes
+    ----------
+    reference : str or Reference
+        ``p0``: a name fitted to the first half of every chain of the posterior draws
+        (``"normal"``, ``"student_t"``, ...), ``"prior"``, or a :class:`Reference` used as given.
+        ``"auto"`` (default): the method's own choice (IS: ``"student_t"``; DS and bridge:
+        ``"normal"``; reverse IS and the combinations: see their functions).
+    n_reference : int, optional
+        Draws from ``p0``; default :func:`~pm_evidence.draws.default_reference_draws` (16 per
+        posterior draw used in the estimate).
+    symmetrize : {"auto", True, False}
+        What to do when the posterior is invariant under relabelling components (label
+        switching in a mixture; ``pm_evidence.modes``): ``"auto"`` relabels the draws into one
+        mirror image and symmetrizes the reference over the relabellings when the draws miss
+        mirror images (otherwise log Z would come out low by up to ``log |G|``), ``True`` does
+        so whenever a symmetry is found, ``False`` never (a symmetry whose images the draws
+        miss is then a warning). Diagnostics ``symmetry`` (what was found and done),
+        ``symmetry_group_size``, ``symmetrized``.
+    """
+
+    reference: str | Reference = "auto"
+    n_reference: int | None = None
+    symmetrize: bool | str = "auto"
+
+    def __post_init__(self):
+        check_symmetrize_option(self.symmetrize)
+        n = self.n_reference
+        if n is not None and (not isinstance(n, int | np.integer) or n < 1):
+            raise EvidenceInputError(f"n_reference must be a positive integer, got {n!r}.")
+
+    @property
+    def auto(self) -> bool:
+        """Whether the method chooses ``p0`` itself (``reference="auto"``)."""
+        return isinstance(self.reference, str) and self.reference == "auto"
+
+    def reference_or(self, default: str) -> str | Reference:
+        """The reference, with ``"auto"`` read as the method's ``default``."""
+        return default if self.auto else self.reference
 
 
 @dataclass(frozen=True, eq=False)

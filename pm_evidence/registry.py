@@ -8,8 +8,10 @@ A row (:class:`Method`) says what a method needs and where its parts are:
 - the **run** a path method reads (``RUN_KINDS``: its options class and the function that
   makes it), and whether that run must keep every draw (MBAR) or the plan needs posterior draws
   (RAISE starts from them);
-- its **own options** (keywords only it takes), its **random stream** (a stage of
-  ``pm_evidence.utils.STAGES``, so a method gives the same number alone and in a list),
+- its **options**: the option objects its model-level function takes (frozen dataclasses:
+  :class:`~pm_evidence.PosteriorOptions`, :class:`~pm_evidence.PathOptions`, ...) and its own
+  keywords; its **random stream** (a stage of ``pm_evidence.utils.STAGES``, so a method gives
+  the same number alone and in a list),
   the **bias** of its ``log Z`` (Jensen's inequality on an unbiased estimate of ``Z`` or
   ``1/Z``), and the public model-level **function** a user calls for it alone.
 
@@ -21,12 +23,14 @@ row here and its function.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from functools import partial
 
 from pm_evidence import path_estimators
 from pm_evidence.api import (
+    BridgeOptions,
+    PosteriorOptions,
     bridge_sampling,
     discriminance_sampling,
     importance_sampling,
@@ -34,6 +38,8 @@ from pm_evidence.api import (
     reverse_importance_sampling,
 )
 from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.options import field_names
+from pm_evidence.plan import SAMPLE_KEYS, PathOptions
 from pm_evidence.runs import (
     AnnealingOptions,
     TemperingOptions,
@@ -58,21 +64,23 @@ NO_DEFINITE_SIGN = "no definite sign"
 
 @dataclass(frozen=True)
 class RunKind:
-    """A kind of run on a plan: its options class and the function that makes it,
+    """A kind of run on a plan: its options class, the keyword that passes an instance of it
+    (``annealing=``), and the function that makes it,
     ``make(plan, options, rng=, progressbar=) -> run``; the run draws from the stage stream
     of the same name."""
 
     name: str
     options: type
+    keyword: str
     make: Callable
 
 
 RUN_KINDS: dict[str, RunKind] = {
     kind.name: kind
     for kind in (
-        RunKind("annealing", AnnealingOptions, run_annealing),
-        RunKind("reverse_annealing", AnnealingOptions, run_reverse_annealing),
-        RunKind("tempering", TemperingOptions, run_tempering),
+        RunKind("annealing", AnnealingOptions, "annealing", run_annealing),
+        RunKind("reverse_annealing", AnnealingOptions, "annealing", run_reverse_annealing),
+        RunKind("tempering", TemperingOptions, "tempering", run_tempering),
     )
 }
 
@@ -84,7 +92,7 @@ class Method:
     Attributes
     ----------
     name : str
-        The ``method=`` name, and the label of its results (bridge adds its proposal when it is
+        The ``method=`` name, and the label of its results (bridge adds its reference when it is
         not the default: ``"bridge_warp3"``).
     family : {"posterior", "path"}
     estimate : callable
@@ -92,9 +100,17 @@ class Method:
         path family: the follow-up ``estimate(run, **options)``.
     function : str
         The public function of ``pm_evidence`` that runs this method alone on a model.
+    objects : mapping of str to type
+        The option objects (frozen dataclasses) that function takes, by keyword; each of their
+        fields may be given by name too.
+    own : tuple of str
+        The function's own keyword options, beyond its option objects and NUTS options (ADS's
+        ``version``; the IS/RIS combination's ``rule``).
     options : tuple of str
-        The keyword options only this method takes (beyond NUTS options and, for the path
-        family, the plan's and run's option objects and their fields).
+        The keyword options ``marginal_likelihood`` hands ``estimate`` (beyond NUTS options
+        and, for the path family, the option objects and their fields): the path family's own
+        options; the posterior family's option fields (bridge's ``reference`` under the name
+        ``proposal``, since in a list ``reference=`` is the other methods').
     run : str or None
         Path family: the key of ``RUN_KINDS`` it reads.
     stream : str
@@ -113,6 +129,8 @@ class Method:
     family: str
     estimate: Callable
     function: str
+    objects: Mapping[str, type] = field(default_factory=dict)
+    own: tuple[str, ...] = ()
     options: tuple[str, ...] = ()
     run: str | None = None
     stream: str = ""
@@ -120,44 +138,70 @@ class Method:
     records_draws: bool = False
     bias: str = NO_DEFINITE_SIGN
 
+    @property
+    def keywords(self) -> frozenset[str]:
+        """Every keyword the model-level function takes in its ``**options`` (deprecated names
+        aside): its option objects, their fields, its own options and NUTS options."""
+        fields_ = {name for cls in self.objects.values() for name in field_names(cls)}
+        return frozenset({*self.objects, *fields_, *self.own, *SAMPLE_KEYS})
 
-_POSTERIOR_OPTIONS = ("reference", "n_reference", "symmetrize")
-_BRIDGE_OPTIONS = ("proposal", "n_reference", "repetitions", "use_neff", "tol", "maxiter",
-                   "symmetrize")  # fmt: skip
+
+_POSTERIOR_OBJECTS = {"posterior": PosteriorOptions}
+
+
+def _posterior(name, estimate, function, objects=_POSTERIOR_OBJECTS, in_lists=None, **row):
+    """A row of the posterior family: ``marginal_likelihood`` hands it the fields of its option
+    objects by name (``in_lists``: a field's other name there)."""
+    in_lists = in_lists or {}
+    options = tuple(in_lists.get(f, f) for cls in objects.values() for f in field_names(cls))
+    return Method(name, "posterior", estimate, function, objects, options=options, **row)
+
+
+def _bridge_in_a_list(target, *, proposal: str = "auto", **options):
+    """:func:`~pm_evidence.bridge_sampling` as ``marginal_likelihood`` calls it: its reference
+    is named ``proposal`` there (``reference=`` is the other methods' in a list, and
+    ``method="auto"`` passes the exploration's mixture to AIS under that name)."""
+    return bridge_sampling(target, reference=proposal, **options)
 
 
 def _combination(rule: str) -> Method:
-    return Method(
-        f"is_ris_{rule}", "posterior", partial(is_ris_combination, rule=rule),
-        "is_ris_combination", _POSTERIOR_OPTIONS, stream="is_ris",
+    return _posterior(
+        f"is_ris_{rule}", partial(is_ris_combination, rule=rule), "is_ris_combination",
+        own=("rule",), stream="is_ris",
     )  # fmt: skip
 
 
+def _path(name: str, estimate: Callable, function: str, run: str, own=(), **row) -> Method:
+    """A row of the path family: its plan's and its run's option objects; its own options
+    are those ``marginal_likelihood`` hands its follow-up."""
+    kind = RUN_KINDS[run]
+    objects = {"path": PathOptions, kind.keyword: kind.options}
+    return Method(name, "path", estimate, function, objects, own=own, options=own, run=run,
+                  stream=run, **row)  # fmt: skip
+
+
 _ROWS = (
-    Method("is", "posterior", importance_sampling, "importance_sampling", _POSTERIOR_OPTIONS,
-           stream="is", bias="lower bound"),
-    Method("ris", "posterior", reverse_importance_sampling, "reverse_importance_sampling",
-           _POSTERIOR_OPTIONS, stream="ris", bias="upper bound"),
-    Method("ds", "posterior", discriminance_sampling, "discriminance_sampling",
-           _POSTERIOR_OPTIONS, stream="ds"),
-    Method("bridge", "posterior", bridge_sampling, "bridge_sampling", _BRIDGE_OPTIONS,
-           stream="bridge"),
+    _posterior("is", importance_sampling, "importance_sampling", stream="is",
+               bias="lower bound"),
+    _posterior("ris", reverse_importance_sampling, "reverse_importance_sampling", stream="ris",
+               bias="upper bound"),
+    _posterior("ds", discriminance_sampling, "discriminance_sampling", stream="ds"),
+    _posterior("bridge", _bridge_in_a_list, "bridge_sampling",
+               {**_POSTERIOR_OBJECTS, "bridge": BridgeOptions}, {"reference": "proposal"},
+               stream="bridge"),
     _combination("average"),
     _combination("weighted"),
     _combination("selection"),
-    Method("ais", "path", path_estimators.ais, "annealed_importance_sampling",
-           run="annealing", stream="annealing", bias="lower bound"),
-    Method("raise", "path", path_estimators.reverse_ais, "reverse_annealed_importance_sampling",
-           run="reverse_annealing", stream="reverse_annealing", needs_posterior=True,
-           bias="upper bound"),
-    Method("ads", "path", path_estimators.ads, "annealed_discriminance_sampling", ("version",),
-           run="annealing", stream="annealing"),
-    Method("rts", "path", path_estimators.rts, "rao_blackwellized_tempered_sampling",
-           run="tempering", stream="tempering"),
-    Method("ti", "path", path_estimators.ti, "thermodynamic_integration",
-           ("variant", "corrected"), run="tempering", stream="tempering"),
-    Method("mbar", "path", path_estimators.mbar, "mbar", run="tempering", stream="tempering",
-           records_draws=True),
+    _path("ais", path_estimators.ais, "annealed_importance_sampling", "annealing",
+          bias="lower bound"),
+    _path("raise", path_estimators.reverse_ais, "reverse_annealed_importance_sampling",
+          "reverse_annealing", needs_posterior=True, bias="upper bound"),
+    _path("ads", path_estimators.ads, "annealed_discriminance_sampling", "annealing",
+          ("version",)),
+    _path("rts", path_estimators.rts, "rao_blackwellized_tempered_sampling", "tempering"),
+    _path("ti", path_estimators.ti, "thermodynamic_integration", "tempering",
+          ("variant", "corrected")),
+    _path("mbar", path_estimators.mbar, "mbar", "tempering", records_draws=True),
 )  # fmt: skip
 
 REGISTRY: dict[str, Method] = {row.name: row for row in _ROWS}

@@ -8,9 +8,10 @@ The Python code of the pages (``.. code-block:: python`` in ``docs/**/*.rst``, f
 * every ``pme.<name>`` / ``pm_evidence.<name>`` (and names imported from ``pm_evidence``) exists;
 * every call of a ``pm_evidence`` function or class binds to its signature (the number of
   positional arguments and the keyword names); where the keywords go on to option objects
-  (``marginal_likelihood``'s ``**kwargs``, the model-level path functions' ``**options``) each
+  (``marginal_likelihood``'s ``**kwargs``, the model-level functions' ``**options``) each
   must be an option that the code accepts: ``pm_evidence.marginal.check_options`` for the
-  methods asked for (both pairs that ``method="auto"`` may run);
+  methods asked for (both pairs that ``method="auto"`` may run), the keywords of the function's
+  row of ``pm_evidence.registry`` (deprecated names are refused);
 * every ``method="..."`` on a page, in code or in prose (``method="warp3"`` in a table), is one
   of :data:`pm_evidence.METHODS`.
 
@@ -32,9 +33,8 @@ from types import ModuleType, SimpleNamespace
 import pytest
 
 import pm_evidence as pme
-from pm_evidence import marginal
+from pm_evidence import marginal, registry
 from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.plan import SAMPLE_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.rst"))]
@@ -108,10 +108,6 @@ class _Instance:
     cls: type
 
 
-def _option_names(cls) -> set[str]:
-    return {f.name for f in dataclasses.fields(cls)}
-
-
 def _accepted_by_auto(keywords: list[str]) -> bool:
     """Whether some model could take these options with ``method="auto"``."""
     for has_discrete in (False, True):
@@ -159,11 +155,14 @@ def _check_marginal_likelihood(call: ast.Call, extra: list[str]) -> list[str]:
     return []
 
 
-def _check_path_options(function, extra: list[str]) -> list[str]:
-    """Options of the model-level path functions (``annealed_importance_sampling`` ...)."""
-    parameters = inspect.signature(function).parameters
-    run = pme.AnnealingOptions if "annealing" in parameters else pme.TemperingOptions
-    accepted = set(SAMPLE_KEYS) | _option_names(pme.PathOptions) | _option_names(run)
+# the model-level estimators (importance_sampling ... mbar) by name, each with a row of its own
+_MODEL_LEVEL = {row.function: row for row in registry.REGISTRY.values()}
+
+
+def _check_model_level_options(function, extra: list[str]) -> list[str]:
+    """Options of the model-level estimators: the keywords of their row of the registry (what
+    their ``**options`` take, deprecated names aside)."""
+    accepted = _MODEL_LEVEL[function.__name__].keywords
     unknown = sorted(set(extra) - accepted)
     return [f"options {unknown} are not accepted; accepted: {sorted(accepted)}"] if unknown else []
 
@@ -287,8 +286,10 @@ class _Checker:
         extra = [k for k in keywords if k not in named]
         if target is pme.marginal_likelihood:
             found = _check_marginal_likelihood(call, extra)
-        elif extra and "path" in named:
-            found = _check_path_options(target, extra)
+        elif extra and getattr(pme, getattr(target, "__name__", ""), None) is target and (
+            target.__name__ in _MODEL_LEVEL
+        ):
+            found = _check_model_level_options(target, extra)
         else:
             found = []
         self.problems.extend(f"`{shown}(...)`: {p}" for p in found)
@@ -354,6 +355,8 @@ def test_checker_catches_a_method_that_raises():
 
 def test_checker_accepts_what_runs():
     assert check_code('pme.marginal_likelihood(m, method="bridge", proposal="warp3")') == []
+    assert check_code('pme.bridge_sampling(m, reference="warp3", repetitions=3, draws=500)') == []
+    assert check_code("pme.mbar(m, tempering=pme.TemperingOptions(), n_chains=100)") == []
     assert check_code("pme.marginal_likelihood(m, target_se=0.002, n_chains=200)") == []
     assert check_code('pme.marginal_likelihood(m, method=["ais", "rts"], n_sweeps=10)') == []
     assert (
@@ -382,6 +385,8 @@ ev = pme.path_estimators.ti(tempered, variant="rb", corrected=True)
         "pme.bayes_factor(ev1, ev0, check=False)",
         "pme.bayes_factor(ev1, ev0, ev2)",
         "pme.annealed_importance_sampling(m, n_sweeps=10)",  # a tempering option
+        'pme.bridge_sampling(m, proposal="warp3")',  # deprecated: reference=
+        "pme.importance_sampling(m, repetitions=3)",  # a bridge option
         "tracker = pme.LogZTracker(m)\ntracker.update(sweeps=10)",
         "plan = pme.make_plan(m)\nrun = pme.run_tempering(plan, options, rng, True)",
         "for each update:\n    pass",

@@ -31,8 +31,8 @@ def test_unknown_method_lists_valid_ones(normal_mean_case):
         EvidenceInputError, match=r"'chib' but it must be one of \['auto', 'is', 'ris'"
     ):
         pme.marginal_likelihood(normal_mean_case.model, method="chib")
-    with pytest.raises(EvidenceInputError, match="bridge method 'warp2'"):
-        pme.bridge_sampling(normal_mean_case.model, idata=normal_mean_case.idata, method="warp2")
+    with pytest.raises(EvidenceInputError, match=r"bridge reference 'warp2'.*\['auto', 'normal'"):
+        pme.bridge_sampling(normal_mean_case.model, idata=normal_mean_case.idata, reference="warp2")
     with pytest.raises(EvidenceInputError, match="reference 'uniform'"):
         pme.importance_sampling(
             normal_mean_case.model, idata=normal_mean_case.idata, reference="uniform"
@@ -100,3 +100,31 @@ def test_bridge_non_convergence_is_an_error(normal_mean_case):
             tol=1e-15,
             random_seed=0,
         )
+
+
+def test_unknown_option_lists_the_accepted_ones():
+    with pytest.raises(
+        EvidenceInputError, match=r"Unexpected options \['refernce'\]; accepted here: "
+    ):
+        pme.importance_sampling(None, refernce="normal")
+    with pytest.raises(EvidenceInputError, match=r"\['n_sweeps'\].*'annealing'"):
+        pme.annealed_importance_sampling(None, n_sweeps=10)  # a tempering option
+
+
+def test_option_objects_are_checked():
+    with pytest.raises(
+        EvidenceInputError, match="posterior= must be an instance of PosteriorOptions, got dict"
+    ):
+        pme.discriminance_sampling(None, posterior={"reference": "normal"})
+    with pytest.raises(
+        EvidenceInputError, match="annealing= must be an instance of AnnealingOptions"
+    ):
+        pme.annealed_importance_sampling(None, annealing=pme.TemperingOptions())
+    with pytest.raises(EvidenceInputError, match="n_reference must be a positive integer, got 0"):
+        pme.PosteriorOptions(n_reference=0)
+    with pytest.raises(EvidenceInputError, match="repetitions must be >= 1, got 0"):
+        pme.bridge_sampling(None, repetitions=0)
+    with pytest.raises(EvidenceInputError, match="Requested version 'ternary'"):
+        pme.annealed_discriminance_sampling(None, version="ternary")  # before any model work
+    with pytest.raises(EvidenceInputError, match="Requested rule 'median'"):
+        pme.is_ris_combination(None, rule="median")

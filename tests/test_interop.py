@@ -69,7 +69,7 @@ def bridge_result(normal_mean_case):
     ev = pme.bridge_sampling(
         normal_mean_case.model,
         idata=normal_mean_case.idata,
-        proposal="warp3",
+        reference="warp3",
         repetitions=2,
         random_seed=4,
     )
@@ -292,13 +292,12 @@ def test_bridge_proposal_reaches_marginal_likelihood(normal_mean_case):
         random_seed=1,
     )
     assert ev.method == "bridge_warp3" and ev.diagnostics["proposal"] == "warp3"
-    with pytest.raises(EvidenceInputError, match="bridge proposal 'warp2'"):
-        pme.bridge_sampling(normal_mean_case.model, idata=normal_mean_case.idata, proposal="warp2")
-    with pytest.warns(FutureWarning, match="proposal='warp3'"):
-        old = pme.bridge_sampling(
-            normal_mean_case.model, idata=normal_mean_case.idata, method="warp3", random_seed=1
-        )
-    assert old == ev
+    with pytest.raises(EvidenceInputError, match="bridge reference 'warp2'"):
+        pme.bridge_sampling(normal_mean_case.model, idata=normal_mean_case.idata, reference="warp2")
+    alone = pme.bridge_sampling(
+        normal_mean_case.model, idata=normal_mean_case.idata, reference="warp3", random_seed=1
+    )
+    assert alone == ev
 
 
 def test_documented_names_are_exported():
