@@ -16,8 +16,8 @@ docstring says which of the two it is:
 ==========================  ==================  ==================================================
 entry                       gold ``log Z``      note
 ==========================  ==================  ==================================================
-eggbox                      235.855940          = Feroz et al. (2009)'s 235.856 (prior included);
-                                                the integral over the box alone is 242.750570
+eggbox                      235.855940          = the published 235.856 (prior included); the
+                                                integral over the box alone is 242.750570
 gaussian_shells_2d          -1.745642           Feroz & Hobson (2008): -1.75
 gaussian_shells_10d         -14.590491          Feroz & Hobson (2008): -14.59
 unequal_modes_5d            -12.978661          ``2 - 5 log 20``; issue 23's "log Z = 2" is the
