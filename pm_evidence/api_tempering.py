@@ -52,11 +52,11 @@ def _path_method(name, model, idata, random_seed, progressbar, keywords):
     draw if it needs them) from its own stage stream, and its follow-up on the run with the
     method's own options (checked before the run)."""
     row = registry.method(name)
-    kind = registry.RUN_KINDS[row.run]
+    run_kind = registry.RUN_KINDS[row.run]
     options, sampling = split_options(keywords, own=row.options, **row.objects)
     for option in set(_CHOICES) & set(options):
         _check_choice(option, options[option], _CHOICES[option])
-    run_options = options[kind.keyword]
+    run_options = options[run_kind.keyword]
     if row.records_draws and not run_options.record:
         run_options = replace(run_options, record=True)  # keeps every draw; the same draws
     rngs = stage_rngs(random_seed)
@@ -64,7 +64,7 @@ def _path_method(name, model, idata, random_seed, progressbar, keywords):
         model, options["path"], idata=idata, sampling=sampling,
         need_posterior=row.needs_posterior, rngs=rngs, progressbar=progressbar,
     )  # fmt: skip
-    run = kind.make(plan, run_options, rng=rngs[row.stream], progressbar=progressbar)
+    run = run_kind.make(plan, run_options, rng=rngs[row.stream], progressbar=progressbar)
     return row.estimate(run, **{k: options[k] for k in row.options if k in options})
 
 

@@ -85,8 +85,8 @@ def _common_diagnostics(run: AnnealingRun | TemperingRun) -> dict:
     }
 
 
-def _check(run, kind, name: str):
-    if not isinstance(run, kind) or (kind is AnnealingRun and run.reverse != (name == "raise")):
+def _check(run, cls, name: str):
+    if not isinstance(run, cls) or (cls is AnnealingRun and run.reverse != (name == "raise")):
         wanted = {
             "ais": "an AnnealingRun from run_annealing",
             "ads": "an AnnealingRun from run_annealing",

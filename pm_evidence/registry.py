@@ -76,8 +76,8 @@ class RunKind:
 
 
 RUN_KINDS: dict[str, RunKind] = {
-    kind.name: kind
-    for kind in (
+    run_kind.name: run_kind
+    for run_kind in (
         RunKind("annealing", AnnealingOptions, "annealing", run_annealing),
         RunKind("reverse_annealing", AnnealingOptions, "annealing", run_reverse_annealing),
         RunKind("tempering", TemperingOptions, "tempering", run_tempering),
@@ -174,8 +174,8 @@ def _combination(rule: str) -> Method:
 def _path(name: str, estimate: Callable, function: str, run: str, own=(), **row) -> Method:
     """A row of the path family: its plan's and its run's option objects; its own options
     are those ``marginal_likelihood`` hands its follow-up."""
-    kind = RUN_KINDS[run]
-    objects = {"path": PathOptions, kind.keyword: kind.options}
+    run_kind = RUN_KINDS[run]
+    objects = {"path": PathOptions, run_kind.keyword: run_kind.options}
     return Method(name, "path", estimate, function, objects, own=own, options=own, run=run,
                   stream=run, **row)  # fmt: skip
 

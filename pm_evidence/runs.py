@@ -349,19 +349,7 @@ def run_annealing(
     docstring: the first that binds is the run's ``stopped_by``). Every batch is stored
     (``delta`` and the log weights at every rung, for ADS).
 
-    Parameters
-    ----------
-    plan : PathPlan
-        From :func:`~pm_evidence.make_plan`.
-    options : AnnealingOptions, optional
-        Defaults when omitted.
-    rng : numpy.random.Generator
-        The run's own stream (``marginal_likelihood`` uses ``stage_rngs(seed)["annealing"]``).
-    progressbar : bool
-
-    Returns
-    -------
-    AnnealingRun
+    {parameters}
     """
     options = options or AnnealingOptions()
     ladder = _ladder(plan, options, _annealing_rungs(plan.length), 1000)
@@ -440,19 +428,7 @@ def run_reverse_annealing(
     replacement, annealed along the reversed ladder. One batch (the chains need distinct
     posterior draws; ``target_se`` is not used).
 
-    Parameters
-    ----------
-    plan : PathPlan
-        From :func:`~pm_evidence.make_plan`.
-    options : AnnealingOptions, optional
-        Defaults when omitted.
-    rng : numpy.random.Generator
-        The run's own stream (``marginal_likelihood`` uses ``stage_rngs(seed)["reverse_annealing"]``).
-    progressbar : bool
-
-    Returns
-    -------
-    AnnealingRun
+    {parameters}
     """
     options = options or AnnealingOptions()
     if plan.posterior is None:
@@ -521,19 +497,7 @@ def run_tempering(
     docstring; the run's ``stopped_by``). Ctrl-C during the final run keeps the sweeps
     completed.
 
-    Parameters
-    ----------
-    plan : PathPlan
-        From :func:`~pm_evidence.make_plan`.
-    options : TemperingOptions, optional
-        Defaults when omitted.
-    rng : numpy.random.Generator
-        The run's own stream (``marginal_likelihood`` uses ``stage_rngs(seed)["tempering"]``).
-    progressbar : bool
-
-    Returns
-    -------
-    TemperingRun
+    {parameters}
     """
     options = options or TemperingOptions()
     ladder = _ladder(plan, options, _tempering_rungs(plan.length), 100)
@@ -589,3 +553,29 @@ def run_tempering(
         plan, ladder, run, options, tuple(history), n_outside, reached,
         _sampler_warnings(caught), stopped_by, None if se is None else float(se),
     )  # fmt: skip
+
+
+# The parameters and result of every run, filled into their docstrings (``{parameters}``).
+_RUN_PARAMETERS = """Parameters
+    ----------
+    plan : PathPlan
+        From :func:`~pm_evidence.make_plan`.
+    options : {options}, optional
+        Defaults when omitted.
+    rng : numpy.random.Generator
+        The run's own stream (``marginal_likelihood`` uses ``stage_rngs(seed)["{stream}"]``).
+    progressbar : bool
+
+    Returns
+    -------
+    {returns}"""
+
+for _run, _options, _stream in (
+    (run_annealing, "AnnealingOptions", "annealing"),
+    (run_reverse_annealing, "AnnealingOptions", "reverse_annealing"),
+    (run_tempering, "TemperingOptions", "tempering"),
+):
+    _text = _RUN_PARAMETERS.format(
+        options=_options, stream=_stream, returns=_run.__annotations__["return"]
+    )
+    _run.__doc__ = _run.__doc__.replace("{parameters}", _text)
