@@ -272,7 +272,7 @@ def _explicit_reference(target: LogDensity, reference):
     if reference == "uniform":
         if target.binary_mask.all():
             return BernoulliProductReference(np.zeros(target.dim), name="uniform")
-        if not target.finite_levels.all():
+        if not target.finite_levels.all() or target.lowest_values.any():
             raise EvidenceInputError(
                 "reference='uniform' is the uniform distribution over the values of finite "
                 "discrete variables, for models whose free variables are all Bernoulli or "

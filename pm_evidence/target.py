@@ -134,9 +134,17 @@ class LogDensity:
     @property
     def finite_levels(self) -> np.ndarray:
         """Number of values of each flat entry of a finite discrete variable: 2 for Bernoulli
-        (values 0, 1), ``L`` for a Categorical with ``L`` probabilities (values ``0..L-1``);
-        0 for every other entry (continuous, or discrete with unbounded support)."""
+        (values 0, 1), ``L`` for a Categorical with ``L`` probabilities (values ``0..L-1``),
+        ``upper - lower + 1`` for a DiscreteUniform (values ``lower..upper``, see
+        :attr:`lowest_values`); 0 for every other entry (continuous, or discrete with unbounded
+        support)."""
         return self.layout_info.finite_levels
+
+    @property
+    def lowest_values(self) -> np.ndarray:
+        """The smallest value of each flat entry of a finite discrete variable (``lower`` of a
+        DiscreteUniform, 0 for Bernoulli and Categorical); 0 elsewhere."""
+        return self.layout_info.lowest
 
     @property
     def discrete_mask(self) -> np.ndarray:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pymc as pm
+from pymc.distributions.discrete import DiscreteUniformRV
 from pymc.exceptions import NotConstantValueError
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
@@ -39,8 +40,12 @@ class VariableSlice:
         Whether PyMC applies a transform (log, logodds, simplex, Cholesky, ordered, ...).
     levels : int
         Number of values of each entry of a finite discrete variable (2 for Bernoulli, ``L``
-        for a Categorical over ``L`` values); 0 for continuous variables; -1 for discrete
-        variables with unbounded or unknown support (Poisson, Binomial with a random ``n``, ...).
+        for a Categorical over ``L`` values, ``upper - lower + 1`` for a DiscreteUniform); 0 for
+        continuous variables; -1 for discrete variables with unbounded or unknown support
+        (Poisson, Binomial with a random ``n``, ...).
+    lowest : int
+        The smallest value of a finite discrete variable (its values are ``lowest + 0..L-1``):
+        ``lower`` of a DiscreteUniform, 0 otherwise.
     """
 
     name: str
@@ -51,23 +56,30 @@ class VariableSlice:
     stop: int
     transformed: bool
     levels: int = 0
+    lowest: int = 0
 
     @property
     def discrete(self) -> bool:
         return self.levels != 0
 
 
-def _levels(rv, discrete: bool) -> int:
-    if isinstance(rv.owner.op, BernoulliRV):
-        return 2
-    if isinstance(rv.owner.op, CategoricalRV):
-        n_levels = rv.owner.inputs[-1].shape[-1]  # the number of probabilities
-        try:
+def _levels(rv, discrete: bool) -> tuple[int, int]:
+    """``(levels, lowest)`` of a free variable (see :class:`VariableSlice`)."""
+    op = rv.owner.op
+    if isinstance(op, BernoulliRV):
+        return 2, 0
+    try:
+        if isinstance(op, CategoricalRV):
+            n_levels = rv.owner.inputs[-1].shape[-1]  # the number of probabilities
             (n_levels,) = pm.pytensorf.constant_fold([n_levels])
-        except NotConstantValueError:  # a shape known only at run time: not finite here
-            return -1
-        return int(n_levels)
-    return -1 if discrete else 0
+            return int(n_levels), 0
+        if isinstance(op, DiscreteUniformRV):
+            lower, upper = (np.unique(v) for v in pm.pytensorf.constant_fold(op.dist_params(rv.owner)))
+            if lower.size == 1 and upper.size == 1:  # the same range for every entry
+                return int(upper[0] - lower[0] + 1), int(lower[0])
+    except NotConstantValueError:  # known only at run time: not finite here
+        pass
+    return (-1 if discrete else 0), 0
 
 
 @dataclass(frozen=True)
@@ -85,6 +97,7 @@ class Layout:
             value = model.rvs_to_values[rv]
             value_shape = tuple(int(s) for s in shapes[value.name])
             size = int(np.prod(value_shape, dtype=int))
+            levels, lowest = _levels(rv, value in discrete_values)
             variables.append(
                 VariableSlice(
                     name=rv.name,
@@ -94,7 +107,8 @@ class Layout:
                     start=start,
                     stop=start + size,
                     transformed=model.rvs_to_transforms.get(rv) is not None,
-                    levels=_levels(rv, value in discrete_values),
+                    levels=levels,
+                    lowest=lowest,
                 )
             )
             start += size
@@ -138,9 +152,14 @@ class Layout:
         return self.levels != 0
 
     @property
+    def lowest(self) -> np.ndarray:
+        """Per flat entry: the smallest value of a finite discrete variable, 0 elsewhere."""
+        return self._per_entry([v.lowest for v in self.variables])
+
+    @property
     def binary_mask(self) -> np.ndarray:
-        """Entries of Bernoulli (0/1) free variables."""
-        return self.levels == 2
+        """Entries of free variables with the values 0 and 1 (Bernoulli)."""
+        return (self.levels == 2) & (self.lowest == 0)
 
     @property
     def finite_levels(self) -> np.ndarray:

@@ -89,11 +89,11 @@ class Kernel:
         Whether the states it moves carry gradients (HMC, GWG, ``hmc+gibbs``).
     adaptive : bool
         Whether a per-rung scale or step size is tuned (HMC, RWM and the compound kernels).
-    n_leapfrog, n_flips, user_step, binary_mask, blocks, levels, continuous_mask
+    n_leapfrog, n_flips, user_step, binary_mask, blocks, levels, continuous_mask, lowest
         The settings its step was built with (``None`` where the kind has none): HMC's leapfrog
         steps, the flips of ``"flip"``, the user's function, the binary entries, the Gibbs
         blocks (entries updated together) and the number of values of each entry, the entries
-        that a compound kernel moves by HMC or RWM.
+        that a compound kernel moves by HMC or RWM, the smallest value of each entry.
     """
 
     kind: str
@@ -109,6 +109,7 @@ class Kernel:
     blocks: tuple[np.ndarray, ...] | None = None
     levels: np.ndarray | None = None
     continuous_mask: np.ndarray | None = None
+    lowest: np.ndarray | None = None
 
     @property
     def continuous_kind(self) -> str:
@@ -174,7 +175,8 @@ def make_kernel(kernel, target, *, n_leapfrog: int = 2, n_flips: int = 1, blocks
     if kernel == "gibbs":
         if not target.finite_levels.all():
             raise EvidenceInputError(
-                f"kernel='gibbs' draws finite discrete (Bernoulli, Categorical) variables, and "
+                f"kernel='gibbs' draws finite discrete (Bernoulli, Categorical, DiscreteUniform) "
+                f"variables, and "
                 f"{int((target.finite_levels == 0).sum())} entries of the model's flat vector "
                 f"are not; pass a custom kernel step(rng, x, beta) -> x that moves all of them."
             )
@@ -204,7 +206,9 @@ def make_kernel(kernel, target, *, n_leapfrog: int = 2, n_flips: int = 1, blocks
     if kernel == "flip":
         return _flip_kernel(mask, int(n_flips))
     if kernel == "gibbs":
-        return _gibbs_kernel(_check_blocks(blocks, target.dim), target.finite_levels)
+        return _gibbs_kernel(
+            _check_blocks(blocks, target.dim), target.finite_levels, target.lowest_values
+        )
     return _gwg_kernel(mask)
 
 
@@ -259,13 +263,13 @@ def _gibbs_evaluations(blocks: tuple[np.ndarray, ...], levels: np.ndarray) -> in
     return candidates + sum(b.size > 1 for b in blocks)
 
 
-def _gibbs_kernel(blocks: tuple[np.ndarray, ...], levels: np.ndarray) -> Kernel:
+def _gibbs_kernel(blocks: tuple[np.ndarray, ...], levels: np.ndarray, lowest=None) -> Kernel:
     def step(rng, path, state, beta, tuning, compiled=False):
-        return gibbs_step(rng, path, state, beta, blocks, levels)
+        return gibbs_step(rng, path, state, beta, blocks, levels, lowest)
 
     return Kernel(
         "gibbs", step, _gibbs_evaluations(blocks, levels), DEFAULT_TARGET_ACCEPT["gibbs"],
-        blocks=blocks, levels=levels,
+        blocks=blocks, levels=levels, lowest=lowest,
     )  # fmt: skip
 
 
@@ -292,7 +296,7 @@ def _compound_kernel(kind: str, target, n_leapfrog: int) -> Kernel:
     n_leapfrog = int(n_leapfrog)
     continuous = ~target.discrete_mask
     blocks = tuple(np.array([j]) for j in np.flatnonzero(target.discrete_mask))
-    levels = target.finite_levels
+    levels, lowest = target.finite_levels, target.lowest_values
     with_hmc = kind == "hmc+gibbs"
 
     def move(rng, path, state, beta, tuning):
@@ -301,7 +305,9 @@ def _compound_kernel(kind: str, target, n_leapfrog: int) -> Kernel:
         return rwm_step(rng, path, state, beta, tuning, mask=continuous)
 
     def step(rng, path, state, beta, tuning, compiled=False):
-        return compound_step(rng, path, state, beta, tuning, move, blocks, levels, with_hmc)
+        return compound_step(
+            rng, path, state, beta, tuning, move, blocks, levels, with_hmc, lowest
+        )
 
     # the continuous move's evaluations, the sweep's, and one more: the evaluation with
     # gradients after the sweep (rwm+gibbs, which has none, is charged it too)
@@ -310,7 +316,7 @@ def _compound_kernel(kind: str, target, n_leapfrog: int) -> Kernel:
         kind, step, continuous_evaluations + _gibbs_evaluations(blocks, levels) + 1,
         DEFAULT_TARGET_ACCEPT[kind], needs_grad=with_hmc, adaptive=True,
         n_leapfrog=n_leapfrog if with_hmc else None, blocks=blocks, levels=levels,
-        continuous_mask=continuous,
+        continuous_mask=continuous, lowest=lowest,
     )  # fmt: skip
 
 
@@ -416,7 +422,7 @@ def flip_step(rng, path: GeometricPath, state: PathState, beta, mask: np.ndarray
 GIBBS_CANDIDATE_ROWS = 1024
 
 
-def _candidate_log_f(path: GeometricPath, x, beta, block, block_levels, n_alt: int):
+def _candidate_log_f(path: GeometricPath, x, beta, block, block_levels, n_alt: int, block_lowest):
     """``log f_beta`` at every candidate of a block: point ``i`` with entry ``block[e]`` moved to
     its ``s``-th other value, ``(n, m, n_alt)``; also those values, ``(n, m, n_alt)``, and
     (for a one-entry block, evaluated in one call) the candidates' :class:`PathState`,
@@ -425,7 +431,8 @@ def _candidate_log_f(path: GeometricPath, x, beta, block, block_levels, n_alt: i
     m = block.size
     shifts = np.arange(1, n_alt + 1)
     entries = np.arange(m)[:, None]
-    new_values = np.mod(x[:, block][:, :, None] + shifts, block_levels[:, None])
+    low = block_lowest[:, None]
+    new_values = low + np.mod(x[:, block][:, :, None] - low + shifts, block_levels[:, None])
     per_point = m * n_alt
     # one call for a one-entry block (its candidates are n_alt copies of x, kept as the proposal)
     chunk = n if m == 1 else max(1, GIBBS_CANDIDATE_ROWS // per_point)
@@ -443,13 +450,13 @@ def _candidate_log_f(path: GeometricPath, x, beta, block, block_levels, n_alt: i
     return log_f_alt, new_values, proposal if m == 1 else None
 
 
-def gibbs_step(rng, path: GeometricPath, state: PathState, beta, blocks, levels=None):
+def gibbs_step(rng, path: GeometricPath, state: PathState, beta, blocks, levels=None, lowest=None):
     r"""One heat-bath (Gibbs) sweep over ``blocks`` of finite discrete entries at inverse
     temperatures ``beta``.
 
-    Entry ``j`` takes values ``0..L_j-1`` (``levels``; all 2, binary, by default). For a block
-    ``B`` and each ``j in B``, the ``L_j - 1`` other values ``(x_j + s) mod L_j``,
-    ``s = 1..L_j-1``, are evaluated, and ``x_j`` is drawn from its exact conditional
+    Entry ``j`` takes values ``a_j + 0..L_j-1`` (``levels``, all 2, binary, by default;
+    ``lowest`` ``a_j``, all 0 by default). For a block ``B`` and each ``j in B``, the
+    ``L_j - 1`` other values ``a_j + (x_j - a_j + s) mod L_j``, ``s = 1..L_j-1``, are evaluated, and ``x_j`` is drawn from its exact conditional
     ``propto f_beta`` over all ``L_j`` values (for a binary entry: flipped with probability
     ``sigma(log f_beta(x^{(j)}) - log f_beta(x))``), for all ``j in B`` at once: exact Gibbs
     when the entries of ``B`` are conditionally independent given the rest under every
@@ -461,6 +468,7 @@ def gibbs_step(rng, path: GeometricPath, state: PathState, beta, blocks, levels=
     beta = np.asarray(beta, dtype=float)
     n, d = state.x.shape
     levels = np.full(d, 2) if levels is None else np.asarray(levels)
+    lowest = np.zeros(d) if lowest is None else np.asarray(lowest)
     current = state
     moved = np.zeros(n, dtype=bool)
     nonfinite = np.zeros(n, dtype=bool)
@@ -470,7 +478,7 @@ def gibbs_step(rng, path: GeometricPath, state: PathState, beta, blocks, levels=
         n_alt = int(block_levels.max()) - 1
         shifts = np.arange(1, n_alt + 1)
         log_f_alt, new_values, proposal = _candidate_log_f(
-            path, current.x, beta, block, block_levels, n_alt
+            path, current.x, beta, block, block_levels, n_alt, lowest[block]
         )
         with np.errstate(invalid="ignore"):
             diff = log_f_alt - log_f[:, None, None]
@@ -567,7 +575,7 @@ def custom_step(rng, path: GeometricPath, state: PathState, beta, user_step: Cal
 
 def compound_step(
     rng, path: GeometricPath, state: PathState, beta, tuning, move: Callable, blocks, levels,
-    with_grad: bool,
+    with_grad: bool, lowest=None,
 ):  # fmt: skip
     """``move(rng, path, state, beta, tuning)`` (HMC or RWM on the continuous entries), then a
     Gibbs sweep over the discrete entries ``blocks``; with ``with_grad`` the new points are
@@ -578,7 +586,7 @@ def compound_step(
     """
     state, accepted, nonfinite = move(rng, path, state, beta, tuning)
     plain = PathState(state.x, state.log_p0, state.delta)
-    state, _, nonfinite_gibbs = gibbs_step(rng, path, plain, beta, blocks, levels)
+    state, _, nonfinite_gibbs = gibbs_step(rng, path, plain, beta, blocks, levels, lowest)
     if with_grad:
         state = path.evaluate(state.x, with_grad=True)
     return state, accepted, nonfinite | nonfinite_gibbs
