@@ -920,8 +920,8 @@ def plan_symmetry(
         elif warp3:
             reason = (
                 "warp-3's reflection about the fitted mean does not commute with the "
-                "relabellings, so its reference cannot be symmetrized (use "
-                "proposal='normal', which is)"
+                "relabellings, so its reference cannot be symmetrized (use the normal "
+                "reference, which can)"
             )
         else:
             reason = "symmetrize=False"
