@@ -11,20 +11,22 @@ At each rung, from ``beta`` to the next ``beta'`` chosen by the conditional-ESS 
 (:func:`~pm_evidence.tempering.pilot.next_beta`): the particles are reweighted by
 ``exp((beta' - beta) L)``, resampled (systematic), then moved by
 
-* ``n_jumps`` independent Metropolis-Hastings (IMH) moves from a Gaussian mixture ``q`` fitted
-  to the resampled particles (the number of components chosen by BIC), accepted with
-  probability ``min(1, f_beta'(x') q(x) / (f_beta'(x) q(x')))``: a particle can move to any
-  mode another particle holds, in one step, so the particles' shares of the modes follow
-  ``f_beta'`` even where local moves cannot cross (SMC with independent proposals, as in
-  Chopin 2002 and South, Pettitt & Drovandi 2019);
+* ``n_jumps`` independent Metropolis-Hastings (IMH) moves from a Gaussian mixture ``q``,
+  accepted with probability ``min(1, f_beta'(x') q(x) / (f_beta'(x) q(x')))``: a particle can
+  move to any mode another particle holds, in one step, so the particles' shares of the modes
+  follow ``f_beta'`` even where local moves cannot cross (SMC with independent proposals, as in
+  Chopin 2002 and South, Pettitt & Drovandi 2019). Each half of the particles (split at
+  random) jumps by the mixture fitted to the other half (:func:`fit_gaussian_mixture`: EM, the
+  number of components chosen by BIC), so that ``q`` does not depend on the particle it moves;
 * ``n_moves`` transitions of the path's local kernel (HMC for continuous models), tuned to its
   target acceptance rate (as the pilot does, :mod:`pm_evidence.tempering.pilot`).
 
 Both leave ``f_beta'`` invariant, so the particles at ``beta = 1`` are (approximately) posterior
 draws, covering every mode the particles reached, in their right proportions. The mixture
 fitted to them at ``beta = 1`` (:attr:`Exploration.mixture`) is the record of the modes found,
-with their weights; its components are the reference of :func:`~pm_evidence.plan.make_plan`
-when the plan is made from an exploration. The SMC estimate ``log Z = sum_j log mean_i
+with their weights; :meth:`Exploration.reference` is AIS's reference in ``method="auto"``
+(:func:`~pm_evidence.marginal.marginal_likelihood`), and :func:`compare_coverage` compares it
+with NUTS draws. The SMC estimate ``log Z = sum_j log mean_i
 exp((beta_{j+1} - beta_j) L(x_i))`` (seed 000 eq. (8) with resampling) comes with it.
 
 Which modes it cannot find
@@ -54,7 +56,7 @@ from pm_evidence.references import (
 from pm_evidence.target import LogDensity
 from pm_evidence.tempering.kernels import adapt_tuning, make_kernel, transition
 from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
-from pm_evidence.tempering.pilot import next_beta
+from pm_evidence.tempering.pilot import next_beta, systematic_resample, take
 from pm_evidence.utils import log_mean_exp, normalized_weights
 
 __all__ = [
@@ -224,16 +226,6 @@ def _split_init(model) -> dict:
     }
 
 
-def _systematic_resample(rng, weights: np.ndarray) -> np.ndarray:
-    n = weights.size
-    positions = (rng.random() + np.arange(n)) / n
-    return np.minimum(np.searchsorted(np.cumsum(weights), positions), n - 1)
-
-
-def _take(state: PathState, idx: np.ndarray) -> PathState:
-    return PathState(*(None if a is None else a[idx] for a in state))
-
-
 def _jump(rng, path, state: PathState, beta: float, q: MixtureReference, with_grad):
     """One independent Metropolis-Hastings move of every particle from ``q``."""
     proposal = path.evaluate(q.sample(rng, state.x.shape[0]), with_grad=with_grad)
@@ -282,7 +274,7 @@ def _cross_fitted_jump(rng, path, state: PathState, beta: float, with_grad: bool
     mixtures = [fit(state.x[half]) for half in halves]
     accepted = 0.0
     for moving, q in zip(halves, reversed(mixtures), strict=True):
-        part, rate = _jump(rng, path, _take(state, moving), beta, q, with_grad)
+        part, rate = _jump(rng, path, take(state, moving), beta, q, with_grad)
         state = _put(state, moving, part)
         accepted += rate * moving.size
     return state, accepted / state.x.shape[0], mixtures[0]
@@ -377,7 +369,7 @@ def explore(
             with np.errstate(invalid="ignore"):
                 increment = np.where(finite, (new_beta - beta) * state.delta, -np.inf)
             log_z += float(log_mean_exp(increment))
-            state = _take(state, _systematic_resample(rng, normalized_weights(increment)))
+            state = take(state, systematic_resample(rng, normalized_weights(increment)))
             beta = new_beta
             betas.append(beta)
             bar.advance()

@@ -29,7 +29,16 @@ from pm_evidence.tempering.kernels import Kernel, adapt_tuning, transition
 from pm_evidence.tempering.path import GeometricPath, PathState
 from pm_evidence.utils import kish_ess, log_mean_exp, normalized_weights
 
-__all__ = ["Pilot", "ladder_from_pilot", "length_at", "next_beta", "run_pilot", "step_lengths"]
+__all__ = [
+    "Pilot",
+    "ladder_from_pilot",
+    "length_at",
+    "next_beta",
+    "run_pilot",
+    "step_lengths",
+    "systematic_resample",
+    "take",
+]
 
 # Each pilot step keeps this fraction of the particles' ESS: a step of thermodynamic length
 # sqrt(-log 0.5) = 0.83.
@@ -104,13 +113,16 @@ def step_lengths(betas: np.ndarray, delta_sd: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(c), curved, h * s0)
 
 
-def _systematic_resample(rng, weights: np.ndarray) -> np.ndarray:
+def systematic_resample(rng, weights: np.ndarray) -> np.ndarray:
+    """Indices of ``weights.size`` draws by systematic resampling (one uniform, evenly spaced
+    positions on the cumulative weights)."""
     n = weights.size
     positions = (rng.random() + np.arange(n)) / n
     return np.minimum(np.searchsorted(np.cumsum(weights), positions), n - 1)
 
 
-def _take(state: PathState, idx: np.ndarray) -> PathState:
+def take(state: PathState, idx: np.ndarray) -> PathState:
+    """The rows ``idx`` of every array of ``state``."""
     return PathState(*(None if a is None else a[idx] for a in state))
 
 
@@ -192,7 +204,7 @@ def run_pilot(
             with np.errstate(invalid="ignore"):
                 increment = np.where(finite, (new_beta - beta) * state.delta, -np.inf)
             log_z += float(log_mean_exp(increment))
-            state = _take(state, _systematic_resample(rng, normalized_weights(increment)))
+            state = take(state, systematic_resample(rng, normalized_weights(increment)))
             beta = new_beta
             betas.append(beta)
             log_zs.append(log_z)
