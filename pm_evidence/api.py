@@ -85,7 +85,10 @@ _SHARED_PARAMETERS = """symmetrize : {"auto", True, False}, default "auto"
     random_seed : int or numpy.random.Generator, optional
     progressbar : bool
     draws, tune, chains, sample_kwargs
-        NUTS options when it draws (1000 draws and 1000 tuning iterations, 4 chains)."""
+        NUTS options when it draws (1000 draws and 1000 tuning iterations, 4 chains).
+    **options
+        Every parameter above but ``model``, ``idata``, ``random_seed`` and ``progressbar`` is
+        one of these keyword options; another name is an error that lists the accepted ones."""
 
 
 def _shared_parameters(function):

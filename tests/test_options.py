@@ -23,8 +23,8 @@ def _same(a: pme.Evidence, b: pme.Evidence) -> None:
 @pytest.mark.parametrize("old", ["proposal", "method"])
 def test_bridge_reference_under_its_deprecated_names(case, old):
     new = pme.bridge_sampling(**case, reference="warp3", n_reference=2000)
-    with pytest.warns(FutureWarning, match=rf"bridge_sampling\({old}=\.\.\.\) is deprecated: "
-                      r"pass reference='warp3'"):  # fmt: skip
+    with pytest.warns(FutureWarning, match=rf"bridge_sampling\({old}=\.\.\.\) is deprecated and "
+                      r"will be removed: pass reference='warp3'"):  # fmt: skip
         deprecated = pme.bridge_sampling(**case, **{old: "warp3"}, n_reference=2000)
     _same(deprecated, new)
     assert new.method == "bridge_warp3"
