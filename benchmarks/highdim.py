@@ -30,11 +30,13 @@ by an earlier call is reused and memory is measured per call:
   model; compilation, NUTS and the method included); ``cpu s``: user + system time of the
   worker and its child processes over the same span (steadier than wall time on a shared
   machine);
-* ``peak MB``: the larger of the worker's ``ru_maxrss`` (the peak resident set of the process,
-  including the ~300 MB of the imported libraries) and the largest sum of resident sets over the
-  worker and its child processes (NUTS chains, SMC chains), sampled every 0.2 s by the parent
-  from ``/proc`` (Linux; elsewhere the worker's ``ru_maxrss`` only). The CSV also has the RSS
-  before the call (``rss_before_mb``) and the largest child's ``ru_maxrss``;
+* ``peak MB``: the larger of the worker's own peak resident set during the call (``VmHWM``
+  of ``/proc/self/status``, reset by writing 5 to ``/proc/self/clear_refs`` once the model is
+  built: building computes the gold, which must not count) and the largest sum of resident sets
+  over the worker and its child processes, sampled every 0.2 s by the parent from ``/proc``.
+  Both include the ~170 MB of the imported libraries (the CSV has the RSS before the call,
+  ``rss_before_mb``). Not ``getrusage``'s ``ru_maxrss``: Linux carries a process's peak across
+  ``exec``, so a worker inherits the peak its parent had when it forked it. Off Linux: n/a;
 * ``evals``: log-density evaluations where the result records them: for path methods the
   run's ``n_evaluations`` plus the plan's ``n_setup_evaluations`` (NUTS gradient evaluations not
   counted); for bridge sampling ``n_target + n_reference`` (the estimator's evaluations, NUTS not
@@ -117,6 +119,27 @@ def _rss_mb() -> float:
         return math.nan
 
 
+def _reset_peak_rss() -> bool:
+    """Reset this process's peak resident set (Linux ``clear_refs``); False if impossible."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak resident set since start or the last reset (``VmHWM``)."""
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return math.nan
+
+
 def _cpu_s() -> float:
     usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     return sum(u.ru_utime + u.ru_stime for u in usage)
@@ -145,6 +168,7 @@ def worker(spec: dict, out: Path) -> None:
     model, gold = _entries()[spec["model"]].build()
     method, seed, options = spec["method"], spec["seed"], spec.get("options", {})
     record: dict = {"rss_before_mb": _rss_mb()}
+    reset = _reset_peak_rss()
     out.with_suffix(".started").write_text(str(time.time()))
     cpu0, start = _cpu_s(), time.perf_counter()
     with warnings.catch_warnings(record=True):
@@ -160,8 +184,7 @@ def worker(spec: dict, out: Path) -> None:
             )
     record["wall_s"] = time.perf_counter() - start
     record["cpu_s"] = _cpu_s() - cpu0
-    record["maxrss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    record["children_maxrss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    record["worker_peak_mb"] = _peak_rss_mb() if reset else math.nan
     if isinstance(method, str):
         diagnostics = ev.diagnostics
         record.update(
@@ -258,9 +281,14 @@ def run_call(model: str, method, seed: int, time_limit: float, options=None) -> 
             record["error_message"] = last[:300]
     if record["status"] == "ok" and "log_z" in record:
         record["error"] = record["log_z"] - record["gold"]
-    peaks = [record.get(k, math.nan) for k in ("tree_peak_mb", "maxrss_mb")]
-    record["peak_mb"] = max((p for p in peaks if math.isfinite(p)), default=math.nan)
+    record["peak_mb"] = peak_mb(record)
     return record
+
+
+def peak_mb(record: dict) -> float:
+    """The larger of the sampled process-tree peak and the worker's own peak (NaN if neither)."""
+    peaks = [float(record.get(k, math.nan) or math.nan) for k in ("tree_peak_mb", "worker_peak_mb")]
+    return max((p for p in peaks if math.isfinite(p)), default=math.nan)
 
 
 def warm_up(model: str, methods: list[str], mode: str, time_limit: float) -> str:
@@ -384,6 +412,44 @@ def environment_line() -> str:
     )
 
 
+def read_csv(path: Path) -> list[dict]:
+    """Records written by :func:`write_csv`, numbers and booleans restored; ``peak_mb``
+    recomputed by :func:`peak_mb` (a CSV of an older version may carry a ``maxrss_mb``,
+    inflated by the peak inherited across ``exec``: it is ignored)."""
+    records = []
+    with path.open(newline="") as handle:
+        for row in csv.DictReader(handle):
+            record: dict = {}
+            for key, value in row.items():
+                if value == "":
+                    continue
+                if value in ("True", "False"):
+                    record[key] = value == "True"
+                elif key == "seed":
+                    record[key] = int(value)
+                else:
+                    try:
+                        record[key] = float(value)
+                    except ValueError:
+                        record[key] = value
+            record["peak_mb"] = peak_mb(record)
+            records.append(record)
+    return records
+
+
+def report(records: list[dict]) -> None:
+    """The table of all calls and the rows reliable but more than 4 SE off."""
+    add_efficiency(records)
+    print("\nAll calls:", *table_lines(records), sep="\n")
+    bad = [
+        r for r in records
+        if r.get("reliable") and "z" in r and abs(r["z"]) > Z_THRESHOLD
+    ]  # fmt: skip
+    print(f"\nreliable=True but more than {Z_THRESHOLD:g} SE off: ", end="")
+    print(", ".join(f"{r['model']}/{r['method']}/seed {r['seed']} (z {r['z']:+.1f})" for r in bad)
+          or "none")  # fmt: skip
+
+
 def write_csv(path: Path, records: list[dict]) -> None:
     keys: list[str] = []
     for record in records:
@@ -420,7 +486,16 @@ def main(argv: list[str] | None = None) -> None:
         help=f"seconds per call (default {TIME_LIMIT:.0f}); a call past it is recorded as timeout",
     )
     parser.add_argument("--warmup", choices=["cheap", "full", "none"], default="cheap")
+    parser.add_argument(
+        "--from-csv",
+        type=Path,
+        nargs="+",
+        help="print the table of saved runs (CSV files of --out) and run nothing",
+    )
     args = parser.parse_args(argv)
+    if args.from_csv:
+        report([record for path in args.from_csv for record in read_csv(path)])
+        return
 
     names = args.models or list(catalogue)
     methods = list(dict.fromkeys(args.methods))
@@ -458,15 +533,7 @@ def main(argv: list[str] | None = None) -> None:
             add_efficiency(records)
             write_csv(args.out, records)
 
-    add_efficiency(records)
-    print("\nAll calls:", *table_lines(records), sep="\n")
-    bad = [
-        r for r in records
-        if r.get("reliable") and "z" in r and abs(r["z"]) > Z_THRESHOLD
-    ]  # fmt: skip
-    print(f"\nreliable=True but more than {Z_THRESHOLD:g} SE off: ", end="")
-    print(", ".join(f"{r['model']}/{r['method']}/seed {r['seed']} (z {r['z']:+.1f})" for r in bad)
-          or "none")  # fmt: skip
+    report(records)
     if args.out is not None:
         write_csv(args.out, records)
         print(f"wrote {args.out}")
