@@ -16,21 +16,35 @@ are, by name:
 - NUTS options (``draws``, ``tune``, ``chains``, ``sample_kwargs``).
 
 :func:`split_options` sorts them and refuses any other name, listing those accepted;
-:func:`renamed_keywords` maps a deprecated name to its new one with a ``FutureWarning``.
+:func:`renamed_keywords` maps a deprecated name to its new one with a ``FutureWarning``, and
+:func:`renamed_parameters` does the same for a function's renamed parameter (``fit_reference``'s
+``kind`` is now ``reference``). This module imports no other layer of the package, so every
+layer may use it.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import fields, replace
 
 import pymc as pm
 
 from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.plan import SAMPLE_KEYS
 from pm_evidence.target import LogDensity
 from pm_evidence.utils import warn_user
 
-__all__ = ["ModelLike", "field_names", "renamed_keywords", "split_options"]
+__all__ = [
+    "SAMPLE_KEYS",
+    "ModelLike",
+    "field_names",
+    "renamed_keywords",
+    "renamed_parameters",
+    "split_options",
+]
+
+SAMPLE_KEYS = ("draws", "tune", "chains", "sample_kwargs")
+"""The NUTS options every model-level function takes by name."""
 
 ModelLike = pm.Model | LogDensity | None
 """What a model-level estimator takes as ``model`` (``None``: the ``with model:`` context)."""
@@ -114,3 +128,26 @@ def renamed_keywords(function: str, keywords: dict, renamed: dict[str, str]) -> 
         )
         keywords[new] = value
     return keywords
+
+
+def renamed_parameters(**renamed: str) -> Callable[[Callable], Callable]:
+    """Decorator: the function also takes each old keyword of ``renamed`` (old name=new name)
+    for its new one, with the ``FutureWarning`` of :func:`renamed_keywords`; positional calls
+    are unchanged.
+
+    Examples
+    --------
+    >>> @renamed_parameters(kind="reference")
+    ... def fit_reference(reference, target, draws): ...
+    """
+
+    def decorate(function: Callable) -> Callable:
+        name = function.__qualname__
+
+        @functools.wraps(function)
+        def wrapper(*args, **keywords):
+            return function(*args, **renamed_keywords(name, keywords, renamed))
+
+        return wrapper
+
+    return decorate

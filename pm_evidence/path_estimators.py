@@ -68,7 +68,7 @@ def _common_diagnostics(run: AnnealingRun | TemperingRun) -> dict:
         "reference": plan.path.reference.name,
         "reference_reason": plan.reference_reason,
         **plan.reference_diagnostics,
-        "kernel": plan.kernel.kind,
+        "kernel": plan.kernel.name,
         "kernel_reason": plan.kernel_reason,
         "n_gibbs_blocks": None if plan.kernel.blocks is None else len(plan.kernel.blocks),
         "ladder": run.ladder.how,
@@ -122,7 +122,7 @@ def ais(run: AnnealingRun) -> Evidence:
     estimate.diagnostics.update(_common_diagnostics(run))
     stats = _stats(
         run.ladder.betas, acceptance=sampler.acceptance, nonfinite=sampler.nonfinite,
-        step_size=run.ladder.tuning, log_z_rungs=log_mean_exp(sampler.log_weights_rungs, axis=1),
+        step_size=run.ladder.step_size, log_z_rungs=log_mean_exp(sampler.log_weights_rungs, axis=1),
     )  # fmt: skip
     return build_evidence(
         run.plan.target, estimate, "ais",
@@ -165,7 +165,7 @@ def reverse_ais(run: AnnealingRun) -> Evidence:
     estimate.diagnostics.update(_common_diagnostics(run))
     stats = _stats(
         run.ladder.betas, acceptance=sampler.acceptance[::-1], nonfinite=sampler.nonfinite[::-1],
-        step_size=run.ladder.tuning,
+        step_size=run.ladder.step_size,
     )  # fmt: skip
     return build_evidence(
         run.plan.target, estimate, "raise",
@@ -231,7 +231,7 @@ def _tempered_stats(run: TemperingRun) -> xr.Dataset:
         log_z_rungs=rts_log_z(c_hat, sampler.log_r, sampler.log_zhat),
         log_zhat=sampler.log_zhat - sampler.log_zhat[0],
         transitions=sampler.transitions,
-        step_size=run.ladder.tuning,
+        step_size=run.ladder.step_size,
     )
 
 

@@ -29,6 +29,7 @@ from pm_evidence.draws import (
 from pm_evidence.exceptions import EvidenceInputError
 from pm_evidence.messages import posterior_messages
 from pm_evidence.modes import plan_symmetry
+from pm_evidence.options import SAMPLE_KEYS, renamed_parameters
 from pm_evidence.references import (
     BernoulliProductReference,
     CategoricalProductReference,
@@ -47,13 +48,12 @@ from pm_evidence.utils import kish_ess
 
 __all__ = ["Ladder", "PathOptions", "PathPlan", "auto_reference", "make_plan"]
 
-SAMPLE_KEYS = ("draws", "tune", "chains", "sample_kwargs")
 # NUTS for the plan: its draws only fit and choose the reference (the path methods are exact
 # from any reference), so half of bridge sampling's 1000 tuning iterations per chain; as many
 # kept draws, for the same R-hat check (with 500 it raised false alarms, e.g. R-hat 1.014 on a
 # normal cut at x < 1). Options given by name (draws=, tune=, chains=) replace these.
 PLAN_SAMPLING = {"draws": 1000, "tune": 500, "chains": 4}
-LADDER_KINDS = ("adaptive", *LADDERS)
+LADDER_NAMES = ("adaptive", *LADDERS)
 
 
 @dataclass(frozen=True)
@@ -146,39 +146,41 @@ class PathPlan:
         """Thermodynamic length ``L = int_0^1 sqrt(Var_beta[Delta]) d beta`` of the path."""
         return float(self.pilot.length[-1])
 
+    @renamed_parameters(kind="ladder")
     def ladder(
-        self, kind: str | np.ndarray, n_rungs: int | None, beta_min: float, default_rungs: int
+        self, ladder: str | np.ndarray, n_rungs: int | None, beta_min: float, default_rungs: int
     ) -> Ladder:
         """The rungs of a run.
 
-        ``kind="adaptive"``: ``n_rungs`` (``default_rungs`` when None) at equal thermodynamic
+        ``ladder="adaptive"``: ``n_rungs`` (``default_rungs`` when None) at equal thermodynamic
         length apart (:func:`~pm_evidence.tempering.pilot.ladder_from_pilot`). A ladder name of
         :func:`~pm_evidence.tempering.ladders.make_ladder` or an array: those rungs, with the
-        pilot's tuning interpolated to them.
+        pilot's step size interpolated (in log) to them. The keyword was ``kind=`` before
+        (deprecated: a ``FutureWarning``).
         """
-        if isinstance(kind, str) and kind not in LADDER_KINDS:
+        if isinstance(ladder, str) and ladder not in LADDER_NAMES:
             raise EvidenceInputError(
-                f"Requested ladder {kind!r} but it must be one of {list(LADDER_KINDS)} or an "
+                f"Requested ladder {ladder!r} but it must be one of {list(LADDER_NAMES)} or an "
                 f"array of inverse temperatures from 0 to 1."
             )
-        if isinstance(kind, str) and kind == "adaptive":
+        if isinstance(ladder, str) and ladder == "adaptive":
             k = default_rungs if n_rungs is None else int(n_rungs)
             if not 2 <= k <= 10_000:
                 raise EvidenceInputError(f"n_rungs must be between 2 and 10000, got {k}.")
-            betas, tuning, log_z = ladder_from_pilot(self.pilot, k)
+            betas, step_size, log_z = ladder_from_pilot(self.pilot, k)
             how = (
                 f"adaptive: {k} rungs at equal thermodynamic length (path length "
                 f"{self.length:.3g}, measured by the pilot)"
             )
         else:
             k = default_rungs if n_rungs is None else n_rungs
-            betas = make_ladder(kind, k, beta_min=beta_min)
-            tuning = np.exp(np.interp(betas, self.pilot.betas, self.pilot.log_tuning))
+            betas = make_ladder(ladder, k, beta_min=beta_min)
+            step_size = np.exp(np.interp(betas, self.pilot.betas, self.pilot.log_step_size))
             log_z = np.interp(betas, self.pilot.betas, self.pilot.log_z)
-            how = f"given: {kind if isinstance(kind, str) else 'array'} with {betas.size} rungs"
+            how = f"given: {ladder if isinstance(ladder, str) else 'array'} with {betas.size} rungs"
         if not self.kernel.adaptive:
-            tuning = np.ones(betas.size)
-        return Ladder(betas, tuning, log_z, how)
+            step_size = np.ones(betas.size)
+        return Ladder(betas, step_size, log_z, how)
 
 
 # Coordinates of the overlap measure below, kept in the diagnostics.
@@ -239,7 +241,7 @@ def auto_reference(target: LogDensity, posterior: np.ndarray) -> tuple[Reference
     log_f = log_prior + log_lik
     if not np.all(np.isfinite(log_f)):
         log_density_at_target_draws(target, posterior)  # raises, naming the first bad draw
-    fitted = [fit_reference(kind, target, flat) for kind in ("normal", "student_t")]
+    fitted = [fit_reference(name, target, flat) for name in ("normal", "student_t")]
     ess_fitted = [kish_ess(q.logpdf(flat) - log_f) / n for q in fitted]
     best = int(np.argmax(ess_fitted))
     try:
@@ -428,8 +430,8 @@ def _kernel_reason(kernel: Kernel, options: PathOptions) -> str:
     """A sentence on the kernel when its Gibbs blocks were not searched for."""
     automatic = isinstance(options.kernel, str) and options.kernel == "auto"
     chosen = "kernel='auto'" if automatic else "given"
-    if kernel.kind != "gibbs":
-        return f"{kernel.kind} ({chosen})"
+    if kernel.name != "gibbs":
+        return f"{kernel.name} ({chosen})"
     if options.blocks is not None:
         return f"gibbs ({chosen}): {len(kernel.blocks)} blocks given (blocks=)"
     return f"gibbs ({chosen}): one site at a time ({len(kernel.blocks)} blocks)"
@@ -440,7 +442,7 @@ def _with_burn_in_posterior(plan: PathPlan, rng, sampling: dict, progressbar: bo
     burn-in from reference draws; their evaluations count as set-up."""
     n_draws, n_burn = int(sampling.get("draws", 1000)), int(sampling.get("tune", 500))
     state = plan.path.sample_reference(rng, n_draws, with_grad=plan.kernel.needs_grad)
-    step = float(np.exp(plan.pilot.log_tuning[-1])) if plan.kernel.adaptive else 1.0
+    step = float(np.exp(plan.pilot.log_step_size[-1])) if plan.kernel.adaptive else 1.0
     state = sample_at_beta(
         rng, plan.path, plan.kernel, state, 1.0, step, n_transitions=n_burn,
         progressbar=progressbar,

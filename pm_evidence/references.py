@@ -19,6 +19,7 @@ from scipy import linalg, special
 from scipy.special import logsumexp
 
 from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.options import renamed_parameters
 
 __all__ = [
     "BernoulliProductReference",
@@ -815,34 +816,38 @@ REFERENCE_NAMES = ("prior", "normal", "student_t", "warp3", "truncated_normal")
 BOUNDED_REFERENCE_NAMES = ("truncated_normal",)
 
 
-def fit_reference(kind, target, draws: np.ndarray | None) -> Reference:
+@renamed_parameters(kind="reference")
+def fit_reference(reference, target, draws: np.ndarray | None) -> Reference:
     """Build a reference by name (``"prior"``, ``"normal"``, ``"student_t"``, ``"warp3"``,
     ``"truncated_normal"``).
 
-    A :class:`Reference` instance is returned unchanged (after a dimension check).
+    A :class:`Reference` instance is returned unchanged (after a dimension check). The first
+    parameter was ``kind`` before (deprecated: a ``FutureWarning``).
     """
-    if isinstance(kind, Reference):
-        if kind.dim != target.dim:
+    if isinstance(reference, Reference):
+        if reference.dim != target.dim:
             raise EvidenceInputError(
-                f"The reference has dimension {kind.dim} but the model's unconstrained vector "
-                f"has dimension {target.dim}."
+                f"The reference has dimension {reference.dim} but the model's unconstrained "
+                f"vector has dimension {target.dim}."
             )
-        return kind
-    if kind == "prior":
+        return reference
+    if reference == "prior":
         return PriorReference(target)
-    if kind not in REFERENCE_NAMES:
+    if reference not in REFERENCE_NAMES:
         raise EvidenceInputError(
-            f"Requested reference {kind!r} but it must be one of {list(REFERENCE_NAMES)} or a "
-            f"Reference instance."
+            f"Requested reference {reference!r} but it must be one of "
+            f"{list(REFERENCE_NAMES)} or a Reference instance."
         )
-    target.require_continuous(f"reference={kind!r}")
+    target.require_continuous(f"reference={reference!r}")
     if draws is None:
-        raise EvidenceInputError(f"Reference {kind!r} is fitted to posterior draws; none given.")
-    if kind == "normal":
+        raise EvidenceInputError(
+            f"Reference {reference!r} is fitted to posterior draws; none given."
+        )
+    if reference == "normal":
         return MultivariateNormalReference.fit(draws)
-    if kind == "student_t":
+    if reference == "student_t":
         return MultivariateStudentTReference.fit(draws)
-    if kind == "truncated_normal":
+    if reference == "truncated_normal":
         return TruncatedNormalReference.fit(draws)
     mean, chol = _fit_location_scale(draws)
     return Warp3Reference(mean=mean, chol=chol)

@@ -178,9 +178,9 @@ def test_mixed_model_gets_compound_kernel_and_unbounded_count_a_clear_error(rng)
         pm.Normal("y", mu + 2.0 * z, 1.0, observed=y)
     target = LogDensity(switch)
     kernel = make_kernel("auto", target)
-    assert kernel.kind == "hmc+gibbs"
+    assert kernel.name == "hmc+gibbs"
     assert list(kernel.continuous_mask) == [False, True]
-    assert make_kernel("rwm", target).kind == "rwm+gibbs"
+    assert make_kernel("rwm", target).name == "rwm+gibbs"
     with pytest.raises(EvidenceInputError, match="path method"):
         target.require_continuous("bridge")
     with pm.Model() as count:

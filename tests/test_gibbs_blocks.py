@@ -110,7 +110,7 @@ def test_plan_finds_blocks_for_kernel_auto_only(mrf_4x4):
     state = np.random.get_state()[1].copy()  # noqa: NPY002 (the legacy global RNG is the point)
     auto = pme.make_plan(target, random_seed=1, progressbar=False)
     assert np.array_equal(np.random.get_state()[1], state)  # noqa: NPY002 (untouched)
-    assert auto.kernel.kind == "gibbs" and len(auto.kernel.blocks) == 2
+    assert auto.kernel.name == "gibbs" and len(auto.kernel.blocks) == 2
     assert auto.kernel_reason.startswith("gibbs: 2 blocks")
     # the search is charged to the plan's set-up
     assert auto.n_setup_evaluations == auto.pilot.n_evaluations + detection_evaluations(16)

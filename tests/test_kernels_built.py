@@ -24,6 +24,7 @@ from pm_evidence.references import (
     Reference,
     SymmetrizedReference,
     TruncatedNormalReference,
+    fit_reference,
 )
 from pm_evidence.runs import AnnealingOptions, TemperingOptions, run_annealing, run_tempering
 from pm_evidence.tempering import kernels
@@ -104,7 +105,7 @@ def test_a_run_gives_the_same_numbers_whatever_ran_before_on_the_plan(plan, monk
 # ---------------------------------------------------------------------- built kernels
 def test_a_kernel_carries_its_step_cost_and_target(target):
     hmc = make_kernel("hmc", target, n_leapfrog=3)
-    assert (hmc.kind, hmc.evaluations_per_step, hmc.target_accept) == ("hmc", 3, 0.651)
+    assert (hmc.name, hmc.evaluations_per_step, hmc.target_accept) == ("hmc", 3, 0.651)
     assert hmc.needs_grad and hmc.adaptive
     rwm = make_kernel("rwm", target)
     assert (rwm.evaluations_per_step, rwm.target_accept, rwm.needs_grad) == (1, 0.3, False)
@@ -121,9 +122,9 @@ def test_transition_is_the_kernels_step(target):
     path = GeometricPath(target, PriorReference(target))
     kernel = make_kernel("hmc", target)
     state = path.sample_reference(np.random.default_rng(0), 20, with_grad=True)
-    beta, tuning = np.full(20, 0.5), np.full(20, 0.3)
-    new, accepted, nonfinite = kernel.step(np.random.default_rng(1), path, state, beta, tuning)
-    via = transition(kernel, np.random.default_rng(1), path, state, beta, tuning, 0)
+    beta, step_size = np.full(20, 0.5), np.full(20, 0.3)
+    new, accepted, nonfinite = kernel.step(np.random.default_rng(1), path, state, beta, step_size)
+    via = transition(kernel, np.random.default_rng(1), path, state, beta, step_size, 0)
     for a, b in zip(new, via[0], strict=True):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(accepted, via[1])
@@ -184,7 +185,35 @@ def test_reversed_ladder_runs_from_one_to_zero(plan):
     ladder = plan.ladder("linear", 5, 1e-4, 5)
     back = ladder.reversed()
     np.testing.assert_array_equal(back.betas, ladder.betas[::-1])
-    np.testing.assert_array_equal(back.tuning, ladder.tuning[::-1])
+    np.testing.assert_array_equal(back.step_size, ladder.step_size[::-1])
+
+
+def test_the_former_names_still_read_with_a_warning(plan, target):
+    """One name per concept (issue 22 part 5): the step size is ``step_size`` on the ladder,
+    ``log_step_size`` on the pilot; a kernel's name is ``name``; ``PathPlan.ladder`` takes
+    ``ladder=`` and ``fit_reference`` ``reference=``. The former names still work for one
+    release, each with a FutureWarning naming the new one, and give the same values."""
+    ladder = plan.ladder("linear", 5, 1e-4, 5)
+    with pytest.warns(FutureWarning, match=r"Ladder.tuning is deprecated .* Ladder.step_size"):
+        np.testing.assert_array_equal(ladder.tuning, ladder.step_size)
+    with pytest.warns(FutureWarning, match=r"Pilot.log_tuning is deprecated .* Pilot.log_step_size"):
+        np.testing.assert_array_equal(plan.pilot.log_tuning, plan.pilot.log_step_size)
+    with pytest.warns(FutureWarning, match=r"Kernel.kind is deprecated .* Kernel.name"):
+        assert plan.kernel.kind == plan.kernel.name == "hmc"
+    with pytest.warns(FutureWarning, match=r"Kernel.continuous_kind is deprecated"):
+        assert plan.kernel.continuous_kind == plan.kernel.continuous_name == "hmc"
+    with pytest.warns(FutureWarning, match=r"PathPlan.ladder\(kind=...\) is deprecated .* "
+                      r"pass ladder='linear'"):  # fmt: skip
+        old = plan.ladder(kind="linear", n_rungs=5, beta_min=1e-4, default_rungs=5)
+    new = plan.ladder(ladder="linear", n_rungs=5, beta_min=1e-4, default_rungs=5)
+    for other in (old, new):
+        np.testing.assert_array_equal(other.betas, ladder.betas)
+        np.testing.assert_array_equal(other.step_size, ladder.step_size)
+    draws = np.random.default_rng(0).normal(size=(200, target.dim))
+    with pytest.warns(FutureWarning, match=r"fit_reference\(kind=...\) is deprecated"):
+        before = fit_reference(kind="normal", target=target, draws=draws)
+    after = fit_reference(reference="normal", target=target, draws=draws)
+    np.testing.assert_array_equal(before.logpdf(draws), after.logpdf(draws))
 
 
 # ---------------------------------------------------------------------- references

@@ -136,10 +136,10 @@ def test_pilot_measures_the_thermodynamic_length(case, plan):
 
 
 def test_adaptive_ladder_is_at_equal_length(plan):
-    betas, tuning, log_z = ladder_from_pilot(plan.pilot, 12)
+    betas, step_size, log_z = ladder_from_pilot(plan.pilot, 12)
     assert betas[0] == 0.0 and betas[-1] == 1.0 and np.all(np.diff(betas) > 0)
     np.testing.assert_allclose(np.diff(length_at(plan.pilot, betas)), plan.length / 11, rtol=1e-6)
-    assert np.all(tuning > 0) and log_z[0] == 0.0
+    assert np.all(step_size > 0) and log_z[0] == 0.0
     ladder = plan.ladder("adaptive", None, 1e-4, default_rungs=7)
     assert ladder.n_rungs == 7 and "equal thermodynamic length" in ladder.how
 

@@ -3,9 +3,14 @@ r"""Markov kernels that leave ``f_beta`` invariant, batched over points that eac
 
 :func:`make_kernel` builds a :class:`Kernel` once per plan (blackjax's ``build_kernel`` shape):
 the transition is chosen when the kernel is built and bound as its :attr:`Kernel.step`, a pure
-function ``step(rng, path, state, beta, tuning, compiled=False) -> (state, accepted,
-nonfinite)``. ``beta`` and ``tuning`` (a scale or step size per point) are arrays of length
-``n``; one compiled, batched evaluation of the model serves all points. A proposal whose
+function ``step(rng, path, state, beta, step_size, compiled=False) -> (state, accepted,
+nonfinite)``. ``beta`` and ``step_size`` are arrays of length ``n`` (one value per point); one
+compiled, batched evaluation of the model serves all points. ``step_size`` is the one name of
+the size of a move, for every kernel, on the ladders (``Ladder.step_size``), the pilot
+(``Pilot.log_step_size``) and the results (``step_size``): HMC's leapfrog step size ``eps``, and
+for random-walk Metropolis the proposal's scale ``s`` (the length of a random-walk step, as in
+"random-walk step size"); the discrete kernels ignore it. It is tuned per rung by the pilot
+(:func:`adapt_step_size`) where :attr:`Kernel.adaptive`. A proposal whose
 tempered log-density (or, for HMC, energy) is not finite is rejected and flagged in
 ``nonfinite``. ``compiled`` asks HMC for its transition as one compiled function
 (:mod:`pm_evidence.tempering.compiled`; the same draws up to rounding); the other kernels do
@@ -43,12 +48,13 @@ from scipy import special
 from pm_evidence.exceptions import EvidenceInputError
 from pm_evidence.tempering.compiled import FUSE_AFTER_POINT_TRANSITIONS, hmc_transition_function
 from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
+from pm_evidence.utils import warn_user
 
 __all__ = [
     "COMPOUND_KERNELS",
     "KERNELS",
     "Kernel",
-    "adapt_tuning",
+    "adapt_step_size",
     "flip_step",
     "gibbs_step",
     "gwg_step",
@@ -75,28 +81,30 @@ class Kernel:
 
     Attributes
     ----------
-    kind : str
+    name : str
         ``"hmc"``, ``"rwm"``, ``"flip"``, ``"gibbs"``, ``"gwg"``, ``"hmc+gibbs"``,
-        ``"rwm+gibbs"`` or ``"custom"`` (reported on the results; no transition reads it).
+        ``"rwm+gibbs"`` or ``"custom"`` (the ``kernel`` of the results' diagnostics; no
+        transition reads it). It was ``kind`` before (still readable, with a
+        ``FutureWarning``).
     step : callable
-        ``step(rng, path, state, beta, tuning, compiled=False) -> (state, accepted,
+        ``step(rng, path, state, beta, step_size, compiled=False) -> (state, accepted,
         nonfinite)``, one transition of every point (module docstring).
     evaluations_per_step : int
         Log-density (or gradient) evaluations per point per transition (for cost accounting).
     target_accept : float
-        The acceptance rate the pilot tunes the step size or scale towards.
+        The acceptance rate the pilot tunes the step size towards.
     needs_grad : bool
         Whether the states it moves carry gradients (HMC, GWG, ``hmc+gibbs``).
     adaptive : bool
-        Whether a per-rung scale or step size is tuned (HMC, RWM and the compound kernels).
+        Whether a per-rung step size is tuned (HMC, RWM and the compound kernels).
     n_leapfrog, n_flips, user_step, binary_mask, blocks, levels, continuous_mask, lowest
-        The settings its step was built with (``None`` where the kind has none): HMC's leapfrog
+        The settings its step was built with (``None`` where the kernel has none): HMC's leapfrog
         steps, the flips of ``"flip"``, the user's function, the binary entries, the Gibbs
         blocks (entries updated together) and the number of values of each entry, the entries
         that a compound kernel moves by HMC or RWM, the smallest value of each entry.
     """
 
-    kind: str
+    name: str
     step: Callable
     evaluations_per_step: int
     target_accept: float
@@ -112,15 +120,36 @@ class Kernel:
     lowest: np.ndarray | None = None
 
     @property
+    def continuous_name(self) -> str:
+        """The kernel of the continuous entries: ``"hmc"``, ``"rwm"`` or the name itself."""
+        return self.name.split("+")[0]
+
+    @property
+    def kind(self) -> str:
+        """Deprecated name of :attr:`name`."""
+        _renamed("kind", "name")
+        return self.name
+
+    @property
     def continuous_kind(self) -> str:
-        """The kernel of the continuous entries: ``"hmc"``, ``"rwm"`` or the kind itself."""
-        return self.kind.split("+")[0]
+        """Deprecated name of :attr:`continuous_name`."""
+        _renamed("continuous_kind", "continuous_name")
+        return self.continuous_name
+
+
+def _renamed(old: str, new: str) -> None:
+    warn_user(
+        f"Kernel.{old} is deprecated and will be removed: read Kernel.{new} instead.",
+        FutureWarning,
+    )
 
 
 def transition(
-    kernel: Kernel, rng, path: GeometricPath, state: PathState, beta, tuning, points_moved: int = 0
-):
-    """One transition of ``kernel`` at inverse temperatures ``beta`` with per-point ``tuning``.
+    kernel: Kernel, rng, path: GeometricPath, state: PathState, beta, step_size,
+    points_moved: int = 0,
+):  # fmt: skip
+    """One transition of ``kernel`` at inverse temperatures ``beta`` with per-point
+    ``step_size`` (module docstring).
 
     ``points_moved`` is the number of points the caller's run has moved before this transition
     (each sampler counts its own run's, from 0): from ``FUSE_AFTER_POINT_TRANSITIONS`` on, HMC
@@ -129,7 +158,7 @@ def transition(
     earlier runs on the same path.
     """
     compiled = points_moved >= FUSE_AFTER_POINT_TRANSITIONS
-    return kernel.step(rng, path, state, beta, tuning, compiled)
+    return kernel.step(rng, path, state, beta, step_size, compiled)
 
 
 def _check_blocks(blocks, dim: int) -> tuple[np.ndarray, ...]:
@@ -227,12 +256,12 @@ def _check_finite_discrete(target, kernel) -> None:
 
 # ---------------------------------------------------------------------- built kernels
 # Each builder binds one step function to its settings; the steps share the signature
-# (rng, path, state, beta, tuning, compiled=False) and ignore what they do not use.
+# (rng, path, state, beta, step_size, compiled=False) and ignore what they do not use.
 
 
 def _hmc_kernel(n_leapfrog: int) -> Kernel:
-    def step(rng, path, state, beta, tuning, compiled=False):
-        return hmc_step(rng, path, state, beta, tuning, n_leapfrog, compiled=compiled)
+    def step(rng, path, state, beta, step_size, compiled=False):
+        return hmc_step(rng, path, state, beta, step_size, n_leapfrog, compiled=compiled)
 
     return Kernel(
         "hmc", step, n_leapfrog, DEFAULT_TARGET_ACCEPT["hmc"], needs_grad=True, adaptive=True,
@@ -241,14 +270,14 @@ def _hmc_kernel(n_leapfrog: int) -> Kernel:
 
 
 def _rwm_kernel() -> Kernel:
-    def step(rng, path, state, beta, tuning, compiled=False):
-        return rwm_step(rng, path, state, beta, tuning)
+    def step(rng, path, state, beta, step_size, compiled=False):
+        return rwm_step(rng, path, state, beta, step_size)
 
     return Kernel("rwm", step, 1, DEFAULT_TARGET_ACCEPT["rwm"], adaptive=True)
 
 
 def _flip_kernel(binary_mask: np.ndarray, n_flips: int) -> Kernel:
-    def step(rng, path, state, beta, tuning, compiled=False):
+    def step(rng, path, state, beta, step_size, compiled=False):
         return flip_step(rng, path, state, beta, binary_mask, n_flips)
 
     return Kernel(
@@ -264,7 +293,7 @@ def _gibbs_evaluations(blocks: tuple[np.ndarray, ...], levels: np.ndarray) -> in
 
 
 def _gibbs_kernel(blocks: tuple[np.ndarray, ...], levels: np.ndarray, lowest=None) -> Kernel:
-    def step(rng, path, state, beta, tuning, compiled=False):
+    def step(rng, path, state, beta, step_size, compiled=False):
         return gibbs_step(rng, path, state, beta, blocks, levels, lowest)
 
     return Kernel(
@@ -274,7 +303,7 @@ def _gibbs_kernel(blocks: tuple[np.ndarray, ...], levels: np.ndarray, lowest=Non
 
 
 def _gwg_kernel(binary_mask: np.ndarray) -> Kernel:
-    def step(rng, path, state, beta, tuning, compiled=False):
+    def step(rng, path, state, beta, step_size, compiled=False):
         return gwg_step(rng, path, state, beta)
 
     return Kernel(
@@ -283,13 +312,13 @@ def _gwg_kernel(binary_mask: np.ndarray) -> Kernel:
 
 
 def _custom_kernel(user_step: Callable) -> Kernel:
-    def step(rng, path, state, beta, tuning, compiled=False):
+    def step(rng, path, state, beta, step_size, compiled=False):
         return custom_step(rng, path, state, beta, user_step)
 
     return Kernel("custom", step, 1, DEFAULT_TARGET_ACCEPT["custom"], user_step=user_step)
 
 
-def _compound_kernel(kind: str, target, n_leapfrog: int) -> Kernel:
+def _compound_kernel(name: str, target, n_leapfrog: int) -> Kernel:
     """HMC or RWM on the continuous entries, then a Gibbs sweep over the discrete ones."""
     if n_leapfrog < 1:
         raise EvidenceInputError("n_leapfrog must be a positive integer.")
@@ -297,24 +326,24 @@ def _compound_kernel(kind: str, target, n_leapfrog: int) -> Kernel:
     continuous = ~target.discrete_mask
     blocks = tuple(np.array([j]) for j in np.flatnonzero(target.discrete_mask))
     levels, lowest = target.finite_levels, target.lowest_values
-    with_hmc = kind == "hmc+gibbs"
+    with_hmc = name == "hmc+gibbs"
 
-    def move(rng, path, state, beta, tuning):
+    def move(rng, path, state, beta, step_size):
         if with_hmc:
-            return hmc_step(rng, path, state, beta, tuning, n_leapfrog, mask=continuous)
-        return rwm_step(rng, path, state, beta, tuning, mask=continuous)
+            return hmc_step(rng, path, state, beta, step_size, n_leapfrog, mask=continuous)
+        return rwm_step(rng, path, state, beta, step_size, mask=continuous)
 
-    def step(rng, path, state, beta, tuning, compiled=False):
+    def step(rng, path, state, beta, step_size, compiled=False):
         return compound_step(
-            rng, path, state, beta, tuning, move, blocks, levels, with_hmc, lowest
+            rng, path, state, beta, step_size, move, blocks, levels, with_hmc, lowest
         )
 
     # the continuous move's evaluations, the sweep's, and one more: the evaluation with
     # gradients after the sweep (rwm+gibbs, which has none, is charged it too)
     continuous_evaluations = n_leapfrog if with_hmc else 1
     return Kernel(
-        kind, step, continuous_evaluations + _gibbs_evaluations(blocks, levels) + 1,
-        DEFAULT_TARGET_ACCEPT[kind], needs_grad=with_hmc, adaptive=True,
+        name, step, continuous_evaluations + _gibbs_evaluations(blocks, levels) + 1,
+        DEFAULT_TARGET_ACCEPT[name], needs_grad=with_hmc, adaptive=True,
         n_leapfrog=n_leapfrog if with_hmc else None, blocks=blocks, levels=levels,
         continuous_mask=continuous, lowest=lowest,
     )  # fmt: skip
@@ -574,17 +603,17 @@ def custom_step(rng, path: GeometricPath, state: PathState, beta, user_step: Cal
 
 
 def compound_step(
-    rng, path: GeometricPath, state: PathState, beta, tuning, move: Callable, blocks, levels,
+    rng, path: GeometricPath, state: PathState, beta, step_size, move: Callable, blocks, levels,
     with_grad: bool, lowest=None,
 ):  # fmt: skip
-    """``move(rng, path, state, beta, tuning)`` (HMC or RWM on the continuous entries), then a
+    """``move(rng, path, state, beta, step_size)`` (HMC or RWM on the continuous entries), then a
     Gibbs sweep over the discrete entries ``blocks``; with ``with_grad`` the new points are
     evaluated with gradients for the next HMC move.
 
     The acceptance returned is that of the continuous move (what the step size adapts to); a
     point is flagged non-finite if either part met a non-finite density.
     """
-    state, accepted, nonfinite = move(rng, path, state, beta, tuning)
+    state, accepted, nonfinite = move(rng, path, state, beta, step_size)
     plain = PathState(state.x, state.log_p0, state.delta)
     state, _, nonfinite_gibbs = gibbs_step(rng, path, plain, beta, blocks, levels, lowest)
     if with_grad:
@@ -592,6 +621,11 @@ def compound_step(
     return state, accepted, nonfinite | nonfinite_gibbs
 
 
-def adapt_tuning(log_tuning: np.ndarray, accept_rate, target: float, gain: float = 1.0):
-    """Robbins-Monro step on the log scale: larger steps when accepting more than ``target``."""
-    return log_tuning + gain * (np.asarray(accept_rate) - target)
+def adapt_step_size(log_step_size: np.ndarray, accept_rate, target: float, gain: float = 1.0):
+    """Robbins-Monro step on the log step size: larger steps when accepting more than
+    ``target``; returns the new log step size."""
+    return log_step_size + gain * (np.asarray(accept_rate) - target)
+
+
+# The former name, still imported by pm_evidence.exploration; to be removed with it.
+adapt_tuning = adapt_step_size

@@ -13,6 +13,7 @@ import numpy as np
 from scipy.special import expit
 
 from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.utils import warn_user
 
 __all__ = ["LADDERS", "Ladder", "make_ladder"]
 
@@ -22,12 +23,28 @@ MAX_RUNGS = 10_000
 
 @dataclass(frozen=True)
 class Ladder:
-    """Rungs ``0 = beta_1 < ... < beta_K = 1`` with the kernel's tuning and the pilot's
+    """Rungs ``0 = beta_1 < ... < beta_K = 1`` with the kernel's step size and the pilot's
     ``log Z_beta`` at each, and how they were chosen (made by
-    ``PathPlan.ladder``; the samplers move along it)."""
+    ``PathPlan.ladder``; the samplers move along it).
+
+    Attributes
+    ----------
+    betas : numpy.ndarray (K,)
+        The inverse temperatures.
+    step_size : numpy.ndarray (K,)
+        The kernel's step size at each rung, tuned by the pilot and then held fixed: HMC's
+        leapfrog step size, or the random-walk proposal's scale (the size of a random-walk
+        step; :mod:`~pm_evidence.tempering.kernels`); 1 for kernels that take none. The
+        results report it as ``step_size``. It was ``tuning`` before (still readable, with a
+        ``FutureWarning``).
+    log_z_pilot : numpy.ndarray (K,)
+        The pilot's ``log Z_beta - log Z_0`` interpolated to the rungs.
+    how : str
+        How the rungs were chosen.
+    """
 
     betas: np.ndarray
-    tuning: np.ndarray
+    step_size: np.ndarray
     log_z_pilot: np.ndarray
     how: str
 
@@ -35,11 +52,21 @@ class Ladder:
     def n_rungs(self) -> int:
         return int(self.betas.size)
 
+    @property
+    def tuning(self) -> np.ndarray:
+        """Deprecated name of :attr:`step_size`."""
+        warn_user(
+            "Ladder.tuning is deprecated and will be removed: read Ladder.step_size instead.",
+            FutureWarning,
+        )
+        return self.step_size
+
     def reversed(self) -> Ladder:
         """The same rungs from ``beta = 1`` down to 0 (reverse annealing)."""
         return Ladder(
-            self.betas[::-1], self.tuning[::-1], self.log_z_pilot[::-1], f"{self.how}, reversed"
-        )
+            self.betas[::-1], self.step_size[::-1], self.log_z_pilot[::-1],
+            f"{self.how}, reversed",
+        )  # fmt: skip
 
 
 def make_ladder(

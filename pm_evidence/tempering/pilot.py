@@ -25,9 +25,9 @@ import numpy as np
 from scipy.optimize import brentq
 
 from pm_evidence.progress import long_run
-from pm_evidence.tempering.kernels import Kernel, adapt_tuning, transition
+from pm_evidence.tempering.kernels import Kernel, adapt_step_size, transition
 from pm_evidence.tempering.path import GeometricPath, PathState
-from pm_evidence.utils import kish_ess, log_mean_exp, normalized_weights
+from pm_evidence.utils import kish_ess, log_mean_exp, normalized_weights, warn_user
 
 __all__ = [
     "Pilot",
@@ -52,19 +52,28 @@ class Pilot(NamedTuple):
     betas: np.ndarray  # (J,) from 0 to 1
     length: np.ndarray  # (J,) thermodynamic length from beta = 0 to betas[j]
     delta_sd: np.ndarray  # (J,) sd_beta[Delta] of the moved particles
-    log_tuning: np.ndarray  # (J,) the kernel's tuned log step size (or log scale)
+    log_step_size: np.ndarray  # (J,) log of the kernel's tuned step size (Ladder.step_size)
     log_z: np.ndarray  # (J,) SMC estimate of log Z_beta - log Z_0
     n_evaluations: int
     final: PathState  # the particles at beta = 1 (equally weighted)
 
+    @property
+    def log_tuning(self) -> np.ndarray:
+        """Deprecated name of ``log_step_size``."""
+        warn_user(
+            "Pilot.log_tuning is deprecated and will be removed: read Pilot.log_step_size instead.",
+            FutureWarning,
+        )
+        return self.log_step_size
 
-def _initial_log_tuning(kernel: Kernel, state: PathState) -> float:
-    """A starting scale from the spread of reference draws (adapted afterwards)."""
+
+def _initial_log_step_size(kernel: Kernel, state: PathState) -> float:
+    """A starting log step size from the spread of reference draws (adapted afterwards)."""
     x = state.x if kernel.continuous_mask is None else state.x[:, kernel.continuous_mask]
     spread = float(np.median(np.std(x, axis=0))) if x.shape[0] > 1 else 1.0
     spread = spread if np.isfinite(spread) and spread > 0 else 1.0
     d = x.shape[1]
-    if kernel.continuous_kind == "rwm":
+    if kernel.continuous_name == "rwm":
         return float(np.log(2.38 * spread / np.sqrt(d)))
     return float(np.log(spread / d**0.25))  # HMC: eps ~ d^(-1/4)
 
@@ -166,8 +175,8 @@ def run_pilot(
     Pilot
     """
     state = path.sample_reference(rng, n_chains, with_grad=kernel.needs_grad)
-    log_step = _initial_log_tuning(kernel, state)
-    betas, log_tunings, log_zs, delta_sds = [0.0], [], [0.0], []
+    log_step = _initial_log_step_size(kernel, state)
+    betas, log_steps, log_zs, delta_sds = [0.0], [], [0.0], []
     n_eval = n_chains
     points_moved = 0  # the pilot is a run of its own (kernels.transition)
     beta, log_z = 0.0, 0.0
@@ -176,15 +185,15 @@ def run_pilot(
             steps = (n_adapt * (5 if beta == 0.0 else 1)) if kernel.adaptive else 1
             beta_vec = np.full(n_chains, beta)
             for _ in range(steps):
-                tuning = np.full(n_chains, np.exp(log_step))
+                step_size = np.full(n_chains, np.exp(log_step))
                 state, accepted, _ = transition(
-                    kernel, rng, path, state, beta_vec, tuning, points_moved
+                    kernel, rng, path, state, beta_vec, step_size, points_moved
                 )
                 points_moved += n_chains
                 if kernel.adaptive:
-                    log_step = adapt_tuning(log_step, accepted.mean(), kernel.target_accept)
+                    log_step = adapt_step_size(log_step, accepted.mean(), kernel.target_accept)
             n_eval += steps * n_chains * kernel.evaluations_per_step
-            log_tunings.append(float(log_step))
+            log_steps.append(float(log_step))
             finite = np.isfinite(state.delta)
             delta_sds.append(float(np.std(state.delta[finite])) if finite.sum() > 1 else 0.0)
             if beta >= 1.0:
@@ -214,7 +223,7 @@ def run_pilot(
     betas, delta_sds = np.asarray(betas), np.asarray(delta_sds)
     lengths = np.concatenate([[0.0], np.cumsum(step_lengths(betas, delta_sds))])
     return Pilot(
-        betas, lengths, delta_sds, np.asarray(log_tunings), np.asarray(log_zs), n_eval, state
+        betas, lengths, delta_sds, np.asarray(log_steps), np.asarray(log_zs), n_eval, state
     )
 
 
@@ -233,17 +242,17 @@ def length_at(pilot: Pilot, betas: np.ndarray) -> np.ndarray:
 
 
 def ladder_from_pilot(pilot: Pilot, n_rungs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    r"""``n_rungs`` rungs at equal thermodynamic length apart, with the pilot's tuning and
+    r"""``n_rungs`` rungs at equal thermodynamic length apart, with the pilot's step size and
     ``log Z_beta`` interpolated to them.
 
     Within a pilot step ``s(beta)`` is hyperbolic (:func:`step_lengths`), so the length from the
     step's start ``beta_j`` is ``c log(1 + s_j (beta - beta_j) / c)``, and the rung at length
     ``l`` into the step is ``beta_j + (c / s_j)(exp(l / c) - 1)`` (``beta_j + l / s_j`` for a
-    constant ``s``). Tuning and ``log Z_beta`` are interpolated linearly in ``beta``.
+    constant ``s``). The log step size and ``log Z_beta`` are interpolated linearly in ``beta``.
 
     Returns
     -------
-    betas, tuning, log_z : numpy.ndarray (n_rungs,)
+    betas, step_size, log_z : numpy.ndarray (n_rungs,)
         The ladder (``0`` and ``1`` included), the step size per rung and the pilot's
         ``log Z_beta`` there.
     """
@@ -264,6 +273,6 @@ def ladder_from_pilot(pilot: Pilot, n_rungs: int) -> tuple[np.ndarray, np.ndarra
     if np.any(np.diff(betas) <= 0):  # a zero-length stretch: spread those rungs evenly
         betas = np.unique(betas)
         betas = np.interp(np.linspace(0, betas.size - 1, n_rungs), np.arange(betas.size), betas)
-    tuning = np.exp(np.interp(betas, pilot.betas, pilot.log_tuning))
+    step_size = np.exp(np.interp(betas, pilot.betas, pilot.log_step_size))
     log_z = np.interp(betas, pilot.betas, pilot.log_z)
-    return betas, tuning, log_z
+    return betas, step_size, log_z

@@ -124,7 +124,7 @@ def anneal(
     points_moved: int = 0,
 ) -> AnnealRecord:
     r"""Anneal the points ``state`` (drawn from ``f_{beta_1}``) along ``ladder``'s rungs, each
-    rung's transitions at its tuning.
+    rung's transitions at its step size.
 
     At each rung ``k = 2..K``: ``log w += (beta_k - beta_{k-1}) Delta(x)`` at the current point,
     then ``n_steps`` transitions leaving ``f_{beta_k}`` invariant (seed 000 eq. (8); seed 001).
@@ -137,7 +137,12 @@ def anneal(
     estimate ``Z``).
     """
     settings = settings or AnnealSettings()
-    betas, tuning, n_steps, store = ladder.betas, ladder.tuning, settings.n_steps, settings.store
+    betas, step_size, n_steps, store = (
+        ladder.betas,
+        ladder.step_size,
+        settings.n_steps,
+        settings.store,
+    )
     n_chains, n_rungs = state.x.shape[0], betas.size
     log_w = np.zeros(n_chains)
     delta = np.empty((n_rungs, n_chains)) if store else None
@@ -151,10 +156,10 @@ def anneal(
         for k in range(1, n_rungs):
             log_w = log_w + _increment(state, betas[k] - betas[k - 1])
             beta_vec = np.full(n_chains, betas[k])
-            tune_vec = np.full(n_chains, tuning[k])
+            step_vec = np.full(n_chains, step_size[k])
             for _ in range(n_steps):
                 state, accepted, bad = transition(
-                    kernel, rng, path, state, beta_vec, tune_vec, points_moved
+                    kernel, rng, path, state, beta_vec, step_vec, points_moved
                 )
                 points_moved += n_chains
                 acceptance[k] += accepted.mean() / n_steps
@@ -179,7 +184,7 @@ def sample_at_beta(
     kernel: Kernel,
     state: PathState,
     beta: float,
-    tuning: float,
+    step_size: float,
     *,
     n_transitions: int,
     progressbar: bool = True,
@@ -188,10 +193,10 @@ def sample_at_beta(
     """``n_transitions`` transitions of every point at one fixed ``beta`` (burn-in, or draws
     of ``f_beta`` for models NUTS cannot sample); returns the last points."""
     n = state.x.shape[0]
-    beta_vec, tune_vec = np.full(n, float(beta)), np.full(n, float(tuning))
+    beta_vec, step_vec = np.full(n, float(beta)), np.full(n, float(step_size))
     with long_run(n_transitions, description, progressbar) as run:
         for t in range(n_transitions):  # a run of its own: t * n points moved before
-            state, _, _ = transition(kernel, rng, path, state, beta_vec, tune_vec, t * n)
+            state, _, _ = transition(kernel, rng, path, state, beta_vec, step_vec, t * n)
             run.advance()
             if run.interrupted:
                 raise KeyboardInterrupt(f"{description} interrupted; nothing to return.")
@@ -380,7 +385,7 @@ def temper(
     rungs of ``ladder``, with prior weights ``log r_k`` and normalizer estimates ``log Zhat_k``.
 
     Each sweep: ``n_steps`` transitions of ``x`` leaving ``f_{beta}`` invariant at each chain's
-    current rung (at that rung's tuning), then ``beta | x ~ q(beta | x)`` (eq. (7)). The running
+    current rung (at that rung's step size), then ``beta | x ~ q(beta | x)`` (eq. (7)). The running
     sums of :class:`TemperedRecord` are updated after the ``x`` move. ``chains.rung=None`` draws
     the first rungs from ``q(beta | x)``.
 
@@ -388,7 +393,7 @@ def temper(
     cover the sweeps completed (``interrupted=True``); otherwise it raises
     :class:`KeyboardInterrupt`.
     """
-    betas, tuning, state, rung = ladder.betas, ladder.tuning, chains.points, chains.rung
+    betas, step_size, state, rung = ladder.betas, ladder.step_size, chains.points, chains.rung
     points_moved = chains.points_moved
     n_sweeps, n_steps, n_time_batches = settings.n_sweeps, settings.n_steps, settings.n_time_batches
     record, description = settings.record, settings.description
@@ -414,7 +419,7 @@ def temper(
         for t in range(n_sweeps):
             for _ in range(n_steps):
                 state, accepted, bad = transition(
-                    kernel, rng, path, state, betas[rung], tuning[rung], points_moved
+                    kernel, rng, path, state, betas[rung], step_size[rung], points_moved
                 )
                 points_moved += n_chains
                 accepted_sum += np.bincount(rung, weights=accepted, minlength=n_rungs)
