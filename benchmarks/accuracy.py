@@ -30,7 +30,7 @@ MODELS = {
 METHODS = {
     "bridge (normal)": lambda m, idata, s: pme.bridge_sampling(m, idata=idata, random_seed=s),
     "bridge (warp3)": lambda m, idata, s: pme.bridge_sampling(
-        m, idata=idata, method="warp3", random_seed=s
+        m, idata=idata, reference="warp3", random_seed=s
     ),
     "ds": lambda m, idata, s: pme.discriminance_sampling(m, idata=idata, random_seed=s),
     "is (student_t)": lambda m, idata, s: pme.importance_sampling(m, idata=idata, random_seed=s),

@@ -446,8 +446,8 @@ def bridge_sampling(
     ``log_z_repetitions``.
 
     The result's ``method`` is ``"bridge"`` for the normal reference and ``"bridge_warp3"`` for
-    warp-3; ``marginal_likelihood(model, method="bridge", proposal="warp3")`` reaches it too
-    (there ``reference=`` is the reference of the other methods of a list).
+    warp-3; ``marginal_likelihood(model, method="bridge", reference="warp3")`` reaches it too
+    (in a list of methods, ``reference=`` is the reference of every method that takes one).
 
     Parameters
     ----------

@@ -73,16 +73,24 @@ def marginal_likelihood(
     progressbar : bool
         Show progress bars (NUTS, annealing, tempering).
     **kwargs
-        Options: those of the plain methods (``reference=``, ``n_reference=``, or
-        ``proposal="warp3"`` for ``"bridge"``, whose result is then labelled
-        ``"bridge_warp3"``); for the path methods the option objects ``path=``
-        (:class:`~pm_evidence.PathOptions`), ``annealing=``
-        (:class:`~pm_evidence.AnnealingOptions`), ``tempering=``
-        (:class:`~pm_evidence.TemperingOptions`) or any of their fields by name
-        (``target_se=0.005``, ``n_chains=200``; a field of both annealing and tempering options
-        sets both), and ``version`` (ads), ``variant``/``corrected`` (ti); NUTS options
+        Options: the option objects ``posterior=`` (:class:`~pm_evidence.PosteriorOptions`)
+        and ``bridge=`` (:class:`~pm_evidence.BridgeOptions`) of the methods on posterior
+        draws, ``path=`` (:class:`~pm_evidence.PathOptions`), ``annealing=``
+        (:class:`~pm_evidence.AnnealingOptions`) and ``tempering=``
+        (:class:`~pm_evidence.TemperingOptions`) of the path methods, or any of their fields by
+        name (``reference="warp3"``, ``n_reference=``, ``target_se=0.005``, ``n_chains=200``);
+        the methods' own options ``version`` (ads), ``variant``/``corrected`` (ti); NUTS options
         (``draws``, ``tune``, ``chains``, ``sample_kwargs``). With a list, every method receives
-        the options it accepts; an option no requested method takes is an error.
+        the options it accepts: an option object goes to every method that takes it, and a
+        field given by name to every method that has it, over the object's value
+        (``reference=`` sets the reference of every listed method, bridge included;
+        ``posterior=PosteriorOptions(reference=...)`` only those on posterior draws,
+        ``path=PathOptions(reference=...)`` only the path methods). An option no requested
+        method takes is an error. With ``method="auto"``, ``reference=`` is the path method's
+        reference (AIS's; bridge keeps its normal fitted to NUTS draws, so that the pair
+        shares no reference). ``proposal=`` (bridge's reference alone) is deprecated: a
+        ``FutureWarning``; pass ``reference=``. Bridge's result is labelled by its reference
+        when not the default (``"bridge_warp3"``).
 
     Returns
     -------
@@ -197,6 +205,43 @@ def _path_estimate(name: str, runs: _PathRuns, kwargs: dict) -> Evidence:
     return row.estimate(run, **{k: kwargs[k] for k in row.options if k in kwargs})
 
 
+# Deprecated options of marginal_likelihood: old name -> (the method it is for, its option
+# there). ``proposal=`` was bridge's reference when ``reference=`` did not reach bridge in a
+# list; it keeps that meaning (bridge's alone, over ``reference=``) with a FutureWarning.
+_DEPRECATED_OPTIONS = {"proposal": ("bridge", "reference")}
+
+
+def _deprecated_options(methods: list[str], kwargs: dict) -> tuple[dict, dict]:
+    """``kwargs`` without the deprecated options of :data:`_DEPRECATED_OPTIONS` whose method is
+    listed, and those options by method (``{"bridge": {"reference": "warp3"}}``), with a
+    ``FutureWarning`` each. A deprecated option whose method is not listed stays in
+    ``kwargs``, for :func:`check_options` to refuse."""
+    kwargs, only = dict(kwargs), {}
+    for old, (name, option) in _DEPRECATED_OPTIONS.items():
+        if old not in kwargs or name not in methods:
+            continue
+        value = kwargs.pop(old)
+        only.setdefault(name, {})[option] = value
+        warn_user(
+            f"marginal_likelihood({old}=...) is deprecated and will be removed: pass "
+            f"{option}={value!r} instead (in a list of methods it sets the {option} of every "
+            f"method that takes one, {name} included).",
+            FutureWarning,
+        )
+    return kwargs, only
+
+
+def _for_the_path_methods(kwargs: dict, reference) -> dict:
+    """``kwargs`` with ``reference`` given to the path methods alone, as
+    ``path=PathOptions(reference=...)`` (the user's path options with that field replaced):
+    ``method="auto"``'s path method starts from it, its bridge keeps its own reference."""
+    kwargs = {k: v for k, v in kwargs.items() if k != "reference"}
+    path = kwargs.get("path")
+    if path is None or isinstance(path, PathOptions):  # anything else: refused by _options
+        kwargs["path"] = replace(path or PathOptions(), reference=reference)
+    return kwargs
+
+
 def _plain_estimate(name: str, target, idata, seed, progressbar, kwargs) -> Evidence:
     row = registry.method(name)
     own = {k: kwargs[k] for k in row.options if k in kwargs}
@@ -252,6 +297,8 @@ def _auto(target, idata, random_seed, progressbar, kwargs) -> Evidence:
     primary, check = auto_pair(target)
     skipped = exploration_skipped(target, kwargs)
     if skipped:
+        if "reference" in kwargs:  # the path method's (the pair shares no reference)
+            kwargs = _for_the_path_methods(kwargs, kwargs["reference"])
         pair = _marginal_likelihood(
             target, [primary, check], idata, random_seed, progressbar, kwargs
         )
@@ -266,7 +313,7 @@ def _auto(target, idata, random_seed, progressbar, kwargs) -> Evidence:
     sampling = {k: v for k, v in kwargs.items() if k in SAMPLE_KEYS}
     plan = posterior_plan(target, idata, rng=rngs["posterior"], progressbar=progressbar, **sampling)
     exploration = explore(target, rngs["exploration"], progressbar=progressbar)
-    options = {**kwargs, "reference": exploration.reference()}
+    options = _for_the_path_methods(kwargs, exploration.reference())
     pair = _marginal_likelihood(target, [primary, check], plan, seed, progressbar, options)
     if check not in pair:
         return pair[primary]
@@ -387,6 +434,7 @@ def _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs)
         registry.method(name)  # an unknown name is an error that lists the valid ones
     if len(set(methods)) != len(methods):
         raise EvidenceInputError(f"A method is listed twice in {methods}.")
+    kwargs, only = _deprecated_options(methods, kwargs)
     check_options(methods, kwargs)
     label = ", ".join(methods)
     with status(
@@ -414,7 +462,8 @@ def _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs)
     for name in methods:
         try:
             if registry.method(name).family == "posterior":
-                results[name] = _plain_estimate(name, target, idata, seed, progressbar, kwargs)
+                options = {**kwargs, **only.get(name, {})}
+                results[name] = _plain_estimate(name, target, idata, seed, progressbar, options)
             else:
                 results[name] = _path_estimate(name, runs, kwargs)
         except KeyboardInterrupt:
@@ -445,5 +494,7 @@ def _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs)
 
 def _needs_posterior_draws(name: str, kwargs: dict) -> bool:
     """Whether a method on posterior draws reads them: all do except importance sampling from
-    a reference that is not fitted to them (``reference="prior"`` or a Reference object)."""
-    return name != "is" or reference_needs_draws(kwargs.get("reference"))
+    a reference that is not fitted to them (``reference="prior"`` or a Reference object, by
+    name or in ``posterior=``)."""
+    reference = kwargs.get("reference", getattr(kwargs.get("posterior"), "reference", None))
+    return name != "is" or reference_needs_draws(reference)

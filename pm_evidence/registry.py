@@ -109,8 +109,9 @@ class Method:
     options : tuple of str
         The keyword options ``marginal_likelihood`` hands ``estimate`` (beyond NUTS options
         and, for the path family, the option objects and their fields): the path family's own
-        options; the posterior family's option fields (bridge's ``reference`` under the name
-        ``proposal``, since in a list ``reference=`` is the other methods').
+        options; the posterior family's option objects and their fields. In a list, an option
+        object goes to every method that takes it and a field given by name to every method
+        with a field of that name (``reference=`` to all of them, bridge included).
     run : str or None
         Path family: the key of ``RUN_KINDS`` it reads.
     stream : str
@@ -149,19 +150,12 @@ class Method:
 _POSTERIOR_OBJECTS = {"posterior": PosteriorOptions}
 
 
-def _posterior(name, estimate, function, objects=_POSTERIOR_OBJECTS, in_lists=None, **row):
-    """A row of the posterior family: ``marginal_likelihood`` hands it the fields of its option
-    objects by name (``in_lists``: a field's other name there)."""
-    in_lists = in_lists or {}
-    options = tuple(in_lists.get(f, f) for cls in objects.values() for f in field_names(cls))
+def _posterior(name, estimate, function, objects=_POSTERIOR_OBJECTS, **row):
+    """A row of the posterior family: ``marginal_likelihood`` hands it its option objects and
+    their fields by name."""
+    fields_ = tuple(f for cls in objects.values() for f in field_names(cls))
+    options = (*objects, *fields_)
     return Method(name, "posterior", estimate, function, objects, options=options, **row)
-
-
-def _bridge_in_a_list(target, *, proposal: str = "auto", **options):
-    """:func:`~pm_evidence.bridge_sampling` as ``marginal_likelihood`` calls it: its reference
-    is named ``proposal`` there (``reference=`` is the other methods' in a list, and
-    ``method="auto"`` passes the exploration's mixture to AIS under that name)."""
-    return bridge_sampling(target, reference=proposal, **options)
 
 
 def _combination(rule: str) -> Method:
@@ -186,9 +180,8 @@ _ROWS = (
     _posterior("ris", reverse_importance_sampling, "reverse_importance_sampling", stream="ris",
                bias="upper bound"),
     _posterior("ds", discriminance_sampling, "discriminance_sampling", stream="ds"),
-    _posterior("bridge", _bridge_in_a_list, "bridge_sampling",
-               {**_POSTERIOR_OBJECTS, "bridge": BridgeOptions}, {"reference": "proposal"},
-               stream="bridge"),
+    _posterior("bridge", bridge_sampling, "bridge_sampling",
+               {**_POSTERIOR_OBJECTS, "bridge": BridgeOptions}, stream="bridge"),
     _combination("average"),
     _combination("weighted"),
     _combination("selection"),

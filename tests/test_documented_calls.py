@@ -354,7 +354,8 @@ def test_checker_catches_a_method_that_raises():
 
 
 def test_checker_accepts_what_runs():
-    assert check_code('pme.marginal_likelihood(m, method="bridge", proposal="warp3")') == []
+    assert check_code('pme.marginal_likelihood(m, method="bridge", reference="warp3")') == []
+    assert check_code('pme.marginal_likelihood(m, method=["bridge", "is"], reference="normal")') == []
     assert check_code('pme.bridge_sampling(m, reference="warp3", repetitions=3, draws=500)') == []
     assert check_code("pme.mbar(m, tempering=pme.TemperingOptions(), n_chains=100)") == []
     assert check_code("pme.marginal_likelihood(m, target_se=0.002, n_chains=200)") == []
@@ -380,6 +381,7 @@ ev = pme.path_estimators.ti(tempered, variant="rb", corrected=True)
         "from pm_evidence import no_such_name",
         'pme.marginal_likelihood(m, method="bridge", propsal="warp3")',
         'pme.marginal_likelihood(m, method="ais", proposal="warp3")',  # a bridge option
+        'pme.marginal_likelihood(m, method="bridge", proposal="warp3")',  # deprecated: reference=
         'pme.marginal_likelihood(m, method=["auto", "ais"])',
         "pme.marginal_likelihood(m, no_such_option=1)",
         "pme.bayes_factor(ev1, ev0, check=False)",

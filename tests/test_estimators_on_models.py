@@ -31,12 +31,12 @@ def test_method_matches_exact(exact_case, method):
 
 def test_bridge_warp3_matches_exact(inverse_gamma_case):
     ev = pme.bridge_sampling(
-        inverse_gamma_case.model, idata=inverse_gamma_case.idata, method="warp3", random_seed=3
+        inverse_gamma_case.model, idata=inverse_gamma_case.idata, reference="warp3", random_seed=3
     )
     assert_within_se(ev, inverse_gamma_case.exact)
     # warp-3 matches skewness: on this skewed posterior it is more precise than "normal"
     ev_normal = pme.bridge_sampling(
-        inverse_gamma_case.model, idata=inverse_gamma_case.idata, method="normal", random_seed=3
+        inverse_gamma_case.model, idata=inverse_gamma_case.idata, reference="normal", random_seed=3
     )
     assert ev.se < ev_normal.se
 
@@ -98,7 +98,7 @@ def test_bridge_repetitions(inverse_gamma_case):
     ev = pme.bridge_sampling(
         inverse_gamma_case.model,
         idata=inverse_gamma_case.idata,
-        method="warp3",
+        reference="warp3",
         repetitions=3,
         random_seed=9,
     )

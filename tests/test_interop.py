@@ -278,16 +278,16 @@ def test_methods_is_a_read_only_tuple_and_the_readme_table_is_true():
         for name in re.findall(r'`"([a-z0-9_]+)"`', cells[0]):
             assert name in pme.METHODS, name
         for option in re.findall(r'`(\w+)="([a-z0-9_]+)"`', cells[1]):
-            assert option[0] == "proposal", option
+            assert option[0] == "reference", option
         for function in re.findall(r"`(\w+)`", cells[-1]):
             assert callable(getattr(pme, function)), function
 
 
-def test_bridge_proposal_reaches_marginal_likelihood(normal_mean_case):
+def test_bridge_reference_reaches_marginal_likelihood(normal_mean_case):
     ev = pme.marginal_likelihood(
         normal_mean_case.model,
         method="bridge",
-        proposal="warp3",
+        reference="warp3",
         idata=normal_mean_case.idata,
         random_seed=1,
     )

@@ -215,7 +215,7 @@ def test_warp3_cannot_be_symmetrized_and_says_so(mixture, mixture_draws):
     model, _, _ = mixture
     with pytest.warns(UserWarning, match="warp-3's reflection"):
         ev = pme.bridge_sampling(model, idata=mixture_draws[1], random_seed=1,
-                                 progressbar=False, proposal="warp3")  # fmt: skip
+                                 progressbar=False, reference="warp3")  # fmt: skip
     assert not ev.reliable
 
 

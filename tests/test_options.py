@@ -41,17 +41,58 @@ def test_the_new_names_do_not_warn(case):
         pme.bridge_sampling(**case, reference="normal", n_reference=2000)
 
 
-def test_marginal_likelihood_keeps_proposal_for_bridge(case):
-    """In a list ``reference=`` goes to every other method, so bridge's is ``proposal=`` there,
-    without a warning, and reaches ``bridge_sampling(reference=)``."""
+def test_reference_in_a_list_is_every_methods_bridge_included(case):
+    """In a list, a field given by name goes to every method that has it: ``reference=`` is
+    bridge's too, and each result is the method's alone (its own stream)."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)
+        listed = pme.marginal_likelihood(
+            **case, method=["bridge", "is"], reference="warp3", n_reference=2000,
+            progressbar=False,
+        )  # fmt: skip
+    _same(listed["bridge"], pme.bridge_sampling(**case, reference="warp3", n_reference=2000))
+    _same(listed["is"], pme.importance_sampling(**case, reference="warp3", n_reference=2000))
+    assert listed["bridge"].method == "bridge_warp3"
+
+
+def test_marginal_likelihood_takes_the_posterior_option_objects(case):
+    """``posterior=`` and ``bridge=`` reach the methods on posterior draws that take them, as
+    ``path=`` reaches the path methods; a field by name replaces the object's value."""
+    posterior = pme.PosteriorOptions(reference="warp3", n_reference=1500)
+    bridge = pme.BridgeOptions(repetitions=2)
+    listed = pme.marginal_likelihood(
+        **case, method=["bridge", "ds"], posterior=posterior, bridge=bridge, n_reference=1000,
+        progressbar=False,
+    )  # fmt: skip
+    _same(
+        listed["bridge"],
+        pme.bridge_sampling(**case, reference="warp3", repetitions=2, n_reference=1000),
+    )
+    _same(listed["ds"], pme.discriminance_sampling(**case, posterior=posterior, n_reference=1000))
+
+
+def test_marginal_likelihood_proposal_is_deprecated_and_keeps_its_meaning(case):
+    """``proposal=`` was bridge's reference alone in a list: it still is (over ``reference=``,
+    which the other methods take), with a FutureWarning naming ``reference=``."""
+    message = (
+        r"marginal_likelihood\(proposal=\.\.\.\) is deprecated and will be removed: pass "
+        r"reference='warp3' instead"
+    )
+    with pytest.warns(FutureWarning, match=message):
         listed = pme.marginal_likelihood(
             **case, method=["bridge", "is"], proposal="warp3", reference="normal",
             n_reference=2000, progressbar=False,
         )  # fmt: skip
     _same(listed["bridge"], pme.bridge_sampling(**case, reference="warp3", n_reference=2000))
     _same(listed["is"], pme.importance_sampling(**case, reference="normal", n_reference=2000))
+    with pytest.warns(FutureWarning, match=message):
+        alone = pme.marginal_likelihood(
+            **case, method="bridge", proposal="warp3", n_reference=2000, progressbar=False
+        )
+    _same(alone, listed["bridge"])
+    # a method list without bridge refuses it, as any option no listed method takes
+    with pytest.raises(EvidenceInputError, match=r"Options \['proposal'\] are not accepted"):
+        pme.marginal_likelihood(**case, method="is", proposal="warp3")
 
 
 def test_an_option_object_is_its_fields_by_name(case):
@@ -84,3 +125,17 @@ def test_auto_reference_is_the_methods_default(case):
         pme.bridge_sampling(**case, reference="auto", n_reference=2000),
         pme.bridge_sampling(**case, reference="normal", n_reference=2000),
     )
+
+
+def test_auto_gives_reference_to_its_path_method_alone(case):
+    """``method="auto"`` hands ``reference=`` to its path method only (as
+    ``path=PathOptions(reference=...)``): bridge keeps its normal fitted to the draws, so the
+    pair shares no reference; each half is the method's result alone."""
+    auto = pme.marginal_likelihood(**case, reference="prior", progressbar=False)
+    bridge = pme.marginal_likelihood(**case, method="bridge", progressbar=False)
+    ais = pme.marginal_likelihood(**case, method="ais", reference="prior", progressbar=False)
+    assert bridge.diagnostics["proposal"] == "normal" and ais.diagnostics["reference"] == "prior"
+    pair = {auto.method: auto.log_z, auto.diagnostics["auto_other_method"]:
+            auto.diagnostics["auto_other_log_z"]}  # fmt: skip
+    assert pair == {"bridge": bridge.log_z, "ais": ais.log_z}
+    assert auto.diagnostics["exploration"].startswith("skipped: a reference or path options")
