@@ -175,17 +175,18 @@ class _PathRuns:
             )  # fmt: skip
         return self._plan
 
-    def run(self, kind: str):
-        if kind not in self._runs:
-            run_kind = registry.RUN_KINDS[kind]
+    def run(self, name: str):
+        """The run of ``registry.RUN_KINDS[name]``, made on first use."""
+        if name not in self._runs:
+            run_kind = registry.RUN_KINDS[name]
             if run_kind.options is TemperingOptions:
                 options = replace(self.tempering, record=self.record or self.tempering.record)
             else:
                 options = self.annealing
-            self._runs[kind] = run_kind.make(
-                self.plan(), options, rng=self.rngs[kind], progressbar=self.progressbar
+            self._runs[name] = run_kind.make(
+                self.plan(), options, rng=self.rngs[name], progressbar=self.progressbar
             )
-        return self._runs[kind]
+        return self._runs[name]
 
 
 def _options(cls, given, kwargs: dict, names: set[str]):
