@@ -44,7 +44,7 @@ class LogZTracker:
         The model (from the context if omitted). Its changing parameters must be ``pm.Data``.
     n_chains, n_rungs, ladder, beta_min, prior_r, kernel, blocks, reference
         As :func:`pm_evidence.rao_blackwellized_tempered_sampling` (the reference, the ladder
-        and the kernel's tuning are fixed at construction; pass a reference that stays
+        and the kernel's step size are fixed at construction; pass a reference that stays
         sensible while the model changes, e.g. the data base rate of an RBM). Two defaults
         differ from :class:`~pm_evidence.runs.TemperingOptions`': 200 chains, not 1000 (every
         :meth:`update` sweeps all of them), and a linear ladder of 100 rungs, not the adaptive

@@ -625,7 +625,3 @@ def adapt_step_size(log_step_size: np.ndarray, accept_rate, target: float, gain:
     """Robbins-Monro step on the log step size: larger steps when accepting more than
     ``target``; returns the new log step size."""
     return log_step_size + gain * (np.asarray(accept_rate) - target)
-
-
-# The former name, still imported by pm_evidence.exploration; to be removed with it.
-adapt_tuning = adapt_step_size
