@@ -56,8 +56,7 @@ from pm_evidence.references import (
 from pm_evidence.target import LogDensity
 from pm_evidence.tempering.kernels import adapt_step_size, make_kernel, transition
 from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
-from pm_evidence.tempering.pilot import next_beta, systematic_resample, take
-from pm_evidence.utils import log_mean_exp, normalized_weights
+from pm_evidence.tempering.pilot import smc_step, take
 
 __all__ = [
     "Coverage",
@@ -382,13 +381,12 @@ def explore(
                     f"The exploration needed more than {options.max_rungs} rungs to reach "
                     f"beta = 1 (at beta = {beta:.3g})."
                 )
-            new_beta, _ = next_beta(state.delta, beta, options.ess_fraction)
-            finite = np.isfinite(state.delta)
-            with np.errstate(invalid="ignore"):
-                increment = np.where(finite, (new_beta - beta) * state.delta, -np.inf)
-            log_z += float(log_mean_exp(increment))
-            state = take(state, systematic_resample(rng, normalized_weights(increment)))
-            beta = new_beta
+            if not np.isfinite(state.delta).any():
+                raise RuntimeError(
+                    "Every particle of the exploration lies where the likelihood is zero."
+                )
+            state, beta, log_increment = smc_step(rng, state, beta, options.ess_fraction)
+            log_z += log_increment
             betas.append(beta)
             bar.advance()
             if bar.interrupted:

@@ -1888,10 +1888,26 @@ def zoo(
     KeyError
         If a name is not in the zoo (the message lists the known names).
     """
-    selected = ZOO
+    return select_entries(ZOO, names, tags)
+
+
+def select_entries(
+    entries: tuple[ZooModel, ...],
+    names: Iterable[str] | None = None,
+    tags: Iterable[str] | None = None,
+) -> tuple[ZooModel, ...]:
+    """The ``entries`` named in ``names`` and/or carrying any of ``tags`` (all when both are
+    None), in their order.
+
+    Raises
+    ------
+    KeyError
+        If a name is not among the entries (the message lists the known names).
+    """
+    selected = entries
     if names is not None:
         names = list(names)
-        known = {m.name for m in ZOO}
+        known = [m.name for m in entries]
         unknown = [n for n in names if n not in known]
         if unknown:
             raise KeyError(f"Unknown zoo models {unknown}; known: {sorted(known)}.")

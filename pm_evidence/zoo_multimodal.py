@@ -51,6 +51,7 @@ from pm_evidence.testing import (
     _leggauss,
     _log_normal_interval,
     _normal_mean_log_evidence,
+    select_entries,
 )
 
 __all__ = [
@@ -630,18 +631,7 @@ def multimodal_zoo(names=None, tags=None) -> tuple[ZooModel, ...]:
     KeyError
         If a name is not in the collection (the message lists the known names).
     """
-    selected = MULTIMODAL_ZOO
-    if names is not None:
-        names = list(names)
-        known = [m.name for m in MULTIMODAL_ZOO]
-        unknown = [n for n in names if n not in known]
-        if unknown:
-            raise KeyError(f"Unknown multimodal zoo models {unknown}; known: {known}.")
-        selected = tuple(m for m in selected if m.name in names)
-    if tags is not None:
-        wanted = set(tags)
-        selected = tuple(m for m in selected if m.tags & wanted)
-    return selected
+    return select_entries(MULTIMODAL_ZOO, names, tags)
 
 
 # --- the unit-cube form (nested samplers) -----------------------------------------------------

@@ -35,6 +35,7 @@ __all__ = [
     "length_at",
     "next_beta",
     "run_pilot",
+    "smc_step",
     "step_lengths",
     "systematic_resample",
     "take",
@@ -130,6 +131,30 @@ def systematic_resample(rng, weights: np.ndarray) -> np.ndarray:
     return np.minimum(np.searchsorted(np.cumsum(weights), positions), n - 1)
 
 
+def smc_step(
+    rng: np.random.Generator, state: PathState, beta: float, ess_fraction: float
+) -> tuple[PathState, float, float]:
+    """One step of adaptive tempered SMC: the next ``beta'`` by the conditional-ESS rule
+    (:func:`next_beta`), the incremental weights ``w_i = exp((beta' - beta) Delta(x_i))`` (zero
+    outside the target's support), and systematic resampling by them.
+
+    Returns
+    -------
+    state : PathState
+        The resampled particles (equally weighted at ``beta'``).
+    new_beta : float
+    log_increment : float
+        ``log mean w``, this step's term of the SMC estimate of ``log Z`` (seed 000 eq. (8)
+        with resampling).
+    """
+    finite = np.isfinite(state.delta)
+    new_beta, _ = next_beta(state.delta, beta, ess_fraction)
+    with np.errstate(invalid="ignore"):
+        increment = np.where(finite, (new_beta - beta) * state.delta, -np.inf)
+    resampled = take(state, systematic_resample(rng, normalized_weights(increment)))
+    return resampled, new_beta, float(log_mean_exp(increment))
+
+
 def take(state: PathState, idx: np.ndarray) -> PathState:
     """The rows ``idx`` of every array of ``state``."""
     return PathState(*(None if a is None else a[idx] for a in state))
@@ -209,12 +234,8 @@ def run_pilot(
                     "Every pilot particle lies where the target's density is zero; the "
                     "reference does not overlap the posterior's support."
                 )
-            new_beta, _ = next_beta(state.delta, beta, ess_fraction)
-            with np.errstate(invalid="ignore"):
-                increment = np.where(finite, (new_beta - beta) * state.delta, -np.inf)
-            log_z += float(log_mean_exp(increment))
-            state = take(state, systematic_resample(rng, normalized_weights(increment)))
-            beta = new_beta
+            state, beta, log_increment = smc_step(rng, state, beta, ess_fraction)
+            log_z += log_increment
             betas.append(beta)
             log_zs.append(log_z)
             bar.advance()
