@@ -38,6 +38,7 @@ napoleon_type_aliases.update(
         "DataTree": "~xarray.DataTree",
         "TensorVariable": "~pytensor.tensor.TensorVariable",
         "GeometricPath": "~pm_evidence.tempering.path.GeometricPath",
+        "PathState": "~pm_evidence.tempering.path.PathState",
         "Kernel": "~pm_evidence.tempering.kernels.Kernel",
         "Pilot": "~pm_evidence.tempering.pilot.Pilot",
         "AnnealRecord": "~pm_evidence.tempering.samplers.AnnealRecord",

@@ -140,8 +140,8 @@ def smc_step(
 
     Returns
     -------
-    state
-        The resampled particles, a ``PathState`` (equally weighted at ``beta'``).
+    state : PathState
+        The resampled particles (equally weighted at ``beta'``).
     new_beta : float
     log_increment : float
         ``log mean w``, this step's term of the SMC estimate of ``log Z`` (seed 000 eq. (8)
