@@ -161,6 +161,7 @@ def test_auto_on_the_trimodal_mixture_of_the_multimodal_zoo():
     assert abs(ev.log_z - gold) < 4 * ev.se or not ev.reliable
 
 
+@pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason="a narrow mode that takes over only near beta = 1 is "
                    "found by no sampler here (issue 23 part 4); both halves of auto miss it")
 def test_auto_on_the_unequal_modes_trap_is_right_or_flagged():
