@@ -50,7 +50,7 @@ by an earlier call is reused and memory is measured per call:
 
 A call that runs past ``--time-limit`` seconds (default 600, counted from the start of the call,
 after imports) is killed with its child processes and recorded as ``timeout``; one that raises
-is recorded as ``error: <type>``. Before a model's timed calls, an untimed warm-up (``--warmup``)
+is recorded as ``error: <type>`` (its ``wall s``: until the worker exited). Before a model's timed calls, an untimed warm-up (``--warmup``)
 fills PyTensor's on-disk compilation cache as ``benchmarks/defaults.py`` does, so that timed
 calls include graph compilation but not the C compilation of a never-seen graph: ``cheap`` (the
 default) runs ``pm.sample_smc(draws=200)``, each selected posterior-draw method alone and the
@@ -250,13 +250,14 @@ def run_call(model: str, method, seed: int, time_limit: float, options=None) -> 
                 start_new_session=True,  # its own process group: killed as a whole
             )
             deadline = time.monotonic() + STARTUP_LIMIT
-            call_started = False
+            call_started, call_start = False, math.nan
             peak = 0.0
             timed_out = False
             while proc.poll() is None:
                 if not call_started and started.exists():
                     call_started = True
-                    deadline = time.monotonic() + time_limit
+                    call_start = time.monotonic()
+                    deadline = call_start + time_limit
                 if call_started:
                     peak = max(peak, _tree_rss_mb(proc.pid))
                 if time.monotonic() > deadline:
@@ -279,6 +280,8 @@ def run_call(model: str, method, seed: int, time_limit: float, options=None) -> 
             last = lines[-1] if lines else f"exit code {proc.returncode}"
             record["status"] = f"error: {last.split(':', 1)[0][:60]}"
             record["error_message"] = last[:300]
+            if call_started:  # until the process ended, traceback included
+                record["wall_s"] = time.monotonic() - call_start
     if record["status"] == "ok" and "log_z" in record:
         record["error"] = record["log_z"] - record["gold"]
     record["peak_mb"] = peak_mb(record)
