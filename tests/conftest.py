@@ -9,6 +9,7 @@ import pymc as pm
 import pytest
 
 from pm_evidence import testing as exact_models
+from tests.zoo_support import CompiledZooModel
 
 
 class ExactCase(NamedTuple):
@@ -63,3 +64,16 @@ def exact_case(request) -> ExactCase:
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261121)
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    """The zoo models of a test module, each compiled once (tests.zoo_support)."""
+    cache = {}
+
+    def get(entry):
+        if entry.name not in cache:
+            cache[entry.name] = CompiledZooModel(entry)
+        return cache[entry.name]
+
+    return get

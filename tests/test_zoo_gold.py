@@ -23,6 +23,7 @@ from scipy import integrate, special, stats
 
 from pm_evidence import testing
 from pm_evidence.testing import ZOO, Gold, zoo
+from tests.zoo_support import _short
 
 ZOO_WITH_JOINT = [m for m in ZOO if m.log_joint is not None]
 
@@ -41,76 +42,6 @@ DISCRETE_STATES = {
 # |z| < 4 met here. Number of log-CDF terms per model:
 FLOAT32_SQRT2 = abs(float(np.float32(np.sqrt(2.0))) / np.sqrt(2.0) - 1.0)
 CDF_TERMS = {"truncated_normal_likelihood": 60, "censored_normal": 30, "truncated_prior": 2}
-
-
-def _short(name: str) -> str:
-    return name.split("::")[-1]
-
-
-def _log_volume(jacobian: np.ndarray, transform_name: str | None) -> float:
-    """Log volume factor of the backward map ``u -> value`` of one variable.
-
-    Densities are w.r.t. Lebesgue measure on the value's coordinates, except a simplex
-    (Dirichlet: its first K - 1 coordinates) and a zero-sum vector (the (n-1)-volume of its
-    plane, ``sqrt(det J^T J)``).
-    """
-    if transform_name == "simplex":
-        jacobian = jacobian[:-1]
-    if jacobian.shape[0] != jacobian.shape[1]:
-        return 0.5 * np.linalg.slogdet(jacobian.T @ jacobian)[1]
-    return np.linalg.slogdet(jacobian)[1]
-
-
-class CompiledZooModel:
-    """One compiled function: ``[logp, logp without Jacobian, constrained values...]``."""
-
-    def __init__(self, entry):
-        self.entry = entry
-        self.model, self.log_z = entry.build()
-        model = self.model
-        constrained = model.replace_rvs_by_values(model.free_RVs)
-        self.fn = model.compile_fn(
-            [model.logp(), model.logp(jacobian=False), *constrained], point_fn=True
-        )
-        self.names = [_short(rv.name) for rv in model.free_RVs]
-        self.value_names = [v.name for v in model.value_vars]
-        self.transforms = [model.rvs_to_transforms[rv] for rv in model.free_RVs]
-
-    def __call__(self, point):
-        out = self.fn(point)
-        return out[0], out[1], dict(zip(self.names, out[2:], strict=True))
-
-    def jacobian_log_volume(self, point, h=1e-5) -> float:
-        """Sum over variables of the log volume of ``u -> value``, by central differences."""
-        total = 0.0
-        for value_name, name, transform in zip(
-            self.value_names, self.names, self.transforms, strict=True
-        ):
-            if transform is None:
-                continue
-            u = np.asarray(point[value_name], dtype=float)
-            flat = u.ravel()
-            columns = []
-            for i in range(flat.size):
-                step = np.zeros_like(flat)
-                step[i] = h
-                up = self(point | {value_name: (flat + step).reshape(u.shape)})[2][name]
-                down = self(point | {value_name: (flat - step).reshape(u.shape)})[2][name]
-                columns.append((np.ravel(up) - np.ravel(down)) / (2 * h))
-            total += _log_volume(np.column_stack(columns), transform.name)
-        return total
-
-
-@pytest.fixture(scope="module")
-def compiled():
-    cache = {}
-
-    def get(entry):
-        if entry.name not in cache:
-            cache[entry.name] = CompiledZooModel(entry)
-        return cache[entry.name]
-
-    return get
 
 
 def _points(compiled_model, n_continuous=3, seed=0):
