@@ -411,11 +411,6 @@ class MixtureReference(Reference):
         mean, chol = _fit_location_scale(draws)
         return cls(np.ones(1), mean[None], chol[None])
 
-    def with_df(self, df: float | None) -> MixtureReference:
-        """The same locations, scales and weights with normal (``None``) or Student-t
-        components."""
-        return MixtureReference(self.weights, self.means, self.chols, df)
-
     @property
     def dim(self) -> int:
         return self.means.shape[1]
