@@ -50,7 +50,6 @@ from pm_evidence.exceptions import EvidenceInputError
 from pm_evidence.progress import long_run
 from pm_evidence.references import (
     MixtureReference,
-    _mahalanobis_sq,
     MultivariateNormalReference,
     PriorReference,
     Reference,
@@ -64,11 +63,11 @@ __all__ = [
     "Coverage",
     "Exploration",
     "ExplorationOptions",
+    "adapt_components",
     "compare_coverage",
     "explore",
     "fit_gaussian_mixture",
     "occupancy_jumps",
-    "adapt_components",
 ]
 
 # The mixture's number of components is kept from one rung to the next while at least this
@@ -306,17 +305,18 @@ def _with_lost_components(
     posterior has no mass.
     """
     limit = stats.chi2.ppf(1 - OUTLIER_LEVEL, mixture.dim)
-    weights, means, chols = list(mixture.weights), list(mixture.means), list(mixture.chols)
+    kept = mixture
     for fitted in earlier:
         for mean, chol in zip(fitted.means, fitted.chols, strict=True):
-            if min(_mahalanobis_sq(mean, m, c) for m, c in zip(means, chols, strict=True)) > limit:
-                weights.append(1.0 / mixture.n_components)
-                means.append(mean)
-                chols.append(chol)
-    if len(weights) == mixture.n_components:
-        return mixture
-    weights = np.asarray(weights)
-    return MixtureReference(weights / weights.sum(), np.asarray(means), np.asarray(chols), mixture.df)
+            if np.min(kept.mahalanobis_sq(mean)) > limit:
+                weights = np.append(kept.weights, 1.0 / mixture.n_components)
+                kept = MixtureReference(
+                    weights / weights.sum(),
+                    np.concatenate([kept.means, mean[None]]),
+                    np.concatenate([kept.chols, chol[None]]),
+                    mixture.df,
+                )
+    return kept
 
 
 def _put(state: PathState, idx: np.ndarray, part: PathState) -> PathState:
@@ -333,7 +333,13 @@ def _put(state: PathState, idx: np.ndarray, part: PathState) -> PathState:
 
 
 def _cross_fitted_jumps(
-    rng, path, state: PathState, beta: float, with_grad: bool, fit, n_jumps: int,
+    rng,
+    path,
+    state: PathState,
+    beta: float,
+    with_grad: bool,
+    fit,
+    n_jumps: int,
     remembered: MixtureReference | None = None,
 ):
     """Independent Metropolis-Hastings moves of every particle, each half of the particles
@@ -468,7 +474,9 @@ def occupancy_jumps(exploration: Exploration, threshold: float = 0.2) -> list[tu
     the mass, the mark of a phase transition)."""
     change = np.abs(np.diff(exploration.occupancy, axis=0))
     rungs, components = np.nonzero(change > threshold)
-    return [(float(exploration.betas[r + 1]), int(c)) for r, c in zip(rungs, components, strict=True)]
+    return [
+        (float(exploration.betas[r + 1]), int(c)) for r, c in zip(rungs, components, strict=True)
+    ]
 
 
 def explore(
@@ -591,7 +599,13 @@ def explore(
         )
     occupancy = np.array([mixture.occupancy(q.means, q.weights) for q in mixtures])
     return Exploration(
-        state.x, mixture, np.asarray(betas), log_z, np.asarray(acceptance), occupancy, n_eval,
+        state.x,
+        mixture,
+        np.asarray(betas),
+        log_z,
+        np.asarray(acceptance),
+        occupancy,
+        n_eval,
         reweighting_ess,
     )
 

@@ -99,7 +99,7 @@ def shrunk_covariance(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]
     -------
     mean, covariance, shrinkage
     """
-    n, dim = draws.shape
+    n = draws.shape[0]
     mean = draws.mean(axis=0)
     sample = np.atleast_2d(np.cov(draws, rowvar=False))
     if n < 8:
@@ -493,7 +493,10 @@ class MixtureReference(Reference):
         """Squared Mahalanobis distance of ``x`` to each component, shape ``(..., K)``."""
         x = np.asarray(x, dtype=float)
         return np.stack(
-            [_mahalanobis_sq(x, mean, chol) for mean, chol in zip(self.means, self.chols, strict=True)],
+            [
+                _mahalanobis_sq(x, mean, chol)
+                for mean, chol in zip(self.means, self.chols, strict=True)
+            ],
             axis=-1,
         )
 

@@ -41,9 +41,15 @@ def test_mixture_reference_density_gradient_graph_and_draws(df):
     q, covariances = _mixture(df)
     x = np.random.default_rng(1).normal(scale=3.0, size=(50, 2))
     if df is None:
-        parts = [stats.multivariate_normal(m, c).pdf(x) for m, c in zip(q.means, covariances, strict=True)]
+        parts = [
+            stats.multivariate_normal(m, c).pdf(x)
+            for m, c in zip(q.means, covariances, strict=True)
+        ]
     else:
-        parts = [stats.multivariate_t(m, c, df=df).pdf(x) for m, c in zip(q.means, covariances, strict=True)]
+        parts = [
+            stats.multivariate_t(m, c, df=df).pdf(x)
+            for m, c in zip(q.means, covariances, strict=True)
+        ]
     expected = np.log(np.sum(q.weights[:, None] * np.array(parts), axis=0))
     np.testing.assert_allclose(q.logpdf(x), expected, rtol=1e-10)
     # gradient against central differences
@@ -132,6 +138,7 @@ def test_coverage_names_the_mode_the_draws_missed(explored_two_modes):
     assert both.missed_by_draws == 0.0 and both.missed_by_exploration == 0.0
     missed = compare_coverage(exploration, one_mode)
     assert 0.35 < missed.missed_by_draws < 0.65
+
     # a symmetry that maps one mode onto the other (x0 -> 5 - x0) makes the missed mode a
     # mirror image the reference is averaged over: nothing is missed
     def mirror(x):
@@ -187,8 +194,11 @@ def test_auto_on_the_trimodal_mixture_of_the_multimodal_zoo():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="a narrow mode that takes over only near beta = 1 is "
-                   "found by no sampler here (issue 23 part 4); both halves of auto miss it")
+@pytest.mark.xfail(
+    strict=True,
+    reason="a narrow mode that takes over only near beta = 1 is "
+    "found by no sampler here (issue 23 part 4); both halves of auto miss it",
+)
 def test_auto_on_the_unequal_modes_trap_is_right_or_flagged():
     model, gold = zoo_multimodal.unequal_modes()
     with warnings.catch_warnings():
