@@ -44,6 +44,7 @@ napoleon_type_aliases.update(
         "AnnealRecord": "~pm_evidence.tempering.samplers.AnnealRecord",
         "TemperedRecord": "~pm_evidence.tempering.samplers.TemperedRecord",
         "Ladder": "~pm_evidence.plan.Ladder",
+        "MixtureReference": "~pm_evidence.references.MixtureReference",
     }
 )
 

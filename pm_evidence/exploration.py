@@ -11,7 +11,8 @@ At each rung, from ``beta`` to the next ``beta'`` chosen by the conditional-ESS 
 (:func:`~pm_evidence.tempering.pilot.next_beta`): the particles are reweighted by
 ``exp((beta' - beta) L)``, resampled (systematic), then moved by
 
-* ``n_jumps`` independent Metropolis-Hastings (IMH) moves from a Gaussian mixture ``q``,
+* independent Metropolis-Hastings (IMH) moves from a Gaussian mixture ``q`` (up to
+  ``n_jumps``, until the particles have made ``JUMPS_PER_PARTICLE`` accepted jumps each),
   accepted with probability ``min(1, f_beta'(x') q(x) / (f_beta'(x) q(x')))``: a particle can
   move to any mode another particle holds, in one step, so the particles' shares of the modes
   follow ``f_beta'`` even where local moves cannot cross (SMC with independent proposals, as in
@@ -23,8 +24,12 @@ At each rung, from ``beta`` to the next ``beta'`` chosen by the conditional-ESS 
 
 Both leave ``f_beta'`` invariant, so the particles at ``beta = 1`` are (approximately) posterior
 draws, covering every mode the particles reached, in their right proportions. The mixture
-fitted to them at ``beta = 1`` (:attr:`Exploration.mixture`) is the record of the modes found,
-with their weights; :meth:`Exploration.reference` is AIS's reference in ``method="auto"``
+fitted to them at ``beta = 1``, with the components of the last rungs that it does not cover
+(modes the final resamplings emptied), is then adapted by population Monte Carlo
+(:func:`adapt_components`: weights, means and covariances set by importance sampling from the
+mixture itself, so that the resampling's noise in the particles' shares does not become the
+reference's). It (:attr:`Exploration.mixture`) is the record of the modes found, with their
+weights; :meth:`Exploration.reference` is AIS's reference in ``method="auto"``
 (:func:`~pm_evidence.marginal.marginal_likelihood`), and :func:`compare_coverage` compares it
 with NUTS draws. The SMC estimate ``log Z = sum_j log mean_i
 exp((beta_{j+1} - beta_j) L(x_i))`` (seed 000 eq. (8) with resampling) comes with it.
@@ -96,7 +101,7 @@ class ExplorationOptions:
         Local kernel transitions per rung (HMC for continuous models).
     n_jumps : int
         Most independent Metropolis-Hastings moves per rung from the mixtures fitted to the
-        particles; they stop earlier once the particles have made :data:`JUMPS_PER_PARTICLE`
+        particles; they stop earlier once the particles have made ``JUMPS_PER_PARTICLE``
         accepted jumps each on average.
     ess_fraction : float
         The conditional ESS kept by each step of ``beta`` (smaller steps where the particles'
@@ -354,7 +359,7 @@ def _cross_fitted_jumps(
     ``f_beta`` invariant exactly.
 
     The moves are repeated, up to ``n_jumps`` times, until the particles have made
-    :data:`JUMPS_PER_PARTICLE` accepted jumps each on average: a jump costs one evaluation,
+    ``JUMPS_PER_PARTICLE`` accepted jumps each on average: a jump costs one evaluation,
     and where the mixture fits the modes poorly (accepted 5-20% of the time on the eggbox)
     one jump per rung left the particles' shares of the modes off by factors of ten. Where
     both proposals have one component (a unimodal posterior) one jump is made. Each half's
@@ -366,11 +371,14 @@ def _cross_fitted_jumps(
     """
     halves = np.array_split(rng.permutation(state.x.shape[0]), 2)
     mixtures = [fit(state.x[half]) for half in halves]
-    proposals = [m if remembered is None else _pooled(m, remembered) for m in mixtures]
-    # one jump where both proposals are single normals: the jumps then only refresh the
-    # particles within one mode, which the local moves also do
-    if all(q.n_components == 1 for q in proposals):
-        n_jumps = 1
+    if all(q.n_components == 1 for q in mixtures):
+        # one jump from the fitted normals where both halves' fits are single normals (a
+        # unimodal posterior): the jumps then only refresh the particles within one mode,
+        # which the local moves also do
+        proposals, n_jumps = mixtures, 1
+    else:
+        proposals = [m if remembered is None else _pooled(m, remembered) for m in mixtures]
+
     rates = []
     while len(rates) < n_jumps and sum(rates) < JUMPS_PER_PARTICLE:
         accepted = 0.0
