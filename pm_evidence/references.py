@@ -97,7 +97,12 @@ def shrunk_covariance(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]
 
     Returns
     -------
-    mean, covariance, shrinkage
+    mean : numpy.ndarray
+        ``(dim,)``.
+    covariance : numpy.ndarray
+        ``(dim, dim)``: the shrunk covariance of all the draws.
+    shrinkage : float
+        The chosen ``lambda``.
     """
     n = draws.shape[0]
     mean = draws.mean(axis=0)
