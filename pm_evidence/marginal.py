@@ -283,7 +283,8 @@ def exploration_skipped(target, kwargs: dict) -> str:
     if target.dim > EXPLORATION_MAX_DIM:
         return (
             f"{target.dim} parameters > {EXPLORATION_MAX_DIM}: a cloud of "
-            f"{ExplorationOptions().n_particles} particles cannot fit a mixture there"
+            f"{ExplorationOptions().particles_for(target.dim)} particles cannot fit a mixture "
+            f"there"
         )
     if any(k in kwargs for k in ("reference", "path")):
         return "a reference or path options were given"
