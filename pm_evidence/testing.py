@@ -1987,9 +1987,10 @@ def _pima_data(covariates: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(
             f"Unknown Pima covariates {unknown}; allowed: npreg, glu, bp, skin, bmi, ped, age."
         )
-    raw = np.column_stack([table[c].astype(float) for c in covariates])
-    scaled = (raw - raw.mean(axis=0)) / raw.std(axis=0, ddof=1)
-    design = np.column_stack([np.ones(len(raw)), scaled])
+    n = len(table["diabetes"])
+    raw = np.column_stack([table[c].astype(float) for c in covariates] or [np.empty((n, 0))])
+    scaled = (raw - raw.mean(axis=0)) / raw.std(axis=0, ddof=1) if covariates else raw
+    design = np.column_stack([np.ones(n), scaled])
     return design, table["diabetes"].astype(float)
 
 

@@ -461,3 +461,21 @@ def test_latent_count_sum_by_quadrature():
         _scipy_quad_log(lambda mu, k=k: log_f(mu, k), -40, 40, gold.log_z)[0] for k in range(40)
     ]
     assert abs(special.logsumexp(terms) - gold.log_z) < 1e-8
+
+
+def test_pima_logistic_intercept_only_gold_matches_adaptive_quadrature():
+    """``pima_logistic(covariates=())`` (the intercept-only model of a comparison over
+    subsets of covariates) builds, and its gold equals SciPy's adaptive 1-D quadrature of
+    ``k b - n log(1 + e^b) + log N(b; 0, 10^2)``."""
+    model, gold = testing.pima_logistic(covariates=())
+    assert [v.name for v in model.free_RVs] == ["pima_logistic::beta"]
+    design, y = testing._pima_data(())
+    assert design.shape == (y.size, 1)
+    k, n = y.sum(), y.size
+    shift = -gold  # keeps the integrand near 1
+
+    def integrand(b):
+        return np.exp(k * b - n * np.logaddexp(0.0, b) + stats.norm.logpdf(b, 0.0, 10.0) + shift)
+
+    value, _ = integrate.quad(integrand, -5.0, 5.0, points=[np.log(k / (n - k))])
+    assert abs(np.log(value) - shift - gold) < 1e-6
