@@ -22,36 +22,16 @@ import time
 import warnings
 
 import numpy as np
-import pymc as pm
-from scipy import integrate, optimize, stats
 
 import pm_evidence as pme
-from pm_evidence.testing import PIMA_COVARIATES, _pima_table, pima_logistic
-
-TAU = 10.0  # pima_logistic's prior scale
-
-
-def intercept_only():
-    """The model without covariates (``pima_logistic`` needs at least one), the same prior,
-    and its gold ``log Z`` by 1-D quadrature."""
-    y = _pima_table()["diabetes"].astype(np.int64)
-    with pm.Model(name="pima_logistic") as model:
-        beta = pm.Normal("beta", np.float64(0.0), np.float64(TAU), shape=1)
-        pm.Bernoulli("y", logit_p=pm.math.dot(np.ones((len(y), 1)), beta), observed=y)
-
-    def log_f(b):
-        return y.sum() * b - len(y) * np.logaddexp(0.0, b) + stats.norm.logpdf(b, 0.0, TAU)
-
-    mode = optimize.minimize_scalar(lambda b: -log_f(b)).x
-    value, _ = integrate.quad(lambda b: np.exp(log_f(b) - log_f(mode)), mode - 2, mode + 2)
-    return model, float(log_f(mode) + np.log(value))
+from pm_evidence.testing import PIMA_COVARIATES, pima_logistic
 
 
 def build_models() -> tuple[dict, dict[str, float]]:
     """The 16 models by name (the covariates joined by ``+``; ``"intercept"`` for none) and
     their gold ``log Z`` (``pima_logistic``'s Gauss-Hermite quadrature)."""
     models, gold = {}, {}
-    models["intercept"], gold["intercept"] = intercept_only()
+    models["intercept"], gold["intercept"] = pima_logistic(covariates=())
     for k in range(1, len(PIMA_COVARIATES) + 1):
         for covariates in itertools.combinations(PIMA_COVARIATES, k):
             name = "+".join(covariates)
