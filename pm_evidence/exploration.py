@@ -25,7 +25,9 @@ At each rung, from ``beta`` to the next ``beta'`` chosen by the conditional-ESS 
 Both leave ``f_beta'`` invariant, so the particles at ``beta = 1`` are (approximately) posterior
 draws, covering every mode the particles reached, in their right proportions. The mixture
 fitted to them at ``beta = 1``, with the components of the last rungs that it does not cover
-(modes the final resamplings emptied), is then adapted by population Monte Carlo
+(modes the final resamplings emptied) and a normal at each local mode climbed from a visited
+point where the posterior is far denser than the mixture (:func:`climbed_modes`: a mode only a
+few particles reached), is then adapted by population Monte Carlo
 (:func:`adapt_components`: weights, means and covariances set by importance sampling from the
 mixture itself, so that the resampling's noise in the particles' shares does not become the
 reference's). It (:attr:`Exploration.mixture`) is the record of the modes found, with their
@@ -38,8 +40,12 @@ Which modes it cannot find
     A mode whose share of ``f_beta`` stays below about ``1 / n_particles`` at every ``beta``
     where local moves could still enter it is found by chance only: a narrow, high mode that
     takes over only near ``beta = 1`` (a first-order phase transition). Exploration raises the
-    chance (many particles, jumps), and :func:`occupancy_jumps` reports where a mode's share
-    changed abruptly between rungs, but no sampler certifies that no mode is missing.
+    chance (many particles, jumps); one particle that visits such a mode, at any rung, is
+    enough for :func:`climbed_modes` to add it; :func:`occupancy_jumps` reports where a mode's
+    share changed abruptly between rungs. But no sampler certifies that no mode is missing: on
+    ``pm_evidence.zoo_multimodal.unequal_modes`` in 5-D (a mode of prior mass ~1e-8 holding
+    30% of the posterior) no particle ever visits the narrow mode, in 3-D one does on some
+    seeds (and it is then found with its weight), in 2-D on every seed tried.
 """
 
 from __future__ import annotations
@@ -82,6 +88,17 @@ __all__ = [
 # eggbox's 18 modes 0.02-0.08: 0.3 searches where it pays and not on every rung of a
 # unimodal posterior (each search is two to three EM fits). The fit at beta = 1 always searches.
 JUMP_ACCEPTANCE_TO_KEEP = 0.3
+
+# The points the particles visited with the largest importance weights against the mixture
+# fitted at their rung (at most this many) are kept as candidates for modes the final mixture
+# lacks (:func:`climbed_modes`).
+MAX_CANDIDATES = 64
+# A visited point whose importance weight against the final mixture is at least this share of
+# the final particles' total weight is climbed (at most MAX_CLIMBS of them, the largest
+# weights against their rung's mixture first), and a component is added at its mode where the
+# mode's weight is too.
+CLIMB_WEIGHT_SHARE = 0.1
+MAX_CLIMBS = 8
 
 # A rung's jumps are repeated until the particles have made this many accepted jumps each, on
 # average (at most ExplorationOptions.n_jumps jumps).
@@ -173,6 +190,10 @@ class Exploration:
     reweighting_ess : float
         The Kish ESS, as a fraction of the draws, of the importance weights that set the
         mixture's weights (:func:`adapt_components`); NaN with one component.
+    n_climbed_modes : int
+        Components added at local modes climbed from points the particles visited but the
+        final mixture does not cover (:func:`climbed_modes`): modes the resampling lost, such
+        as a narrow mode taking over near ``beta = 1``.
     """
 
     particles: np.ndarray
@@ -183,6 +204,7 @@ class Exploration:
     occupancy: np.ndarray
     n_evaluations: int
     reweighting_ess: float = np.nan
+    n_climbed_modes: int = 0
 
     @property
     def n_modes(self) -> int:
@@ -347,6 +369,135 @@ def _with_lost_components(
                     mixture.df,
                 )
     return kept
+
+
+def _outside(mixture: MixtureReference, x: np.ndarray) -> np.ndarray:
+    """Whether each point of ``x (n, dim)`` lies beyond the chi-square ``1 - OUTLIER_LEVEL``
+    quantile of every component of ``mixture`` (squared Mahalanobis distance)."""
+    limit = stats.chi2.ppf(1 - OUTLIER_LEVEL, mixture.dim)
+    return np.all(mixture.mahalanobis_sq(x) > limit, axis=-1)
+
+
+def _kept_candidates(candidates, state: PathState, fitted: MixtureReference):
+    """``candidates (x, log_f, log_w)`` with the points of ``state`` added and the
+    ``MAX_CANDIDATES`` of largest ``log_w = log f - log q`` kept: ``log f = log p0 + Delta``
+    the posterior density, ``q`` the mixture ``fitted`` at the points' rung. ``log_w`` is a
+    point's importance weight for the posterior against what the particles had covered: large
+    where the posterior is denser than the fit expects, as at a mode few particles visited."""
+    log_f = state.log_p0 + state.delta
+    log_w = log_f - fitted.logpdf(state.x)
+    fresh = np.isfinite(log_w)
+    x = np.concatenate([candidates[0], state.x[fresh]])
+    log_f = np.concatenate([candidates[1], log_f[fresh]])
+    log_w = np.concatenate([candidates[2], log_w[fresh]])
+    kept = np.argsort(log_w)[::-1][:MAX_CANDIDATES]
+    return x[kept], log_f[kept], log_w[kept]
+
+
+def _laplace_covariance(mode: np.ndarray, log_f_and_grad) -> np.ndarray | None:
+    """``(-H)^{-1}`` at ``mode``, ``H`` the Hessian of ``log f`` by central differences of its
+    gradient (one batched call of ``2 dim`` points); ``None`` where ``-H`` is not positive
+    definite (not a mode)."""
+    dim = mode.size
+    h = 1e-5 * np.maximum(1.0, np.abs(mode))
+    steps = np.diag(h)
+    _, grads = log_f_and_grad(np.concatenate([mode + steps, mode - steps]))
+    hessian = (grads[:dim] - grads[dim:]) / (2 * h[:, None])
+    precision = -(hessian + hessian.T) / 2
+    try:
+        chol = np.linalg.cholesky(precision)
+    except np.linalg.LinAlgError:
+        return None
+    inverse = np.linalg.solve(chol, np.eye(dim))
+    return inverse.T @ inverse
+
+
+def climbed_modes(
+    mixture: MixtureReference,
+    candidates: tuple[np.ndarray, np.ndarray, np.ndarray],
+    pool: tuple[np.ndarray, np.ndarray],
+    log_f_and_grad,
+) -> tuple[MixtureReference, int, int]:
+    r"""``mixture`` with a normal component added at each local mode, climbed from a visited
+    point, where the posterior holds more than ``mixture`` expects.
+
+    A mode that takes over the posterior's mass only near ``beta = 1`` (a narrow, high mode:
+    a first-order phase transition) can be visited by a few particles at the rungs before and
+    then lost to the resampling, or never reached by enough of them for the final fit to give
+    it a component. At such a point the importance weight ``w = f / q`` (``f`` the posterior
+    density, ``q`` the mixture) is a large share of the total weight of the final particles
+    (``pool``: their points and ``log f``), at least ``CLIMB_WEIGHT_SHARE``: ``q`` lacks mass
+    there. Each such point among ``candidates`` is climbed to its local mode by L-BFGS; a mode
+    whose own weight is also that large gets a component ``N(mode, (-H)^{-1})`` (the Laplace
+    approximation, ``H`` the Hessian of ``log f``) of weight ``1 / K``, and
+    :func:`adapt_components` then sets that weight to its posterior mass by importance
+    sampling. A mode the mixture already fits has ``w`` near ``Z``, about ``1 / m`` of the
+    total weight of ``m`` final particles, and is left alone. At most ``MAX_CLIMBS`` points are
+    climbed, in the order of the candidates' priority.
+
+    Parameters
+    ----------
+    mixture : MixtureReference
+    candidates : (numpy.ndarray, numpy.ndarray, numpy.ndarray)
+        Points ``(n, dim)``, their ``log f`` and the order in which to climb them (largest
+        first).
+    pool : (numpy.ndarray, numpy.ndarray)
+        The final particles ``(m, dim)`` and their ``log f``.
+    log_f_and_grad : callable
+        ``x (n, dim) -> (log f (n,), gradient (n, dim))``.
+
+    Returns
+    -------
+    MixtureReference, int, int
+        The mixture, the number of components added and the log-density evaluations.
+    """
+    from scipy import optimize
+
+    x, log_f, priority = candidates
+    pool_x, pool_log_f = pool
+    n_eval, added = 0, 0
+
+    def heavier(points, log_f_points, q):
+        """Where ``w = f / q`` is at least ``CLIMB_WEIGHT_SHARE`` of the final particles'
+        total weight."""
+        total = special.logsumexp(pool_log_f - q.logpdf(pool_x))
+        with np.errstate(invalid="ignore"):
+            return log_f_points - q.logpdf(points) >= total + np.log(CLIMB_WEIGHT_SHARE)
+
+    def negative(point):
+        nonlocal n_eval
+        n_eval += 1
+        value, grad = log_f_and_grad(point[None])
+        if not np.isfinite(value[0]):
+            return np.inf, np.zeros_like(point)
+        return -float(value[0]), -grad[0]
+
+    keep = np.flatnonzero(heavier(x, log_f, mixture))
+    for i in keep[np.argsort(priority[keep])[::-1]][:MAX_CLIMBS]:
+        start = x[i]
+        if not heavier(start[None], log_f[i : i + 1], mixture)[0]:
+            continue  # a mode climbed from an earlier point covers it
+        with np.errstate(all="ignore"):
+            found = optimize.minimize(negative, start, jac=True, method="L-BFGS-B")
+        mode, mode_log_f = found.x, -found.fun
+        if not (np.all(np.isfinite(mode)) and np.isfinite(mode_log_f)):
+            continue
+        if not heavier(mode[None], np.array([mode_log_f]), mixture)[0]:
+            continue
+        covariance = _laplace_covariance(mode, log_f_and_grad)
+        n_eval += 2 * mode.size
+        if covariance is None:
+            continue
+        weights = np.append(mixture.weights, 1.0 / mixture.n_components)
+        covariances = mixture.chols @ np.swapaxes(mixture.chols, -1, -2)
+        mixture = MixtureReference.from_components(
+            weights / weights.sum(),
+            np.concatenate([mixture.means, mode[None]]),
+            np.concatenate([covariances, covariance[None]]),
+            mixture.df,
+        )
+        added += 1
+    return mixture, added, n_eval
 
 
 def _put(state: PathState, idx: np.ndarray, part: PathState) -> PathState:
@@ -559,6 +710,7 @@ def explore(
     beta, log_z = 0.0, 0.0
     betas, acceptance, mixtures, k, rate = [0.0], [], [], 1, np.nan
     remembered = None
+    candidates = (np.empty((0, dim)), np.empty(0), np.empty(0))
 
     def sweep(state, beta, rate, k, n_moves, remembered):
         """Jumps, then local moves, at ``beta``; returns the state, the jumps' acceptance, the
@@ -572,9 +724,12 @@ def explore(
             q = fit_gaussian_mixture(x, rng, options.max_components, k, search)
             return _flattened(q)
 
+        nonlocal candidates
         state, rate, q, n_jumps = _cross_fitted_jumps(
             rng, path, state, beta, kernel.needs_grad, fit, options.n_jumps, remembered
         )
+        fitted = _pooled(*q)
+        candidates = _kept_candidates(candidates, state, fitted)
         n = state.x.shape[0]
         beta_vec = np.full(n, beta)
         for _ in range(n_moves):
@@ -583,6 +738,7 @@ def explore(
             )
             moved += n
             log_step = adapt_step_size(log_step, accepted.mean(), kernel.target_accept)
+            candidates = _kept_candidates(candidates, state, fitted)
         return state, rate, q, n * (n_jumps + n_moves * kernel.evaluations_per_step)
 
     with long_run(None, "exploration from the prior (rungs)", progressbar) as bar:
@@ -617,13 +773,23 @@ def explore(
         # more draws at beta = 1 for the final fit: a covariance from 512 points is noisy in
         # 20 dimensions (AIS from it needed 2.3 times the evaluations of one from 4,000 NUTS
         # draws on pm_evidence.testing.peaked_normal_mean)
-        pool = [state.x]
+        pool, pool_log_f = [state.x], [state.log_p0 + state.delta]
         for _ in range(options.n_final_sweeps):
             state, rate, fits, evaluations = sweep(state, 1.0, rate, k, options.n_moves, remembered)
             pool.append(state.x)
+            pool_log_f.append(state.log_p0 + state.delta)
             n_eval += evaluations
     mixture = fit_gaussian_mixture(np.concatenate(pool), rng, options.max_components, k)
     mixture = _with_lost_components(mixture, mixtures[-2:-4:-1])
+
+    def log_f_and_grad(x):
+        at = path.evaluate(x, with_grad=True)
+        return at.log_p0 + at.delta, at.grad_log_p0 + at.grad_delta
+
+    mixture, n_climbed, climb_evaluations = climbed_modes(
+        mixture, candidates, (np.concatenate(pool), np.concatenate(pool_log_f)), log_f_and_grad
+    )
+    n_eval += climb_evaluations
     reweighting_ess = np.nan
     if mixture.n_components > 1 and options.n_reweighting_draws > 0:
 
@@ -646,6 +812,7 @@ def explore(
         occupancy,
         n_eval,
         reweighting_ess,
+        n_climbed,
     )
 
 
@@ -663,8 +830,9 @@ class Coverage:
     Attributes
     ----------
     exploration_shares, draw_shares : numpy.ndarray
-        ``(K,)``: the share of the exploration's particles and of the draws nearest each
-        component of the exploration's mixture.
+        ``(K,)``: the weights of the exploration's mixture (each component's posterior mass,
+        set by importance sampling where it has several: :func:`adapt_components`), and the
+        share of the draws nearest each component.
     missed_by_draws : float
         The exploration's share in components the draws missed (below a fifth of the
         exploration's share, for components of at least ``MISSED_SHARE``).
@@ -699,7 +867,9 @@ def compare_coverage(exploration: Exploration, draws: np.ndarray, orbit=None) ->
     mixture = exploration.mixture
     flat = np.asarray(draws, dtype=float).reshape(-1, mixture.dim)
     points = flat if orbit is None else np.asarray(orbit(flat)).reshape(-1, mixture.dim)
-    explored = mixture.occupancy(exploration.particles)
+    # the mixture's weights, not the particles' shares: a mode few particles reached (one
+    # climbed to, climbed_modes) has its posterior mass as its weight
+    explored = mixture.weights
     visited = mixture.occupancy(points)
     missed = (explored >= MISSED_SHARE) & (visited < explored / 5)
     limit = stats.chi2.ppf(1 - OUTLIER_LEVEL, mixture.dim)

@@ -352,8 +352,9 @@ def _coverage_checked(estimate: Evidence, check: Evidence, exploration, plan):
         estimate = _with_warning(estimate, (
             f"The NUTS draws missed part of the posterior: tempering from the prior "
             f"(pm_evidence.exploration) found {exploration.n_modes} components, and "
-            f"{coverage.missed_by_draws:.0%} of its particles lie in components that no NUTS "
-            f"draw visited, so {estimate.method}, which reads the NUTS draws, misses that mass."
+            f"{coverage.missed_by_draws:.0%} of the posterior's mass (its mixture's weights) "
+            f"lies in components that no NUTS draw visited, so {estimate.method}, which reads "
+            f"the NUTS draws, misses that mass."
         ))  # fmt: skip
     if coverage.missed_by_exploration >= MISSED_SHARE:
         check = _with_warning(check, (

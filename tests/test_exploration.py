@@ -17,6 +17,7 @@ from pm_evidence import zoo_multimodal
 from pm_evidence.exploration import (
     Exploration,
     adapt_components,
+    climbed_modes,
     compare_coverage,
     explore,
     fit_gaussian_mixture,
@@ -109,6 +110,45 @@ def test_adapt_components_sets_weights_and_moments_to_the_posteriors():
     assert ess > 0.5  # the adapted mixture is close to the target: most draws count
     covariances = adapted.chols @ np.swapaxes(adapted.chols, 1, 2)
     np.testing.assert_allclose(covariances[1], 0.25 * np.eye(2), atol=0.1)
+
+
+def _unequal_modes_3d(x):
+    """``log[0.3 N(x | +1, 0.05^2 I) + 0.7 N(x | -1, I)]`` in 3-D and its gradient (no box):
+    the narrow mode holds 30% of the mass and sits 2 SD from the wide one's centre."""
+    x = np.atleast_2d(x)
+    narrow = np.log(0.3) + stats.norm.logpdf(x, 1.0, 0.05).sum(-1)
+    wide = np.log(0.7) + stats.norm.logpdf(x, -1.0, 1.0).sum(-1)
+    log_f = np.logaddexp(narrow, wide)
+    r = np.exp(narrow - log_f)[:, None]
+    grad = r * (1.0 - x) / 0.05**2 + (1 - r) * (-1.0 - x)
+    return log_f, grad
+
+
+def test_climbing_adds_the_narrow_mode_a_single_particle_visited():
+    # the final particles and the fitted normal know only the wide mode; one visited point
+    # lies in the narrow one (issue 23 part 4: a mode the resampling lost)
+    rng = np.random.default_rng(3)
+    pool_x = rng.normal(-1.0, 1.0, size=(2000, 3))
+    pool = (pool_x, _unequal_modes_3d(pool_x)[0])
+    mixture = MixtureReference.single(pool_x)
+    visited = np.concatenate([pool_x[:20], [[1.03, 0.97, 1.01]]])
+    log_f = _unequal_modes_3d(visited)[0]
+    candidates = (visited, log_f, log_f - mixture.logpdf(visited))
+
+    found, added, n_eval = climbed_modes(mixture, candidates, pool, _unequal_modes_3d)
+    assert added == 1 and found.n_components == 2 and n_eval > 0
+    # the Laplace component at the narrow mode (the wide component shifts it by ~1e-6)
+    np.testing.assert_allclose(found.means[1], 1.0, atol=1e-3)
+    covariance = found.chols[1] @ found.chols[1].T
+    np.testing.assert_allclose(covariance, 0.05**2 * np.eye(3), atol=1e-5)
+    # importance sampling then weighs it: 0.3 (SE ~0.01 from 2,048 draws at ESS ~ 1)
+    adapted, _ = adapt_components(found, lambda x: _unequal_modes_3d(x)[0], rng, 2048)
+    assert abs(adapted.weights[1] - 0.3) < 0.05
+
+    # points of the wide mode only: nothing is added (the climb ends at the mode it fits)
+    wide_only = (pool_x[:20], pool[1][:20], pool[1][:20] - mixture.logpdf(pool_x[:20]))
+    same, none_added, _ = climbed_modes(mixture, wide_only, pool, _unequal_modes_3d)
+    assert none_added == 0 and same.n_components == 1
 
 
 @pytest.fixture(scope="module")
