@@ -75,6 +75,7 @@ __all__ = [
     "Exploration",
     "ExplorationOptions",
     "adapt_components",
+    "climbed_modes",
     "compare_coverage",
     "explore",
     "fit_gaussian_mixture",
