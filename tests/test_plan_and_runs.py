@@ -16,7 +16,7 @@ from scipy import integrate
 import pm_evidence as pme
 from pm_evidence import path_estimators
 from pm_evidence.evidence import Evidence
-from pm_evidence.marginal import cross_checked
+from pm_evidence.marginal import check_precision, cross_checked
 from pm_evidence.tempering.pilot import ladder_from_pilot, length_at
 from pm_evidence.testing import normal_mean
 
@@ -200,6 +200,18 @@ def test_cross_check_returns_the_better_supported_and_flags_a_disagreement():
     with pytest.warns(UserWarning, match="disagree by"):
         apart = cross_checked(_ev(1.0, 0.01, "bridge"), _ev(1.7, 0.01, "ais"))
     assert not apart.reliable and "disagree by" in apart.warnings[-1]
+
+
+def test_the_cross_check_stops_at_the_precision_of_the_estimate_it_checks():
+    # AIS checking a bridge estimate of SE 0.03 stops at SE 0.03, not the default 0.005
+    loose = check_precision("ais", {"draws": 500}, _ev(1.0, 0.03, "bridge"))
+    assert loose["annealing"].target_se == 0.03 and loose["draws"] == 500
+    # a precise estimate, a user's own annealing options, or a tempered check: unchanged
+    tight = {"draws": 500}
+    assert check_precision("ais", tight, _ev(1.0, 0.001, "bridge")) is tight
+    given = {"target_se": 0.01}
+    assert check_precision("ais", given, _ev(1.0, 0.03, "bridge")) is given
+    assert check_precision("rts", tight, _ev(1.0, 0.03, "bridge")) is tight
 
 
 def test_auto_is_the_default_and_says_what_it_compared(case):
