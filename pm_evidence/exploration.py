@@ -377,13 +377,6 @@ def _with_lost_components(
     return kept
 
 
-def _outside(mixture: MixtureReference, x: np.ndarray) -> np.ndarray:
-    """Whether each point of ``x (n, dim)`` lies beyond the chi-square ``1 - OUTLIER_LEVEL``
-    quantile of every component of ``mixture`` (squared Mahalanobis distance)."""
-    limit = stats.chi2.ppf(1 - OUTLIER_LEVEL, mixture.dim)
-    return np.all(mixture.mahalanobis_sq(x) > limit, axis=-1)
-
-
 def _kept_candidates(candidates, state: PathState, fitted: MixtureReference):
     """``candidates (x, log_f, log_w)`` with the points of ``state`` added and the
     ``MAX_CANDIDATES`` of largest ``log_w = log f - log q`` kept: ``log f = log p0 + Delta``
