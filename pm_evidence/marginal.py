@@ -328,7 +328,8 @@ def _run_pair(target, primary, check, idata, seed, progressbar, kwargs) -> dict:
     check_options([primary, check], kwargs)
 
     def own(name, options):
-        return {k: v for k, v in options.items() if k in accepted_options([name])}
+        accepted = accepted_options([name])
+        return {k: v for k, v in options.items() if k in accepted}
 
     first = _marginal_likelihood(target, primary, idata, seed, progressbar, own(primary, kwargs))
     pair = {primary: first}
@@ -345,6 +346,14 @@ def _run_pair(target, primary, check, idata, seed, progressbar, kwargs) -> dict:
     return pair
 
 
+def _shared_posterior_plan(target, idata, seed, progressbar, kwargs):
+    """The posterior plan both halves of ``auto`` read: the draws a list of methods would make
+    (from ``idata``, or NUTS on the ``"posterior"`` stream of ``seed``)."""
+    sampling = {k: v for k, v in kwargs.items() if k in SAMPLE_KEYS}
+    rng = stage_rngs(seed)["posterior"]
+    return posterior_plan(target, idata, rng=rng, progressbar=progressbar, **sampling)
+
+
 def _auto(target, idata, random_seed, progressbar, kwargs) -> Evidence:
     primary, check = auto_pair(target)
     skipped = exploration_skipped(target, kwargs)
@@ -355,13 +364,9 @@ def _auto(target, idata, random_seed, progressbar, kwargs) -> Evidence:
             pair = _marginal_likelihood(
                 target, [primary, check], idata, random_seed, progressbar, kwargs
             )
-        else:  # one posterior plan (the draws a list would make), read by both
+        else:
             seed = root_sequence(random_seed)
-            sampling = {k: v for k, v in kwargs.items() if k in SAMPLE_KEYS}
-            plan = posterior_plan(
-                target, idata, rng=stage_rngs(seed)["posterior"], progressbar=progressbar,
-                **sampling,
-            )  # fmt: skip
+            plan = _shared_posterior_plan(target, idata, seed, progressbar, kwargs)
             pair = _run_pair(target, primary, check, plan, seed, progressbar, kwargs)
         if check not in pair:  # interrupted after the first
             return pair[primary]
@@ -370,10 +375,8 @@ def _auto(target, idata, random_seed, progressbar, kwargs) -> Evidence:
     # the two halves share nothing: bridge reads NUTS draws and a normal fitted to them; AIS
     # starts from the mixture that tempering from the prior found (pm_evidence.exploration)
     seed = root_sequence(random_seed)
-    rngs = stage_rngs(seed)
-    sampling = {k: v for k, v in kwargs.items() if k in SAMPLE_KEYS}
-    plan = posterior_plan(target, idata, rng=rngs["posterior"], progressbar=progressbar, **sampling)
-    exploration = explore(target, rngs["exploration"], progressbar=progressbar)
+    plan = _shared_posterior_plan(target, idata, seed, progressbar, kwargs)
+    exploration = explore(target, stage_rngs(seed)["exploration"], progressbar=progressbar)
     options = _for_the_path_methods(kwargs, exploration.reference())
     pair = _run_pair(target, primary, check, plan, seed, progressbar, options)
     if check not in pair:
