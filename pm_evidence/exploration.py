@@ -456,10 +456,12 @@ def climbed_modes(
     pool_x, pool_log_f = pool
     n_eval, added = 0, 0
 
-    def heavier(points, log_f_points, q):
-        """Where ``w = f / q`` is at least ``CLIMB_WEIGHT_SHARE`` of the final particles'
-        total weight."""
-        total = special.logsumexp(pool_log_f - q.logpdf(pool_x))
+    def log_total(q):
+        """``log`` of the final particles' total weight ``sum f / q``."""
+        return special.logsumexp(pool_log_f - q.logpdf(pool_x))
+
+    def heavier(points, log_f_points, q, total):
+        """Where ``w = f / q`` is at least ``CLIMB_WEIGHT_SHARE`` of ``exp(total)``."""
         with np.errstate(invalid="ignore"):
             return log_f_points - q.logpdf(points) >= total + np.log(CLIMB_WEIGHT_SHARE)
 
@@ -471,17 +473,18 @@ def climbed_modes(
             return np.inf, np.zeros_like(point)
         return -float(value[0]), -grad[0]
 
-    keep = np.flatnonzero(heavier(x, log_f, mixture))
+    total = log_total(mixture)
+    keep = np.flatnonzero(heavier(x, log_f, mixture, total))
     for i in keep[np.argsort(priority[keep])[::-1]][:MAX_CLIMBS]:
         start = x[i]
-        if not heavier(start[None], log_f[i : i + 1], mixture)[0]:
+        if not heavier(start[None], log_f[i : i + 1], mixture, total)[0]:
             continue  # a mode climbed from an earlier point covers it
         with np.errstate(all="ignore"):
             found = optimize.minimize(negative, start, jac=True, method="L-BFGS-B")
         mode, mode_log_f = found.x, -found.fun
         if not (np.all(np.isfinite(mode)) and np.isfinite(mode_log_f)):
             continue
-        if not heavier(mode[None], np.array([mode_log_f]), mixture)[0]:
+        if not heavier(mode[None], np.array([mode_log_f]), mixture, total)[0]:
             continue
         covariance = _laplace_covariance(mode, log_f_and_grad)
         n_eval += 2 * mode.size
@@ -495,6 +498,7 @@ def climbed_modes(
             np.concatenate([covariances, covariance[None]]),
             mixture.df,
         )
+        total = log_total(mixture)
         added += 1
     return mixture, added, n_eval
 
