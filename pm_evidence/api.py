@@ -22,6 +22,7 @@ from pm_evidence.draws import (
     MAX_REFERENCE_NUMBERS,
     PosteriorOptions,
     PosteriorPlan,
+    balanced_reference_draws,
     check_reference_covers_support,
     default_reference_draws,
     fit_and_weigh,
@@ -458,7 +459,11 @@ def bridge_sampling(
         Reference draws per repetition; default
         :func:`~pm_evidence.draws.default_reference_draws`: 16 per posterior draw used in the
         estimate (R's bridgesampling uses one; they are i.i.d. and cheap, and the reference
-        side of the error falls like ``1 / n_reference``).
+        side of the error falls like ``1 / n_reference``), then more where the reference side
+        of the error is still the larger and the SE above 0.005, up to 16 times as many
+        (:func:`~pm_evidence.draws.balanced_reference_draws`). The diagnostics'
+        ``n_reference`` is the number used, ``re2_reference`` and ``re2_target`` the two
+        sides of the error.
     repetitions : int, default 1
         Number of independent sets of reference draws.
     use_neff : bool
@@ -507,13 +512,26 @@ def bridge_sampling(
             )
         else:
             n_eff = float(min(np.nanmedian(per_coordinate), n_target))
+    def estimate_from(lw_reference):
+        return bridge_core(
+            lw_target, lw_reference, n_target_effective=n_eff, tol=bridge.tol,
+            maxiter=bridge.maxiter,
+        )  # fmt: skip
+
     estimates, lw_reference = [], None
     for _ in range(bridge.repetitions):
         lw_reference = reference_log_weights(target, ref, rng, n_reference)
-        estimates.append(bridge_core(
-            lw_target, lw_reference, n_target_effective=n_eff, tol=bridge.tol,
-            maxiter=bridge.maxiter,
-        ))  # fmt: skip
+        estimate = estimate_from(lw_reference)
+        if call.options.n_reference is None:  # the default: balanced against the draws
+            d = estimate.diagnostics
+            more = balanced_reference_draws(
+                n_reference, d["re2_reference"], d["re2_target"], target.dim
+            ) - n_reference
+            if more > 0:
+                extra = reference_log_weights(target, ref, rng, more)
+                lw_reference = np.concatenate([lw_reference, extra])
+                estimate = estimate_from(lw_reference)
+        estimates.append(estimate)
     log_zs = np.array([e.log_z for e in estimates])
     middle = estimates[int(np.argsort(log_zs)[(len(log_zs) - 1) // 2])]
     diagnostics = dict(middle.diagnostics, proposal=reference, repetitions=bridge.repetitions)

@@ -32,10 +32,13 @@ from pm_evidence.target import LogDensity
 from pm_evidence.utils import spawn_seed
 
 __all__ = [
+    "BALANCING_SE",
+    "MAX_BALANCING_FACTOR",
     "MAX_REFERENCE_NUMBERS",
     "REFERENCE_DRAWS_PER_POSTERIOR_DRAW",
     "PosteriorOptions",
     "PosteriorPlan",
+    "balanced_reference_draws",
     "check_reference_covers_support",
     "default_reference_draws",
     "fit_and_weigh",
@@ -328,6 +331,11 @@ def fit_and_weigh(
 
 REFERENCE_DRAWS_PER_POSTERIOR_DRAW = 16
 MAX_REFERENCE_NUMBERS = 20_000_000
+# Bridge sampling adds reference draws until its reference side of the error is no larger
+# than its posterior side, up to this many times the default number, where its SE is above
+# BALANCING_SE (balanced_reference_draws).
+MAX_BALANCING_FACTOR = 16
+BALANCING_SE = 0.005
 
 
 def default_reference_draws(n_target: int, dim: int) -> int:
@@ -346,6 +354,41 @@ def default_reference_draws(n_target: int, dim: int) -> int:
     """
     cap = MAX_REFERENCE_NUMBERS // max(int(dim), 1)
     return int(max(n_target, min(REFERENCE_DRAWS_PER_POSTERIOR_DRAW * n_target, cap)))
+
+
+def balanced_reference_draws(n_reference: int, re2_reference: float, re2_target: float, dim: int) -> int:
+    r"""Reference draws that make bridge sampling's reference side of the error no larger than
+    its posterior side.
+
+    The relative mean-squared error is the sum of a reference side, which falls like
+    ``1 / N_2``, and a posterior side (``re2_reference`` and ``re2_target``, the two terms of
+    :func:`~pm_evidence.estimators.fruhwirth_schnatter_terms`). The posterior draws are given;
+    the reference draws are i.i.d. and cost one batched evaluation each. So where the reference
+    side is the larger and the SE ``sqrt(re2_reference + re2_target)`` is above
+    ``BALANCING_SE`` (0.005, the precision AIS stops at by default), ``N_2`` grows to
+    ``N_2 re2_reference / re2_target``, within ``MAX_BALANCING_FACTOR`` times ``n_reference``
+    and ``MAX_REFERENCE_NUMBERS / dim`` (memory). More reference draws also shrink the
+    posterior side (the optimal bridge leans on the larger sample).
+
+    Measured at the default 16 reference draws per posterior draw: the reference side was 3 to
+    8 times the posterior side on ``pm_evidence.testing``'s linear, inverse-gamma and peaked
+    20-D models, and balancing there cut the spread of bridge's estimate over 20 seeds 4.3
+    and 2.4 times (linear, peaked) for 1.14 and 1.7 times the time; but their SE was already
+    0.001, below what a Bayes factor needs, hence ``BALANCING_SE``. At 100 to 1,000
+    parameters (``pm_evidence.zoo_highdim``, 1,000 posterior draws) the posterior side was the
+    larger by 1.6 to 2.4 times, except on the GLMM (the sides equal: 4% more draws).
+
+    Returns
+    -------
+    int
+        The total number of reference draws, at least ``n_reference``.
+    """
+    se = np.sqrt(re2_reference + re2_target)
+    if not (re2_target > 0 and re2_reference > re2_target and se > BALANCING_SE):
+        return n_reference
+    cap = min(MAX_BALANCING_FACTOR * n_reference, MAX_REFERENCE_NUMBERS // max(int(dim), 1))
+    wanted = int(np.ceil(n_reference * re2_reference / re2_target))
+    return int(max(n_reference, min(wanted, cap)))
 
 
 def reference_needs_draws(reference) -> bool:

@@ -171,6 +171,51 @@ def test_bridge_se_matches_spread_of_independent_runs(inverse_gamma_case):
     assert evs[0].diagnostics["n_reference"] == 16 * evs[0].diagnostics["n_target"]
 
 
+def test_bridge_balances_its_reference_draws_where_their_side_of_the_error_dominates(
+    inverse_gamma_case,
+):
+    """With 100 exact posterior draws (50 in the estimate) the SE is above
+    ``draws.BALANCING_SE`` and the reference side of the error is the larger at 16 reference
+    draws per posterior draw: more are drawn (``draws.balanced_reference_draws``), and the SE of
+    the balanced estimate still matches the spread of 40 runs redrawing both samples."""
+    rng = np.random.default_rng(2027)
+    evs = [
+        pme.bridge_sampling(
+            inverse_gamma_case.model,
+            idata=_exact_posterior_draws(inverse_gamma_case, rng, chains=2, draws=50),
+            random_seed=s,
+            progressbar=False,
+        )
+        for s in range(40)
+    ]
+    n_target = evs[0].diagnostics["n_target"]
+    balanced = [e.diagnostics["n_reference"] > 16 * n_target for e in evs]
+    assert np.mean(balanced) > 0.5
+    for e in evs:
+        d = e.diagnostics
+        assert 16 * n_target <= d["n_reference"] <= 16 * 16 * n_target
+        assert d["re2_reference"] + d["re2_target"] == pytest.approx(e.se**2)
+    log_z = np.array([e.log_z for e in evs])
+    se = float(np.sqrt(np.mean([e.se**2 for e in evs])))
+    spread = float(np.std(log_z, ddof=1))
+    assert se > pme.draws.BALANCING_SE
+    assert 0.65 < spread / se < 1.35, (spread, se)
+    assert abs(log_z.mean() - inverse_gamma_case.exact) < 4 * spread / np.sqrt(log_z.size)
+
+
+def test_balanced_reference_draws_rule():
+    from pm_evidence.draws import balanced_reference_draws
+
+    # reference side 3 times the posterior side, SE 0.02: three times the draws
+    assert balanced_reference_draws(1000, 3e-4, 1e-4, dim=5) == 3000
+    # capped at 16 times, and by memory (MAX_REFERENCE_NUMBERS / dim)
+    assert balanced_reference_draws(1000, 1.0, 1e-4, dim=5) == 16_000
+    assert balanced_reference_draws(1000, 1.0, 1e-4, dim=10_000) == 2000
+    # the posterior side the larger, or an SE below BALANCING_SE: unchanged
+    assert balanced_reference_draws(1000, 1e-4, 3e-4, dim=5) == 1000
+    assert balanced_reference_draws(1000, 3e-6, 1e-6, dim=5) == 1000
+
+
 def test_truncated_normal_reference_is_normalized_and_bounded(rng):
     """Gelfand-Dey's reference: zero outside the 95% ellipsoid, integrates to one inside."""
     from pm_evidence.references import TruncatedNormalReference

@@ -15,7 +15,7 @@ from pm_evidence.estimators.base import Estimate, as_two_samples
 from pm_evidence.estimators.ratio_matching import solve_ratio_matching
 from pm_evidence.utils import mcmc_ess
 
-__all__ = ["bridge_core", "fruhwirth_schnatter_re2"]
+__all__ = ["bridge_core", "fruhwirth_schnatter_re2", "fruhwirth_schnatter_terms"]
 
 
 def fruhwirth_schnatter_re2(pi_target: np.ndarray, pi_reference: np.ndarray) -> tuple[float, float]:
@@ -31,16 +31,25 @@ def fruhwirth_schnatter_re2(pi_target: np.ndarray, pi_reference: np.ndarray) -> 
     where ``rho_f2(0)`` (the normalized spectral density at frequency 0) is the integrated
     autocorrelation time ``N1 / ESS(f2)``. ``sqrt(RE^2)`` is the standard error of ``log Z``.
 
-    Returns ``(re2, ess_f2)``.
+    Returns ``(re2, ess_f2)``; :func:`fruhwirth_schnatter_terms` gives the two terms apart.
     """
+    reference_side, target_side, ess = fruhwirth_schnatter_terms(pi_target, pi_reference)
+    return reference_side + target_side, ess
+
+
+def fruhwirth_schnatter_terms(
+    pi_target: np.ndarray, pi_reference: np.ndarray
+) -> tuple[float, float, float]:
+    """The two terms of :func:`fruhwirth_schnatter_re2`: ``(reference side, target side,
+    ess_f2)``, the first falling like ``1 / N2``, the second like ``1 / ESS(f2)``."""
     pi_target = np.asarray(pi_target, dtype=float)
     f1 = np.asarray(pi_reference, dtype=float).ravel()
     f2 = 1.0 - pi_target
     n2, n1 = f1.size, f2.size
     ess = mcmc_ess(f2) if f2.ndim == 2 else float(n1)
-    term1 = np.var(f1, ddof=1) / (n2 * np.mean(f1) ** 2)
-    term2 = (n1 / ess) * np.var(f2, ddof=1) / (n1 * np.mean(f2) ** 2)
-    return float(term1 + term2), float(ess)
+    reference_side = np.var(f1, ddof=1) / (n2 * np.mean(f1) ** 2)
+    target_side = (n1 / ess) * np.var(f2, ddof=1) / (n1 * np.mean(f2) ** 2)
+    return float(reference_side), float(target_side), float(ess)
 
 
 def bridge_core(
@@ -78,7 +87,8 @@ def bridge_core(
         tol=tol,
         maxiter=maxiter,
     )
-    re2, ess = fruhwirth_schnatter_re2(sol.pi_target, sol.pi_reference)
+    reference_side, target_side, ess = fruhwirth_schnatter_terms(sol.pi_target, sol.pi_reference)
+    re2 = reference_side + target_side
     cv = float(np.sqrt(re2))
     return Estimate(
         sol.log_c,
@@ -92,6 +102,8 @@ def bridge_core(
             "ess_target": ess,
             "n_iter": sol.n_iter,
             "re2": re2,
+            "re2_reference": reference_side,
+            "re2_target": target_side,
             "cv": cv,
             "percentage_error": 100.0 * cv,
             "gamma": sol.gamma,
