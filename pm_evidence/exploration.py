@@ -102,6 +102,12 @@ MAX_CANDIDATES = 64
 CLIMB_WEIGHT_SHARE = 0.1
 MAX_CLIMBS = 8
 
+# adapt_components stops once its mixture's importance weights have a Kish ESS of at least this
+# fraction of the draws (chi-square divergence 1 / ESS - 1 <= 0.05 from the posterior): on the
+# Pima logistic regression the normal fitted to the particles had 0.985 and the updates gained
+# 0.001 for 8,192 more evaluations; on the peaked 20-D model it had 0.88 and they gained 0.06.
+ADAPTED_ESS = 0.95
+
 # A rung's jumps are repeated until the particles have made this many accepted jumps each, on
 # average (at most ExplorationOptions.n_jumps jumps).
 JUMPS_PER_PARTICLE = 3.0
@@ -605,7 +611,8 @@ def adapt_components(
     unconstrained space).
 
     Each mixture is judged by the Kish effective sample size of its own weights, and the best
-    one returned (an update fitted to a few heavy weights can make the next worse). Guards: an
+    one returned (an update fitted to a few heavy weights can make the next worse); the updates
+    stop once that ESS is at least ``ADAPTED_ESS`` (0.95) of the draws. Guards: an
     iteration whose weights have an ESS below ``10 K`` (``K`` components) is not used for an
     update; a component's mean and covariance are updated only where
     its own weights ``u_i r_ik`` have an ESS of at least ``5 (dim + 1)`` and the new covariance
@@ -642,6 +649,8 @@ def adapt_components(
             best, best_ess = mixture, ess_fraction
         if ess_fraction * n_draws < 10 * k or iteration == n_iterations - 1:
             break
+        if ess_fraction >= ADAPTED_ESS:
+            break  # nearly flat weights: little left to gain, for n_draws evaluations
         ur = u[:, None] * np.exp(log_qk - log_q[:, None])  # (n, K)
         shares = ur.sum(axis=0)
         weights = np.maximum(shares, 1e-3 / k)
