@@ -5,7 +5,11 @@ the model-facing functions in :mod:`pm_evidence.api` draw the samples and call t
 """
 
 from pm_evidence.estimators.base import Estimate
-from pm_evidence.estimators.bridge import bridge_core, fruhwirth_schnatter_re2
+from pm_evidence.estimators.bridge import (
+    bridge_core,
+    fruhwirth_schnatter_re2,
+    fruhwirth_schnatter_terms,
+)
 from pm_evidence.estimators.combinations import COMBINATION_RULES, combine_is_ris_core
 from pm_evidence.estimators.discriminance import discriminance_core
 from pm_evidence.estimators.importance import (
@@ -33,6 +37,7 @@ __all__ = [
     "draw_sumo_lengths",
     "elbo_core",
     "fruhwirth_schnatter_re2",
+    "fruhwirth_schnatter_terms",
     "importance_core",
     "iwae_core",
     "reverse_importance_core",
