@@ -61,6 +61,12 @@ class Reference:
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
+    def marginal_scale(self) -> np.ndarray | None:
+        """Each coordinate's scale ``(dim,)`` (a standard deviation, or a mixture's
+        within-component one), for preconditioning HMC on a path from this reference
+        (:class:`~pm_evidence.tempering.path.GeometricPath`); ``None`` where unknown."""
+        return None
+
     def graph_parameters(self) -> tuple[np.ndarray, ...] | None:
         """Numeric inputs of :meth:`graph_logpdf`, or ``None`` when this reference has no
         symbolic log-density (then compiled transitions fall back to NumPy)."""
@@ -148,7 +154,8 @@ def _held_out_scores(eigen, mean, held_out, rank: int, lams: np.ndarray) -> np.n
     with np.errstate(divide="ignore", invalid="ignore"):
         mahalanobis = np.mean(projected**2, axis=1) @ (1 / diagonal).T
         log_det = (
-            2 * np.sum(np.log(scale)) + 2 * np.sum(np.log(np.diag(chol)))
+            2 * np.sum(np.log(scale))
+            + 2 * np.sum(np.log(np.diag(chol)))
             + np.sum(np.log(diagonal), axis=1)
         )
     return np.where(np.all(diagonal > 0, axis=1), -mahalanobis / 2 - log_det / 2, -np.inf)
@@ -321,6 +328,10 @@ class MultivariateNormalReference(Reference):
         z = rng.standard_normal((n, self.dim))
         return self.mean + z @ self.chol.T
 
+    def marginal_scale(self) -> np.ndarray:
+        """``sqrt(diag(L L^T))``."""
+        return np.sqrt(np.sum(self.chol**2, axis=1))
+
 
 @dataclass(frozen=True, eq=False)
 class TruncatedNormalReference(MultivariateNormalReference):
@@ -465,6 +476,10 @@ class MultivariateStudentTReference(Reference):
         scale = np.sqrt(self.df / rng.chisquare(self.df, size=(n, 1)))
         return self.mean + z * scale
 
+    def marginal_scale(self) -> np.ndarray:
+        """``sqrt(diag(L L^T))``, the scale matrix's (the shape, not the variance)."""
+        return np.sqrt(np.sum(self.chol**2, axis=1))
+
 
 @dataclass(frozen=True, eq=False)
 class Warp3Reference(MultivariateNormalReference):
@@ -553,6 +568,11 @@ class MixtureReference(Reference):
         """One normal component moment-matched to ``draws (..., dim)``."""
         mean, chol = _fit_location_scale(draws)
         return cls(np.ones(1), mean[None], chol[None])
+
+    def marginal_scale(self) -> np.ndarray:
+        """``sqrt(sum_k w_k diag(L_k L_k^T))``: the within-component scale (the spread between
+        modes left out: a local move stays within one)."""
+        return np.sqrt(self.weights @ np.sum(self.chols**2, axis=2))
 
     @property
     def dim(self) -> int:

@@ -13,7 +13,12 @@ from scipy import stats
 
 from pm_evidence import LogDensity
 from pm_evidence import testing as exact_models
-from pm_evidence.references import MultivariateStudentTReference, PriorReference
+from pm_evidence.references import (
+    MixtureReference,
+    MultivariateNormalReference,
+    MultivariateStudentTReference,
+    PriorReference,
+)
 from pm_evidence.tempering.compiled import hmc_transition_function
 from pm_evidence.tempering.kernels import hmc_step
 from pm_evidence.tempering.path import GeometricPath
@@ -53,9 +58,11 @@ def test_compiled_hmc_equals_numpy_hmc(walled_target, reference):
     if reference == "prior":
         ref = PriorReference(walled_target)
     else:
-        draws = np.random.default_rng(3).normal(0.2, 0.7, size=(500, 3))
+        # unequal scales: the compiled graph's per-coordinate step factors are exercised
+        draws = np.random.default_rng(3).normal(0.2, (1.5, 0.7, 0.3), size=(500, 3))
         ref = MultivariateStudentTReference.fit(draws)
     path = GeometricPath(walled_target, ref)
+    assert (reference == "prior") == np.allclose(path.step_scale, 1.0)
     assert hmc_transition_function(path, 2) is not None
     state, beta, step_size = _state_and_inputs(path)
     numpy_out = hmc_step(np.random.default_rng(7), path, state, beta, step_size, 2, compiled=False)
@@ -68,9 +75,11 @@ def test_compiled_hmc_equals_numpy_hmc(walled_target, reference):
     np.testing.assert_array_equal(bad_c, bad_np)
     for a, b in zip(new_c, new_np, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
-    # rejected points are unchanged, and every point is inside the support
+    # rejected points are unchanged, and every point with beta > 0 is inside the support
+    # (at beta = 0 the target is the reference alone, which has no wall)
     np.testing.assert_array_equal(new_c.x[~acc_c], state.x[~acc_c])
-    assert np.all(new_c.x[:, 0] < 1.5) and np.all(np.isfinite(new_c.delta))
+    walled = beta > 0
+    assert np.all(new_c.x[walled, 0] < 1.5) and np.all(np.isfinite(new_c.delta[walled]))
 
 
 def test_compiled_hmc_not_used_where_unsupported(walled_target):
@@ -132,3 +141,46 @@ def test_categorical_draw_with_many_categories(n_categories):
     draws = _draw_categorical(rng, np.tile(probs, (n_draws, 1)))
     counts = np.bincount(draws, minlength=n_categories)
     assert stats.chisquare(counts, n_draws * probs).pvalue > 1e-3
+
+
+def test_preconditioned_hmc_leaves_an_anisotropic_target_invariant():
+    """HMC's steps scaled per coordinate by the path's reference (``GeometricPath.step_scale``,
+    a diagonal mass matrix) keep ``f_beta`` invariant: exact draws of a normal with scales
+    0.05 and 20 keep their moments after 20 transitions, at beta = 1 and between the
+    reference and the target; one step size serves both scales (the acceptance rate stays
+    high, where identity mass at that step size rejects nearly everything)."""
+    scales = np.array([0.05, 20.0])
+    with pm.Model() as model:
+        pm.Normal("x", 1.0, scales, shape=2)
+    target = LogDensity.for_model(model)
+    reference = MultivariateNormalReference(np.zeros(2), np.diag(scales * 1.5))
+    path = GeometricPath(target, reference)
+    np.testing.assert_allclose(path.step_scale, scales / np.sqrt(scales.prod()))
+    assert np.allclose(GeometricPath(target, PriorReference(target)).step_scale, 1.0)
+    mixture = MixtureReference(np.array([0.5, 0.5]), np.array([[0.0, -50.0], [0.0, 50.0]]),
+                               np.stack([np.diag(scales)] * 2))  # fmt: skip
+    np.testing.assert_allclose(mixture.marginal_scale(), scales)  # within components
+
+    rng = np.random.default_rng(11)
+    n = 4000
+    for beta_value in (1.0, 0.5):
+        # f_beta is normal: precision (1 - beta) / (1.5 s)^2 + beta / s^2, mean beta-weighted
+        precision = (1 - beta_value) / (1.5 * scales) ** 2 + beta_value / scales**2
+        mean = beta_value * 1.0 / scales**2 / precision
+        sd = 1 / np.sqrt(precision)
+        state = path.evaluate(mean + sd * rng.standard_normal((n, 2)), with_grad=True)
+        beta, step = np.full(n, beta_value), np.full(n, 0.5 * np.sqrt(scales.prod()))
+        rates = []
+        for _ in range(20):
+            state, accepted, _ = hmc_step(rng, path, state, beta, step, 3)
+            rates.append(accepted.mean())
+        z = (state.x - mean) / sd
+        # 4,000 draws (correlated across transitions but each transition exact): the moments
+        # of a standard normal within 5 standard errors
+        assert np.all(np.abs(z.mean(axis=0)) < 5 / np.sqrt(n)), z.mean(axis=0)
+        assert np.all(np.abs(z.var(axis=0) - 1) < 5 * np.sqrt(2 / n)), z.var(axis=0)
+        assert np.mean(rates) > 0.5
+    identity = GeometricPath(target, PriorReference(target))
+    state = identity.evaluate(1.0 + scales * rng.standard_normal((n, 2)), with_grad=True)
+    _, accepted, _ = hmc_step(rng, identity, state, np.ones(n), step, 3)
+    assert accepted.mean() < 0.1

@@ -21,7 +21,9 @@ the same numbers in either order. Only the compiled code is shared between runs 
 second long run on a path does not compile again).
 
 The transition, for a point ``x`` at inverse temperature ``beta`` with
-``log f_beta = log p0 + beta Delta`` (seed 004 eq. (2)) and step size ``eps``:
+``log f_beta = log p0 + beta Delta`` (seed 004 eq. (2)) and step size ``eps`` times the path's
+per-coordinate factors ``s = path.step_scale`` (``epsilon = eps s``, elementwise: HMC with a
+diagonal mass matrix ``diag(s)^{-2}``):
 
 .. math::
     p_{1/2} = p + \tfrac{\epsilon}{2} \nabla \log f_\beta(x), \quad
@@ -87,8 +89,10 @@ def _path_terms(path: GeometricPath, x, reference_inputs):
 def _build(path: GeometricPath, n_leapfrog: int, parameters):
     x, g_p0, g_delta, momentum = (pt.matrix(name, dtype="float64")
                                   for name in ("x", "g_p0", "g_delta", "momentum"))  # fmt: skip
-    log_p0, delta, beta, eps, log_u = (pt.vector(name, dtype="float64")
-                                       for name in ("log_p0", "delta", "beta", "eps", "log_u"))  # fmt: skip
+    log_p0, delta, beta, eps, log_u, scale = (
+        pt.vector(name, dtype="float64")
+        for name in ("log_p0", "delta", "beta", "eps", "log_u", "step_scale")
+    )
     reference_inputs = _parameter_inputs(parameters)
 
     def log_f(lp0, d):  # 0 * (-inf) = 0 at beta = 0, as in tempered_log_density
@@ -100,7 +104,7 @@ def _build(path: GeometricPath, n_leapfrog: int, parameters):
     def kinetic(p):
         return 0.5 * pt.sum(p**2, axis=1)
 
-    step = eps[:, None]
+    step = eps[:, None] * scale[None, :]
     current_h = kinetic(momentum) - log_f(log_p0, delta)
     p = momentum + 0.5 * step * grad(g_p0, g_delta)
     x_new = x
@@ -122,7 +126,7 @@ def _build(path: GeometricPath, n_leapfrog: int, parameters):
         accept,
         ~finite,
     ]
-    inputs = [x, log_p0, delta, g_p0, g_delta, beta, eps, momentum, log_u, *reference_inputs]
+    inputs = [x, log_p0, delta, g_p0, g_delta, beta, eps, momentum, log_u, scale, *reference_inputs]
     return pytensor.function(inputs, outputs, on_unused_input="ignore")
 
 
@@ -162,7 +166,7 @@ def _bind(path: GeometricPath, n_leapfrog: int) -> Callable | None:
     def transition(state: PathState, beta, eps, momentum, log_u):
         outs = fn(
             state.x, state.log_p0, state.delta, state.grad_log_p0, state.grad_delta,
-            beta, eps, momentum, log_u, constants=parameters,
+            beta, eps, momentum, log_u, constants=(path.step_scale, *parameters),
         )  # fmt: skip
         return PathState(*outs[:5]), outs[5].astype(bool), outs[6].astype(bool)
 

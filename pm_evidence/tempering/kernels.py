@@ -383,8 +383,9 @@ def hmc_step(
     rng, path: GeometricPath, state: PathState, beta, step_size, n_leapfrog: int,
     jitter: float = HMC_STEP_JITTER, compiled: bool = False, mask=None,
 ):  # fmt: skip
-    """HMC with identity mass matrix and ``n_leapfrog`` leapfrog steps of size ``step_size``
-    (one per point); ``state`` must carry gradients.
+    """HMC with ``n_leapfrog`` leapfrog steps of size ``step_size`` (one per point) times the
+    path's per-coordinate factors ``path.step_scale`` (a diagonal mass matrix from the
+    reference's scales; ones from the prior: identity mass); ``state`` must carry gradients.
 
     With ``compiled`` (and a path that allows it, without ``mask``) the whole transition is one
     compiled call (:func:`~pm_evidence.tempering.compiled.hmc_transition_function`), fed the
@@ -404,13 +405,14 @@ def hmc_step(
     eps = np.asarray(step_size, dtype=float)
     eps = (eps * rng.uniform(1.0 - jitter, 1.0 + jitter, size=eps.shape))[:, None]
     momentum = rng.standard_normal(state.x.shape)
-    if mask is not None:
-        momentum = momentum * mask
-        eps = eps * mask  # x moves by eps * p: zero outside the mask whatever the gradient
     fused = hmc_transition_function(path, n_leapfrog) if compiled and mask is None else None
     if fused is not None:
         log_u = np.log(rng.random(eps.shape[0]))
         return fused(state, beta, eps[:, 0], momentum, log_u)
+    eps = eps * path.step_scale  # (n, dim): the diagonal preconditioning
+    if mask is not None:
+        momentum = momentum * mask
+        eps = eps * mask  # x moves by eps * p: zero outside the mask whatever the gradient
     current_h = _kinetic(momentum) - tempered_log_density(state.log_p0, state.delta, beta)
     p = momentum + 0.5 * eps * _grad(state, beta)
     proposal = state

@@ -42,6 +42,25 @@ def tempered_log_density(log_p0: np.ndarray, delta: np.ndarray, beta) -> np.ndar
     return log_p0 + scaled
 
 
+def _step_scale(reference: Reference) -> np.ndarray:
+    r"""HMC's per-coordinate step factors on a path from ``reference``: its marginal scales
+    divided by their geometric mean (ones where it has none, as the prior).
+
+    HMC with leapfrog steps ``eps s_j`` on coordinate ``j`` is HMC with identity mass on
+    ``z = x / s`` (a diagonal mass matrix ``diag(s)^{-2}``): the reference, fitted to the
+    posterior, whitens the scales, and one step size suits every coordinate. Dividing by the
+    geometric mean keeps ``eps`` in the units it had without preconditioning (the step sizes the
+    pilot and the ladders start from and adapt).
+    """
+    scale = reference.marginal_scale()
+    if scale is None:
+        return np.ones(reference.dim)
+    scale = np.asarray(scale, dtype=float)
+    if scale.shape != (reference.dim,) or not np.all(np.isfinite(scale) & (scale > 0)):
+        return np.ones(reference.dim)
+    return scale / np.exp(np.mean(np.log(scale)))
+
+
 class GeometricPath:
     """``f_beta = p0^(1 - beta) f^beta`` for a PyMC model's log-density.
 
@@ -69,6 +88,7 @@ class GeometricPath:
         self.target = target
         self.reference = reference
         self.is_prior = isinstance(reference, PriorReference)
+        self.step_scale = _step_scale(reference)
 
     @property
     def dim(self) -> int:
