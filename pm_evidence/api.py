@@ -512,6 +512,7 @@ def bridge_sampling(
             )
         else:
             n_eff = float(min(np.nanmedian(per_coordinate), n_target))
+
     def estimate_from(lw_reference):
         return bridge_core(
             lw_target, lw_reference, n_target_effective=n_eff, tol=bridge.tol,
