@@ -220,7 +220,7 @@ def auto_reference(target: LogDensity, posterior: np.ndarray) -> tuple[Reference
     elsewhere. For the prior the weights are ``1 / L(x)``; for the fitted candidates (matched to
     the draws' mean and covariance, as bridge sampling's ``fit_reference``: a normal, and a
     Student-t with 5 degrees of freedom) they are ``q(x) / f(x)``, each candidate fitted to one
-    half of the draws and judged at the other (:func:`_held_out_overlap`), the chosen one then
+    half of the draws and judged at the other (``_held_out_overlap``), the chosen one then
     fitted to all. All cost one evaluation of the model at the draws. The prior is kept when its overlap is at least the others': the path
     from it then is as short, and it also covers modes that the draws missed.
 

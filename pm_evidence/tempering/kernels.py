@@ -371,7 +371,8 @@ def rwm_step(rng, path: GeometricPath, state: PathState, beta, scale, mask=None)
 
 
 def _kinetic(momentum: np.ndarray) -> np.ndarray:
-    """``|p|^2 / 2`` per point (identity mass matrix)."""
+    """``|p|^2 / 2`` per point (identity mass for ``p``; a diagonal mass matrix enters through
+    the per-coordinate steps, :func:`hmc_step`)."""
     return 0.5 * np.einsum("ij,ij->i", momentum, momentum)
 
 
