@@ -196,9 +196,12 @@ def shrunk_covariance(draws: np.ndarray) -> ShrunkCovariance:
     """
     n, dim = draws.shape
     mean = draws.mean(axis=0)
-    if n < 8:
-        return ShrunkCovariance(mean, np.atleast_2d(np.cov(draws, rowvar=False)), 0.0, 0)
     halves = (draws[: n // 2], draws[n // 2 :])
+    if n < 8 or not all(np.all(np.var(h, axis=0) > 0) for h in halves):
+        # too few draws to split, or a variable constant in one half (a stuck chain): nothing
+        # to choose by; the sample covariance (singular if a variable never varies, which the
+        # caller reports)
+        return ShrunkCovariance(mean, np.atleast_2d(np.cov(draws, rowvar=False)), 0.0, 0)
     fits = [(h.mean(axis=0), _correlation_eigen(h)) for h in halves]
     lams = np.asarray(SHRINKAGE_GRID)
 

@@ -11,6 +11,7 @@ about ``dim^2 / (4 n) = 10`` nats of Kullback-Leibler divergence.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from scipy import stats
 
 import pm_evidence as pme
@@ -75,3 +76,18 @@ def test_bridge_at_defaults_on_202_parameters():
     assert result.se <= 0.05
     assert abs(result.log_z - gold) <= 4 * result.se
     assert result.reliable
+
+
+def test_a_variable_that_never_varies_is_reported_not_a_linear_algebra_failure():
+    from pm_evidence.exceptions import EvidenceInputError
+    from pm_evidence.references import MultivariateNormalReference
+
+    draws = np.random.default_rng(0).normal(size=(100, 3))
+    draws[:, 1] = 2.0
+    with pytest.raises(EvidenceInputError, match="singular covariance"):
+        MultivariateNormalReference.fit(draws)
+    # constant in one half only (a stuck chain): the sample covariance, no choice made
+    draws[50:, 1] = np.random.default_rng(1).normal(size=50)
+    fit = shrunk_covariance(draws)
+    assert (fit.shrinkage, fit.rank) == (0.0, 0)
+    np.testing.assert_allclose(fit.covariance, np.cov(draws, rowvar=False))
