@@ -356,7 +356,9 @@ def default_reference_draws(n_target: int, dim: int) -> int:
     return int(max(n_target, min(REFERENCE_DRAWS_PER_POSTERIOR_DRAW * n_target, cap)))
 
 
-def balanced_reference_draws(n_reference: int, re2_reference: float, re2_target: float, dim: int) -> int:
+def balanced_reference_draws(
+    n_reference: int, re2_reference: float, re2_target: float, dim: int
+) -> int:
     r"""Reference draws that make bridge sampling's reference side of the error no larger than
     its posterior side.
 
