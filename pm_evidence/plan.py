@@ -221,8 +221,9 @@ def auto_reference(target: LogDensity, posterior: np.ndarray) -> tuple[Reference
     the draws' mean and covariance, as bridge sampling's ``fit_reference``: a normal, and a
     Student-t with 5 degrees of freedom) they are ``q(x) / f(x)``, each candidate fitted to one
     half of the draws and judged at the other (``_held_out_overlap``), the chosen one then
-    fitted to all. All cost one evaluation of the model at the draws. The prior is kept when its overlap is at least the others': the path
-    from it then is as short, and it also covers modes that the draws missed.
+    fitted to all. All cost one evaluation of the model at the draws. The prior is kept when
+    its overlap is at least the others': the path from it then is as short, and it also covers
+    modes that the draws missed.
 
     The normal is a candidate because the Student-t's tails were too heavy for the paths of the
     benchmark models: its overlap was 0.07-0.74 where the normal's was 0.63-0.98 (eight

@@ -117,14 +117,20 @@ def _correlation_eigen(draws: np.ndarray):
     return scale, values[::-1], vectors[:, ::-1]
 
 
-def _low_rank_shrunk(eigen, rank: int, lam: float) -> np.ndarray:
-    """``D [R_k + (1 - lambda) E_k + lambda diag(E_k)] D`` with ``R_k`` the rank-``k`` part of
-    the correlation ``R`` and ``E_k = R - R_k`` the rest."""
-    scale, values, vectors = eigen
+def _split_correlation(eigen, rank: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(R_k, E_k)``: the part of the correlation ``R`` along its ``rank`` leading
+    eigenvectors and the rest, ``R = R_k + E_k``."""
+    _, values, vectors = eigen
     leading = (vectors[:, :rank] * values[:rank]) @ vectors[:, :rank].T
     rest = vectors[:, rank:] @ (values[rank:, None] * vectors[:, rank:].T)
+    return leading, rest
+
+
+def _low_rank_shrunk(eigen, rank: int, lam: float) -> np.ndarray:
+    """``D [R_k + (1 - lambda) E_k + lambda diag(E_k)] D`` (:func:`_split_correlation`)."""
+    leading, rest = _split_correlation(eigen, rank)
     shrunk = leading + (1 - lam) * rest + lam * np.diag(np.diag(rest))
-    return shrunk * np.outer(scale, scale)
+    return shrunk * np.outer(eigen[0], eigen[0])
 
 
 def _held_out_scores(eigen, mean, held_out, rank: int, lams: np.ndarray) -> np.ndarray:
@@ -138,10 +144,10 @@ def _held_out_scores(eigen, mean, held_out, rank: int, lams: np.ndarray) -> np.n
     ``lambda`` cost seconds per fit in 1,000 dimensions, and dominated the exploration's time
     in 5 on a loaded machine). ``-inf`` where ``Sigma_lambda`` is singular.
     """
-    scale, values, vectors = eigen
-    correlation = (vectors * values) @ vectors.T
-    leading = (vectors[:, :rank] * values[:rank]) @ vectors[:, :rank].T
-    anchor = leading + np.diag(np.diag(correlation - leading))
+    scale = eigen[0]
+    leading, rest = _split_correlation(eigen, rank)
+    correlation = leading + rest
+    anchor = leading + np.diag(np.diag(rest))
     try:
         chol = linalg.cholesky(anchor, lower=True)
     except linalg.LinAlgError:
@@ -247,6 +253,11 @@ def _fit_location_scale(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mean, chol
 
 
+def _diagonal_sd(chol: np.ndarray) -> np.ndarray:
+    """``sqrt(diag(L L^T))`` for a lower Cholesky factor ``L`` (or a stack of them)."""
+    return np.sqrt(np.sum(chol**2, axis=-1))
+
+
 def _mahalanobis_sq(x: np.ndarray, mean: np.ndarray, chol: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=float)
     centred = (x - mean).reshape(-1, mean.size)
@@ -333,7 +344,7 @@ class MultivariateNormalReference(Reference):
 
     def marginal_scale(self) -> np.ndarray:
         """``sqrt(diag(L L^T))``."""
-        return np.sqrt(np.sum(self.chol**2, axis=1))
+        return _diagonal_sd(self.chol)
 
 
 @dataclass(frozen=True, eq=False)
@@ -481,7 +492,7 @@ class MultivariateStudentTReference(Reference):
 
     def marginal_scale(self) -> np.ndarray:
         """``sqrt(diag(L L^T))``, the scale matrix's (the shape, not the variance)."""
-        return np.sqrt(np.sum(self.chol**2, axis=1))
+        return _diagonal_sd(self.chol)
 
 
 @dataclass(frozen=True, eq=False)
@@ -575,7 +586,7 @@ class MixtureReference(Reference):
     def marginal_scale(self) -> np.ndarray:
         """``sqrt(sum_k w_k diag(L_k L_k^T))``: the within-component scale (the spread between
         modes left out: a local move stays within one)."""
-        return np.sqrt(self.weights @ np.sum(self.chols**2, axis=2))
+        return np.sqrt(self.weights @ _diagonal_sd(self.chols) ** 2)
 
     @property
     def dim(self) -> int:
