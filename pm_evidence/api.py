@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
+from pm_evidence.bridge_reference import choose_bridge_reference, more_reference_log_weights
 from pm_evidence.draws import (
     MAX_REFERENCE_NUMBERS,
     PosteriorOptions,
@@ -47,7 +48,7 @@ from pm_evidence.evidence import Evidence, build_evidence
 from pm_evidence.exceptions import EvidenceInputError
 from pm_evidence.messages import flag, posterior_messages, se_messages, weight_messages
 from pm_evidence.options import ModelLike, renamed_keywords, split_options
-from pm_evidence.references import Reference, fit_reference
+from pm_evidence.references import MultivariateNormalReference, Reference, fit_reference
 from pm_evidence.reverse_reference import choose_reverse_reference
 from pm_evidence.target import LogDensity, as_target
 from pm_evidence.utils import good_pareto_k, mcmc_ess, stage_rngs
@@ -437,8 +438,10 @@ def bridge_sampling(
 
     Half of every chain fits the reference (``reference="normal"``: a multivariate normal on
     the unconstrained space; ``"warp3"``: warp-3 of Meng & Schilling 2002, matching mean,
-    covariance and skewness), the other half and ``n_reference`` reference draws (16 per
-    posterior draw by default) estimate ``log Z`` by the Meng-Wong iteration. ``use_neff``
+    covariance and skewness; ``"auto"``: whichever of the two a pilot predicts the smaller
+    error for at equal cost, :mod:`pm_evidence.bridge_reference`), the other half and
+    ``n_reference`` reference draws (16 per posterior draw by default) estimate ``log Z`` by the
+    Meng-Wong iteration. ``use_neff``
     replaces the number of posterior draws by their effective number in the sample-size
     weights. The error is the relative mean-squared error of Frühwirth-Schnatter (2004);
     ``se = sqrt(re2)``. With ``repetitions > 1`` the reference draws are redrawn each time;
@@ -446,15 +449,20 @@ def bridge_sampling(
     repetitions, and every repetition's value is kept in the ``draws`` group as
     ``log_z_repetitions``.
 
-    The result's ``method`` is ``"bridge"`` for the normal reference and ``"bridge_warp3"`` for
-    warp-3; ``marginal_likelihood(model, method="bridge", reference="warp3")`` reaches it too
+    The result's ``method`` is ``"bridge"`` for ``reference="auto"`` (whichever it chose) and
+    ``"normal"``, and ``"bridge_warp3"`` for ``reference="warp3"``;
+    ``marginal_likelihood(model, method="bridge", reference="warp3")`` reaches it too
     (in a list of methods, ``reference=`` is the reference of every method that takes one).
 
     Parameters
     ----------
     {model}
     reference : {"auto", "normal", "warp3"}, default "auto"
-        The reference density bridged to the posterior; ``"auto"`` is ``"normal"``.
+        The reference density bridged to the posterior; ``"auto"``: the normal or warp-3, by a
+        pilot of ``min(N1, n_reference)`` reference draws
+        (:func:`~pm_evidence.bridge_reference.choose_bridge_reference`; warp-3 then takes
+        ``(n_reference - N1) / 2`` reference draws, two evaluations each). A reference
+        symmetrized over relabellings (``symmetrize``) is the normal.
     n_reference : int, optional
         Reference draws per repetition; default
         :func:`~pm_evidence.draws.default_reference_draws`: 16 per posterior draw used in the
@@ -481,7 +489,9 @@ def bridge_sampling(
     -------
     Evidence
         Diagnostics: ``proposal`` (the reference's name), ``n_iter``, ``ess_target``,
-        ``gamma``, ``cv``, ``percentage_error``, ``repetitions`` (and ``log_z_repetition_sd``).
+        ``gamma``, ``cv``, ``percentage_error``, ``repetitions`` (and ``log_z_repetition_sd``);
+        with ``reference="auto"``, ``reference_choice``, ``predicted_se_normal``,
+        ``predicted_se_warp3`` and ``n_pilot``.
 
     Raises
     ------
@@ -490,6 +500,7 @@ def bridge_sampling(
     """
     options = renamed_keywords("bridge_sampling", options, _BRIDGE_RENAMED)
     options, sampling = split_options(options, posterior=PosteriorOptions, bridge=BridgeOptions)
+    choose = options["posterior"].auto
     reference, bridge = options["posterior"].reference_or("normal"), options["bridge"]
     if not isinstance(reference, str) or reference not in BRIDGE_REFERENCES:
         raise EvidenceInputError(
@@ -512,6 +523,16 @@ def bridge_sampling(
             )
         else:
             n_eff = float(min(np.nanmedian(per_coordinate), n_target))
+    choice = None
+    if choose and type(ref) is MultivariateNormalReference:  # not symmetrized
+        log_f = lw_target + ref.logpdf(est_half)
+        choice = choose_bridge_reference(target, ref, est_half, log_f, rng, n_reference, n_eff)
+        ref, lw_target = choice.reference, choice.log_weights_target
+        n_reference = choice.n_reference
+    elif choose:
+        symmetry["reference_choice"] = (
+            "normal (symmetrized over relabellings; warp-3's reflection does not commute with them)"
+        )
 
     def estimate_from(lw_reference):
         return bridge_core(
@@ -520,8 +541,11 @@ def bridge_sampling(
         )  # fmt: skip
 
     estimates, lw_reference = [], None
-    for _ in range(bridge.repetitions):
-        lw_reference = reference_log_weights(target, ref, rng, n_reference)
+    for repetition in range(bridge.repetitions):
+        if choice is not None and repetition == 0:  # the pilot's draws come first
+            lw_reference = more_reference_log_weights(target, choice, rng, n_reference)
+        else:
+            lw_reference = reference_log_weights(target, ref, rng, n_reference)
         estimate = estimate_from(lw_reference)
         if call.options.n_reference is None:  # the default: balanced against the draws
             d = estimate.diagnostics
@@ -536,6 +560,8 @@ def bridge_sampling(
     log_zs = np.array([e.log_z for e in estimates])
     middle = estimates[int(np.argsort(log_zs)[(len(log_zs) - 1) // 2])]
     diagnostics = dict(middle.diagnostics, proposal=reference, repetitions=bridge.repetitions)
+    if choice is not None:
+        diagnostics.update(choice.diagnostics, proposal=ref.name)
     diagnostics.update(symmetry, reference=ref.name)
     se = middle.se
     if bridge.repetitions > 1:

@@ -40,6 +40,7 @@ __all__ = [
     "PosteriorPlan",
     "balanced_reference_draws",
     "check_reference_covers_support",
+    "check_reference_log_weights",
     "default_reference_draws",
     "fit_and_weigh",
     "log_density_at_target_draws",
@@ -67,8 +68,9 @@ class PosteriorOptions:
     reference : str or Reference
         ``p0``: a name fitted to the first half of every chain of the posterior draws
         (``"normal"``, ``"student_t"``, ...), ``"prior"``, or a :class:`Reference` used as given.
-        ``"auto"`` (default): the method's own choice (IS: ``"student_t"``; DS and bridge:
-        ``"normal"``; reverse IS and the combinations: see their functions).
+        ``"auto"`` (default): the method's own choice (IS: ``"student_t"``; DS: ``"normal"``;
+        bridge: ``"normal"`` or ``"warp3"`` by a pilot; reverse IS and the combinations: see
+        their functions).
     n_reference : int, optional
         Draws from ``p0``; default :func:`~pm_evidence.draws.default_reference_draws` (16 per
         posterior draw used in the estimate).
@@ -411,12 +413,19 @@ def check_reference_covers_support(reference, method: str) -> None:
 
 
 def reference_log_weights(target, reference, rng, n):
+    """``log f - log p0`` at ``n`` draws from ``reference`` (checked:
+    :func:`check_reference_log_weights`)."""
     x0 = reference.sample(rng, n)
-    lw = log_weights(target, x0, reference)
+    return check_reference_log_weights(log_weights(target, x0, reference), reference)
+
+
+def check_reference_log_weights(lw: np.ndarray, reference: Reference) -> np.ndarray:
+    """``lw`` (log weights at draws from ``reference``), or an error where one is NaN or
+    ``+inf`` (``-inf``, a draw outside the model's support, is allowed)."""
     if np.any(np.isnan(lw) | (lw == np.inf)):
         raise NonFiniteLogDensityError(
             f"The log-density is NaN or +inf at {int(np.sum(~np.isfinite(lw) & (lw != -np.inf)))}"
-            f" of {n} draws from the {reference.name} reference; the model evaluates badly "
+            f" of {lw.size} draws from the {reference.name} reference; the model evaluates badly "
             f"away from the posterior (check for overflow)."
         )
     return lw

@@ -113,6 +113,7 @@ def test_list_of_methods_samples_once_without_idata(beta_binomial_case):
     out = pme.marginal_likelihood(
         beta_binomial_case.model,
         method=["ds", "bridge"],
+        reference="normal",  # one reference for both, so their weights at the draws agree
         random_seed=1,
         progressbar=False,
         draws=400,
@@ -148,16 +149,20 @@ def _exact_posterior_draws(case, rng, chains=4, draws=500):
     return target.to_unconstrained(values, batch_ndim=2)
 
 
-def test_bridge_se_matches_spread_of_independent_runs(inverse_gamma_case):
-    """The bridge SE (Frühwirth-Schnatter's RE², at the default 16 proposal draws per posterior
-    draw) against the spread of 40 runs that redraw both the posterior draws (exact, i.i.d.)
-    and the proposal draws: neither term of the error is held fixed."""
+@pytest.mark.parametrize("reference", ["normal", "auto"])
+def test_bridge_se_matches_spread_of_independent_runs(inverse_gamma_case, reference):
+    """The bridge SE (Frühwirth-Schnatter's RE²) against the spread of 40 runs that redraw both
+    the posterior draws (exact, i.i.d.) and the reference draws: neither term of the error is
+    held fixed. ``"normal"``: 16 reference draws per posterior draw. ``"auto"``: on this skewed
+    posterior the pilot chooses warp-3 (``pm_evidence.bridge_reference``), whose reference
+    draws cost two evaluations each: half as many, less the posterior draws' reflections."""
     rng = np.random.default_rng(2026)
     evs = [
         pme.bridge_sampling(
             inverse_gamma_case.model,
             idata=_exact_posterior_draws(inverse_gamma_case, rng),
             random_seed=s,
+            reference=reference,
             progressbar=False,
         )
         for s in range(40)
@@ -168,7 +173,18 @@ def test_bridge_se_matches_spread_of_independent_runs(inverse_gamma_case):
     # the sample SD of 40 runs is within +-35% of the true SD with probability > 0.997
     assert 0.65 < spread / se < 1.35, (spread, se)
     assert abs(log_z.mean() - inverse_gamma_case.exact) < 4 * spread / np.sqrt(log_z.size)
-    assert evs[0].diagnostics["n_reference"] == 16 * evs[0].diagnostics["n_target"]
+    d = evs[0].diagnostics
+    assert all(e.method == "bridge" for e in evs)
+    if reference == "normal":
+        assert d["n_reference"] == 16 * d["n_target"] and "reference_choice" not in d
+    else:
+        chosen = [e.diagnostics["reference_choice"] for e in evs]
+        assert chosen.count("warp3") >= 36, chosen
+        assert d["reference"] == d["proposal"] == "warp3"
+        assert d["n_reference"] == (16 - 1) * d["n_target"] // 2
+        assert d["predicted_se_warp3"] < d["predicted_se_normal"]
+        # the prediction is the SE of the run it chose, up to the pilot's noise
+        assert d["predicted_se_warp3"] == pytest.approx(evs[0].se, rel=0.3)
 
 
 def test_bridge_balances_its_reference_draws_where_their_side_of_the_error_dominates(
@@ -183,6 +199,7 @@ def test_bridge_balances_its_reference_draws_where_their_side_of_the_error_domin
         pme.bridge_sampling(
             inverse_gamma_case.model,
             idata=_exact_posterior_draws(inverse_gamma_case, rng, chains=2, draws=50),
+            reference="normal",
             random_seed=s,
             progressbar=False,
         )

@@ -9,6 +9,7 @@ from pm_evidence.estimators.bridge import (
     bridge_core,
     fruhwirth_schnatter_re2,
     fruhwirth_schnatter_terms,
+    predicted_re2,
 )
 from pm_evidence.estimators.combinations import COMBINATION_RULES, combine_is_ris_core
 from pm_evidence.estimators.discriminance import discriminance_core
@@ -40,6 +41,7 @@ __all__ = [
     "fruhwirth_schnatter_terms",
     "importance_core",
     "iwae_core",
+    "predicted_re2",
     "reverse_importance_core",
     "solve_ratio_matching",
     "sumo_core",

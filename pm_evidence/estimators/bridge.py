@@ -12,10 +12,15 @@ from __future__ import annotations
 import numpy as np
 
 from pm_evidence.estimators.base import Estimate, as_two_samples
-from pm_evidence.estimators.ratio_matching import solve_ratio_matching
+from pm_evidence.estimators.ratio_matching import classifier_probabilities, solve_ratio_matching
 from pm_evidence.utils import mcmc_ess
 
-__all__ = ["bridge_core", "fruhwirth_schnatter_re2", "fruhwirth_schnatter_terms"]
+__all__ = [
+    "bridge_core",
+    "fruhwirth_schnatter_re2",
+    "fruhwirth_schnatter_terms",
+    "predicted_re2",
+]
 
 
 def fruhwirth_schnatter_re2(pi_target: np.ndarray, pi_reference: np.ndarray) -> tuple[float, float]:
@@ -50,6 +55,51 @@ def fruhwirth_schnatter_terms(
     reference_side = np.var(f1, ddof=1) / (n2 * np.mean(f1) ** 2)
     target_side = (n1 / ess) * np.var(f2, ddof=1) / (n1 * np.mean(f2) ** 2)
     return float(reference_side), float(target_side), float(ess)
+
+
+def predicted_re2(
+    log_l_target,
+    log_l_reference,
+    log_z: float,
+    n_reference: int,
+    n_target_effective: float | None = None,
+) -> float:
+    r"""The relative mean-squared error :func:`fruhwirth_schnatter_re2` predicts for the bridge
+    estimate with ``n_reference`` reference draws, from a smaller pilot set of them.
+
+    Both sides of the error depend on ``N2``: the reference side falls like ``1 / N2``, and the
+    optimal bridge's sample-size weights ``s1 = N1 / (N1 + N2)``, ``s2 = N2 / (N1 + N2)`` move
+    the classifier ``pi(x) = s1 l(x) / (s1 l(x) + s2 Z)`` at both samples. With ``Z`` fixed at
+    the pilot's estimate ``log_z``, ``pi`` is evaluated at the pilot's draws with the weights
+    of ``N2 = n_reference``, and the two terms of :func:`fruhwirth_schnatter_terms` are taken
+    from those draws, the reference side rescaled from the pilot's size to ``n_reference``.
+
+    Parameters
+    ----------
+    log_l_target : array_like, shape (chain, draw) or (draw,)
+        ``log f - log g`` at the target draws (as for :func:`bridge_core`).
+    log_l_reference : array_like
+        ``log f - log g`` at the pilot's i.i.d. reference draws.
+    log_z : float
+        The pilot's estimate (:func:`bridge_core` on these two samples).
+    n_reference : int
+        The number of reference draws to predict the error for.
+    n_target_effective : float, optional
+        As for :func:`bridge_core`.
+
+    Returns
+    -------
+    float
+        The predicted ``RE^2`` (``sqrt`` of it: the predicted SE of ``log Z``).
+    """
+    log_l_target, log_l_reference = as_two_samples(log_l_target, log_l_reference)
+    n1 = float(log_l_target.size if n_target_effective is None else n_target_effective)
+    n0 = float(n_reference)
+    log_s1, log_s0 = np.log(n1 / (n1 + n0)), np.log(n0 / (n1 + n0))
+    pi_target = classifier_probabilities(log_l_target, log_z, log_s1, log_s0)
+    pi_reference = classifier_probabilities(log_l_reference, log_z, log_s1, log_s0)
+    reference_side, target_side, _ = fruhwirth_schnatter_terms(pi_target, pi_reference)
+    return float(reference_side * log_l_reference.size / n0 + target_side)
 
 
 def bridge_core(
