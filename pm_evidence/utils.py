@@ -9,6 +9,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 __all__ = [
     "as_generator",
@@ -34,6 +35,19 @@ RHAT_MAX = 1.01
 
 # Warnings are attributed to the first frame outside this package: the user's own line.
 PACKAGE_DIR = str(Path(__file__).resolve().parent)
+
+
+def one_blas_thread() -> threadpool_limits:
+    """A context in which BLAS/LAPACK (OpenBLAS, MKL) use one thread, restored on exit
+    (threadpoolctl).
+
+    For code that makes many small factorizations and triangular solves (covariances of a
+    few to 50 dimensions): on a busy 2-core machine OpenBLAS's threads wait for each other,
+    and a 20 x 20 triangular solve took 4.7 ms instead of microseconds. Measured on
+    ``pm_evidence.exploration.explore`` of the 20-D ``testing.peaked_normal_mean`` with another
+    process using one core: 15-16 s, and 1.7 s with one thread (the same result bit for bit).
+    """
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 def warn_user(message: str, category: type[Warning] = UserWarning) -> None:

@@ -170,6 +170,31 @@ def test_exploration_finds_both_modes_in_their_proportions(explored_two_modes):
     assert exploration.n_evaluations > exploration.particles.shape[0]
 
 
+def test_exploration_runs_with_one_blas_thread_and_restores_the_count(monkeypatch):
+    """explore's many small solves run with one BLAS thread (pm_evidence.utils.one_blas_thread:
+    on a busy 2-core machine OpenBLAS's threads made it ten times slower); the caller's setting
+    is back afterwards."""
+    from threadpoolctl import threadpool_info
+
+    import pm_evidence.exploration as exploration_module
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    before, seen = blas_threads(), []
+
+    def record(*args, **kwargs):
+        seen.append(blas_threads())
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(exploration_module, "_explore", record)
+    target = as_target(gaussian_mixture_10d()[0])
+    with pytest.raises(RuntimeError, match="stop here"):
+        explore(target, np.random.default_rng(0))
+    assert seen and all(n == 1 for n in seen[0])
+    assert blas_threads() == before
+
+
 def test_coverage_names_the_mode_the_draws_missed(explored_two_modes):
     _, exploration = explored_two_modes
     particles = exploration.particles
