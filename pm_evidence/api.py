@@ -441,9 +441,8 @@ def bridge_sampling(
     covariance and skewness; ``"auto"``: whichever of the two a pilot predicts the smaller
     error for at equal cost, :mod:`pm_evidence.bridge_reference`), the other half and
     ``n_reference`` reference draws (16 per posterior draw by default) estimate ``log Z`` by the
-    Meng-Wong iteration. ``use_neff``
-    replaces the number of posterior draws by their effective number in the sample-size
-    weights. The error is the relative mean-squared error of Frühwirth-Schnatter (2004);
+    Meng-Wong iteration. ``use_neff`` replaces the number of posterior draws by their effective
+    number in the sample-size weights. The error is the relative mean-squared error of Frühwirth-Schnatter (2004);
     ``se = sqrt(re2)``. With ``repetitions > 1`` the reference draws are redrawn each time;
     ``log_z`` is the median, ``se`` the larger of its RE²-based value and the spread over
     repetitions, and every repetition's value is kept in the ``draws`` group as
@@ -525,7 +524,7 @@ def bridge_sampling(
             n_eff = float(min(np.nanmedian(per_coordinate), n_target))
     choice = None
     if choose and type(ref) is MultivariateNormalReference:  # not symmetrized
-        log_f = lw_target + ref.logpdf(est_half)
+        log_f = lw_target + ref.logpdf(est_half)  # log f at the draws, not evaluated again
         choice = choose_bridge_reference(target, ref, est_half, log_f, rng, n_reference, n_eff)
         ref, lw_target = choice.reference, choice.log_weights_target
         n_reference = choice.n_reference
