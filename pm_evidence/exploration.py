@@ -177,13 +177,6 @@ class ExplorationOptions:
 
     n_particles: int | None = None
     max_particles: int = 2048
-
-    def particles_for(self, dim: int) -> int:
-        """The particles to start with in ``dim`` dimensions: ``n_particles``, or by default
-        ``8192 / dim^1.5`` within ``[512, max_particles]``."""
-        if self.n_particles is not None:
-            return self.n_particles
-        return int(np.clip(8192 / max(dim, 1) ** 1.5, 512, max(512, self.max_particles)))
     n_moves: int = 2
     n_jumps: int = 10
     ess_fraction: float = 0.5
@@ -191,6 +184,13 @@ class ExplorationOptions:
     max_rungs: int = 1000
     n_final_sweeps: int = 3
     n_reweighting_draws: int = 4096
+
+    def particles_for(self, dim: int) -> int:
+        """The particles to start with in ``dim`` dimensions: ``n_particles``, or by default
+        ``8192 / dim^1.5`` within ``[512, max_particles]``."""
+        if self.n_particles is not None:
+            return self.n_particles
+        return int(np.clip(8192 / max(dim, 1) ** 1.5, 512, max(512, self.max_particles)))
 
 
 @dataclass(frozen=True)
