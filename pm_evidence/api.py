@@ -524,8 +524,9 @@ def bridge_sampling(
             n_eff = float(min(np.nanmedian(per_coordinate), n_target))
     choice = None
     if choose and type(ref) is MultivariateNormalReference:  # not symmetrized
-        log_f = lw_target + ref.logpdf(est_half)  # log f at the draws, not evaluated again
-        choice = choose_bridge_reference(target, ref, est_half, log_f, rng, n_reference, n_eff)
+        choice = choose_bridge_reference(
+            target, ref, est_half, lw_target, rng, n_reference, n_eff
+        )
         ref, lw_target = choice.reference, choice.log_weights_target
         n_reference = choice.n_reference
     elif choose:

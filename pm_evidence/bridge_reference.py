@@ -71,7 +71,7 @@ def choose_bridge_reference(
     target: LogDensity,
     normal: MultivariateNormalReference,
     posterior_draws: np.ndarray,
-    log_f: np.ndarray,
+    log_weights_normal: np.ndarray,
     rng: np.random.Generator,
     n_reference: int,
     n_target_effective: float | None = None,
@@ -86,8 +86,8 @@ def choose_bridge_reference(
         The normal fitted to the first halves of the chains.
     posterior_draws : numpy.ndarray
         The held-out posterior draws the estimate uses, ``(chain, draw, dim)``.
-    log_f : numpy.ndarray
-        ``log f`` at them, ``(chain, draw)``.
+    log_weights_normal : numpy.ndarray
+        ``log f - log g`` at them for the normal ``g``, ``(chain, draw)``.
     rng : numpy.random.Generator
         Draws the pilot's reference draws.
     n_reference : int
@@ -100,18 +100,21 @@ def choose_bridge_reference(
     BridgeReferenceChoice
     """
     warp3 = Warp3Reference(mean=normal.mean, chol=normal.chol)
-    n_target = log_f.size
+    n_target = log_weights_normal.size
     n_pilot = int(min(n_target, n_reference))
     n_warp3 = int(max(n_pilot, (n_reference - n_target) // 2))
+    log_f = log_weights_normal + normal.logpdf(posterior_draws)  # not evaluated again
     pilot = normal.sample(rng, n_pilot)
-    log_g = normal.logpdf(pilot)
     log_f_pilot = target.log_density(pilot)
-    log_f_sym = np.logaddexp(log_f_pilot, target.log_density(warp3.reflect(pilot))) - np.log(2.0)
+
+    def pilot_weights(reference):
+        lw = log_weights(target, pilot, reference, log_f=log_f_pilot)
+        return check_reference_log_weights(lw, reference)
+
     candidates = {
-        "normal": (normal, log_weights(target, posterior_draws, normal, log_f=log_f),
-                   check_reference_log_weights(log_f_pilot - log_g, normal), n_reference),
+        "normal": (normal, log_weights_normal, pilot_weights(normal), n_reference),
         "warp3": (warp3, log_weights(target, posterior_draws, warp3, log_f=log_f),
-                  check_reference_log_weights(log_f_sym - log_g, warp3), n_warp3),
+                  pilot_weights(warp3), n_warp3),
     }  # fmt: skip
     predicted = {}
     for name, (_, lw_target, lw_pilot, n) in candidates.items():

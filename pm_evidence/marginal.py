@@ -123,8 +123,8 @@ def marginal_likelihood(
     >>> results.summary()
     """
     label = method if isinstance(method, str) else ", ".join(method)
-    # one BLAS thread (pm_evidence.utils.one_blas_thread): the many small solves are faster
-    # so on an idle machine up to 500 parameters, and far faster on a busy one
+    # one BLAS thread (pm_evidence.utils.one_blas_thread): the many small solves run faster
+    # with it on an idle machine up to 500 parameters, and far faster on a busy one
     with quiet(not progressbar), interruptible(label), one_blas_thread():
         return _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs)
 

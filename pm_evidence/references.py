@@ -142,7 +142,7 @@ def _held_out_scores(eigen, mean, held_out, rank: int, lams: np.ndarray) -> np.n
     ``Sigma_lambda = C V diag((1 - lambda) theta + lambda) V^T C^T``: one Cholesky factor and
     one symmetric eigendecomposition serve the whole grid (a Cholesky factor and a solve per
     ``lambda`` cost seconds per fit in 1,000 dimensions, and dominated the exploration's time
-    in 5 on a loaded machine). ``-inf`` where ``Sigma_lambda`` is singular.
+    in 5 dimensions on a loaded machine). ``-inf`` where ``Sigma_lambda`` is singular.
     """
     scale = eigen[0]
     leading, rest = _split_correlation(eigen, rank)
