@@ -29,7 +29,8 @@ draws, covering every mode the particles reached, in their right proportions. Th
 fitted to them at ``beta = 1``, with the components of the last rungs that it does not cover
 (modes the final resamplings emptied) and a normal at each local mode climbed from a visited
 point where the posterior is far denser than the mixture (:func:`climbed_modes`: a mode only a
-few particles reached), is then adapted by population Monte Carlo
+few particles reached, or the mode of one term of a log-sum-exp of the log-density,
+:func:`term_modes`: a mode none reached), is then adapted by population Monte Carlo
 (:func:`adapt_components`: weights, means and covariances set by importance sampling from the
 mixture itself, so that the resampling's noise in the particles' shares does not become the
 reference's). It (:attr:`Exploration.mixture`) is the record of the modes found, with their
@@ -44,11 +45,13 @@ Which modes it cannot find
     takes over only near ``beta = 1`` (a first-order phase transition). Exploration raises the
     chance (many particles, jumps); one particle that visits such a mode, at any rung, is
     enough for :func:`climbed_modes` to add it; :func:`occupancy_jumps` reports where a mode's
-    share changed abruptly between rungs. But no sampler certifies that no mode is missing: on
-    ``pm_evidence.zoo_multimodal.unequal_modes`` in 5-D (a mode of prior mass ~1e-8 holding
-    30% of the posterior) no particle ever visits the narrow mode, in 3-D one does on 1 seed
-    of 8 with the default particles (2 of 6 with 2,048; the mode is then found with its
-    weight), in 2-D on every seed tried.
+    share changed abruptly between rungs. On ``pm_evidence.zoo_multimodal.unequal_modes`` in
+    5-D (a mode of prior mass ~1e-8 holding 30% of the posterior) no particle ever visits the
+    narrow mode, in 3-D one does on 1 seed of 8 with the default particles (2 of 6 with
+    2,048), in 2-D on every seed tried. Where such a mode is a term of a log-sum-exp of the
+    log-density (a mixture, ``pt.logaddexp``, as there), :func:`term_modes` finds it by a
+    search of that term alone, from anywhere. Otherwise no sampler certifies that no mode is
+    missing.
 """
 
 from __future__ import annotations
@@ -84,6 +87,7 @@ __all__ = [
     "explore",
     "fit_gaussian_mixture",
     "occupancy_jumps",
+    "term_modes",
 ]
 
 # The mixture's number of components is kept from one rung to the next while at least this
@@ -104,6 +108,11 @@ MAX_CANDIDATES = 64
 # mode's weight is too.
 CLIMB_WEIGHT_SHARE = 0.1
 MAX_CLIMBS = 8
+
+# Each term search (:func:`term_modes`) starts from the best, under its surrogate, of this many
+# of the final particles, and stops after this many L-BFGS iterations.
+TERM_SEARCH_STARTS = 64
+TERM_SEARCH_ITERATIONS = 200
 
 # adapt_components stops once its mixture's importance weights have a Kish ESS of at least this
 # fraction of the draws (chi-square divergence 1 / ESS - 1 <= 0.05 from the posterior): on the
@@ -241,6 +250,9 @@ class Exploration:
     reference_df : float or None
         Degrees of freedom of :meth:`reference`'s components where the mixture has several
         (:attr:`ExplorationOptions.reference_df`); ``None``: normal components.
+    n_term_modes : int
+        Components added at the modes of the terms of the log-density's log-sum-exps
+        (:func:`term_modes`): narrow modes that no particle visited.
     """
 
     particles: np.ndarray
@@ -253,6 +265,7 @@ class Exploration:
     reweighting_ess: float = np.nan
     n_climbed_modes: int = 0
     reference_df: float | None = None
+    n_term_modes: int = 0
 
     @property
     def n_modes(self) -> int:
@@ -547,6 +560,71 @@ def climbed_modes(
         total = log_total(mixture)
         added += 1
     return mixture, added, n_eval
+
+
+def term_modes(
+    log_f_with_terms, term_counts: tuple[int, ...], starts: np.ndarray
+) -> tuple[np.ndarray, int]:
+    r"""One local maximum per term of each log-sum-exp of the log-density, each found with that
+    log-sum-exp replaced by the term (the others kept).
+
+    A narrow, high mode that takes over the posterior only near ``beta = 1`` (a first-order
+    phase transition; Skilling 2006's spike on a broad background) has a basin far too small
+    for any particle to visit: in ``pm_evidence.zoo_multimodal.unequal_modes`` in 5-D, about
+    1e-8 of the prior's mass, for 30% of the posterior's. Where the density is written as a
+    sum of terms, ``log f = log sum_k exp(t_k(x)) + ...`` (a mixture, ``pt.logaddexp``), the
+    surrogate ``t_k + ...`` has the ``k``-th term's mode as its own, whatever the other terms
+    do, and L-BFGS finds it from any start in that term's basin, which is the whole space for
+    a normal term. The points found are candidates for :func:`climbed_modes`, which climbs
+    ``log f`` itself from them and adds a component where the posterior holds more than the
+    mixture expects; a point where the term does not dominate the sum is left alone there.
+
+    Parameters
+    ----------
+    log_f_with_terms : callable
+        ``(x (n, dim), choice) -> (log f (n,), gradient (n, dim))`` with the ``j``-th
+        log-sum-exp replaced by its term ``choice[j]`` (``-1``: kept), as
+        :meth:`~pm_evidence.LogDensity.log_density_with_terms`.
+    term_counts : tuple of int
+        The number of terms of each log-sum-exp.
+    starts : numpy.ndarray
+        ``(m, dim)`` points; each search starts from the one where its surrogate is largest.
+
+    Returns
+    -------
+    numpy.ndarray, int
+        The maxima found ``(n, dim)`` (one per term, fewer where a search failed) and the
+        log-density evaluations.
+    """
+    from scipy import optimize
+
+    found, n_eval = [], 0
+    for j, n_terms in enumerate(term_counts):
+        for k in range(n_terms):
+            choice = np.full(len(term_counts), -1)
+            choice[j] = k
+            values, _ = log_f_with_terms(starts, choice)
+            n_eval += starts.shape[0]
+            if not np.isfinite(values).any():
+                continue
+
+            def negative(point, choice=choice):
+                nonlocal n_eval
+                n_eval += 1
+                value, grad = log_f_with_terms(point[None], choice)
+                if not np.isfinite(value[0]):
+                    return np.inf, np.zeros_like(point)
+                return -float(value[0]), -grad[0]
+
+            start = starts[np.argmax(np.where(np.isfinite(values), values, -np.inf))]
+            with np.errstate(all="ignore"):
+                result = optimize.minimize(
+                    negative, start, jac=True, method="L-BFGS-B",
+                    options={"maxiter": TERM_SEARCH_ITERATIONS},
+                )  # fmt: skip
+            if np.all(np.isfinite(result.x)) and np.isfinite(result.fun):
+                found.append(result.x)
+    return np.reshape(found, (-1, starts.shape[1])), n_eval
 
 
 def _put(state: PathState, idx: np.ndarray, part: PathState) -> PathState:
@@ -856,8 +934,21 @@ def _explore(target, rng, options: ExplorationOptions, progressbar: bool) -> Exp
         at = path.evaluate(x, with_grad=True)
         return at.log_p0 + at.delta, at.grad_log_p0 + at.grad_delta
 
+    pool = (np.concatenate(pool), np.concatenate(pool_log_f))
+    n_term_modes = 0
+    if target.term_counts:  # the modes of each term of a log-sum-exp, climbed first
+        picked = rng.choice(pool[0].shape[0], min(TERM_SEARCH_STARTS, pool[0].shape[0]), False)
+        found, evaluations = term_modes(
+            target.log_density_with_terms, target.term_counts, pool[0][picked]
+        )
+        log_f_found = log_f_and_grad(found)[0]
+        mixture, n_term_modes, climb_evaluations = climbed_modes(
+            mixture, (found, log_f_found, log_f_found - mixture.logpdf(found)), pool,
+            log_f_and_grad,
+        )  # fmt: skip
+        n_eval += evaluations + found.shape[0] + climb_evaluations
     mixture, n_climbed, climb_evaluations = climbed_modes(
-        mixture, candidates, (np.concatenate(pool), np.concatenate(pool_log_f)), log_f_and_grad
+        mixture, candidates, pool, log_f_and_grad
     )
     n_eval += climb_evaluations
     reweighting_ess = np.nan
@@ -884,6 +975,7 @@ def _explore(target, rng, options: ExplorationOptions, progressbar: bool) -> Exp
         reweighting_ess,
         n_climbed,
         options.reference_df,
+        n_term_modes,
     )
 
 

@@ -420,6 +420,7 @@ def _coverage_checked(estimate: Evidence, check: Evidence, exploration, plan):
     coverage = compare_coverage(exploration, plan.draws, None if group is None else group.orbit)
     facts = {
         "exploration_n_modes": exploration.n_modes,
+        "exploration_n_term_modes": exploration.n_term_modes,
         "exploration_n_evaluations": exploration.n_evaluations,
         "exploration_log_z": exploration.log_z,
         "exploration_missed_by_nuts": np.nan if unenumerated else coverage.missed_by_draws,

@@ -15,6 +15,7 @@ from scipy import stats
 
 import pm_evidence as pme
 from pm_evidence import zoo_multimodal
+from pm_evidence.exceptions import EvidenceInputError
 from pm_evidence.exploration import (
     Exploration,
     adapt_components,
@@ -22,6 +23,7 @@ from pm_evidence.exploration import (
     compare_coverage,
     explore,
     fit_gaussian_mixture,
+    term_modes,
 )
 from pm_evidence.references import MixtureReference, MultivariateNormalReference
 from pm_evidence.target import as_target
@@ -289,15 +291,45 @@ def test_auto_on_the_trimodal_mixture_of_the_multimodal_zoo():
     assert abs(ev.log_z - gold) < 4 * ev.se or not ev.reliable
 
 
-@pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="a narrow mode that takes over only near beta = 1 is "
-    "found by no sampler here (issue 23 part 4); both halves of auto miss it",
-)
-def test_auto_on_the_unequal_modes_trap_is_right_or_flagged():
+def test_auto_on_the_unequal_modes_trap_finds_the_narrow_mode():
+    """The 5-D trap of ``pm_evidence.zoo_multimodal.unequal_modes``: a narrow mode with 30% of
+    the posterior and ~1e-8 of the prior's mass, which no particle and no NUTS chain visits.
+    The search of the potential's ``pt.logaddexp`` terms (``term_modes``) finds it; AIS from
+    the mixture with it is right (within 4 SE, the SE checked against 40 runs of AIS
+    elsewhere), flagged because nothing independent confirms it (NUTS missed the mode: the
+    returned ``log Z`` was 0.357 low, ``reliable=True``, before the search)."""
     model, gold = zoo_multimodal.unequal_modes()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ev = pme.marginal_likelihood(model, random_seed=1, progressbar=False)
-    assert abs(ev.log_z - gold) < max(4 * ev.se, 0.05) or not ev.reliable
+    d = ev.diagnostics
+    assert ev.method == "ais" and d["exploration_missed_by_nuts"] > 0.2
+    assert abs(ev.log_z - gold) < 4 * ev.se
+    assert not ev.reliable
+
+
+def test_term_modes_find_each_terms_mode_from_anywhere():
+    """Each term of the trap's ``pt.logaddexp`` has its own mode found by L-BFGS from prior
+    draws (none near the narrow mode); a model without a log-sum-exp has no terms, and
+    ``pm.NormalMixture``'s likelihood has one per component."""
+    model, _ = zoo_multimodal.unequal_modes()
+    target = as_target(model)
+    assert target.term_counts == (2,)
+    starts = target.sample_prior(np.random.default_rng(0), 16)
+    found, n_eval = term_modes(target.log_density_with_terms, target.term_counts, starts)
+    assert found.shape == (2, 5) and n_eval > 32
+    values = target.to_constrained(found)["unequal_modes_5d::x"]
+    # the narrow term's mode is +1 (sd 0.05; the logit Jacobian moves it by ~5e-5), the wide
+    # one's -1 (sd 1: moved by the Jacobian ~1e-2)
+    np.testing.assert_allclose(values[0], 1.0, atol=1e-3)
+    np.testing.assert_allclose(values[1], -1.0, atol=0.03)
+    with pytest.raises(EvidenceInputError, match="one entry per log-sum-exp"):
+        target.log_density_with_terms(found, [2])
+    assert as_target(gaussian_mixture_10d()[0]).term_counts != ()
+    with pm.Model() as mixture:
+        mu = pm.Normal("mu", 0.0, 5.0, shape=3)
+        pm.NormalMixture("y", w=np.ones(3) / 3, mu=mu, sigma=1.0, observed=[0.1, 2.0, 4.0])
+    assert as_target(mixture).term_counts == (3,)
+    with pm.Model() as plain:
+        pm.Normal("y", pm.Normal("m", 0.0, 1.0), 1.0, observed=[0.1, 0.2])
+    assert as_target(plain).term_counts == ()

@@ -11,9 +11,14 @@ Three steps, each a pure function of graphs:
    unwraps the ``Blockwise(OpFromGraph)`` nodes that vectorization creates.
 3. :func:`relaxed_bernoulli_terms` writes all-binary models with a log-density linear in ``x``,
    for gradient-informed flips.
+4. :func:`term_choice_graphs` lets each log-sum-exp of the log-density (``pt.logaddexp``,
+   ``pt.logsumexp``, the mixture densities of ``pm.Mixture``) be replaced by one of its terms,
+   for a search of each term's modes.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pymc as pm
@@ -27,14 +32,22 @@ from pytensor.graph.rewriting.basic import dfs_rewriter, node_rewriter
 from pytensor.graph.rewriting.utils import rewrite_graph
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.special import LogAddExp, LogSumExp
 
 __all__ = [
+    "MAX_TERMS",
     "LogDensityGraphs",
+    "TermChoiceGraphs",
     "flat_graphs",
     "graph_size",
     "relaxed_bernoulli_terms",
+    "term_choice_graphs",
     "vectorize_batched",
 ]
+
+# A pt.logsumexp over more terms than this along its axis (or over several axes, or of unknown
+# length) is left out of term_choice_graphs: one search per term would cost more than it finds.
+MAX_TERMS = 16
 
 
 @node_rewriter([CheckParameterValue])
@@ -165,3 +178,81 @@ def relaxed_bernoulli_terms(model: pm.Model, point: dict) -> tuple[list, pt.Tens
     log_prior, log_lik = make_total([log_prior, log_lik])
     grads = [pytensor.grad(term, x, disconnected_inputs="ignore") for term in (log_prior, log_lik)]
     return [log_prior, log_lik, *grads], x
+
+
+@dataclass(frozen=True)
+class TermChoiceGraphs:
+    """The log-density with each of its log-sum-exps replaceable by one of its terms.
+
+    Attributes
+    ----------
+    x : TensorVariable
+        The flat unconstrained vector.
+    choice : TensorVariable
+        An int64 vector, one entry per log-sum-exp: ``-1`` keeps it, ``k`` replaces it by its
+        ``k``-th term.
+    log_density, grad : TensorVariable
+        ``log prior + log likelihood`` with those replacements, and its gradient in ``x``.
+    n_terms : tuple of int
+        The number of terms of each log-sum-exp, in the order of ``choice``.
+    """
+
+    x: pt.TensorVariable
+    choice: pt.TensorVariable
+    log_density: pt.TensorVariable
+    grad: pt.TensorVariable
+    n_terms: tuple[int, ...]
+
+
+def _log_sum_exp_terms(node, max_terms: int) -> list:
+    """The terms ``t_k`` of a log-sum-exp node, ``log sum_k exp(t_k)``, each of the node's
+    output shape; empty where they cannot be listed (see :data:`MAX_TERMS`)."""
+    out = node.outputs[0]
+    if isinstance(node.op, LogAddExp):
+        return [pt.broadcast_to(term, out.shape) for term in node.inputs]
+    if len(node.op.axis) != 1:
+        return []
+    axis = node.op.axis[0]
+    n = node.inputs[0].type.shape[axis]
+    if n is None or n > max_terms:
+        return []
+    return [pt.take(node.inputs[0], k, axis=axis) for k in range(n)]
+
+
+def term_choice_graphs(
+    graphs: LogDensityGraphs, max_terms: int = MAX_TERMS
+) -> TermChoiceGraphs | None:
+    r"""The log-density ``log f = log p0 + log L`` with a choice of term for each of its
+    log-sum-exps (PyTensor's ``LogAddExp`` and one-axis ``LogSumExp`` nodes); ``None`` where it
+    has none.
+
+    A density written ``log sum_k exp(t_k(x))`` (a mixture, a ``pm.Potential`` with
+    ``pt.logaddexp``) has a mode near each term's own mode wherever that term dominates the
+    sum there; replacing the sum by ``t_k`` makes that mode the surrogate's, whatever the
+    other terms do, so a local search of each surrogate finds it from any start, where a
+    search of ``f`` itself must start in its basin (a narrow mode's basin can hold 1e-8 of
+    the prior's mass). Each selected node's output becomes
+    ``stack([lse, t_0, ..., t_{K-1}])[choice_j + 1]``, ``lse`` a copy of the node. A
+    log-sum-exp nested in another's terms keeps its sum inside that term.
+    """
+    outputs = [graphs.log_prior, graphs.log_lik]
+    nodes = [
+        v.owner
+        for v in ancestors(outputs)
+        if v.owner is not None and isinstance(v.owner.op, LogAddExp | LogSumExp)
+    ]
+    listed = [(node, _log_sum_exp_terms(node, max_terms)) for node in nodes]
+    listed = [(node, terms) for node, terms in listed if terms]
+    if not listed:
+        return None
+    choice = pt.lvector("term_choice")
+    replace = {}
+    for j, (node, terms) in enumerate(listed):
+        whole = node.op(*node.inputs)
+        replace[node.outputs[0]] = pt.stack([whole, *terms])[choice[j] + 1]
+    log_prior, log_lik = clone_replace(outputs, replace=replace)
+    log_density = log_prior + log_lik
+    grad = pytensor.grad(log_density, graphs.x, disconnected_inputs="ignore")
+    return TermChoiceGraphs(
+        graphs.x, choice, log_density, grad, tuple(len(terms) for _, terms in listed)
+    )
