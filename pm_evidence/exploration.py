@@ -993,9 +993,10 @@ class Coverage:
     Attributes
     ----------
     exploration_shares, draw_shares : numpy.ndarray
-        ``(K,)``: the weights of the exploration's mixture (each component's posterior mass,
-        set by importance sampling where it has several: :func:`adapt_components`), and the
-        share of the draws nearest each component.
+        ``(K,)``: the weights ``w_k`` of the exploration's mixture (each component's posterior
+        mass, set by importance sampling where it has several: :func:`adapt_components`), and
+        the draws' mean responsibility ``r_k(x) = w_k q_k(x) / q(x)`` of each component (for
+        draws from a posterior equal to the mixture, ``E[r_k] = w_k``).
     missed_by_draws : float
         The exploration's share in components the draws missed (below a fifth of the
         exploration's share, for components of at least ``MISSED_SHARE``).
@@ -1033,7 +1034,11 @@ def compare_coverage(exploration: Exploration, draws: np.ndarray, orbit=None) ->
     # the mixture's weights, not the particles' shares: a mode few particles reached (one
     # climbed to, climbed_modes) has its posterior mass as its weight
     explored = mixture.weights
-    visited = mixture.occupancy(points)
+    # mean responsibilities, not the share of draws nearest each component: a broad component
+    # spread over the modes the draws visited (EM's, between the two mirror modes of
+    # pm_evidence.testing.label_switching_mixture, weight 0.01-0.05) is nearest to no draw, but
+    # its responsibility there is a fair part of its weight
+    visited = mixture.responsibilities(points).mean(axis=0)
     missed = (explored >= MISSED_SHARE) & (visited < explored / 5)
     limit = stats.chi2.ppf(1 - OUTLIER_LEVEL, mixture.dim)
     distances = mixture.mahalanobis_sq(flat)
