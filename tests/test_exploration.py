@@ -251,6 +251,38 @@ def test_coverage_names_the_mode_the_draws_missed(explored_two_modes):
     assert isinstance(exploration, Exploration)
 
 
+def test_coverage_counts_a_broad_component_over_visited_modes_as_visited():
+    """EM can fit a broad component between two modes (weight 0.01-0.05 between the mirror
+    modes of ``pm_evidence.testing.label_switching_mixture``): no draw is nearest to it, but the
+    draws' mean responsibility of it is its posterior mass, which importance sampling made its
+    weight (``E_p[r_k] = w_k``), so it is no mode the draws missed; a narrow component where no
+    draw went still is."""
+    rng = np.random.default_rng(0)
+    modes = np.array([[0.0, 0.0], [5.0, 0.0]])
+
+    def log_f(x):
+        densities = [stats.multivariate_normal(m, 0.25 * np.eye(2)).logpdf(x) for m in modes]
+        return np.logaddexp(*densities) + np.log(0.5)
+
+    def explored(mixture):
+        return Exploration(modes, mixture, np.array([0.0, 1.0]), 0.0, np.ones(2), np.ones(1), 0)
+
+    covariances = np.stack([0.25 * np.eye(2), 0.25 * np.eye(2), 6.25 * np.eye(2)])
+    start = MixtureReference.from_components(
+        [0.45, 0.45, 0.1], np.r_[modes, [[2.5, 0.0]]], covariances
+    )
+    broad, _ = adapt_components(start, log_f, rng, 4096)
+    assert broad.weights[2] >= 0.02  # heavy enough to be counted as a mode
+    draws = np.concatenate([rng.normal(m, 0.5, (2000, 2)) for m in modes])
+    assert broad.occupancy(draws)[2] < broad.weights[2] / 5  # the old, nearest-draw test
+    coverage = compare_coverage(explored(broad), draws)
+    assert coverage.draw_shares[2] > broad.weights[2] / 5 and coverage.missed_by_draws == 0.0
+    away = MixtureReference.from_components(
+        [0.45, 0.45, 0.1], np.r_[modes, [[-20.0, 0.0]]], covariances / 25.0
+    )
+    assert compare_coverage(explored(away), draws).missed_by_draws == pytest.approx(0.1)
+
+
 def _two_modes_nuts_misses():
     """``x ~ N(0, 10^2)`` with the likelihood ``(N(x; 0, 1) + N(x; 12, 1)) / 2``: NUTS starts at
     0 and stays in the first mode (an 18-nat barrier); log Z and the first mode's part in
