@@ -627,6 +627,21 @@ def term_modes(
     return np.reshape(found, (-1, starts.shape[1])), n_eval
 
 
+def _with_term_modes(target, rng, mixture, pool, log_f_and_grad):
+    """``mixture`` with a component at each mode of a log-sum-exp's term (:func:`term_modes`,
+    started from ``TERM_SEARCH_STARTS`` of the final particles ``pool``) where the posterior
+    holds more than it expects (:func:`climbed_modes`); the components added and the
+    evaluations. A model without a log-sum-exp costs nothing."""
+    if not target.term_counts:
+        return mixture, 0, 0
+    points = pool[0][rng.choice(pool[0].shape[0], min(TERM_SEARCH_STARTS, pool[0].shape[0]), False)]
+    found, n_eval = term_modes(target.log_density_with_terms, target.term_counts, points)
+    log_f = log_f_and_grad(found)[0]
+    candidates = (found, log_f, log_f - mixture.logpdf(found))
+    mixture, added, climb_evaluations = climbed_modes(mixture, candidates, pool, log_f_and_grad)
+    return mixture, added, n_eval + found.shape[0] + climb_evaluations
+
+
 def _put(state: PathState, idx: np.ndarray, part: PathState) -> PathState:
     """``state`` with the rows ``idx`` replaced by ``part``."""
     fields = []
@@ -935,21 +950,11 @@ def _explore(target, rng, options: ExplorationOptions, progressbar: bool) -> Exp
         return at.log_p0 + at.delta, at.grad_log_p0 + at.grad_delta
 
     pool = (np.concatenate(pool), np.concatenate(pool_log_f))
-    n_term_modes = 0
-    if target.term_counts:  # the modes of each term of a log-sum-exp, climbed first
-        picked = rng.choice(pool[0].shape[0], min(TERM_SEARCH_STARTS, pool[0].shape[0]), False)
-        found, evaluations = term_modes(
-            target.log_density_with_terms, target.term_counts, pool[0][picked]
-        )
-        log_f_found = log_f_and_grad(found)[0]
-        mixture, n_term_modes, climb_evaluations = climbed_modes(
-            mixture, (found, log_f_found, log_f_found - mixture.logpdf(found)), pool,
-            log_f_and_grad,
-        )  # fmt: skip
-        n_eval += evaluations + found.shape[0] + climb_evaluations
-    mixture, n_climbed, climb_evaluations = climbed_modes(
-        mixture, candidates, pool, log_f_and_grad
+    mixture, n_term_modes, climb_evaluations = _with_term_modes(
+        target, rng, mixture, pool, log_f_and_grad
     )
+    n_eval += climb_evaluations
+    mixture, n_climbed, climb_evaluations = climbed_modes(mixture, candidates, pool, log_f_and_grad)
     n_eval += climb_evaluations
     reweighting_ess = np.nan
     if options.n_reweighting_draws > 0:
