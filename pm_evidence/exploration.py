@@ -86,6 +86,7 @@ __all__ = [
     "compare_coverage",
     "explore",
     "fit_gaussian_mixture",
+    "laplace_covariance",
     "occupancy_jumps",
     "term_modes",
 ]
@@ -452,7 +453,7 @@ def _kept_candidates(candidates, state: PathState, fitted: MixtureReference):
     return x[kept], log_f[kept], log_w[kept]
 
 
-def _laplace_covariance(mode: np.ndarray, log_f_and_grad) -> np.ndarray | None:
+def laplace_covariance(mode: np.ndarray, log_f_and_grad) -> np.ndarray | None:
     """``(-H)^{-1}`` at ``mode``, ``H`` the Hessian of ``log f`` by central differences of its
     gradient (one batched call of ``2 dim`` points); ``None`` where ``-H`` is not positive
     definite (not a mode)."""
@@ -545,7 +546,7 @@ def climbed_modes(
             continue
         if not heavier(mode[None], np.array([mode_log_f]), mixture, total)[0]:
             continue
-        covariance = _laplace_covariance(mode, log_f_and_grad)
+        covariance = laplace_covariance(mode, log_f_and_grad)
         n_eval += 2 * mode.size
         if covariance is None:
             continue

@@ -14,12 +14,14 @@ from pm_evidence.draws import posterior_plan, reference_needs_draws
 from pm_evidence.evidence import DISAGREEMENT_Z, Evidence, EvidenceSet, format_estimate
 from pm_evidence.exceptions import EvidenceInputError
 from pm_evidence.exploration import MISSED_SHARE, ExplorationOptions, compare_coverage, explore
+from pm_evidence.modes import find_symmetry, spread_points
 from pm_evidence.plan import SAMPLE_KEYS, PathOptions, make_plan
 from pm_evidence.progress import interruptible, quiet, status
 from pm_evidence.references import PriorReference
 from pm_evidence.registry import METHODS, PATH_METHODS
 from pm_evidence.runs import AnnealingOptions, TemperingOptions
 from pm_evidence.target import as_target
+from pm_evidence.term_check import unvisited_term_modes, with_unvisited_warning
 from pm_evidence.utils import one_blas_thread, root_sequence, stage_rngs, warn_user
 
 __all__ = ["METHODS", "PATH_METHODS", "marginal_likelihood"]
@@ -341,13 +343,17 @@ def _run_pair(
         accepted = accepted_options([name])
         return {k: v for k, v in options.items() if k in accepted}
 
-    first = _marginal_likelihood(target, primary, idata, seed, progressbar, own(primary, kwargs))
+    first = _marginal_likelihood(
+        target, primary, idata, seed, progressbar, own(primary, kwargs), term_check=False
+    )
     pair = {primary: first}
     if first.diagnostics.get("interrupted"):
         return pair
     options = own(check, check_precision(check, kwargs, first) if matched_precision else kwargs)
     try:
-        pair[check] = _marginal_likelihood(target, check, idata, seed, progressbar, options)
+        pair[check] = _marginal_likelihood(
+            target, check, idata, seed, progressbar, options, term_check=False
+        )
     except KeyboardInterrupt:
         warn_user(
             f"Interrupted (Ctrl-C) while running {check!r}, method='auto''s cross-check: "
@@ -372,8 +378,9 @@ def _auto(target, idata, random_seed, progressbar, kwargs) -> Evidence:
             kwargs = _for_the_path_methods(kwargs, kwargs["reference"])
         if target.has_discrete:  # RTS and AIS share one path plan: one call
             pair = _marginal_likelihood(
-                target, [primary, check], idata, random_seed, progressbar, kwargs
-            )
+                target, [primary, check], idata, random_seed, progressbar, kwargs,
+                term_check=False,
+            )  # fmt: skip
         else:
             seed = root_sequence(random_seed)
             plan = _shared_posterior_plan(target, idata, seed, progressbar, kwargs)
@@ -381,6 +388,8 @@ def _auto(target, idata, random_seed, progressbar, kwargs) -> Evidence:
         if check not in pair:  # interrupted after the first
             return pair[primary]
         chosen = cross_checked(pair[primary], pair[check])
+        if not target.has_discrete:  # both halves read the NUTS draws: check those
+            chosen = _term_checked(target, [chosen], plan, stage_rngs(seed))[0]
         return _with_diagnostics(chosen, {"exploration": f"skipped: {skipped}"})
     # the two halves share nothing: bridge reads NUTS draws and a normal fitted to them; AIS
     # starts from the mixture that tempering from the prior found (pm_evidence.exploration)
@@ -502,7 +511,28 @@ def cross_checked(estimate: Evidence, check: Evidence, prefer_first: bool = Fals
     return dataclasses.replace(chosen, diagnostics=diagnostics, warnings=tuple(messages))
 
 
-def _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs):
+def _term_checked(target, results: list, draws_from, rngs) -> list:
+    """``results`` checked against the modes of the terms of the model's log-sum-exps that
+    the posterior draws did not visit (:mod:`pm_evidence.term_check`), on continuous models of
+    at most ``EXPLORATION_MAX_DIM`` parameters with a log-sum-exp; ``draws_from``: a
+    ``PosteriorPlan`` or a ``PathPlan`` (its NUTS draws), or ``None`` (nothing to check)."""
+    draws = getattr(draws_from, "draws", getattr(draws_from, "posterior", None))
+    if (
+        draws is None or target.has_discrete or target.dim > EXPLORATION_MAX_DIM
+        or not target.term_counts
+    ):  # fmt: skip
+        return results
+    search = getattr(draws_from, "search", None)
+    if search is None:
+        search = find_symmetry(target, spread_points(draws))
+    orbit = None if search.group is None else search.group.orbit
+    unvisited = unvisited_term_modes(target, draws, rngs["term_check"], orbit)
+    return [with_unvisited_warning(ev, unvisited, target.to_constrained) for ev in results]
+
+
+def _marginal_likelihood(
+    model, method, idata, random_seed, progressbar, kwargs, term_check: bool = True
+):
     if isinstance(method, str) and method == "auto":
         return _auto(as_target(model), idata, random_seed, progressbar, kwargs)
     if not isinstance(method, str) and "auto" in method:
@@ -561,6 +591,11 @@ def _marginal_likelihood(model, method, idata, random_seed, progressbar, kwargs)
                 f"{methods[len(results) :]} did not run.",
             )
             break
+    if term_check:
+        draws_from = idata if plain else runs._plan
+        checked = _term_checked(target, list(results.values()), draws_from, rngs)
+        for name, ev in zip(list(results), checked, strict=True):
+            results[name] = ev
     if isinstance(method, str):
         return results[method]
     for a, b, z in results.disagreements():
