@@ -39,6 +39,9 @@ from pm_evidence.utils import warn_user
 
 __all__ = ["UnvisitedModes", "unvisited_term_modes", "with_unvisited_warning"]
 
+# Most L-BFGS iterations of a climb of the log-density from a term's mode.
+CLIMB_ITERATIONS = 500
+
 
 @dataclass(frozen=True)
 class UnvisitedModes:
@@ -81,7 +84,9 @@ def _climbed(point: np.ndarray, log_f_and_grad) -> tuple[np.ndarray, float, int]
         return -float(value[0]), -grad[0]
 
     with np.errstate(all="ignore"):
-        found = optimize.minimize(negative, point, jac=True, method="L-BFGS-B")
+        found = optimize.minimize(
+            negative, point, jac=True, method="L-BFGS-B", options={"maxiter": CLIMB_ITERATIONS}
+        )
     return found.x, -float(found.fun), n_eval
 
 
@@ -114,11 +119,17 @@ def unvisited_term_modes(
     points, n_eval = term_modes(target.log_density_with_terms, target.term_counts, starts)
     visitors = flat if orbit is None else np.asarray(orbit(flat)).reshape(-1, dim)
     limit = stats.chi2.ppf(1 - OUTLIER_LEVEL, dim)
+    keep_all = np.full(len(target.term_counts), -1)
+
+    def log_f_and_grad(x):
+        """The model's own log-density, by the term search's function (no other compile)."""
+        return target.log_density_with_terms(x, keep_all)
+
     modes, log_masses = [], []
     for point in points:
-        mode, log_f, evaluations = _climbed(point, target.log_density_and_grad)
+        mode, log_f, evaluations = _climbed(point, log_f_and_grad)
         n_eval += evaluations + 2 * dim
-        covariance = laplace_covariance(mode, target.log_density_and_grad)
+        covariance = laplace_covariance(mode, log_f_and_grad)
         if covariance is None or not (np.all(np.isfinite(mode)) and np.isfinite(log_f)):
             continue
         if any(np.allclose(mode, seen, atol=1e-6, rtol=1e-6) for seen in modes):

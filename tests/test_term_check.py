@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 
 import pm_evidence as pme
@@ -46,6 +47,29 @@ def test_a_mode_no_draw_visited_is_found_with_its_laplace_mass(trap):
     assert found.missed_share(without) == pytest.approx(0.3, abs=0.01)
     both = np.concatenate([wide_only, _draws_near(target, 1.0, 0.05, 200, seed=2)])
     assert unvisited_term_modes(target, both, np.random.default_rng(1)).modes.shape == (0, 5)
+
+
+def test_a_mixture_written_out_has_the_same_terms_as_with_logaddexp(trap):
+    """``log(0.3 exp(a) + 0.7 exp(b))`` written out is found as a log-sum-exp with the terms
+    ``a + log 0.3`` and ``b + log 0.7``: the same surrogates as the zoo's ``pt.logaddexp``."""
+    target, _ = trap
+    with pm.Model() as written_out:
+        x = pm.Uniform("x", -10.0, 10.0, shape=5)
+        narrow = pt.sum(pm.logp(pm.Normal.dist(1.0, 0.05), x))
+        wide = pt.sum(pm.logp(pm.Normal.dist(-1.0, 1.0), x))
+        pm.Potential("modes", 2.0 + pt.log(0.3 * pt.exp(narrow) + 0.7 * pt.exp(wide)))
+    other = as_target(written_out)
+    assert other.term_counts == (2,)
+    points = np.concatenate(
+        [_draws_near(target, -1.0, 1.0, 8, seed=3), _draws_near(target, 1.0, 0.05, 8, seed=4)]
+    )
+    for k in (-1, 0, 1):
+        for a, b in zip(
+            target.log_density_with_terms(points, [k]),
+            other.log_density_with_terms(points, [k]),
+            strict=True,
+        ):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-8)
 
 
 def test_the_warning_is_on_the_result_and_only_above_the_missed_share():

@@ -31,7 +31,9 @@ from pytensor.graph.replace import clone_replace, vectorize_graph
 from pytensor.graph.rewriting.basic import dfs_rewriter, node_rewriter
 from pytensor.graph.rewriting.utils import rewrite_graph
 from pytensor.graph.traversal import ancestors
+from pytensor.scalar import basic as ps
 from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.special import LogAddExp, LogSumExp
 
 __all__ = [
@@ -204,10 +206,49 @@ class TermChoiceGraphs:
     n_terms: tuple[int, ...]
 
 
+def _elemwise(var, scalar_op) -> bool:
+    owner = var.owner
+    return isinstance(getattr(owner, "op", None), Elemwise) and isinstance(
+        owner.op.scalar_op, scalar_op
+    )
+
+
+def _log_of_exp_product(var):
+    """``log var`` written without ``exp`` where ``var = c_1 ... c_m exp(t)`` (one ``exp``
+    factor, any others), i.e. ``t + sum_i log c_i``; ``None`` where ``var`` is not such a
+    product."""
+    if _elemwise(var, ps.Exp):
+        return var.owner.inputs[0]
+    if not _elemwise(var, ps.Mul):
+        return None
+    factors = var.owner.inputs
+    exps = [f for f in factors if _elemwise(f, ps.Exp)]
+    if len(exps) != 1:
+        return None
+    rest = [pt.log(f) for f in factors if f is not exps[0]]
+    return exps[0].owner.inputs[0] + sum(rest)
+
+
+def _is_log_sum_exp(node) -> bool:
+    """``LogAddExp``, ``LogSumExp``, or ``log(w_1 exp(t_1) + ... + w_K exp(t_K))`` written out
+    (every term of the sum a product with one ``exp``)."""
+    if isinstance(node.op, LogAddExp | LogSumExp):
+        return True
+    if not (isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, ps.Log)):
+        return False
+    (inner,) = node.inputs
+    return _elemwise(inner, ps.Add) and all(
+        _log_of_exp_product(term) is not None for term in inner.owner.inputs
+    )
+
+
 def _log_sum_exp_terms(node, max_terms: int) -> list:
     """The terms ``t_k`` of a log-sum-exp node, ``log sum_k exp(t_k)``, each of the node's
     output shape; empty where they cannot be listed (see :data:`MAX_TERMS`)."""
     out = node.outputs[0]
+    if isinstance(node.op, Elemwise):  # log(w_1 exp(t_1) + ...)
+        terms = [_log_of_exp_product(term) for term in node.inputs[0].owner.inputs]
+        return [pt.broadcast_to(term, out.shape) for term in terms]
     if isinstance(node.op, LogAddExp):
         return [pt.broadcast_to(term, out.shape) for term in node.inputs]
     if len(node.op.axis) != 1:
@@ -223,8 +264,9 @@ def term_choice_graphs(
     graphs: LogDensityGraphs, max_terms: int = MAX_TERMS
 ) -> TermChoiceGraphs | None:
     r"""The log-density ``log f = log p0 + log L`` with a choice of term for each of its
-    log-sum-exps (PyTensor's ``LogAddExp`` and one-axis ``LogSumExp`` nodes); ``None`` where it
-    has none.
+    log-sum-exps (PyTensor's ``LogAddExp`` and one-axis ``LogSumExp`` nodes, and
+    ``log(w_1 exp(t_1) + ... + w_K exp(t_K))`` written out, whose terms are then
+    ``t_k + log w_k``); ``None`` where it has none.
 
     A density written ``log sum_k exp(t_k(x))`` (a mixture, a ``pm.Potential`` with
     ``pt.logaddexp``) has a mode near each term's own mode wherever that term dominates the
@@ -237,9 +279,7 @@ def term_choice_graphs(
     """
     outputs = [graphs.log_prior, graphs.log_lik]
     nodes = [
-        v.owner
-        for v in ancestors(outputs)
-        if v.owner is not None and isinstance(v.owner.op, LogAddExp | LogSumExp)
+        v.owner for v in ancestors(outputs) if v.owner is not None and _is_log_sum_exp(v.owner)
     ]
     listed = [(node, _log_sum_exp_terms(node, max_terms)) for node in nodes]
     listed = [(node, terms) for node, terms in listed if terms]
@@ -248,7 +288,7 @@ def term_choice_graphs(
     choice = pt.lvector("term_choice")
     replace = {}
     for j, (node, terms) in enumerate(listed):
-        whole = node.op(*node.inputs)
+        whole = node.op(*node.inputs)  # a copy of the node: the replacement must not contain it
         replace[node.outputs[0]] = pt.stack([whole, *terms])[choice[j] + 1]
     log_prior, log_lik = clone_replace(outputs, replace=replace)
     log_density = log_prior + log_lik
