@@ -186,6 +186,11 @@ class _PathRuns:
             )  # fmt: skip
         return self._plan
 
+    @property
+    def made_plan(self):
+        """The plan if a path method made it, else ``None`` (nothing is made here)."""
+        return self._plan
+
     def run(self, name: str):
         """The run of ``registry.RUN_KINDS[name]``, made on first use."""
         if name not in self._runs:
@@ -592,7 +597,7 @@ def _marginal_likelihood(
             )
             break
     if term_check:
-        draws_from = idata if plain else runs._plan
+        draws_from = idata if plain else runs.made_plan
         checked = _term_checked(target, list(results.values()), draws_from, rngs)
         for name, ev in zip(list(results), checked, strict=True):
             results[name] = ev
