@@ -82,6 +82,7 @@ __all__ = [
     "Exploration",
     "ExplorationOptions",
     "adapt_components",
+    "climb",
     "climbed_modes",
     "compare_coverage",
     "explore",
@@ -453,6 +454,28 @@ def _kept_candidates(candidates, state: PathState, fitted: MixtureReference):
     return x[kept], log_f[kept], log_w[kept]
 
 
+def climb(log_f_and_grad, start: np.ndarray, max_iterations: int | None = None):
+    """The local maximum of ``log f`` that L-BFGS reaches from ``start``: the point, its
+    ``log f`` and the evaluations. ``log_f_and_grad``: ``x (n, dim) -> (log f (n,), gradient
+    (n, dim))``; a non-finite ``log f`` counts as ``-inf`` with a zero gradient."""
+    from scipy import optimize
+
+    n_eval = 0
+
+    def negative(point):
+        nonlocal n_eval
+        n_eval += 1
+        value, grad = log_f_and_grad(point[None])
+        if not np.isfinite(value[0]):
+            return np.inf, np.zeros_like(point)
+        return -float(value[0]), -grad[0]
+
+    options = {} if max_iterations is None else {"maxiter": max_iterations}
+    with np.errstate(all="ignore"):
+        found = optimize.minimize(negative, start, jac=True, method="L-BFGS-B", options=options)
+    return found.x, -float(found.fun), n_eval
+
+
 def laplace_covariance(mode: np.ndarray, log_f_and_grad) -> np.ndarray | None:
     """``(-H)^{-1}`` at ``mode``, ``H`` the Hessian of ``log f`` by central differences of its
     gradient (one batched call of ``2 dim`` points); ``None`` where ``-H`` is not positive
@@ -510,8 +533,6 @@ def climbed_modes(
     MixtureReference, int, int
         The mixture, the number of components added and the log-density evaluations.
     """
-    from scipy import optimize
-
     x, log_f, priority = candidates
     pool_x, pool_log_f = pool
     n_eval, added = 0, 0
@@ -525,23 +546,14 @@ def climbed_modes(
         with np.errstate(invalid="ignore"):
             return log_f_points - q.logpdf(points) >= total + np.log(CLIMB_WEIGHT_SHARE)
 
-    def negative(point):
-        nonlocal n_eval
-        n_eval += 1
-        value, grad = log_f_and_grad(point[None])
-        if not np.isfinite(value[0]):
-            return np.inf, np.zeros_like(point)
-        return -float(value[0]), -grad[0]
-
     total = log_total(mixture)
     keep = np.flatnonzero(heavier(x, log_f, mixture, total))
     for i in keep[np.argsort(priority[keep])[::-1]][:MAX_CLIMBS]:
         start = x[i]
         if not heavier(start[None], log_f[i : i + 1], mixture, total)[0]:
             continue  # a mode climbed from an earlier point covers it
-        with np.errstate(all="ignore"):
-            found = optimize.minimize(negative, start, jac=True, method="L-BFGS-B")
-        mode, mode_log_f = found.x, -found.fun
+        mode, mode_log_f, evaluations = climb(log_f_and_grad, start)
+        n_eval += evaluations
         if not (np.all(np.isfinite(mode)) and np.isfinite(mode_log_f)):
             continue
         if not heavier(mode[None], np.array([mode_log_f]), mixture, total)[0]:
@@ -597,8 +609,6 @@ def term_modes(
         The maxima found ``(n, dim)`` (one per term, fewer where a search failed) and the
         log-density evaluations.
     """
-    from scipy import optimize
-
     found, n_eval = [], 0
     for j, n_terms in enumerate(term_counts):
         for k in range(n_terms):
@@ -608,23 +618,13 @@ def term_modes(
             n_eval += starts.shape[0]
             if not np.isfinite(values).any():
                 continue
-
-            def negative(point, choice=choice):
-                nonlocal n_eval
-                n_eval += 1
-                value, grad = log_f_with_terms(point[None], choice)
-                if not np.isfinite(value[0]):
-                    return np.inf, np.zeros_like(point)
-                return -float(value[0]), -grad[0]
-
             start = starts[np.argmax(np.where(np.isfinite(values), values, -np.inf))]
-            with np.errstate(all="ignore"):
-                result = optimize.minimize(
-                    negative, start, jac=True, method="L-BFGS-B",
-                    options={"maxiter": TERM_SEARCH_ITERATIONS},
-                )  # fmt: skip
-            if np.all(np.isfinite(result.x)) and np.isfinite(result.fun):
-                found.append(result.x)
+            point, log_f, evaluations = climb(
+                lambda x, choice=choice: log_f_with_terms(x, choice), start, TERM_SEARCH_ITERATIONS
+            )
+            n_eval += evaluations
+            if np.all(np.isfinite(point)) and np.isfinite(log_f):
+                found.append(point)
     return np.reshape(found, (-1, starts.shape[1])), n_eval
 
 

@@ -26,12 +26,13 @@ import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import special, stats
 
 from pm_evidence.exploration import (
     MISSED_SHARE,
     OUTLIER_LEVEL,
     TERM_SEARCH_STARTS,
+    climb,
     laplace_covariance,
     term_modes,
 )
@@ -68,26 +69,6 @@ class UnvisitedModes:
             return 0.0
         log_m = special.logsumexp(self.log_masses)
         return float(np.exp(log_m - np.logaddexp(log_z, log_m)))
-
-
-def _climbed(point: np.ndarray, log_f_and_grad) -> tuple[np.ndarray, float, int]:
-    """The local mode of ``log f`` that L-BFGS reaches from ``point``, its ``log f`` and the
-    evaluations."""
-    n_eval = 0
-
-    def negative(x):
-        nonlocal n_eval
-        n_eval += 1
-        value, grad = log_f_and_grad(x[None])
-        if not np.isfinite(value[0]):
-            return np.inf, np.zeros_like(x)
-        return -float(value[0]), -grad[0]
-
-    with np.errstate(all="ignore"):
-        found = optimize.minimize(
-            negative, point, jac=True, method="L-BFGS-B", options={"maxiter": CLIMB_ITERATIONS}
-        )
-    return found.x, -float(found.fun), n_eval
 
 
 def unvisited_term_modes(
@@ -127,7 +108,7 @@ def unvisited_term_modes(
 
     modes, log_masses = [], []
     for point in points:
-        mode, log_f, evaluations = _climbed(point, log_f_and_grad)
+        mode, log_f, evaluations = climb(log_f_and_grad, point, CLIMB_ITERATIONS)
         n_eval += evaluations + 2 * dim
         covariance = laplace_covariance(mode, log_f_and_grad)
         if covariance is None or not (np.all(np.isfinite(mode)) and np.isfinite(log_f)):
