@@ -320,16 +320,19 @@ class LogDensity:
         return self._evaluate(self._relaxed_terms_grad_fn, x, ((), (), (self.dim,), (self.dim,)))
 
     @cached_property
+    def _term_graphs(self):
+        return term_choice_graphs(self._graphs)
+
+    @property
     def term_counts(self) -> tuple[int, ...]:
         """The number of terms of each log-sum-exp of the log-density, empty where it has none
         (:func:`~pm_evidence.adapter.graphs.term_choice_graphs`); nothing is compiled."""
-        found = term_choice_graphs(self._graphs)
-        return () if found is None else found.n_terms
+        return () if self._term_graphs is None else self._term_graphs.n_terms
 
     @cached_property
     def _term_choice_fn(self):
         self._require_gradient()
-        g = term_choice_graphs(self._graphs)
+        g = self._term_graphs
         x_batch = pt.matrix("x_batch", dtype=g.x.dtype)
         batched = vectorize_batched([g.log_density, g.grad], g.x, x_batch)
         fn = pytensor.function(
