@@ -212,6 +212,16 @@ class ExplorationOptions:
     n_reweighting_draws: int = 4096
     reference_df: float | None = 5.0
 
+    def __post_init__(self):
+        if self.reference_df is not None and not (
+            np.isfinite(self.reference_df) and self.reference_df > 0
+        ):
+            raise EvidenceInputError(
+                f"ExplorationOptions(reference_df={self.reference_df!r}): the degrees of freedom "
+                f"of the reference's Student-t components must be a positive finite number "
+                f"(default 5.0), or None for normal components."
+            )
+
     def particles_for(self, dim: int) -> int:
         """The particles to start with in ``dim`` dimensions: ``n_particles``, or by default
         ``8192 / dim^1.5`` within ``[512, max_particles]``."""

@@ -18,6 +18,7 @@ from pm_evidence import zoo_multimodal
 from pm_evidence.exceptions import EvidenceInputError
 from pm_evidence.exploration import (
     Exploration,
+    ExplorationOptions,
     adapt_components,
     climbed_modes,
     compare_coverage,
@@ -189,6 +190,12 @@ def test_exploration_reference_has_student_t_components_where_there_are_several(
     one = MixtureReference.single(exploration.particles[exploration.particles[:, 0] < 2.5])
     single = dataclasses.replace(exploration, mixture=one).reference()
     assert isinstance(single, MultivariateNormalReference)
+
+
+@pytest.mark.parametrize("df", [0.0, -3.0, np.inf, np.nan])
+def test_a_bad_reference_df_is_refused_when_the_options_are_made(df):
+    with pytest.raises(EvidenceInputError, match=r"reference_df=.*positive finite number"):
+        ExplorationOptions(reference_df=df)
 
 
 def test_auto_on_the_eggbox_at_the_seed_its_edge_modes_used_to_miss():
