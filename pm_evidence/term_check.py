@@ -36,6 +36,7 @@ from pm_evidence.exploration import (
     laplace_covariance,
     term_modes,
 )
+from pm_evidence.references import MultivariateNormalReference
 from pm_evidence.utils import warn_user
 
 __all__ = ["UnvisitedModes", "unvisited_term_modes", "with_unvisited_warning"]
@@ -109,19 +110,22 @@ def unvisited_term_modes(
     modes, log_masses = [], []
     for point in points:
         mode, log_f, evaluations = climb(log_f_and_grad, point, CLIMB_ITERATIONS)
-        n_eval += evaluations + 2 * dim
-        covariance = laplace_covariance(mode, log_f_and_grad)
-        if covariance is None or not (np.all(np.isfinite(mode)) and np.isfinite(log_f)):
+        n_eval += evaluations
+        if not (np.all(np.isfinite(mode)) and np.isfinite(log_f)):
             continue
         if any(np.allclose(mode, seen, atol=1e-6, rtol=1e-6) for seen in modes):
             continue
-        chol = np.linalg.cholesky(covariance)
-        z = np.linalg.solve(chol, (visitors - mode).T)
-        if np.any(np.sum(z**2, axis=0) <= limit):
+        covariance = laplace_covariance(mode, log_f_and_grad)
+        n_eval += 2 * dim
+        if covariance is None:
+            continue
+        laplace = MultivariateNormalReference(mode, np.linalg.cholesky(covariance))
+        peak = laplace.logpdf(mode)  # -(d/2) log(2 pi) - (1/2) log det Sigma
+        # a squared Mahalanobis distance m2 <= limit is a log density >= peak - limit / 2
+        if np.any(laplace.logpdf(visitors) >= peak - limit / 2):
             continue  # a draw (or its mirror image) is in this mode
-        log_det = 2 * np.sum(np.log(np.diag(chol)))
         modes.append(mode)
-        log_masses.append(log_f + 0.5 * dim * np.log(2 * np.pi) + 0.5 * log_det)
+        log_masses.append(log_f - peak)
     return UnvisitedModes(np.reshape(modes, (-1, dim)), np.asarray(log_masses), n_eval)
 
 
