@@ -26,6 +26,7 @@ from pm_evidence.draws import (
     balanced_reference_draws,
     check_reference_covers_support,
     default_reference_draws,
+    draws_source_messages,
     fit_and_weigh,
     posterior_draws,
     posterior_plan,
@@ -209,6 +210,7 @@ def importance_sampling(
         decision = symmetry_step(target, x, reference, call.options.symmetrize, idata)
         fit_draws = decision.draws
         messages = posterior_messages(target, fit_draws, relabelled=decision.relabelled)
+        messages += draws_source_messages(target, idata)
         messages += list(decision.messages)
     ref = fit_reference(reference, target, fit_draws)
     if fit_draws is not None:

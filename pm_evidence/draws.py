@@ -40,8 +40,10 @@ __all__ = [
     "PosteriorPlan",
     "balanced_reference_draws",
     "check_reference_covers_support",
+    "check_draws_match_model",
     "check_reference_log_weights",
     "default_reference_draws",
+    "draws_source_messages",
     "fit_and_weigh",
     "log_density_at_target_draws",
     "log_weights",
@@ -124,11 +126,15 @@ class PosteriorPlan:
     search : SymmetrySearch (of pm_evidence.modes)
         The relabelling symmetry of the posterior found at these draws
         (``pm_evidence.modes.find_symmetry``; deterministic given the draws).
+    messages : tuple of str
+        Warnings about where the draws came from (:func:`draws_source_messages`), for every
+        result built on them.
     """
 
     target: LogDensity
     draws: np.ndarray
     search: SymmetrySearch
+    messages: tuple[str, ...] = ()
 
 
 def posterior_plan(
@@ -155,7 +161,8 @@ def posterior_plan(
     if isinstance(idata, PosteriorPlan):
         return _checked_plan(target, idata)
     x = posterior_draws(target, idata, rng=rng, **sampling)
-    return PosteriorPlan(target, x, find_symmetry(target, spread_points(x)))
+    messages = tuple(draws_source_messages(target, idata))
+    return PosteriorPlan(target, x, find_symmetry(target, spread_points(x)), messages)
 
 
 def _checked_plan(target: LogDensity, plan: PosteriorPlan) -> PosteriorPlan:
@@ -205,11 +212,119 @@ def posterior_draws(
             )
     else:
         x = target.posterior_to_unconstrained(idata)
+        check_draws_match_model(target, idata, x)
     if x.shape[1] < 4:
         raise EvidenceInputError(
             f"Need at least 4 draws per chain, got {x.shape[1]}. Draw more posterior samples."
         )
     return x
+
+
+# The draws of idata checked against the model's log density (check_draws_match_model): this
+# many, spread evenly over chains and draws; one batched evaluation, well under 1% of a call.
+LP_CHECK_DRAWS = 64
+
+
+def _stored_lp(idata) -> np.ndarray | None:
+    """``sample_stats.lp`` of ``idata`` as ``(chain, draw)``, or ``None`` where it has none."""
+    children = getattr(idata, "children", None)
+    if children is not None:
+        stats = children["sample_stats"].to_dataset() if "sample_stats" in children else None
+    else:
+        stats = getattr(idata, "sample_stats", None)
+    if stats is None or "lp" not in stats.data_vars:
+        return None
+    return stats["lp"].transpose("chain", "draw").to_numpy().astype(float)
+
+
+def _extra_variables(target: LogDensity, idata) -> list[str]:
+    """Variables of ``idata``'s posterior that the model does not have (by name)."""
+    from pm_evidence.adapter.maps import posterior_dataset
+
+    names = set(target.model.named_vars)
+    return sorted(str(v) for v in posterior_dataset(idata).data_vars if str(v) not in names)
+
+
+def lp_tolerance(lp: np.ndarray) -> np.ndarray:
+    """What two evaluations of one log density may differ by through rounding alone:
+    ``1e-6 (1 + |lp|)`` (float64 sums of many terms, the round trip to the unconstrained space
+    near a bound), or ``1e-3 (1 + |lp|)`` for a float32 model."""
+    import pytensor
+
+    relative = 1e-3 if pytensor.config.floatX == "float32" else 1e-6
+    return relative * (1.0 + np.abs(lp))
+
+
+def check_draws_match_model(target: LogDensity, idata, x: np.ndarray) -> None:
+    """Raise where posterior draws were sampled from another model than ``target``'s.
+
+    ``pm.sample`` stores the model's log density (unconstrained, with the Jacobian) at every
+    draw in ``sample_stats.lp``. It is recomputed at :data:`LP_CHECK_DRAWS` draws spread over
+    the chains; the draws are another model's where most of them differ by more than rounding
+    (:func:`lp_tolerance`). Draws of a model with another prior but the same names and data
+    pass the observed-data check (``adapter.fingerprint``), yet every estimate built on them is
+    off by many of its own SEs; this check catches them. Draws without ``lp`` cannot be
+    checked: :func:`draws_source_messages` says so on the result.
+
+    Parameters
+    ----------
+    target : LogDensity
+    idata : xarray.DataTree or xarray.Dataset
+        What the draws ``x`` were read from.
+    x : numpy.ndarray
+        The draws, flat and unconstrained ``(chain, draw, dim)``.
+
+    Raises
+    ------
+    EvidenceInputError
+        Naming how many checked draws differ, by how much, the variables of ``idata`` the model
+        lacks, and the fix.
+    """
+    lp = _stored_lp(idata)
+    if lp is None or lp.shape != x.shape[:2]:
+        return
+    flat_lp, flat_x = lp.reshape(-1), x.reshape(-1, x.shape[-1])
+    index = np.unique(np.linspace(0, flat_lp.size - 1, LP_CHECK_DRAWS).round().astype(int))
+    stored, ours = flat_lp[index], target.log_density(flat_x[index])
+    differ = ~(np.abs(stored - ours) <= lp_tolerance(stored))
+    if differ.mean() <= 0.5:
+        return
+    gap = np.where(np.isfinite(stored - ours), stored - ours, np.nan)
+    extra = _extra_variables(target, idata)
+    extra_text = f" idata holds variables this model lacks: {extra}." if extra else ""
+    raise EvidenceInputError(
+        f"The posterior draws in idata were sampled from another model: the log density "
+        f"pm.sample stored with them (sample_stats.lp) differs from this model's at "
+        f"{int(differ.sum())} of {differ.size} draws checked (idata minus model: median "
+        f"{np.nanmedian(gap):+.4g}, from {np.nanmin(gap):+.4g} to {np.nanmax(gap):+.4g} "
+        f"nats), though their names and data agree.{extra_text} A prior or likelihood that "
+        f"differs makes every estimate built on these draws off by many standard errors. "
+        f"Sample this model (pm.sample() inside `with model:`), or pass no idata and "
+        f"pm_evidence draws the posterior itself."
+    )
+
+
+def draws_source_messages(target: LogDensity, idata) -> list[str]:
+    """Warnings about where posterior draws given as ``idata`` come from: draws without
+    ``sample_stats.lp`` could not be checked against the model
+    (:func:`check_draws_match_model`), and the variables they hold that the model lacks.
+    Nothing for draws pm_evidence sampled itself (``idata=None``) or flat arrays; a
+    :class:`PosteriorPlan` carries the messages of the draws it was made from."""
+    if isinstance(idata, PosteriorPlan):
+        return list(idata.messages)
+    if idata is None or isinstance(idata, np.ndarray) or _stored_lp(idata) is not None:
+        return []
+    extra = _extra_variables(target, idata)
+    extra_text = (
+        f" They also hold variables this model lacks ({extra}): were they sampled from "
+        f"another model?" if extra else ""
+    )
+    return [
+        f"The posterior draws in idata could not be checked against this model: they carry "
+        f"no log density (sample_stats.lp, which pm.sample stores), so draws of another model "
+        f"with the same names and data would go unnoticed and give a wrong log Z.{extra_text} "
+        f"Pass the whole DataTree that pm.sample() returned for this model."
+    ]
 
 
 def split_halves(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -326,6 +441,7 @@ def fit_and_weigh(
     diagnostics = {**symmetry_diagnostics(decision, ref), **chosen}
     log_f = log_density_at_target_draws(target, est_half)
     messages = posterior_messages(target, decision.draws, relabelled=decision.relabelled)
+    messages += draws_source_messages(target, idata)
     messages += list(decision.messages)
     lw = log_weights(target, est_half, ref, log_f=log_f)
     return est_half, ref, lw, messages, diagnostics

@@ -21,6 +21,7 @@ import numpy as np
 
 from pm_evidence.draws import (
     check_reference_covers_support,
+    draws_source_messages,
     log_density_at_target_draws,
     posterior_draws,
     symmetric_reference,
@@ -382,6 +383,7 @@ def make_plan(
             target, idata, rng=rngs["posterior"], progressbar=progressbar,
             **{**PLAN_SAMPLING, **sampling},
         )  # fmt: skip
+        messages += draws_source_messages(target, idata)
     symmetry = None
     if ref is None:
         # a reference fitted to draws that sit in one of several mirror modes (label
