@@ -47,7 +47,13 @@ from pm_evidence.estimators import (
 )
 from pm_evidence.evidence import Evidence, build_evidence
 from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.messages import flag, posterior_messages, se_messages, weight_messages
+from pm_evidence.messages import (
+    draws_ess_messages,
+    flag,
+    posterior_messages,
+    se_messages,
+    weight_messages,
+)
 from pm_evidence.options import ModelLike, renamed_keywords, split_options
 from pm_evidence.references import MultivariateNormalReference, Reference, fit_reference
 from pm_evidence.reverse_reference import choose_reverse_reference
@@ -211,6 +217,7 @@ def importance_sampling(
         fit_draws = decision.draws
         messages = posterior_messages(target, fit_draws, relabelled=decision.relabelled)
         messages += draws_source_messages(target, idata)
+        messages += draws_ess_messages(target, fit_draws)
         messages += list(decision.messages)
     ref = fit_reference(reference, target, fit_draws)
     if fit_draws is not None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pm_evidence.exceptions import EvidenceInputError, NonFiniteLogDensityError
-from pm_evidence.messages import posterior_messages
+from pm_evidence.messages import draws_ess_messages, posterior_messages
 from pm_evidence.modes import (
     INVARIANCE_RTOL,
     SymmetryDecision,
@@ -39,8 +39,8 @@ __all__ = [
     "PosteriorOptions",
     "PosteriorPlan",
     "balanced_reference_draws",
-    "check_reference_covers_support",
     "check_draws_match_model",
+    "check_reference_covers_support",
     "check_reference_log_weights",
     "default_reference_draws",
     "draws_source_messages",
@@ -442,6 +442,7 @@ def fit_and_weigh(
     log_f = log_density_at_target_draws(target, est_half)
     messages = posterior_messages(target, decision.draws, relabelled=decision.relabelled)
     messages += draws_source_messages(target, idata)
+    messages += draws_ess_messages(target, decision.draws)
     messages += list(decision.messages)
     lw = log_weights(target, est_half, ref, log_f=log_f)
     return est_half, ref, lw, messages, diagnostics

@@ -12,10 +12,21 @@ import numpy as np
 from pm_evidence.estimators import Estimate
 from pm_evidence.utils import RHAT_MAX, good_pareto_k, max_rhat, warn_user
 
-__all__ = ["LOW_ESS", "flag", "posterior_messages", "se_messages", "weight_messages"]
+__all__ = [
+    "LOW_ESS",
+    "MIN_DRAWS_ESS",
+    "draws_bulk_ess",
+    "draws_ess_messages",
+    "flag",
+    "posterior_messages",
+    "se_messages",
+    "weight_messages",
+]
 
 # Weight ESS below this many draws makes IS / reverse IS unreliable.
 LOW_ESS = 30
+# Posterior draws with a smaller bulk ESS are flagged (draws_ess_messages).
+MIN_DRAWS_ESS = 100
 
 
 # A check that fails gives a message: it is issued as a UserWarning and kept in the result's
@@ -40,13 +51,55 @@ def posterior_messages(target, x: np.ndarray, *, relabelled: bool = False) -> li
     if not rhat > RHAT_MAX:
         return []
     where = " after relabelling them into one mirror image" if relabelled else ""
-    return [
+    return [(
         f"The posterior draws have R-hat {rhat:.3f} > {RHAT_MAX}{where} at "
         f"{target.coordinate_names[worst]} (rank-normalized split R-hat; Vehtari et al. 2021 "
         f"recommend 1.01): the {x.shape[0]} chains do not agree (not converged, or in "
         f"different modes), so estimates built on them, and any reference fitted to them, "
         f"may miss posterior mass. Draw more (tune, draws) or check the model."
+    )]  # fmt: skip
+
+
+def draws_ess_messages(target, x: np.ndarray) -> list[str]:
+    """A warning where posterior draws ``(chain, draw, dim)`` hold fewer than
+    :data:`MIN_DRAWS_ESS` effective draws (the smallest bulk ESS over the coordinates), for the
+    estimators whose estimate is made from them (the ``"posterior"`` family).
+
+    Every estimator on posterior draws fits its reference to the first half of every chain and
+    estimates from the second (or reads all of them): with fewer than 100 effective draws the
+    reference's mean and covariance are rough, and the SE, computed from the draws' own
+    autocorrelation, is itself unreliable (Vehtari et al. 2021, §4: the ESS estimate needs
+    about 100 effective draws per chain to be trusted), so a small SE proves nothing.
+    """
+    ess = draws_bulk_ess(x)
+    if ess >= MIN_DRAWS_ESS:
+        return []
+    worst = f"{ess:.1f}" if np.isfinite(ess) else "not computable"
+    return [
+        f"The posterior draws hold too few effective draws: the smallest bulk ESS over the "
+        f"coordinates is {worst} (< {MIN_DRAWS_ESS}) of {x.shape[0]} x {x.shape[1]} draws. "
+        f"The reference is fitted to half of them and the estimate made from the rest, so both "
+        f"log Z and its SE (computed from the draws' own autocorrelation) are unreliable "
+        f"below {MIN_DRAWS_ESS} effective draws. Draw more (pm.sample() at its defaults gives "
+        f"4 x 1,000), or pass no idata."
     ]
+
+
+def draws_bulk_ess(x: np.ndarray) -> float:
+    """The smallest rank-normalized bulk ESS over the coordinates of ``x (chain, draw, dim)``
+    (``arviz_stats``); NaN where it cannot be computed (too few draws)."""
+    from arviz_stats.base import array_stats
+
+    if x.shape[1] < 4:
+        return float("nan")
+    with np.errstate(all="ignore"):
+        ess = np.asarray(
+            array_stats.ess(np.asarray(x, dtype=float), chain_axis=0, draw_axis=1),
+            dtype=float,
+        )
+    constant = np.ptp(x, axis=(0, 1)) == 0  # a constant coordinate has no error to measure
+    ess = ess[~constant]
+    return float(np.min(ess)) if ess.size and np.all(np.isfinite(ess)) else float("nan")
 
 
 def weight_messages(

@@ -14,7 +14,10 @@ futures it returns). The default is a local process pool; a Dask cluster
 - **Failures**: a worker catches its model's error and returns it as a :class:`ModelFailure`
   (class name, message and the traceback written where it was raised); an error of the engine
   itself (a worker that died, a task that could not be sent) is recorded the same way. The
-  other models' results are kept; a warning names the failures.
+  other models' results are kept; a warning names the failures. Workers of the default pool
+  that die while starting (a script without the ``if __name__ == "__main__":`` guard) are
+  told apart from a worker that died running a model, and the failure says so; a main module
+  that workers cannot import (a script fed on stdin) is refused before the pool starts.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import multiprocessing
 import os
+import sys
 import time
 import traceback
 import warnings
@@ -199,14 +203,32 @@ class ModelComparison(Mapping):
         n = len(self.evidences) + len(self.failures)
         text = f"ModelComparison: {len(self.evidences)} of {n} models succeeded"
         if len(self.evidences) >= 2:
-            table = compare(self.evidences, check_data=False)
-            text += "\n" + table[["log_z", "se", "log_bf", "prob", "method", "warning"]].to_string()
+            try:  # as self.compare(): no log BF or probability across different data
+                table, refused = compare(self.evidences), None
+            except EvidenceInputError as err:
+                table = compare(self.evidences, check_data=False)
+                refused = _first_sentence(str(err))
+            columns = ["log_z", "se", "log_bf", "prob", "method", "warning"]
+            if refused is not None:
+                columns = ["log_z", "se", "method", "warning"]
+            text += "\n" + table[columns].to_string()
+            if refused is not None:
+                text += (
+                    f"\nno log BF or probabilities: {refused} (result.compare() refuses them; "
+                    f"compare(check_data=False) if the difference is intended)"
+                )
         else:
             for name, ev in self.evidences.items():
                 text += f"\n{name}: {ev!r}"
         if self.failures:
             text += "\nfailed:" + "".join(f"\n  {k!r}: {f}" for k, f in self.failures.items())
         return text
+
+
+def _first_sentence(text: str) -> str:
+    """``text`` up to its first ``". "`` (a message's statement, without its fix)."""
+    head, sep, _ = text.partition(". ")
+    return head if sep else text.rstrip(".")
 
 
 def compare_models(
@@ -237,7 +259,9 @@ def compare_models(
         processes, started with ``forkserver`` where the platform has it, else ``spawn`` (a
         process forked from one running PyTensor's or numba's threads can deadlock), shut down
         at the end; a script must then guard its calls with ``if __name__ == "__main__":``, as
-        for any process pool. Any object with the ``concurrent.futures.Executor`` protocol
+        for any process pool (without it every worker dies while starting, and each model's
+        failure says so), and be run as a file: a script fed on stdin
+        (``python - < script.py``) is refused (use ``"serial"`` there). Any object with the ``concurrent.futures.Executor`` protocol
         (``submit`` returning a ``concurrent.futures.Future``): a pool of your own, or a Dask
         ``distributed.Client`` (its ``get_executor()`` is used) or that executor; an executor
         passed in is left running. ``"serial"``: in this process, one model after another,
@@ -274,7 +298,8 @@ def compare_models(
     ------
     EvidenceInputError
         For an empty ``models``, a value that is not a model, an executor without ``submit``,
-        a list of methods or an option no method takes.
+        a list of methods or an option no method takes; for the default pool, when the main
+        module is not a file its workers can import (a script fed on stdin).
     KeyboardInterrupt
         On Ctrl-C before any model finished (one line). After one finished, a Ctrl-C cancels
         the models not started (the default pool's processes are stopped; a running task of an
@@ -305,13 +330,13 @@ def compare_models(
         _task(name, model, idata, seed, method, options)
         for (name, (model, idata)), seed in zip(entries.items(), seeds, strict=True)
     ]
-    pool, owned, where = _engine(executor, max_workers, len(tasks))
+    pool, owned, where, startup = _engine(executor, max_workers, len(tasks))
     lines = _Lines(progressbar, len(tasks))
     lines.write(f"pm_evidence: {len(tasks)} models, method={method!r}, {where}")
     interrupted = True
     try:
         with interruptible("compare_models", nothing_computed="no model had finished"):
-            outcomes, interrupted = _gather(tasks, pool, lines)
+            outcomes, interrupted = _gather(tasks, pool, lines, startup)
     finally:
         if owned:
             _shut_down(pool, now=interrupted)
@@ -404,8 +429,9 @@ def _task(name, model, idata, seed, method, options) -> _Task:
 # ------------------------------------------------------------------------ engines
 
 
-def _engine(executor, max_workers, n_tasks) -> tuple[Any, bool, str]:
-    """``(executor or None for serial, whether this call owns it, where the models run)``."""
+def _engine(executor, max_workers, n_tasks) -> tuple[Any, bool, str, _Startup | None]:
+    """``(executor or None for serial, whether this call owns it, where the models run, the
+    default pool's start-up watch or None)``."""
     if max_workers is not None:
         if executor is not None:
             raise EvidenceInputError(
@@ -415,27 +441,35 @@ def _engine(executor, max_workers, n_tasks) -> tuple[Any, bool, str]:
         if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
             raise EvidenceInputError(f"max_workers must be a positive int, got {max_workers!r}.")
     if executor is None:
+        context = _process_context()
+        _check_main_importable(context)
+        startup = _Startup(context)
         workers = min(n_tasks, max_workers or _usable_cores())
-        pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=_process_context())
+        pool = cf.ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=context,
+            initializer=_worker_started,
+            initargs=(startup.event,),
+        )
         plural = "es" if workers > 1 else ""
-        return pool, True, f"on {workers} local process{plural}"
+        return pool, True, f"on {workers} local process{plural}", startup
     if isinstance(executor, str):
         if executor != SERIAL:
             raise EvidenceInputError(
                 f"Requested executor {executor!r} but a string must be {SERIAL!r} (this "
                 f"process, one model after another); else pass an Executor or a Dask Client."
             )
-        return None, False, "in this process, one after another"
+        return None, False, "in this process, one after another", None
     if not isinstance(executor, cf.Executor) and callable(getattr(executor, "get_executor", None)):
         # a Dask distributed.Client: its concurrent.futures face
-        return executor.get_executor(), True, f"on {type(executor).__name__} {executor!r}"
+        return executor.get_executor(), True, f"on {type(executor).__name__} {executor!r}", None
     if not callable(getattr(executor, "submit", None)):
         raise EvidenceInputError(
             f"executor must have the concurrent.futures.Executor protocol (a submit method), "
             f"got a {type(executor).__name__}. Pass e.g. a ProcessPoolExecutor, a Dask "
             f"distributed.Client, 'serial', or None for a local process pool."
         )
-    return executor, False, f"on {type(executor).__name__}"
+    return executor, False, f"on {type(executor).__name__}", None
 
 
 def _usable_cores() -> int:
@@ -454,6 +488,83 @@ def _process_context() -> multiprocessing.context.BaseContext:
     """
     methods = multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+_FIXES = 'put the script\'s calls under `if __name__ == "__main__":`, or pass executor="serial"'
+
+
+def _main_module() -> tuple[str | None, str | None]:
+    """``(name, path)`` by which a spawned worker imports the main module (both None: it
+    does not, as in a notebook or ``python -c``), as ``multiprocessing.spawn`` decides."""
+    main = sys.modules.get("__main__")
+    name = getattr(getattr(main, "__spec__", None), "name", None)
+    if name is not None:
+        return name, None
+    return None, getattr(main, "__file__", None)
+
+
+def _check_main_importable(context: multiprocessing.context.BaseContext) -> None:
+    """Refuse a main module that the default pool's workers cannot import (read from stdin).
+
+    A worker started with ``forkserver`` or ``spawn`` first imports the main module from its
+    file; ``python - < script.py`` leaves ``__main__.__file__ == "<stdin>"``, no file, and every
+    worker would die before running a model. Refused here, before any work, rather than run
+    one model after another in this process: the caller asked for a pool, and a serial run of
+    many models may take many times as long. (No ``__file__`` at all, as in a notebook or
+    ``python -c``, is fine: the workers then do not import the main module.)
+
+    Raises
+    ------
+    EvidenceInputError
+        When the main module has a ``__file__`` that is not a file.
+    """
+    if context.get_start_method() == "fork":
+        return
+    name, path = _main_module()
+    if name is not None or path is None or os.path.isfile(path):
+        return
+    raise EvidenceInputError(
+        f"compare_models' default process pool cannot start here: its workers (started with "
+        f"{context.get_start_method()!r}) first import the main module from its file, but "
+        f"__main__ was read from {path!r}, which is not a file (a script fed on stdin, "
+        f"`python - < script.py`), so every worker would die before running a model. Save "
+        f"the script and run it as a file (`python script.py`) with its calls under "
+        f'`if __name__ == "__main__":`, or pass executor="serial" to run the models in this '
+        f"process, one after another."
+    )
+
+
+def _worker_started(event) -> None:
+    """The default pool's initializer: this worker got through its start (and imported the
+    main module)."""
+    event.set()
+
+
+class _Startup:
+    """Whether any worker of the default pool got through its start.
+
+    A worker sets :attr:`event` in the pool's initializer, which runs only after the worker
+    imported the main module; a pool broken while no worker had set it died while starting,
+    not while running a model."""
+
+    def __init__(self, context: multiprocessing.context.BaseContext):
+        self.method = context.get_start_method()
+        self.event = context.Event()
+
+    def explain(self, err: BaseException) -> str | None:
+        """Why the pool broke, when it broke before any worker started; else None."""
+        if not isinstance(err, cf.process.BrokenProcessPool) or self.event.is_set():
+            return None
+        name, path = _main_module()
+        main = f"module {name!r}" if name else f"{path!r}" if path else "the main module"
+        return (
+            f"the pool's worker processes died while starting, before any model ran: "
+            f"{_FIXES}. Each worker is started with {self.method!r} and first imports the "
+            f"main module ({main}); a script that calls compare_models outside that guard "
+            f"makes every worker run the script again and try to start a pool of its own, "
+            f"which multiprocessing refuses (the workers' own errors are printed on stderr). "
+            f"({type(err).__name__}: {err})"
+        )
 
 
 def _shut_down(pool, *, now: bool) -> None:
@@ -524,7 +635,9 @@ def _run(task: _Task) -> _Outcome:
     return evidence_in_worker(task.name, task.payload, task.seed, task.method)
 
 
-def _outcomes(tasks: list[_Task], pool) -> Iterator[tuple[int, _Outcome]]:
+def _outcomes(
+    tasks: list[_Task], pool, startup: _Startup | None = None
+) -> Iterator[tuple[int, _Outcome]]:
     """``(position, outcome)`` of every task as it finishes; closing it cancels the rest."""
     if pool is None:
         for index, task in enumerate(tasks):
@@ -546,23 +659,32 @@ def _outcomes(tasks: list[_Task], pool) -> Iterator[tuple[int, _Outcome]]:
             futures[future] = index
         for future in cf.as_completed(futures):
             index = futures[future]
-            yield index, _outcome_of(future, tasks[index].name)
+            yield index, _outcome_of(future, tasks[index].name, startup)
     finally:
         for future in futures:
             future.cancel()  # those not started; a finished or running one is left as it is
 
 
-def _outcome_of(future: cf.Future, name: str) -> _Outcome:
+def _outcome_of(future: cf.Future, name: str, startup: _Startup | None = None) -> _Outcome:
     """The worker's outcome, or the engine's error as the model's failure.
 
-    A ``KeyboardInterrupt`` (a worker hit by the same Ctrl-C) is raised here."""
+    ``startup``: the default pool's watch, which tells a pool whose workers died while
+    starting (the failure then says why and what to do). A ``KeyboardInterrupt`` (a worker hit
+    by the same Ctrl-C) is raised here."""
     try:
         return future.result()
     except cf.CancelledError:
         failure = ModelFailure(name, "CancelledError", "its task was cancelled outside this call")
     except Exception as err:  # the engine's: a worker died, the task could not be sent, ...
+        why = startup.explain(err) if startup is not None else None
+        if why is None and isinstance(err, cf.process.BrokenProcessPool):
+            why = (
+                f"{err} (raised by the executor: a worker process died while running a model, "
+                f"e.g. killed, out of memory, or a crash in compiled code; its stderr may say "
+                f"which)"
+            )
         failure = ModelFailure(
-            name, type(err).__name__, f"{err} (raised by the executor)", _format(err)
+            name, type(err).__name__, why or f"{err} (raised by the executor)", _format(err)
         )
     return _Outcome(None, failure, (), float("nan"))
 
@@ -571,11 +693,13 @@ def _format(err: BaseException) -> str:
     return "".join(traceback.format_exception(type(err), err, err.__traceback__))
 
 
-def _gather(tasks: list[_Task], pool, lines: _Lines) -> tuple[dict[int, _Outcome], bool]:
+def _gather(
+    tasks: list[_Task], pool, lines: _Lines, startup: _Startup | None = None
+) -> tuple[dict[int, _Outcome], bool]:
     """The outcomes by position, and whether a Ctrl-C stopped the run after one finished."""
     outcomes: dict[int, _Outcome] = {}
     try:
-        with closing(_outcomes(tasks, pool)) as stream:
+        with closing(_outcomes(tasks, pool, startup)) as stream:
             for index, outcome in stream:
                 outcomes[index] = outcome
                 lines.finished(tasks[index].name, outcome, len(outcomes))

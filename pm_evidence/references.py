@@ -2,6 +2,9 @@
 
 Every reference is normalized, has ``logpdf(x)`` for ``x`` of shape ``(..., dim)`` and
 ``sample(rng, n) -> (n, dim)``. The estimators only ever see ``log f - log p0`` at draws.
+At a point with a NaN or infinite coordinate every ``logpdf`` is ``-inf`` and every
+``grad_logpdf`` zero (no error): a sampler's proposal that reaches such a point is a rejected,
+counted move (:mod:`pm_evidence.tempering.kernels`).
 
 References
 ----------
@@ -41,7 +44,8 @@ class Reference:
     """Interface of a normalized reference distribution on the flat unconstrained space.
 
     A reference with ``has_gradient = True`` implements :meth:`grad_logpdf` (HMC and GWG on a
-    geometric path from it need it); the others raise.
+    geometric path from it need it); the others raise. At a point with a non-finite coordinate
+    ``logpdf`` is ``-inf`` and ``grad_logpdf`` zero, computed for the other points as usual.
     """
 
     name: str = "reference"
@@ -258,19 +262,62 @@ def _diagonal_sd(chol: np.ndarray) -> np.ndarray:
     return np.sqrt(np.sum(chol**2, axis=-1))
 
 
-def _mahalanobis_sq(x: np.ndarray, mean: np.ndarray, chol: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=float)
+def _finite_rows(x: np.ndarray) -> np.ndarray:
+    """Whether every coordinate of each point of ``x (..., dim)`` is finite: shape ``(...)``.
+
+    A point with a NaN or infinite coordinate lies outside every reference's support: its
+    ``logpdf`` is ``-inf`` and its ``grad_logpdf`` zero, so that a proposal that reaches it
+    (a leapfrog trajectory that diverged) is rejected and counted by the kernels rather than
+    raising (:mod:`pm_evidence.tempering.kernels`).
+    """
+    return np.all(np.isfinite(x), axis=-1)
+
+
+def _centred_rows(x: np.ndarray, mean: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(x - mean)`` as rows ``(n, dim)``, and which rows are finite (``None`` when all are).
+
+    Non-finite rows are replaced by zeros, so that the triangular solves, which refuse
+    non-finite input, see finite numbers only; the callers overwrite those rows' results. The
+    finite rows are computed exactly as without the mask (bit-identical).
+    """
     centred = (x - mean).reshape(-1, mean.size)
+    finite = _finite_rows(centred)
+    if finite.all():
+        return centred, None
+    return np.where(finite[:, None], centred, 0.0), finite
+
+
+def _mahalanobis_sq(x: np.ndarray, mean: np.ndarray, chol: np.ndarray) -> np.ndarray:
+    """``|L^{-1} (x - mean)|^2`` for points ``x (..., dim)``; ``+inf`` at a point with a
+    non-finite coordinate (every log-density of it is then ``-inf``: :func:`_finite_rows`)."""
+    x = np.asarray(x, dtype=float)
+    centred, finite = _centred_rows(x, mean)
     z = linalg.solve_triangular(chol, centred.T, lower=True)
-    return np.sum(z**2, axis=0).reshape(x.shape[:-1])
+    distance = np.sum(z**2, axis=0)
+    if finite is not None:
+        distance = np.where(finite, distance, np.inf)
+    return distance.reshape(x.shape[:-1])
 
 
 def _precision_times_centred(x: np.ndarray, mean: np.ndarray, chol: np.ndarray) -> np.ndarray:
-    """``(L L^T)^{-1} (x - mean)`` for points ``x (..., dim)``."""
+    """``(L L^T)^{-1} (x - mean)`` for points ``x (..., dim)``; zero at a point with a
+    non-finite coordinate (:func:`_finite_rows`)."""
     x = np.asarray(x, dtype=float)
-    centred = (x - mean).reshape(-1, mean.size)
+    centred, finite = _centred_rows(x, mean)
     z = linalg.solve_triangular(chol, centred.T, lower=True)
-    return linalg.solve_triangular(chol, z, lower=True, trans="T").T.reshape(x.shape)
+    out = linalg.solve_triangular(chol, z, lower=True, trans="T").T
+    if finite is not None:
+        out = np.where(finite[:, None], out, 0.0)
+    return out.reshape(x.shape)
+
+
+def _zero_nonfinite_rows(x: np.ndarray, grad: np.ndarray) -> np.ndarray:
+    """``grad`` with zeros at the points of ``x`` that have a non-finite coordinate (a mixture's
+    responsibilities are NaN there, ``-inf - (-inf)``); ``grad`` itself when there are none."""
+    finite = _finite_rows(x)
+    if finite.all():
+        return grad
+    return np.where(finite[..., None], grad, 0.0)
 
 
 def _inverse_lower(chol: np.ndarray) -> np.ndarray:
@@ -649,15 +696,18 @@ class MixtureReference(Reference):
         """``-sum_k r_k(x) c_k(x) Sigma_k^{-1} (x - mu_k)``, ``c_k = 1`` for normal components
         and ``(df + dim) / (df + m_k^2)`` for Student-t ones."""
         x = np.asarray(x, dtype=float)
-        r = self.responsibilities(x)
-        grad = np.zeros_like(x)
-        for k in range(self.n_components):
-            scale = r[..., k]
-            if self.df is not None:
-                m2 = _mahalanobis_sq(x, self.means[k], self.chols[k])
-                scale = scale * (self.df + self.dim) / (self.df + m2)
-            grad -= scale[..., None] * _precision_times_centred(x, self.means[k], self.chols[k])
-        return grad
+        with np.errstate(invalid="ignore"):  # -inf - (-inf) at non-finite points, zeroed below
+            r = self.responsibilities(x)
+            grad = np.zeros_like(x)
+            for k in range(self.n_components):
+                scale = r[..., k]
+                if self.df is not None:
+                    m2 = _mahalanobis_sq(x, self.means[k], self.chols[k])
+                    scale = scale * (self.df + self.dim) / (self.df + m2)
+                grad -= scale[..., None] * _precision_times_centred(
+                    x, self.means[k], self.chols[k]
+                )
+        return _zero_nonfinite_rows(x, grad)
 
     def graph_parameters(self):
         """``(log w_k + log normalizers, means, L_k^{-1}, df)`` (``df = inf`` for normal
@@ -747,14 +797,16 @@ class SymmetrizedReference(Reference):
         return logsumexp(self._component_logpdfs(x), axis=0) - np.log(self.size)
 
     def grad_logpdf(self, x):
-        """``sum_g r_g(x) A_g^T grad log q(g x)`` with responsibilities ``r_g = q(g x) / sum``."""
+        """``sum_g r_g(x) A_g^T grad log q(g x)`` with responsibilities ``r_g = q(g x) / sum``;
+        zero at a point with a non-finite coordinate."""
         x = np.asarray(x, dtype=float)
         log_q = self._component_logpdfs(x)
-        weights = np.exp(log_q - logsumexp(log_q, axis=0))
-        grad = np.zeros_like(x)
-        for weight, action in zip(weights, self.actions, strict=True):
-            grad += weight[..., None] * action.transpose(self.base.grad_logpdf(action(x)))
-        return grad
+        with np.errstate(invalid="ignore"):  # -inf - (-inf) at non-finite points, zeroed below
+            weights = np.exp(log_q - logsumexp(log_q, axis=0))
+            grad = np.zeros_like(x)
+            for weight, action in zip(weights, self.actions, strict=True):
+                grad += weight[..., None] * action.transpose(self.base.grad_logpdf(action(x)))
+        return _zero_nonfinite_rows(x, grad)
 
     def sample(self, rng, n):
         z = self.base.sample(rng, n)
@@ -842,7 +894,11 @@ class PriorReference(Reference):
         return self.target.dim
 
     def logpdf(self, x):
-        return self.target.log_prior(x)
+        """``model.varlogp(x)``; ``-inf`` at a point with a non-finite coordinate."""
+        x = np.asarray(x, dtype=float)
+        log_p = self.target.log_prior(x)
+        finite = _finite_rows(x)
+        return log_p if finite.all() else np.where(finite, log_p, -np.inf)
 
     def sample(self, rng, n):
         return self.target.sample_prior(rng, n)
@@ -900,8 +956,9 @@ class BernoulliProductReference(Reference):
     def logpdf(self, x):
         x = np.asarray(x, dtype=float)
         binary = np.all((x == 0.0) | (x == 1.0), axis=-1)
-        log_p = np.sum(x * -np.logaddexp(0.0, -self.logits) + (1.0 - x) * -np.logaddexp(
-            0.0, self.logits), axis=-1)  # fmt: skip
+        with np.errstate(invalid="ignore"):  # inf - inf off the binary points (set to -inf)
+            log_p = np.sum(x * -np.logaddexp(0.0, -self.logits) + (1.0 - x) * -np.logaddexp(
+                0.0, self.logits), axis=-1)  # fmt: skip
         return np.where(binary, log_p, -np.inf)
 
     def grad_logpdf(self, x):

@@ -143,6 +143,8 @@ def posterior_dataset(idata):
 
     if isinstance(idata, xr.Dataset):
         posterior = idata
+    elif isinstance(idata, xr.DataTree) and not idata.children and idata.data_vars:
+        posterior = idata.to_dataset()  # a group given alone, e.g. idata.posterior
     elif isinstance(idata, xr.DataTree):
         if "posterior" not in idata.children:
             raise EvidenceInputError(

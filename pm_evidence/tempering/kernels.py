@@ -11,8 +11,9 @@ the size of a move, for every kernel, on the ladders (``Ladder.step_size``), the
 for random-walk Metropolis the proposal's scale ``s`` (the length of a random-walk step, as in
 "random-walk step size"); the discrete kernels ignore it. It is tuned per rung by the pilot
 (:func:`adapt_step_size`) where :attr:`Kernel.adaptive`. A proposal whose
-tempered log-density (or, for HMC, energy) is not finite is rejected and flagged in
-``nonfinite``. ``compiled`` asks HMC for its transition as one compiled function
+tempered log-density (or, for HMC, energy) is not finite, or whose leapfrog trajectory reaches
+a non-finite position (a divergence), is rejected and flagged in ``nonfinite``; the samplers
+count these per rung and the results report their sum as ``diagnostics["n_nonfinite_rejected"]``. ``compiled`` asks HMC for its transition as one compiled function
 (:mod:`pm_evidence.tempering.compiled`; the same draws up to rounding); the other kernels do
 not read it. The samplers make that choice through :func:`transition` from the points their
 run has moved.
@@ -401,6 +402,12 @@ def hmc_step(
 
     With a boolean ``mask`` only those entries move (HMC on the conditional of the masked
     entries given the others): the momentum and gradient are zero elsewhere.
+
+    A trajectory that reaches a non-finite position (an overflow, or a NaN momentum from a
+    non-finite gradient) is not evaluated there: it stays at its start for the remaining
+    leapfrog steps, and its proposal is rejected and flagged in ``nonfinite``, as is one whose
+    final energy is not finite. A rejection leaves ``f_beta`` invariant, and the other points'
+    moves are the same as without it.
     """
     beta = np.asarray(beta, dtype=float)
     eps = np.asarray(step_size, dtype=float)
@@ -417,14 +424,22 @@ def hmc_step(
     current_h = _kinetic(momentum) - tempered_log_density(state.log_p0, state.delta, beta)
     p = momentum + 0.5 * eps * _grad(state, beta)
     proposal = state
+    diverged = np.zeros(state.x.shape[0], dtype=bool)
     with np.errstate(invalid="ignore", over="ignore"):
         for step in range(n_leapfrog):
-            proposal = path.evaluate(proposal.x + eps * p, with_grad=True)
+            x_new = proposal.x + eps * p
+            # a trajectory whose position or momentum left the finite numbers is a divergence:
+            # evaluated at its start instead (the model and the reference never see NaN or
+            # inf), frozen there and rejected below, so the other points' moves are unchanged
+            diverged |= ~np.all(np.isfinite(x_new), axis=1)
+            if diverged.any():
+                x_new = np.where(diverged[:, None], state.x, x_new)
+            proposal = path.evaluate(x_new, with_grad=True)
             factor = 1.0 if step < n_leapfrog - 1 else 0.5
             p += factor * eps * _grad(proposal, beta)
         # a non-finite gradient makes p, hence the energy, non-finite: rejected and counted
         proposal_h = _kinetic(p) - tempered_log_density(proposal.log_p0, proposal.delta, beta)
-        log_ratio = current_h - proposal_h
+        log_ratio = np.where(diverged, np.nan, current_h - proposal_h)
     return _metropolis(rng, state, proposal, log_ratio)
 
 
