@@ -25,6 +25,7 @@ from pm_evidence.compare import bayes_factor, compare, post_prob
 from pm_evidence.evidence import Evidence, EvidenceSet, from_datatree
 from pm_evidence.exceptions import (
     ConvergenceError,
+    EstimationFailedError,
     EvidenceInputError,
     NonFiniteLogDensityError,
     OverlapError,
@@ -72,6 +73,7 @@ __all__ = [
     "BridgeOptions",
     "CategoricalProductReference",
     "ConvergenceError",
+    "EstimationFailedError",
     "Evidence",
     "EvidenceInputError",
     "EvidenceSet",

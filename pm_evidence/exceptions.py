@@ -15,3 +15,8 @@ class OverlapError(EvidenceInputError):
 
 class ConvergenceError(RuntimeError):
     """An iterative solver did not converge; no estimate is returned."""
+
+
+class EstimationFailedError(RuntimeError):
+    """Every stage of a call that runs several (``method="auto"``, a list of methods) failed;
+    the message says what each stage tried and why it failed."""

@@ -649,7 +649,13 @@ def _outcomes(
             if task.pickling_error is not None:
                 yield index, _Outcome(None, task.pickling_error, (), 0.0)
                 continue
-            future = pool.submit(evidence_in_worker, task.name, task.payload, task.seed, task.method)
+            try:
+                future = pool.submit(
+                    evidence_in_worker, task.name, task.payload, task.seed, task.method
+                )
+            except Exception as err:  # a pool already broken, a task that could not be sent
+                yield index, _Outcome(None, _engine_failure(task.name, err, startup), (), 0.0)
+                continue
             if not isinstance(future, cf.Future):
                 raise EvidenceInputError(
                     f"executor.submit returned a {type(future).__name__}, not a "
@@ -676,17 +682,21 @@ def _outcome_of(future: cf.Future, name: str, startup: _Startup | None = None) -
     except cf.CancelledError:
         failure = ModelFailure(name, "CancelledError", "its task was cancelled outside this call")
     except Exception as err:  # the engine's: a worker died, the task could not be sent, ...
-        why = startup.explain(err) if startup is not None else None
-        if why is None and isinstance(err, cf.process.BrokenProcessPool):
-            why = (
-                f"{err} (raised by the executor: a worker process died while running a model, "
-                f"e.g. killed, out of memory, or a crash in compiled code; its stderr may say "
-                f"which)"
-            )
-        failure = ModelFailure(
-            name, type(err).__name__, why or f"{err} (raised by the executor)", _format(err)
-        )
+        failure = _engine_failure(name, err, startup)
     return _Outcome(None, failure, (), float("nan"))
+
+
+def _engine_failure(name: str, err: Exception, startup: _Startup | None) -> ModelFailure:
+    """A model's failure for an error of the executor, saying why where it can tell."""
+    why = startup.explain(err) if startup is not None else None
+    if why is None and isinstance(err, cf.process.BrokenProcessPool):
+        why = (
+            f"{err} (raised by the executor: a worker process died while running a model, "
+            f"e.g. killed, out of memory, or a crash in compiled code; its stderr may say which)"
+        )
+    return ModelFailure(
+        name, type(err).__name__, why or f"{err} (raised by the executor)", _format(err)
+    )
 
 
 def _format(err: BaseException) -> str:
