@@ -9,6 +9,8 @@
   progress bar (ours or PyMC's) is shown.
 - :func:`quiet` silences PyMC's and PyTensor's loggers below ``ERROR`` while it is active and
   restores their levels afterwards (``progressbar=False`` prints nothing).
+- :func:`only_the_results_warnings` holds back the warnings issued inside and issues again only
+  those that the result carries (and deprecations), once each.
 - :func:`interruptible` turns a Ctrl-C anywhere inside it (compilation, NUTS, a path sampler)
   into a :class:`KeyboardInterrupt` that names the phase and shows as one line instead of a
   traceback, in a script and in IPython alike (:func:`interruption`). It installs no signal
@@ -22,12 +24,21 @@ import logging
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 _log = logging.getLogger(__name__)
 
-__all__ = ["LongRun", "interruptible", "interruption", "long_run", "quiet", "status"]
+__all__ = [
+    "LongRun",
+    "interruptible",
+    "interruption",
+    "long_run",
+    "only_the_results_warnings",
+    "quiet",
+    "status",
+]
 
 # What the library is doing now, innermost last (named in the Ctrl-C message).
 _PHASES: list[str] = []
@@ -398,3 +409,52 @@ def pymc_sample(*, draws: int, progressbar: bool, **kwargs):
         stopped.pm_evidence_phase = "NUTS tuning" if got == 0 or in_tuning[0] else "NUTS sampling"
         raise stopped
     return idata
+
+
+def _messages_on(result) -> set[str]:
+    """The warnings a result carries: an Evidence's ``warnings``, those of every Evidence of an
+    EvidenceSet and its ``failures``."""
+    if hasattr(result, "warnings"):
+        return set(result.warnings)
+    if isinstance(result, dict):
+        found = set(getattr(result, "failures", {}).values())
+        for value in result.values():
+            found |= _messages_on(value)
+        return found
+    return set()
+
+
+@contextmanager
+def only_the_results_warnings() -> Iterator[list]:
+    """Hold back every warning issued inside; afterwards issue again, once each and at the
+    line that issued it, those that a result appended to the yielded list carries
+    (:func:`_messages_on`), and every ``FutureWarning`` / ``DeprecationWarning``.
+
+    What is held back goes to the debug log: NumPy's ``RuntimeWarning`` from computations
+    whose non-finite outcomes the code handles (an overflow in a weight that is then
+    rejected), PyMC's notes on the NUTS run the library started, and the warnings of an
+    internal stage whose result was not returned (``method="auto"``'s cross-check). So
+    every warning that matters is on the result, and ``progressbar=False`` prints nothing
+    else. Where an exception leaves the block, only the deprecations are issued again.
+    """
+    results: list = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield results
+        except BaseException:
+            results.clear()
+            raise
+        finally:
+            wanted = set().union(*(_messages_on(r) for r in results)) if results else set()
+            held = list(caught)
+            caught.clear()
+    issued = set()
+    for w in held:
+        text = str(w.message)
+        deprecation = issubclass(w.category, FutureWarning | DeprecationWarning)
+        if (text in wanted or deprecation) and (text, w.category) not in issued:
+            issued.add((text, w.category))
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        elif text not in wanted:
+            _log.debug("warning held back (not on the result): %s: %s", w.category.__name__, text)

@@ -1,0 +1,401 @@
+"""``method="auto"``: an estimate and its cross-check, as named stages.
+
+For a continuous model (:func:`auto_evidence`):
+
+1. **exploration** from the prior (:func:`~pm_evidence.exploration.explore`; skipped where
+   :func:`exploration_skipped` says why);
+2. **posterior draws**: NUTS, or ``idata`` checked against the model (the ``"posterior"``
+   stream);
+3. **estimate**: bridge sampling on those draws;
+4. **cross-check**: AIS from the exploration's mixture (or from the reference
+   :func:`~pm_evidence.plan.auto_reference` fits to the draws where it did not explore);
+5. **coverage**: where each side's draws found mass that the other's missed
+   (:func:`~pm_evidence.exploration.compare_coverage`);
+6. **choice**: the better supported of the two (:func:`cross_checked`), a disagreement over
+   4 combined SEs a warning on it; where no exploration ran, the **term check**
+   (:mod:`pm_evidence.term_check`).
+
+Models with discrete variables run RTS and AIS on one plan. Each stage draws from its own
+stream, so a stage's outcome does not depend on the others having run. A stage that fails
+(:func:`~pm_evidence.run_methods.is_stage_failure`) is a warning on the result and the others
+go on; a result that no other stage checked says so (``reliable`` is then False). Only when
+neither the estimate nor the check is left is there an error
+(:class:`~pm_evidence.EstimationFailedError`) naming what each stage tried.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from pm_evidence import registry
+from pm_evidence.draws import posterior_plan
+from pm_evidence.evidence import DISAGREEMENT_Z, Evidence, format_estimate
+from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.exploration import MISSED_SHARE, ExplorationOptions, compare_coverage, explore
+from pm_evidence.plan import SAMPLE_KEYS
+from pm_evidence.references import PriorReference
+from pm_evidence.run_methods import (
+    EXPLORATION_MAX_DIM,
+    accepted_options,
+    attempt,
+    estimate_methods,
+    for_the_path_methods,
+    nothing_left,
+    term_checked,
+)
+from pm_evidence.runs import AnnealingOptions
+from pm_evidence.utils import root_sequence, stage_rngs, warn_user
+
+__all__ = [
+    "auto_evidence",
+    "auto_pair",
+    "check_precision",
+    "cross_checked",
+    "exploration_skipped",
+]
+
+
+def auto_pair(target) -> tuple[str, str]:
+    """The estimator and the cross-check of ``method="auto"`` for a model.
+
+    Continuous models: bridge sampling (the most efficient at defaults in
+    ``benchmarks/defaults.py``; NUTS draws and a normal fitted to their first halves) checked
+    by AIS (its own annealed chains, a stochastic lower bound) from the mixture that
+    exploration from the prior found (:func:`~pm_evidence.exploration.explore`; see
+    :func:`exploration_skipped` for when it is not run and AIS starts from
+    :func:`~pm_evidence.plan.auto_reference`'s choice).
+    Models with discrete variables (no NUTS draws, no bridge): RTS checked by AIS, two samplers
+    on one plan (the prior as ``p0``): they share the reference, not the draws.
+    """
+    return ("rts", "ais") if target.has_discrete else ("bridge", "ais")
+
+
+def exploration_skipped(target, kwargs: dict) -> str:
+    """Why ``method="auto"`` does not explore from the prior (empty when it does).
+
+    It explores continuous models whose prior is a reference distribution (proper, not
+    restricted by a transform such as ``ordered``) with at most
+    :data:`EXPLORATION_MAX_DIM` parameters, unless a reference or path options are given.
+    """
+    if target.has_discrete:
+        return "the model has discrete variables (RTS and AIS start from the prior)"
+    if not target.model.observed_RVs and not target.model.potentials:
+        return "the model has no data (the posterior is the prior)"
+    if target.dim > EXPLORATION_MAX_DIM:
+        return (
+            f"{target.dim} parameters > {EXPLORATION_MAX_DIM}: a cloud of "
+            f"{ExplorationOptions().particles_for(target.dim)} particles cannot fit a mixture "
+            f"there"
+        )
+    if any(k in kwargs for k in ("reference", "path")):
+        return "a reference or path options were given"
+    try:
+        PriorReference(target)
+    except EvidenceInputError as err:
+        return f"the prior cannot be sampled as a reference ({err})"
+    return ""
+
+
+def check_precision(check: str, kwargs: dict, estimate: Evidence) -> dict:
+    """``kwargs`` for the cross-check ``check`` of ``method="auto"``, its annealing run stopped
+    at the precision of the estimate it checks.
+
+    A cross-check is there to detect a disagreement, in combined standard errors
+    ``hypot(se_1, se_2)``; an SE far below the estimate's adds nothing to that. So an AIS
+    check stops at ``target_se = max(AnnealingOptions().target_se, estimate.se)`` rather than
+    the default 0.005: on the 1,002-parameter hierarchical model of
+    ``pm_evidence.zoo_highdim`` bridge's SE is 0.02-0.03, and AIS to 0.005 took 130 s to over
+    600 s. Where the estimate's SE is below the default (most models) nothing changes; options
+    the user gave (``annealing=`` or ``target_se=``) are kept as given. Where ``auto`` explored
+    from the prior (at most ``EXPLORATION_MAX_DIM`` parameters) AIS starts from the
+    exploration's mixture and runs to its own default instead: it is then the estimate that
+    covers modes NUTS missed, not only a check (on the 10-D Gaussian shells, stopped at bridge's
+    SE of 0.08 it took 5,700 evaluations and came back 0.052 off at SE 0.079; run to its default,
+    760,000 evaluations, 1 s more, and 0.008 off at SE 0.006).
+    """
+    if registry.method(check).run != "annealing" or {"annealing", "target_se"} & set(kwargs):
+        return kwargs
+    default = AnnealingOptions().target_se
+    if not (np.isfinite(estimate.se) and estimate.se > default):
+        return kwargs
+    return {**kwargs, "annealing": AnnealingOptions(target_se=float(estimate.se))}
+
+
+def _one(name: str, target, draws, seed, progressbar: bool, kwargs: dict) -> Evidence:
+    """One method of the pair, given the options it takes, on the shared draws or plan."""
+    accepted = accepted_options([name])
+    own = {k: v for k, v in kwargs.items() if k in accepted}
+    results = estimate_methods(target, [name], draws, seed, progressbar, own, {}, term_check=False)
+    return results[name]
+
+
+def _posterior_stage(target, idata, seed, progressbar, kwargs):
+    """The posterior plan both halves of ``auto`` read: the draws a list of methods would make
+    (from ``idata``, or NUTS on the ``"posterior"`` stream of ``seed``)."""
+    sampling = {k: v for k, v in kwargs.items() if k in SAMPLE_KEYS}
+    rng = stage_rngs(seed)["posterior"]
+    return posterior_plan(target, idata, rng=rng, progressbar=progressbar, **sampling)
+
+
+def _check_options(target, kwargs: dict, exploration, plan, skipped: str) -> dict | None:
+    """The cross-check's options: AIS from the exploration's mixture where it ran; else from
+    the path options given, or the reference fitted to the NUTS draws; where those failed,
+    from the prior (a proper prior that can be sampled), or ``None`` where nothing is left to start
+    from."""
+    if exploration is not None:
+        return for_the_path_methods(kwargs, exploration.reference())
+    if plan is not None or "path" in kwargs:
+        return kwargs
+    if skipped.startswith("the prior cannot be sampled"):
+        return None
+    return for_the_path_methods(kwargs, "prior")
+
+
+def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -> Evidence:
+    """``method="auto"`` on a model's adapter: the stages of the module's text, in order.
+
+    Parameters
+    ----------
+    target : LogDensity
+    idata : optional
+        Posterior draws of this model.
+    random_seed : int, Generator or SeedSequence, optional
+    progressbar : bool
+    kwargs : dict
+        Options, already checked (:func:`~pm_evidence.run_methods.validate_options`).
+
+    Returns
+    -------
+    Evidence
+        The better-supported of the estimate and its check, with the comparison in its
+        diagnostics, and a warning for every stage that failed.
+
+    Raises
+    ------
+    EstimationFailedError
+        Where neither the estimate nor the check could be made.
+    """
+    primary, check = auto_pair(target)
+    skipped = exploration_skipped(target, kwargs)
+    seed = root_sequence(random_seed)
+    failures: dict[str, str] = {}
+    facts = {"exploration": f"skipped: {skipped}"} if skipped else {}
+    if "reference" in kwargs:  # the path method's (the pair shares no reference)
+        kwargs = for_the_path_methods(kwargs, kwargs["reference"])
+    if target.has_discrete:  # RTS and AIS share one path plan: one call
+        pair = estimate_methods(
+            target, [primary, check], idata, seed, progressbar, kwargs, {}, term_check=False
+        )
+        failures.update(pair.failures)
+        first, second = pair.get(primary), pair.get(check)
+        return _settled(first, second, primary, check, failures, facts)
+    rngs = stage_rngs(seed)
+    exploration = None
+    if not skipped:
+        exploration = attempt(
+            "the exploration from the prior (tempered SMC with jumps between modes)",
+            lambda: explore(target, rngs["exploration"], progressbar=progressbar),
+            failures,
+        )
+    plan = attempt(
+        "the posterior draws (NUTS, or idata)",
+        lambda: _posterior_stage(target, idata, seed, progressbar, kwargs),
+        failures,
+    )
+    first = None
+    if plan is not None:
+        first = attempt(
+            f"{primary!r} (on the NUTS draws)",
+            lambda: _one(primary, target, plan, seed, progressbar, kwargs),
+            failures,
+        )
+    if first is not None and first.diagnostics.get("interrupted"):
+        return first
+    options = _check_options(target, kwargs, exploration, plan, skipped)
+    second = None
+    if options is None:
+        failures[repr(check)] = (
+            f"{check!r} was not run: its reference is fitted to the NUTS draws, which failed, "
+            f"and the prior cannot be its reference ({skipped})"
+        )
+    else:
+        if exploration is None and first is not None:
+            options = check_precision(check, options, first)
+        try:
+            second = attempt(
+                f"{check!r} (from {_start_of(options, exploration)})",
+                lambda: _one(check, target, plan, seed, progressbar, options),
+                failures,
+            )
+        except KeyboardInterrupt:
+            if first is None:
+                raise
+            warn_user(
+                f"Interrupted (Ctrl-C) while running {check!r}, method='auto''s cross-check: "
+                f"returning {primary!r} unchecked."
+            )
+            return first
+    if exploration is not None and first is not None and second is not None:
+        covered = attempt(
+            "the coverage check (which modes each side's draws visited)",
+            lambda: _coverage_checked(first, second, exploration, plan),
+            failures,
+        )
+        if covered is not None:
+            first, second, more = covered
+            facts.update(more)
+            if more["exploration_missed_by_nuts"] >= MISSED_SHARE:
+                # only the estimate from the exploration covers the mass NUTS missed, and
+                # nothing independent checks it: it is returned, flagged
+                second = _with_warning(second, (
+                    f"No independent check: the NUTS draws missed modes that tempering from "
+                    f"the prior found, so this estimate ({second.method} from the "
+                    f"exploration's mixture) is the only one that covers them, and it is "
+                    f"confirmed by nothing; the exploration can miss modes too (narrow ones, "
+                    f"or mass in the far tails of the unconstrained space). Compare it with a "
+                    f"run from another reference, e.g. method=['ais', 'rts'] with "
+                    f"reference='prior'."
+                ))  # fmt: skip
+                chosen = cross_checked(second, first, prefer_first=True)
+                return _with_failures(_with_diagnostics(chosen, facts), failures)
+    result = _settled(first, second, primary, check, failures, facts)
+    if exploration is None and plan is not None:  # both halves read the NUTS draws: check those
+        checked = attempt(
+            "the term check (modes of the model's log-sum-exp terms)",
+            lambda: term_checked(target, [result], plan, rngs)[0],
+            failures,
+        )
+        result = _with_failures(result if checked is None else checked, failures)
+    return result
+
+
+def _start_of(options: dict, exploration) -> str:
+    """Where the cross-check starts, in words."""
+    if exploration is not None:
+        return "the exploration's mixture"
+    path = options.get("path")
+    reference = options.get("reference", getattr(path, "reference", "auto"))
+    if isinstance(reference, str):
+        return f"reference={reference!r}"
+    return f"the {getattr(reference, 'name', type(reference).__name__)} reference given"
+
+
+def _settled(first, second, primary, check, failures, facts) -> Evidence:
+    """The result of the pair: the better supported of the two, or the one left, flagged as
+    unchecked, or the error where neither is."""
+    if first is None and second is None:
+        raise nothing_left(f"method='auto' ({primary} checked by {check})", failures)
+    if first is not None and second is not None:
+        chosen = cross_checked(first, second)
+    else:
+        chosen = first if first is not None else second
+        missing = check if first is not None else primary
+        chosen = _with_warning(chosen, (
+            f"method='auto' returns {chosen.method} unchecked: {missing}, its independent "
+            f"check, failed (below), so nothing confirms this estimate. Compare it with "
+            f"another method (method=['ais', 'rts'] with reference='prior', or bridge on "
+            f"more posterior draws)."
+        ))  # fmt: skip
+    return _with_failures(_with_diagnostics(chosen, facts), failures)
+
+
+def _with_failures(ev: Evidence, failures: dict[str, str]) -> Evidence:
+    """``ev`` with a warning for every failed stage not already on it."""
+    new = [f"method='auto': {text}." for text in failures.values()]
+    return dataclasses.replace(
+        ev, warnings=(*ev.warnings, *(m for m in new if m not in ev.warnings))
+    )
+
+
+def _coverage_checked(estimate: Evidence, check: Evidence, exploration, plan):
+    """Both results with a warning where the other's draws found mass that theirs missed
+    (:func:`~pm_evidence.exploration.compare_coverage`), and the facts for the diagnostics."""
+    group = plan.search.group
+    unenumerated = plan.search.found and group is None
+    coverage = compare_coverage(exploration, plan.draws, None if group is None else group.orbit)
+    facts = {
+        "exploration_n_modes": exploration.n_modes,
+        "exploration_n_term_modes": exploration.n_term_modes,
+        "exploration_n_evaluations": exploration.n_evaluations,
+        "exploration_log_z": exploration.log_z,
+        "exploration_missed_by_nuts": np.nan if unenumerated else coverage.missed_by_draws,
+        "exploration_missed_by_exploration": coverage.missed_by_exploration,
+    }
+    if not unenumerated and coverage.missed_by_draws >= MISSED_SHARE:
+        estimate = _with_warning(estimate, (
+            f"The NUTS draws missed part of the posterior: tempering from the prior "
+            f"(pm_evidence.exploration) found {exploration.n_modes} components, and "
+            f"{coverage.missed_by_draws:.0%} of the posterior's mass (its mixture's weights) "
+            f"lies in components that no NUTS draw visited, so {estimate.method}, which reads "
+            f"the NUTS draws, misses that mass."
+        ))  # fmt: skip
+    if coverage.missed_by_exploration >= MISSED_SHARE:
+        check = _with_warning(check, (
+            f"Tempering from the prior (pm_evidence.exploration) missed part of the "
+            f"posterior: {coverage.missed_by_exploration:.0%} of the NUTS draws lie outside "
+            f"every component of the mixture it found, which is {check.method}'s reference."
+        ))  # fmt: skip
+    return estimate, check, facts
+
+
+def _with_warning(ev: Evidence, message: str) -> Evidence:
+    return dataclasses.replace(ev, warnings=(*ev.warnings, message))
+
+
+def _with_diagnostics(ev: Evidence, facts: dict) -> Evidence:
+    return dataclasses.replace(ev, diagnostics={**ev.diagnostics, **facts})
+
+
+def cross_checked(estimate: Evidence, check: Evidence, prefer_first: bool = False) -> Evidence:
+    """The better-supported of an estimate and its cross-check, carrying the comparison.
+
+    Better supported: a result without warnings before one with, then the smaller SE
+    (``prefer_first``: the estimate, whatever its warnings; for the one of the two that can be
+    right, as when the other read draws that missed a mode). The
+    returned result's diagnostics hold the other's ``log Z`` and SE and ``auto_z``, the
+    difference in combined SEs; above :data:`~pm_evidence.evidence.DISAGREEMENT_Z` a warning
+    says so, on the result (``reliable`` is then False) and as a :class:`UserWarning`.
+
+    Parameters
+    ----------
+    estimate, check : Evidence
+        The primary estimate and its cross-check.
+    prefer_first : bool
+        Return ``estimate`` (with the comparison) whatever the two's warnings and SEs.
+
+    Returns
+    -------
+    Evidence
+    """
+    a, b = estimate, check
+    combined = float(np.hypot(a.se, b.se))
+    z = abs(a.log_z - b.log_z) / combined if combined > 0 else np.inf
+    better = prefer_first or (not a.reliable, a.se) <= (not b.reliable, b.se)
+    chosen, other = (a, b) if better else (b, a)
+    diagnostics = {
+        **chosen.diagnostics,
+        "auto_pair": f"{a.method} checked by {b.method}",
+        "auto_other_method": other.method,
+        "auto_other_log_z": other.log_z,
+        "auto_other_se": other.se,
+        "auto_z": z,
+    }
+    messages = list(chosen.warnings)
+    if not z <= DISAGREEMENT_Z:
+        message = (
+            f"method='auto': {a.method} and its cross-check {b.method} (different draws and "
+            f"reference) disagree by {z:.1f} combined standard errors (> {DISAGREEMENT_Z:g}): "
+            f"log Z = {format_estimate(a.log_z, a.se)} vs {format_estimate(b.log_z, b.se)}. At "
+            f"least one is "
+            f"wrong or under-states its error (a missed mode, a poor reference, or posterior "
+            f"draws fitted to other data than the model holds: pass idata only from pm.sample "
+            f"on this model and its current data); run both with "
+            f"method=[{a.method!r}, {b.method!r}] and check their diagnostics."
+        )
+        warn_user(message)
+        messages.append(message)
+    return dataclasses.replace(chosen, diagnostics=diagnostics, warnings=tuple(messages))
+
+

@@ -1,0 +1,377 @@
+"""Running named methods on one model: options checked before any work, shared draws and
+plans, and stages that fail without sinking the call.
+
+The layer under :func:`pm_evidence.marginal_likelihood` and ``method="auto"``
+(:mod:`pm_evidence.auto`): :func:`estimate_methods` runs a list of methods on shared samples,
+:func:`attempt` runs one stage and records its failure, :func:`validate_options` refuses a bad
+option before NUTS or a plan runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import fields, replace
+
+from pm_evidence import registry
+from pm_evidence.draws import posterior_plan, reference_needs_draws
+from pm_evidence.evidence import Evidence, EvidenceSet
+from pm_evidence.exceptions import (
+    EstimationFailedError,
+    EvidenceInputError,
+    NonFiniteLogDensityError,
+    OverlapError,
+)
+from pm_evidence.modes import find_symmetry, spread_points
+from pm_evidence.plan import SAMPLE_KEYS, PathOptions, check_sampling_options, make_plan
+from pm_evidence.progress import status
+from pm_evidence.runs import AnnealingOptions, TemperingOptions
+from pm_evidence.term_check import unvisited_term_modes, with_unvisited_warning
+from pm_evidence.utils import stage_rngs, warn_user
+
+__all__ = [
+    "EXPLORATION_MAX_DIM",
+    "accepted_options",
+    "attempt",
+    "check_options",
+    "deprecated_options",
+    "estimate_methods",
+    "failure_text",
+    "for_the_path_methods",
+    "is_stage_failure",
+    "nothing_left",
+    "term_checked",
+    "validate_options",
+]
+
+_log = logging.getLogger(__name__)
+
+# The term check (term_checked) and method="auto"'s exploration from the prior run on
+# continuous models with at most this many parameters: 512 particles fit a mixture's
+# covariances up to about 50 dimensions (one component per 5 dim particles).
+EXPLORATION_MAX_DIM = 50
+
+_OPTION_OBJECTS = {
+    "path": PathOptions,
+    "annealing": AnnealingOptions,
+    "tempering": TemperingOptions,
+}
+
+
+
+def accepted_options(methods: list[str]) -> set[str]:
+    """The keywords that at least one of ``methods`` takes: its own options from
+    :mod:`pm_evidence.registry`, the option objects and their fields for path methods, and the
+    NUTS options."""
+    accepted = set(SAMPLE_KEYS)
+    for name in methods:
+        row = registry.method(name)
+        accepted |= set(row.options)
+        if row.family == "path":
+            accepted |= set(_OPTION_OBJECTS)
+            for options_class in (PathOptions, registry.RUN_KINDS[row.run].options):
+                accepted |= {f.name for f in fields(options_class)}
+    return accepted
+
+
+def check_options(methods: list[str], kwargs: dict) -> None:
+    """Raise :class:`~pm_evidence.EvidenceInputError` unless every keyword of ``kwargs`` is
+    taken by at least one of ``methods`` (:func:`accepted_options`)."""
+    accepted = accepted_options(methods)
+    unused = set(kwargs) - accepted
+    if unused:
+        raise EvidenceInputError(
+            f"Options {sorted(unused)} are not accepted by any of the methods {methods}; "
+            f"accepted: {sorted(accepted)}."
+        )
+
+
+class _PathRuns:
+    """The plan and the runs of the path methods of one call, each made when first needed.
+
+    Every run draws from its own stage stream, so when it is made changes nothing."""
+
+    def __init__(self, target, methods, idata, rngs, progressbar, kwargs):
+        self.target, self.idata, self.rngs, self.progressbar = target, idata, rngs, progressbar
+        rows = [registry.method(name) for name in methods]
+        self.need_posterior = any(row.needs_posterior for row in rows)
+        self.record = any(row.records_draws for row in rows)
+        path_keys = {f.name for f in fields(PathOptions)}
+        annealing_keys = {f.name for f in fields(AnnealingOptions)}
+        tempering_keys = {f.name for f in fields(TemperingOptions)}
+        self.sampling = {k: v for k, v in kwargs.items() if k in SAMPLE_KEYS}
+        self.path = _options(PathOptions, kwargs.get("path"), kwargs, path_keys)
+        self.annealing = _options(AnnealingOptions, kwargs.get("annealing"), kwargs, annealing_keys)
+        self.tempering = _options(TemperingOptions, kwargs.get("tempering"), kwargs, tempering_keys)
+        self._plan = None
+        self._runs = {}
+
+    def plan(self):
+        if self._plan is None:
+            self._plan = make_plan(
+                self.target, self.path, idata=self.idata, sampling=self.sampling,
+                need_posterior=self.need_posterior, rngs=self.rngs, progressbar=self.progressbar,
+            )  # fmt: skip
+        return self._plan
+
+    @property
+    def made_plan(self):
+        """The plan if a path method made it, else ``None`` (nothing is made here)."""
+        return self._plan
+
+    def run(self, name: str):
+        """The run of ``registry.RUN_KINDS[name]``, made on first use."""
+        if name not in self._runs:
+            run_kind = registry.RUN_KINDS[name]
+            if run_kind.options is TemperingOptions:
+                options = replace(self.tempering, record=self.record or self.tempering.record)
+            else:
+                options = self.annealing
+            self._runs[name] = run_kind.make(
+                self.plan(), options, rng=self.rngs[name], progressbar=self.progressbar
+            )
+        return self._runs[name]
+
+
+def _options(cls, given, kwargs: dict, names: set[str]):
+    if given is not None and not isinstance(given, cls):
+        raise EvidenceInputError(f"Expected a {cls.__name__}, got {type(given).__name__}.")
+    return replace(given or cls(), **{k: v for k, v in kwargs.items() if k in names})
+
+
+def _path_estimate(name: str, runs: _PathRuns, kwargs: dict) -> Evidence:
+    row = registry.method(name)
+    with status(
+        f"pm_evidence {name}: compiling the model's log-density and setting up",
+        runs.progressbar,
+        phase_name=f"compilation / set-up of {name!r}",
+    ):
+        run = runs.run(row.run)
+    return row.estimate(run, **{k: kwargs[k] for k in row.options if k in kwargs})
+
+
+# Deprecated options of marginal_likelihood: old name -> (the method it is for, its option
+# there). ``proposal=`` was bridge's reference when ``reference=`` did not reach bridge in a
+# list; it keeps that meaning (bridge's alone, over ``reference=``) with a FutureWarning.
+_DEPRECATED_OPTIONS = {"proposal": ("bridge", "reference")}
+
+
+def deprecated_options(methods: list[str], kwargs: dict) -> tuple[dict, dict]:
+    """``kwargs`` without the deprecated options of :data:`_DEPRECATED_OPTIONS` whose method is
+    listed, and those options by method (``{"bridge": {"reference": "warp3"}}``), with a
+    ``FutureWarning`` each. A deprecated option whose method is not listed stays in
+    ``kwargs``, for :func:`check_options` to refuse."""
+    kwargs, only = dict(kwargs), {}
+    for old, (name, option) in _DEPRECATED_OPTIONS.items():
+        if old not in kwargs or name not in methods:
+            continue
+        value = kwargs.pop(old)
+        only.setdefault(name, {})[option] = value
+        warn_user(
+            f"marginal_likelihood({old}=...) is deprecated and will be removed: pass "
+            f"{option}={value!r} instead (in a list of methods it sets the {option} of every "
+            f"method that takes one, {name} included).",
+            FutureWarning,
+        )
+    return kwargs, only
+
+
+def for_the_path_methods(kwargs: dict, reference) -> dict:
+    """``kwargs`` with ``reference`` given to the path methods alone, as
+    ``path=PathOptions(reference=...)`` (the user's path options with that field replaced):
+    ``method="auto"``'s path method starts from it, its bridge keeps its own reference."""
+    kwargs = {k: v for k, v in kwargs.items() if k != "reference"}
+    path = kwargs.get("path")
+    if path is None or isinstance(path, PathOptions):  # anything else: refused by _options
+        kwargs["path"] = replace(path or PathOptions(), reference=reference)
+    return kwargs
+
+
+def _plain_estimate(name: str, target, idata, seed, progressbar, kwargs) -> Evidence:
+    row = registry.method(name)
+    own = {k: kwargs[k] for k in row.options if k in kwargs}
+    with status(
+        f"pm_evidence {name}: compiling the model's log-density and setting up",
+        progressbar,
+        phase_name=f"compilation / set-up of {name!r}",
+    ):
+        return row.estimate(target, idata=idata, random_seed=seed, progressbar=progressbar, **own)
+
+
+
+def term_checked(target, results: list, draws_from, rngs) -> list:
+    """``results`` checked against the modes of the terms of the model's log-sum-exps that
+    the posterior draws did not visit (:mod:`pm_evidence.term_check`), on continuous models of
+    at most ``EXPLORATION_MAX_DIM`` parameters with a log-sum-exp; ``draws_from``: a
+    ``PosteriorPlan`` or a ``PathPlan`` (its NUTS draws), or ``None`` (nothing to check)."""
+    draws = getattr(draws_from, "draws", getattr(draws_from, "posterior", None))
+    if (
+        draws is None or target.has_discrete or target.dim > EXPLORATION_MAX_DIM
+        or not target.term_counts
+    ):  # fmt: skip
+        return results
+    search = getattr(draws_from, "search", None)
+    if search is None:
+        search = find_symmetry(target, spread_points(draws))
+    orbit = None if search.group is None else search.group.orbit
+    unvisited = unvisited_term_modes(target, draws, rngs["term_check"], orbit)
+    return [with_unvisited_warning(ev, unvisited, target.to_constrained) for ev in results]
+
+
+def is_stage_failure(err: BaseException) -> bool:
+    """Whether ``err``, raised by one stage of a call that runs several, is that stage's failure
+    (the call goes on without it; :func:`attempt`) rather than bad input (raised at once).
+
+    A reference that does not overlap the target (:class:`~pm_evidence.OverlapError`), a
+    log-density that is not finite where a method needs it
+    (:class:`~pm_evidence.NonFiniteLogDensityError`), a solver that does not converge and any
+    other error of the computation are failures of the stage; every other
+    :class:`~pm_evidence.EvidenceInputError` (an option, ``idata`` of another model) is the
+    user's to fix, and a Ctrl-C is never caught.
+    """
+    if isinstance(err, OverlapError | NonFiniteLogDensityError):
+        return True
+    return isinstance(err, Exception) and not isinstance(err, EvidenceInputError)
+
+
+def failure_text(stage: str, err: BaseException) -> str:
+    """One line for a stage that failed: what ran and the error it raised; the call went on
+    without it."""
+    return f"{stage} failed and was left out ({type(err).__name__}: {err})"
+
+
+def attempt[T](stage: str, run: Callable[[], T], failures: dict[str, str]) -> T | None:
+    """``run()``, or ``None`` where it raises a stage failure (:func:`is_stage_failure`),
+    which is recorded in ``failures[stage]`` (its traceback goes to the debug log)."""
+    try:
+        return run()
+    except Exception as err:
+        if not is_stage_failure(err):
+            raise
+        _log.debug("stage %r failed", stage, exc_info=True)
+        failures[stage] = failure_text(stage, err)
+        return None
+
+
+def nothing_left(what: str, failures: dict[str, str]) -> EstimationFailedError:
+    """The error for a call whose every stage failed: what each tried and why it failed."""
+    lines = "\n".join(f"- {text}" for text in failures.values())
+    return EstimationFailedError(
+        f"{what}: every stage failed, so there is no estimate.\n{lines}\nEach line says "
+        f"what the stage tried; the messages say what is left to try."
+    )
+
+
+def validate_options(methods: list[str], kwargs: dict) -> None:
+    """Refuse, before any work, an option no method of ``methods`` takes
+    (:func:`check_options`) and an option value any of them refuses: every option object the
+    methods take is made from ``kwargs`` (its ``__post_init__`` checks the values), and the
+    NUTS options are checked (``target_se=-1`` is an error at once, not after NUTS)."""
+    check_options(methods, kwargs)
+    check_sampling_options({k: v for k, v in kwargs.items() if k in SAMPLE_KEYS})
+    classes = dict(_OPTION_OBJECTS)
+    for name in methods:
+        classes.update(registry.method(name).objects)
+    for keyword, cls in classes.items():
+        names = {f.name for f in fields(cls)}
+        given = {k: v for k, v in kwargs.items() if k in names}
+        if given or keyword in kwargs:
+            _options(cls, kwargs.get(keyword), kwargs, names)
+
+
+def estimate_methods(
+    target, methods: list[str], idata, seed, progressbar: bool, kwargs: dict, only: dict,
+    *, term_check: bool = True,
+) -> EvidenceSet:  # fmt: skip
+    """Run ``methods`` (checked names, no repeats) on shared draws, each on its own stream.
+
+    The methods on posterior draws share one posterior plan (from ``idata`` or NUTS on the
+    ``"posterior"`` stream); the path methods share one plan and the runs they read
+    (:class:`_PathRuns`). With several methods, one that fails (:func:`is_stage_failure`) is
+    left out with a warning and recorded in the result's ``failures``; only when all fail is
+    there an error (:class:`~pm_evidence.EstimationFailedError`, naming each failure). A
+    single method's failure is raised as it is.
+
+    Parameters
+    ----------
+    target : LogDensity
+    methods : list of str
+    idata : optional
+        Posterior draws of this model (``PosteriorPlan``, DataTree, ...).
+    seed : numpy.random.SeedSequence
+        The call's root sequence; every stage stream is spawned from it.
+    progressbar : bool
+    kwargs : dict
+        Options (checked by :func:`validate_options`).
+    only : dict
+        Options for one method alone (:func:`deprecated_options`).
+    term_check : bool
+        Check the results against the modes of the model's log-sum-exp terms
+        (:func:`term_checked`).
+
+    Returns
+    -------
+    EvidenceSet
+    """
+    rngs = stage_rngs(seed)
+    plain = [
+        m for m in methods
+        if registry.method(m).family == "posterior" and _needs_posterior_draws(m, kwargs)
+    ]  # fmt: skip
+    if plain:
+        # one posterior plan for every method on posterior draws: the draws (from idata, or
+        # drawn once from the "posterior" stream: the same draws a path plan would make) and
+        # the symmetry search at them
+        sampling = {k: v for k, v in kwargs.items() if k in SAMPLE_KEYS}
+        idata = posterior_plan(
+            target, idata, rng=rngs["posterior"], progressbar=progressbar, **sampling
+        )
+    runs = _PathRuns(target, methods, idata, rngs, progressbar, kwargs)
+    results, failures = EvidenceSet(), {}
+
+    def estimate(name):
+        if registry.method(name).family == "posterior":
+            options = {**kwargs, **only.get(name, {})}
+            return _plain_estimate(name, target, idata, seed, progressbar, options)
+        return _path_estimate(name, runs, kwargs)
+
+    for name in methods:
+        try:
+            result = estimate(name) if len(methods) == 1 else attempt(
+                repr(name), lambda name=name: estimate(name), failures
+            )  # fmt: skip
+        except KeyboardInterrupt:
+            if not results:
+                raise
+            warn_user(
+                f"Interrupted (Ctrl-C) while running {name!r}: returning the methods that "
+                f"finished, {list(results)}; {methods[methods.index(name) :]} did not run.",
+            )
+            break
+        if result is None:
+            warn_user(failures[repr(name)])
+            continue
+        results[name] = result
+        if result.diagnostics.get("interrupted") and name != methods[-1]:
+            warn_user(
+                f"{name!r} was interrupted (Ctrl-C) and returned a partial estimate; "
+                f"{methods[methods.index(name) + 1 :]} did not run.",
+            )
+            break
+    if not results:
+        raise nothing_left(f"marginal_likelihood(method={methods})", failures)
+    if term_check:
+        draws_from = idata if plain else runs.made_plan
+        checked = term_checked(target, list(results.values()), draws_from, rngs)
+        for name, ev in zip(list(results), checked, strict=True):
+            results[name] = ev
+    results.failures = {name.strip("'"): text for name, text in failures.items()}
+    return results
+
+
+def _needs_posterior_draws(name: str, kwargs: dict) -> bool:
+    """Whether a method on posterior draws reads them: all do except importance sampling from
+    a reference that is not fitted to them (``reference="prior"`` or a Reference object, by
+    name or in ``posterior=``)."""
+    reference = kwargs.get("reference", getattr(kwargs.get("posterior"), "reference", None))
+    return name != "is" or reference_needs_draws(reference)
