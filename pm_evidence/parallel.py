@@ -30,6 +30,7 @@ import time
 import traceback
 import warnings
 from collections.abc import Iterator, Mapping
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import closing
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -553,7 +554,7 @@ class _Startup:
 
     def explain(self, err: BaseException) -> str | None:
         """Why the pool broke, when it broke before any worker started; else None."""
-        if not isinstance(err, cf.process.BrokenProcessPool) or self.event.is_set():
+        if not isinstance(err, BrokenProcessPool) or self.event.is_set():
             return None
         name, path = _main_module()
         main = f"module {name!r}" if name else f"{path!r}" if path else "the main module"
@@ -653,7 +654,7 @@ def _outcomes(
                 future = pool.submit(
                     evidence_in_worker, task.name, task.payload, task.seed, task.method
                 )
-            except Exception as err:  # a pool already broken, a task that could not be sent
+            except cf.BrokenExecutor as err:  # broken by a task sent before
                 yield index, _Outcome(None, _engine_failure(task.name, err, startup), (), 0.0)
                 continue
             if not isinstance(future, cf.Future):
@@ -689,7 +690,7 @@ def _outcome_of(future: cf.Future, name: str, startup: _Startup | None = None) -
 def _engine_failure(name: str, err: Exception, startup: _Startup | None) -> ModelFailure:
     """A model's failure for an error of the executor, saying why where it can tell."""
     why = startup.explain(err) if startup is not None else None
-    if why is None and isinstance(err, cf.process.BrokenProcessPool):
+    if why is None and isinstance(err, BrokenProcessPool):
         why = (
             f"{err} (raised by the executor: a worker process died while running a model, "
             f"e.g. killed, out of memory, or a crash in compiled code; its stderr may say which)"
@@ -749,7 +750,10 @@ def _result(tasks: list[_Task], outcomes: dict[int, _Outcome], interrupted: bool
         )
     failed = {k: f for k, f in failures.items() if f.error != "KeyboardInterrupt"}
     if failed:
-        listed = "; ".join(f"{k!r} ({f.error}: {_first_line(f.message)})" for k, f in failed.items())
+        by_cause: dict[str, list[str]] = {}  # one cause once (a broken pool fails every model)
+        for k, f in failed.items():
+            by_cause.setdefault(f"{f.error}: {_first_line(f.message)}", []).append(repr(k))
+        listed = "; ".join(f"{', '.join(names)} ({cause})" for cause, names in by_cause.items())
         warn_user(
             f"{len(failed)} of {len(tasks)} models failed and are left out of the comparison: "
             f"{listed}. Their errors and tracebacks are in result.failures."

@@ -1,0 +1,137 @@
+"""Rough edges of issue 33: compare_models' worker start-up, reprs, RAISE/AIS wording, plots."""
+
+from __future__ import annotations
+
+import multiprocessing
+import subprocess
+import sys
+import textwrap
+import types
+from concurrent.futures.process import BrokenProcessPool
+
+import pytest
+
+import pm_evidence
+from pm_evidence import Evidence
+from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.parallel import ModelComparison, _Startup
+
+PYTHON = sys.executable
+
+# Two tiny models of the same 20 points; compare_models with the default pool, no guard.
+NO_GUARD_SCRIPT = textwrap.dedent(
+    """
+    import numpy as np
+    import pymc as pm
+    import pm_evidence
+
+    y = np.random.default_rng(0).normal(size=20)
+
+
+    def make(sd):
+        with pm.Model() as model:
+            mu = pm.Normal("mu", 0.0, sd)
+            pm.Normal("y", mu, 1.0, observed=y)
+        return model
+
+
+    result = pm_evidence.compare_models(
+        {"A": make(1.0), "B": make(10.0)}, method="bridge", random_seed=1, progressbar=False
+    )
+    for name, failure in result.failures.items():
+        print("FAILURE", name, failure)
+    """
+)
+
+
+# ------------------------------------------------------------------------ item 8: start-up
+
+
+def test_script_on_stdin_is_refused_before_the_pool_starts():
+    run = subprocess.run(
+        [PYTHON, "-"], input=NO_GUARD_SCRIPT, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode != 0
+    assert "EvidenceInputError" in run.stderr
+    assert "'<stdin>', which is not a file" in run.stderr
+    assert 'if __name__ == "__main__":' in run.stderr
+    assert 'executor="serial"' in run.stderr
+    assert "BrokenProcessPool" not in run.stderr
+
+
+def test_main_module_without_a_file_is_refused_in_process(monkeypatch):
+    main = types.ModuleType("__main__")
+    main.__file__ = "<stdin>"
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    with pytest.raises(EvidenceInputError, match=r"'<stdin>', which is not a file.*serial"):
+        pm_evidence.compare_models({"A": _tiny_model()}, progressbar=False)
+
+
+def test_a_main_module_with_no_file_at_all_is_not_refused(monkeypatch):
+    # a notebook or python -c: the workers do not import the main module
+    from pm_evidence.parallel import _check_main_importable
+
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
+    _check_main_importable(multiprocessing.get_context("spawn"))
+
+
+def test_a_pool_broken_before_any_worker_started_says_why():
+    startup = _Startup(multiprocessing.get_context("spawn"))
+    why = startup.explain(BrokenProcessPool("terminated abruptly"))
+    assert why.startswith("the pool's worker processes died while starting, before any model ran")
+    assert 'if __name__ == "__main__":' in why and 'executor="serial"' in why
+    startup.event.set()  # a worker got through its start: the pool broke running a model
+    assert startup.explain(BrokenProcessPool("terminated abruptly")) is None
+    assert startup.explain(RuntimeError("other")) is None
+
+
+@pytest.mark.slow
+def test_script_without_the_guard_records_why(tmp_path):
+    # about 15 s: every worker imports PyMC before it dies
+    script = tmp_path / "no_guard.py"
+    script.write_text(NO_GUARD_SCRIPT)
+    run = subprocess.run(
+        [PYTHON, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    failures = [line for line in run.stdout.splitlines() if line.startswith("FAILURE")]
+    assert len(failures) == 2, run.stdout + run.stderr
+    for line in failures:
+        assert "died while starting, before any model ran" in line
+        assert 'if __name__ == "__main__":' in line and 'executor="serial"' in line
+
+
+# ------------------------------------------------------------------------ item 8: repr
+
+
+def _tiny_model():
+    import numpy as np
+    import pymc as pm
+
+    with pm.Model() as model:
+        mu = pm.Normal("mu", np.float64(0.0), np.float64(1.0))
+        pm.Normal("y", mu, np.float64(1.0), observed=np.zeros(3))
+    return model
+
+
+def _evidence(log_z, digest):
+    return Evidence(log_z, 0.01, "bridge", observed_fingerprint=(("y", (20,), digest),))
+
+
+def test_repr_shows_log_bf_for_models_of_the_same_data():
+    result = ModelComparison({"A": _evidence(-27.0, "aa" * 8), "B": _evidence(-29.0, "aa" * 8)})
+    text = repr(result)
+    assert "log_bf" in text and "prob" in text
+    assert "no log BF" not in text
+
+
+def test_repr_leaves_out_log_bf_across_different_data_as_compare_does():
+    result = ModelComparison({"A": _evidence(-27.0, "aa" * 8), "B": _evidence(-29.0, "bb" * 8)})
+    with pytest.raises(EvidenceInputError, match="different observed data"):
+        result.compare()
+    text = repr(result)
+    header = text.splitlines()[1]
+    assert "log_z" in header and "log_bf" not in header and "prob" not in header
+    assert "-27.0" in text and "-29.0" in text
+    (why,) = [line for line in text.splitlines() if line.startswith("no log BF")]
+    assert "'A' and 'B' were fitted to different observed data" in why
+    assert "check_data=False" in why
