@@ -147,6 +147,14 @@ class PathPlan:
         """Thermodynamic length ``L = int_0^1 sqrt(Var_beta[Delta]) d beta`` of the path."""
         return float(self.pilot.length[-1])
 
+    def __repr__(self) -> str:
+        """A few lines: the path, the kernel, the pilot's numbers, the posterior draws (no
+        arrays: the dataclass's own repr printed every one, thousands of lines)."""
+        return "\n".join(
+            [f"PathPlan: dim {self.target.dim}", *_plan_lines(self)]
+            + [f"  message: {m}" for m in self.messages]
+        )
+
     @renamed_parameters(kind="ladder")
     def ladder(
         self, ladder: str | np.ndarray, n_rungs: int | None, beta_min: float, default_rungs: int
@@ -182,6 +190,25 @@ class PathPlan:
         if not self.kernel.adaptive:
             step_size = np.ones(betas.size)
         return Ladder(betas, step_size, log_z, how)
+
+
+def _plan_lines(plan: PathPlan) -> list[str]:
+    """The lines of a plan's repr after its title (also those of a run's repr)."""
+    reference = getattr(plan.path.reference, "name", type(plan.path.reference).__name__)
+    why = f" ({plan.reference_reason})" if plan.reference_reason else ""
+    kernel = plan.kernel.name
+    if plan.kernel_reason:
+        reason = plan.kernel_reason
+        kernel = reason if reason.startswith(kernel) else f"{kernel} ({reason})"
+    pilot = plan.pilot
+    posterior = "none" if plan.posterior is None else "x".join(str(n) for n in plan.posterior.shape)
+    return [
+        f"  reference: {reference}{why}",
+        f"  kernel: {kernel}",
+        f"  pilot: {pilot.betas.size} rungs, path length {plan.length:.4g}, "
+        f"log Z {float(pilot.log_z[-1]):.6g}; {plan.n_setup_evaluations:,} setup evaluations",
+        f"  posterior draws (chain x draw x dim): {posterior}",
+    ]
 
 
 # Coordinates of the overlap measure below, kept in the diagnostics.
@@ -274,8 +301,7 @@ def auto_reference(target: LogDensity, posterior: np.ndarray) -> tuple[Reference
         prior = PriorReference(target)
     except EvidenceInputError as err:
         reason = (
-            f"{chosen.name} fitted to {n} posterior draws: the prior cannot be a "
-            f"reference ({err})"
+            f"{chosen.name} fitted to {n} posterior draws: the prior cannot be a reference ({err})"
         )
         return chosen, reason, dict(zip(_OVERLAP_KEYS, (np.nan, *ess_fitted), strict=True))
     ess_prior = kish_ess(-log_lik) / n

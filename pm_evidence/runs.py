@@ -41,7 +41,7 @@ import numpy as np
 from pm_evidence.estimators.annealed import ais_core
 from pm_evidence.estimators.tempered import rts_core
 from pm_evidence.exceptions import EvidenceInputError, OverlapError
-from pm_evidence.plan import Ladder, PathPlan
+from pm_evidence.plan import Ladder, PathPlan, _plan_lines
 from pm_evidence.tempering.samplers import (
     AnnealRecord,
     AnnealSettings,
@@ -284,6 +284,30 @@ class AnnealingRun:
     stopped_by: str = "fixed"
     se_reached: float | None = None
 
+    def __repr__(self) -> str:
+        """A few lines: direction, rungs, chains, stopping, and the plan's (no arrays)."""
+        kind = "reverse (RAISE)" if self.reverse else "forward (AIS)"
+        record = self.sampler
+        return "\n".join(
+            [
+                f"AnnealingRun: {kind}, dim {self.plan.target.dim}, "
+                f"{record.betas.size} rungs, {record.log_weights.size} chains",
+                f"  ladder: {self.ladder.how}",
+                f"  {record.n_evaluations:,} evaluations; mean acceptance "
+                f"{float(np.mean(record.acceptance)):.3g}; stopped by {self.stopped_by}"
+                + _se_text(self.se_reached, self.target_se_reached),
+                *_plan_lines(self.plan),
+            ]
+            + [f"  message: {m}" for m in self.messages]
+        )
+
+
+def _se_text(se_reached: float | None, target_se_reached: bool | None) -> str:
+    if se_reached is None:
+        return ""
+    met = {True: ", target met", False: ", target not met", None: ""}[target_se_reached]
+    return f" (se {se_reached:.3g}{met})"
+
 
 @dataclass(frozen=True)
 class TemperingRun:
@@ -326,6 +350,25 @@ class TemperingRun:
     messages: tuple[str, ...] = ()
     stopped_by: str = "fixed"
     se_reached: float | None = None
+
+    def __repr__(self) -> str:
+        """A few lines: rungs, chains, sweeps, stopping, and the plan's (no arrays)."""
+        record = self.sampler
+        low, high = int(np.min(record.n_iterations)), int(np.max(record.n_iterations))
+        sweeps = f"{low:,}" if low == high else f"{low:,} to {high:,}"
+        return "\n".join(
+            [
+                f"TemperingRun: dim {self.plan.target.dim}, {record.betas.size} rungs, "
+                f"{record.n_iterations.size} chains, {sweeps} sweeps per chain",
+                f"  ladder: {self.ladder.how}",
+                f"  {record.n_evaluations:,} evaluations; mean acceptance "
+                f"{float(np.mean(record.acceptance)):.3g}; {len(self.init_history)} initial "
+                f"iterations; {self.n_outside_support} starts outside the support; stopped by "
+                f"{self.stopped_by}" + _se_text(self.se_reached, self.target_se_reached),
+                *_plan_lines(self.plan),
+            ]
+            + [f"  message: {m}" for m in self.messages]
+        )
 
 
 def _ladder(plan: PathPlan, options, default_adaptive: int, default_named: int) -> Ladder:

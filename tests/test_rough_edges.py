@@ -135,3 +135,57 @@ def test_repr_leaves_out_log_bf_across_different_data_as_compare_does():
     (why,) = [line for line in text.splitlines() if line.startswith("no log BF")]
     assert "'A' and 'B' were fitted to different observed data" in why
     assert "check_data=False" in why
+
+
+# ------------------------------------------------------------------------ item 9a: short reprs
+
+
+@pytest.fixture(scope="module")
+def small_plan():
+    from pm_evidence.testing import normal_mean
+
+    model, _ = normal_mean()
+    return pm_evidence.make_plan(
+        pm_evidence.LogDensity(model),
+        pm_evidence.PathOptions(reference="prior", n_pilot_chains=32),
+        random_seed=1,
+        progressbar=False,
+    )
+
+
+def test_plan_repr_is_short_and_names_reference_kernel_and_pilot(small_plan):
+    text = repr(small_plan)
+    assert len(text.splitlines()) <= 8
+    assert text.startswith(f"PathPlan: dim {small_plan.target.dim}")
+    assert "reference: prior" in text and "kernel: hmc" in text
+    assert f"pilot: {small_plan.pilot.betas.size} rungs" in text
+    assert "array(" not in text
+
+
+def test_run_reprs_are_short_and_give_rungs_and_chains(small_plan):
+    import numpy as np
+
+    from pm_evidence import runs
+
+    rng = np.random.default_rng(0)
+    annealing = runs.run_annealing(
+        small_plan,
+        runs.AnnealingOptions(n_chains=20, n_rungs=10, target_se=None),
+        rng=rng,
+        progressbar=False,
+    )
+    text = repr(annealing)
+    assert text.startswith("AnnealingRun: forward (AIS), dim 1, 10 rungs, 20 chains")
+    assert "stopped by fixed" in text and "reference: prior" in text
+    assert len(text.splitlines()) <= 10 and "array(" not in text
+    tempering = runs.run_tempering(
+        small_plan,
+        runs.TemperingOptions(
+            n_chains=20, n_sweeps=20, n_rungs=10, n_init_sweeps=5, target_se=None, min_sweeps=1
+        ),
+        rng=rng,
+        progressbar=False,
+    )
+    text = repr(tempering)
+    assert text.startswith("TemperingRun: dim 1, 10 rungs, 20 chains, 20 sweeps per chain")
+    assert len(text.splitlines()) <= 10 and "array(" not in text
