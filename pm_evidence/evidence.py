@@ -492,8 +492,9 @@ class EvidenceSet(dict):
 
     A ``dict`` of method name to :class:`Evidence` (so it pickles, deep-copies and compares by
     value like one). :meth:`summary` tabulates every estimate with its SE and bias direction;
-    :attr:`sandwich` is ``(AIS, RAISE)`` when both were run (a stochastic lower and upper bound,
-    in expectation); :meth:`disagreements` lists the pairs that differ by more than 4 combined
+    :attr:`sandwich` is ``(AIS, RAISE)`` when both were run (AIS a stochastic lower bound;
+    RAISE biased upward in expectation only where its reverse chains are good, not a bound, so
+    the pair brackets ``log Z`` only then); :meth:`disagreements` lists the pairs that differ by more than 4 combined
     standard errors (:func:`pm_evidence.marginal_likelihood` warns about them).
 
     Examples
@@ -506,6 +507,21 @@ class EvidenceSet(dict):
     def summary(self):
         """One row per method: ``log_z``, ``se``, bias direction, evaluations, ``warning``.
 
+        The ``bias`` column says which way ``log Z`` errs in expectation, and whether that is
+        a bound:
+
+        - ``"stochastic lower bound"`` (AIS, IS): ``E[Z_hat] = Z``, so by Jensen
+          ``E[log Z_hat] <= log Z``; one estimate may still lie above.
+        - RAISE: ``"upward if reverse chains good; not a bound"``: upward in expectation only
+          where its approximate reverse chains are good.
+          ``E[w] = 1/Z`` (hence ``E[log Z_hat] >= log Z``) holds for chains started at exact
+          posterior draws; they start at MCMC draws and their reverse transitions only
+          approximate the exact reverse chain, so its own warning says it is no bound (it has
+          been seen below the exact value).
+        - RIS: ``"upward if draws exact; not a bound"`` (the same argument, for the MCMC
+          draws it reweights).
+        - ``"no definite sign"``: every other method.
+
         Returns
         -------
         pandas.DataFrame
@@ -513,14 +529,11 @@ class EvidenceSet(dict):
         """
         import pandas as pd
 
-        # the result layer sits below the estimators: the method table is read when asked
-        from pm_evidence.registry import bias_of
-
         rows = {
             name: {
                 "log_z": ev.log_z,
                 "se": ev.se,
-                "bias": bias_of(ev.method),
+                "bias": _bias_words(ev.method),
                 "n_evaluations": ev.diagnostics.get("n_evaluations", np.nan),
                 "warning": not ev.reliable,
             }
@@ -530,7 +543,14 @@ class EvidenceSet(dict):
 
     @property
     def sandwich(self) -> tuple[float, float] | None:
-        """``(log Z_AIS, log Z_RAISE)``: lower and upper bounds in expectation, if both ran."""
+        """``(log Z_AIS, log Z_RAISE)`` if both ran, else None.
+
+        AIS is a stochastic lower bound on ``log Z``; RAISE is biased upward in expectation
+        only where its reverse chains are good (it starts at MCMC draws, not exact posterior
+        draws), and is not a bound. So the pair brackets ``log Z`` only then: RAISE below AIS
+        by more than their errors says its chains were not good enough. The repr prints the
+        two in increasing order, each labelled.
+        """
         if "ais" in self and "raise" in self:
             return self["ais"].log_z, self["raise"].log_z
         return None
@@ -620,5 +640,42 @@ class EvidenceSet(dict):
     def __repr__(self) -> str:
         text = f"EvidenceSet of {len(self)} methods\n{self.summary().to_string()}"
         if self.sandwich is not None:
-            text += f"\nsandwich (AIS, RAISE): {self.sandwich[0]:.4f} .. {self.sandwich[1]:.4f}"
+            text += "\n" + _sandwich_line(self["ais"], self["raise"])
         return text
+
+
+def _bias_words(method: str) -> str:
+    """The ``bias`` entry of :meth:`EvidenceSet.summary` for a result's ``method`` label."""
+    # the result layer sits below the estimators: the method table is read when asked
+    from pm_evidence.registry import bias_of
+
+    bias = bias_of(method)
+    if bias == "lower bound":
+        return "stochastic lower bound"
+    if bias == "upper bound":  # E[1/Z_hat] = 1/Z for exact posterior draws only
+        if method == "raise":
+            return "upward if reverse chains good; not a bound"
+        return "upward if draws exact; not a bound"
+    return bias
+
+
+def _sandwich_line(ais: Evidence, raise_: Evidence) -> str:
+    """AIS and RAISE in increasing order, labelled, and whether they are in the expected one."""
+    pair = sorted([("AIS", ais), ("RAISE", raise_)], key=lambda item: item[1].log_z)
+    shown = " <= ".join(f"{format_estimate(ev.log_z, ev.se)} ({name})" for name, ev in pair)
+    line = f"AIS and RAISE: {shown}"
+    gap = ais.log_z - raise_.log_z
+    scale = float(np.hypot(ais.se, raise_.se))
+    if gap > 0:
+        beyond = f"{gap / scale:.1f} combined SE" if scale > 0 else "an unknown number of SE"
+        line += (
+            f"; RAISE below AIS by {beyond}, the reverse of the order expected (AIS low and "
+            f"RAISE high, in expectation): noise if that is small, else a sign that RAISE's "
+            f"reverse chains are poor"
+        )
+    else:
+        line += (
+            " (AIS a stochastic lower bound; RAISE upward only where its reverse chains are "
+            "good, not a bound)"
+        )
+    return line

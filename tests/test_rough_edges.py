@@ -189,3 +189,32 @@ def test_run_reprs_are_short_and_give_rungs_and_chains(small_plan):
     text = repr(tempering)
     assert text.startswith("TemperingRun: dim 1, 10 rungs, 20 chains, 20 sweeps per chain")
     assert len(text.splitlines()) <= 10 and "array(" not in text
+
+
+# ------------------------------------------------------------------------ item 9b: AIS / RAISE
+
+
+def _method_set(ais_log_z, raise_log_z):
+    return pm_evidence.EvidenceSet(
+        {"ais": Evidence(ais_log_z, 0.002, "ais"), "raise": Evidence(raise_log_z, 0.001, "raise")}
+    )
+
+
+def test_summary_calls_ais_a_lower_bound_and_raise_no_bound():
+    bias = _method_set(-39.882, -39.879).summary()["bias"]
+    assert bias["ais"] == "stochastic lower bound"
+    assert "not a bound" in bias["raise"] and "upper bound" not in bias["raise"]
+
+
+@pytest.mark.parametrize(
+    ("ais", "raise_", "reversed_"), [(-39.882, -39.879, False), (-39.882, -39.8855, True)]
+)
+def test_sandwich_prints_lower_before_upper_each_labelled(ais, raise_, reversed_):
+    results = _method_set(ais, raise_)
+    assert results.sandwich == (ais, raise_)  # the property keeps its (AIS, RAISE) order
+    (line,) = [x for x in repr(results).splitlines() if x.startswith("AIS and RAISE")]
+    low, high = sorted([(ais, "AIS"), (raise_, "RAISE")])
+    assert line.index(f"({low[1]})") < line.index(f"({high[1]})")
+    assert line.index(f"{low[0]:.4f}"[:-1]) < line.index(f"{high[0]:.4f}"[:-1])
+    assert ("the reverse of the order expected" in line) == reversed_
+    assert "upper bound" not in line
