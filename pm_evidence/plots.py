@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pm_evidence.compare import evidence_mapping
-from pm_evidence.evidence import Evidence
+from pm_evidence.evidence import Evidence, format_estimate
 from pm_evidence.exceptions import EvidenceInputError
 
 if TYPE_CHECKING:
@@ -196,13 +196,16 @@ def plot_bayes_factor(
     prob: float = 0.95,
     categories: str = "jeffreys",
     check_data: bool = True,
+    labels: Sequence[str] | None = None,
     ax: Axes | None = None,
 ) -> Axes:
     """The log Bayes factor ``log BF10`` with its interval, over the usual evidence categories.
 
     The point is ``log Z1 - log Z0``; the bar its normal-approximation interval from the
     combined standard error ``sqrt(se1^2 + se0^2)`` (Monte Carlo error only). Shaded bands mark
-    the evidence categories for H1 (right of 0) and for H0 (left).
+    the evidence categories for H1 (right of 0) and for H0 (left). The value and half-width
+    are printed to two significant digits of the half-width
+    (:func:`~pm_evidence.evidence.format_estimate`), so a small error is not shown as ``0.00``.
 
     Parameters
     ----------
@@ -217,6 +220,9 @@ def plot_bayes_factor(
         6-10 strong, above 10 very strong (Kass & Raftery 1995).
     check_data : bool
         Refuse two models fitted to different observed data.
+    labels : (str, str), optional
+        Names of the two models, H1's first, for the axis label and title. Default: each
+        result's ``model_name`` where it has one, else ``"H1"`` and ``"H0"``.
     ax : matplotlib.axes.Axes, optional
         Axes to draw on; a new figure if omitted.
 
@@ -224,9 +230,15 @@ def plot_bayes_factor(
     -------
     matplotlib.axes.Axes
 
+    Raises
+    ------
+    EvidenceInputError
+        For unknown ``categories``, a ``prob`` outside (0, 1), ``labels`` that are not two
+        non-empty strings, or models fitted to different data (with ``check_data``).
+
     Examples
     --------
-    >>> pm_evidence.plot_bayes_factor(ev1, ev2)  # doctest: +SKIP
+    >>> pm_evidence.plot_bayes_factor(ev1, ev2, labels=("pooled", "separate"))  # doctest: +SKIP
     """
     from scipy.stats import norm
 
@@ -238,6 +250,15 @@ def plot_bayes_factor(
         )
     if not 0 < prob < 1:
         raise EvidenceInputError(f"prob must be in (0, 1), got {prob!r}.")
+    if labels is not None and (
+        isinstance(labels, str)
+        or len(labels) != 2
+        or not all(isinstance(name, str) and name for name in labels)
+    ):
+        raise EvidenceInputError(
+            f"labels must be two non-empty strings, H1's name first, got {labels!r}: e.g. "
+            f"labels=('pooled', 'separate')."
+        )
     bf = bayes_factor(ev1, ev0, check_data=check_data)
     plt = _pyplot("plot_bayes_factor")
     log_bf = float(bf["log_bayes_factor"].sel(bf_type="BF10"))
@@ -271,10 +292,10 @@ def plot_bayes_factor(
     ax.set_xlim(-limit, limit)
     ax.set_ylim(0, 1)
     ax.set_yticks([])
-    h1 = bf.attrs["H1"] or "H1"
-    h0 = bf.attrs["H0"] or "H0"
+    h1, h0 = labels if labels is not None else (bf.attrs["H1"] or "H1", bf.attrs["H0"] or "H0")
     ax.set_xlabel(
-        f"log BF10 = log Z({h1}) - log Z({h0}) = {log_bf:.2f} ± {half:.2f} ({prob:.0%} interval)"
+        f"log BF10 = log Z({h1}) - log Z({h0}) = {format_estimate(log_bf, half)} "
+        f"({prob:.0%} interval)"
     )
     ax.set_title(f"← favours {h0}    |    favours {h1} →", fontsize="medium")
     return ax

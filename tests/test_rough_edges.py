@@ -218,3 +218,35 @@ def test_sandwich_prints_lower_before_upper_each_labelled(ais, raise_, reversed_
     assert line.index(f"{low[0]:.4f}"[:-1]) < line.index(f"{high[0]:.4f}"[:-1])
     assert ("the reverse of the order expected" in line) == reversed_
     assert "upper bound" not in line
+
+
+# ------------------------------------------------------------------------ item 9c: BF plot
+
+
+def test_plot_bayes_factor_prints_small_errors_with_significant_digits():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    ev1 = Evidence(-27.1569, 0.0025, "bridge")
+    ev0 = Evidence(-29.4195, 0.0001, "bridge")
+    ax = pm_evidence.plot_bayes_factor(ev1, ev0)
+    label = ax.get_xlabel()
+    assert "± 0.00 " not in label
+    assert "2.2626 ± 0.0049 (95% interval)" in label  # 1.96 * hypot(0.0025, 0.0001)
+    matplotlib.pyplot.close("all")
+
+
+def test_plot_bayes_factor_labels_the_models():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    ev1 = Evidence(-10.0, 0.3, "bridge")
+    ev0 = Evidence(-12.5, 0.2, "bridge", model_name="wide")
+    ax = pm_evidence.plot_bayes_factor(ev1, ev0)  # a model_name where there is one
+    assert "log Z(H1) - log Z(wide)" in ax.get_xlabel()
+    ax = pm_evidence.plot_bayes_factor(ev1, ev0, labels=("pooled", "separate"))
+    assert "log Z(pooled) - log Z(separate)" in ax.get_xlabel()
+    assert "favours separate" in ax.get_title() and "favours pooled" in ax.get_title()
+    with pytest.raises(EvidenceInputError, match="labels must be two non-empty strings"):
+        pm_evidence.plot_bayes_factor(ev1, ev0, labels="pooled")
+    with pytest.raises(EvidenceInputError, match="labels must be two non-empty strings"):
+        pm_evidence.plot_bayes_factor(ev1, ev0, labels=("pooled",))
+    matplotlib.pyplot.close("all")
