@@ -704,9 +704,7 @@ class MixtureReference(Reference):
                 if self.df is not None:
                     m2 = _mahalanobis_sq(x, self.means[k], self.chols[k])
                     scale = scale * (self.df + self.dim) / (self.df + m2)
-                grad -= scale[..., None] * _precision_times_centred(
-                    x, self.means[k], self.chols[k]
-                )
+                grad -= scale[..., None] * _precision_times_centred(x, self.means[k], self.chols[k])
         return _zero_nonfinite_rows(x, grad)
 
     def graph_parameters(self):

@@ -422,10 +422,10 @@ def hmc_step(
         momentum = momentum * mask
         eps = eps * mask  # x moves by eps * p: zero outside the mask whatever the gradient
     current_h = _kinetic(momentum) - tempered_log_density(state.log_p0, state.delta, beta)
-    p = momentum + 0.5 * eps * _grad(state, beta)
     proposal = state
     diverged = np.zeros(state.x.shape[0], dtype=bool)
     with np.errstate(invalid="ignore", over="ignore"):
+        p = momentum + 0.5 * eps * _grad(state, beta)
         for step in range(n_leapfrog):
             x_new = proposal.x + eps * p
             # a trajectory whose position or momentum left the finite numbers is a divergence:
