@@ -46,7 +46,7 @@ from pm_evidence.estimators import (
     reverse_importance_core,
 )
 from pm_evidence.evidence import Evidence, build_evidence
-from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.exceptions import EvidenceInputError, OverlapError
 from pm_evidence.messages import (
     draws_ess_messages,
     flag,
@@ -544,10 +544,23 @@ def bridge_sampling(
         )
 
     def estimate_from(lw_reference):
-        return bridge_core(
-            lw_target, lw_reference, n_target_effective=n_eff, tol=bridge.tol,
-            maxiter=bridge.maxiter,
-        )  # fmt: skip
+        try:
+            return bridge_core(
+                lw_target, lw_reference, n_target_effective=n_eff, tol=bridge.tol,
+                maxiter=bridge.maxiter,
+            )  # fmt: skip
+        except OverlapError as err:
+            tried = "the normal fitted to the first halves of the chains"
+            if choice is not None:
+                tried += f" and its warp-3 (the pilot chose {choice.diagnostics['reference_choice']})"
+            raise OverlapError(
+                f"Bridge sampling's reference does not overlap the posterior draws ({err}) It "
+                f"tried {tried}. The draws are likely far from normal (several modes, chains "
+                f"in different places: see R-hat) or too few. Left to try: more posterior "
+                f"draws, or a method that does not fit its reference to these draws: "
+                f"method='auto' (AIS from tempering from the prior) or method='ais' with "
+                f"reference='prior'."
+            ) from err
 
     estimates, lw_reference = [], None
     for repetition in range(bridge.repetitions):

@@ -35,6 +35,7 @@ import numpy as np
 
 from pm_evidence.draws import check_reference_log_weights, log_weights, reference_log_weights
 from pm_evidence.estimators import bridge_core, predicted_re2
+from pm_evidence.exceptions import OverlapError
 from pm_evidence.references import MultivariateNormalReference, Warp3Reference
 from pm_evidence.target import LogDensity
 
@@ -116,11 +117,28 @@ def choose_bridge_reference(
         "warp3": (warp3, log_weights(target, posterior_draws, warp3, log_f=log_f),
                   pilot_weights(warp3), n_warp3),
     }  # fmt: skip
-    predicted = {}
+    predicted, no_overlap = {}, {}
     for name, (_, lw_target, lw_pilot, n) in candidates.items():
-        pilot_estimate = bridge_core(lw_target, lw_pilot, n_target_effective=n_target_effective)
+        try:
+            pilot_estimate = bridge_core(
+                lw_target, lw_pilot, n_target_effective=n_target_effective
+            )
+        except OverlapError as err:  # this candidate cannot bridge; the other may
+            predicted[name], no_overlap[name] = np.inf, str(err)
+            continue
         predicted[name] = predicted_re2(
             lw_target, lw_pilot, pilot_estimate.log_z, n, n_target_effective
+        )
+    if len(no_overlap) == len(candidates):
+        raise OverlapError(
+            f"Bridge sampling found no reference that overlaps the posterior draws: its pilot "
+            f"tried the normal fitted to the first halves of the chains and its warp-3 "
+            f"(reference='normal' and 'warp3'), and the classifier separates each from the "
+            f"draws ({no_overlap['normal']}). The draws are likely far from normal (several "
+            f"modes, chains in different places: see R-hat) or too few. Left to try: more "
+            f"posterior draws, reference='student_t' (heavier tails), or a method that does "
+            f"not fit its reference to these draws: method='auto' (AIS from tempering from "
+            f"the prior) or method='ais' with reference='prior'."
         )
     chosen = "warp3" if predicted["warp3"] < predicted["normal"] else "normal"
     reference, lw_target, lw_pilot, n = candidates[chosen]

@@ -4,11 +4,14 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from pymc.exceptions import SamplingError
 
+from pm_evidence.adapter.model_checks import nan_data_names
 from pm_evidence.exceptions import EvidenceInputError, NonFiniteLogDensityError
 from pm_evidence.messages import draws_ess_messages, posterior_messages
 from pm_evidence.modes import (
@@ -44,6 +47,7 @@ __all__ = [
     "check_reference_log_weights",
     "default_reference_draws",
     "draws_source_messages",
+    "finite_start_points",
     "fit_and_weigh",
     "log_density_at_target_draws",
     "log_weights",
@@ -195,15 +199,18 @@ def posterior_draws(
     if idata is None:
         target.require_continuous("NUTS posterior sampling")
         kwargs = {"compute_convergence_checks": False, **(sample_kwargs or {})}
-        idata = pymc_sample(
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            model=target.model,
-            random_seed=spawn_seed(rng),
-            progressbar=progressbar,
-            **kwargs,
-        )
+        sample = functools.partial(
+            pymc_sample, draws=draws, tune=tune, chains=chains, model=target.model,
+            random_seed=spawn_seed(rng), progressbar=progressbar,
+        )  # fmt: skip
+        try:
+            idata = sample(**kwargs)
+        except SamplingError as err:
+            if "initvals" in kwargs or "Initial evaluation" not in str(err):
+                raise
+            # PyMC's start (the prior's central values, jittered) has zero density: start
+            # every chain at a prior draw of finite density instead (tuning forgets the start)
+            idata = sample(**kwargs, initvals=finite_start_points(target, rng, chains, err))
     if isinstance(idata, np.ndarray):  # flat unconstrained draws, already mapped
         x = idata
         if x.ndim != 3 or x.shape[-1] != target.dim:
@@ -325,6 +332,46 @@ def draws_source_messages(target: LogDensity, idata) -> list[str]:
         f"with the same names and data would go unnoticed and give a wrong log Z.{extra_text} "
         f"Pass the whole DataTree that pm.sample() returned for this model."
     ]
+
+
+# Prior draws searched for starting points of NUTS where PyMC's initial point has zero density.
+START_CANDIDATES = 256
+
+
+def finite_start_points(target: LogDensity, rng, chains: int, err: Exception) -> list[dict]:
+    """One starting point per chain of NUTS, each a prior draw where the model's log-density
+    is finite, for a model whose initial point PyMC found at zero density (``err``).
+
+    Raises
+    ------
+    EvidenceInputError
+        Where data hold NaN (:func:`~pm_evidence.adapter.model_checks.nan_data_names`), or
+        no prior draw of :data:`START_CANDIDATES` has a finite log-density: naming PyMC's
+        report of which variables' log-densities are not finite and the fixes.
+    """
+    nan_data = nan_data_names(target.model)
+    if nan_data:
+        raise EvidenceInputError(
+            f"The model's data hold NaN outside its observed variables: {'; '.join(nan_data)}. "
+            f"A NaN in a covariate makes the log-density NaN at every point (PyMC imputes NaN "
+            f"only in observed data). Drop or impute those rows before building the model."
+        ) from err
+    try:
+        x = target.sample_prior(rng, START_CANDIDATES)
+    except EvidenceInputError:
+        x = np.empty((0, target.dim))
+    finite = x[np.isfinite(target.log_density(x))] if x.size else x
+    if finite.shape[0] == 0:
+        raise EvidenceInputError(
+            f"NUTS cannot start: the model's log-density is not finite at PyMC's initial "
+            f"point, nor at any of {START_CANDIDATES} prior draws. PyMC reports: {err} Give "
+            f"NUTS a valid start, sample_kwargs={{'initvals': {{...}}}} (values inside the "
+            f"support the data allow, e.g. an upper bound above the largest observation), or "
+            f"use a method that needs no NUTS: method='ais', reference='prior'."
+        ) from err
+    points = finite[np.arange(chains) % finite.shape[0]]
+    values = target.to_constrained(points)
+    return [{name: value[i] for name, value in values.items()} for i in range(chains)]
 
 
 def split_halves(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -533,7 +580,14 @@ def reference_log_weights(target, reference, rng, n):
     """``log f - log p0`` at ``n`` draws from ``reference`` (checked:
     :func:`check_reference_log_weights`)."""
     x0 = reference.sample(rng, n)
-    return check_reference_log_weights(log_weights(target, x0, reference), reference)
+    lw = log_weights(target, x0, reference)
+    if np.isnan(lw).all() and nan_data_names(target.model):
+        raise NonFiniteLogDensityError(
+            f"The log-density is NaN at every draw from the {reference.name} reference: the "
+            f"model's data hold NaN outside its observed variables "
+            f"({'; '.join(nan_data_names(target.model))}). Drop or impute those rows."
+        )
+    return check_reference_log_weights(lw, reference)
 
 
 def check_reference_log_weights(lw: np.ndarray, reference: Reference) -> np.ndarray:

@@ -13,6 +13,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import fields, replace
 
+import numpy as np
+
 from pm_evidence import registry
 from pm_evidence.draws import posterior_plan, reference_needs_draws
 from pm_evidence.evidence import Evidence, EvidenceSet
@@ -269,6 +271,17 @@ def validate_options(methods: list[str], kwargs: dict) -> None:
     NUTS options are checked (``target_se=-1`` is an error at once, not after NUTS)."""
     check_options(methods, kwargs)
     check_sampling_options({k: v for k, v in kwargs.items() if k in SAMPLE_KEYS})
+    for name, least in (("draws", 4), ("tune", 0), ("chains", 1)):
+        value = kwargs.get(name, least)
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
+            raise EvidenceInputError(
+                f"{name} must be an integer >= {least} (NUTS's {name}), got {value!r}."
+            )
+    if not isinstance(kwargs.get("sample_kwargs") or {}, dict):
+        raise EvidenceInputError(
+            f"sample_kwargs must be a dict of pm.sample options, got "
+            f"{type(kwargs['sample_kwargs']).__name__}."
+        )
     classes = dict(_OPTION_OBJECTS)
     for name in methods:
         classes.update(registry.method(name).objects)

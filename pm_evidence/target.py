@@ -414,6 +414,12 @@ def as_target(model: pm.Model | LogDensity | None = None) -> LogDensity:
     """
     if isinstance(model, LogDensity):
         return model
+    if model is not None and not isinstance(model, pm.Model):
+        raise EvidenceInputError(
+            f"model must be a pymc.Model (or omitted inside `with model:`), got "
+            f"{type(model).__name__} {model!r:.60}. Pass the model object itself, e.g. "
+            f"marginal_likelihood(model_1), not its name."
+        )
     target = LogDensity.for_model(model)
     for message in target.model_messages:
         warn_user(message)

@@ -14,10 +14,14 @@ that ``Evidence.reliable`` is ``False``.
 
 from __future__ import annotations
 
+import numpy as np
 import pymc as pm
 from pymc.distributions.continuous import FlatRV, HalfFlatRV
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.traversal import ancestors
+from pytensor.tensor.variable import TensorConstant
 
-__all__ = ["improper_prior_names", "model_messages"]
+__all__ = ["improper_prior_names", "model_messages", "nan_data_names"]
 
 IMPROPER_OPS = (FlatRV, HalfFlatRV)
 
@@ -55,3 +59,28 @@ def model_messages(model: pm.Model) -> tuple[str, ...]:
             "likelihood with pm.Potential)."
         )
     return tuple(messages)
+
+
+def nan_data_names(model: pm.Model) -> list[str]:
+    """The data of ``model`` that hold NaN, outside its observed variables (where PyMC reads a
+    NaN as a missing value to impute): ``pm.Data`` containers by name, and arrays written
+    into the model (a covariate) as ``"an array of shape (...)"``. A NaN there makes the
+    log-density NaN at every point.
+
+    Read from the graph of ``model.logp()`` (no compilation): found when asked, e.g. once NUTS
+    could not start.
+    """
+    names = []
+    for var in ancestors([model.logp()]):
+        if isinstance(var, TensorConstant):
+            value = var.data
+        elif isinstance(var, SharedVariable):
+            value = var.get_value(borrow=True)
+        else:
+            continue
+        value = np.asarray(value)
+        if value.dtype.kind == "f" and np.isnan(value).any():
+            count = int(np.isnan(value).sum())
+            where = repr(var.name) if var.name else f"an array of shape {value.shape}"
+            names.append(f"{where} ({count} NaN of {value.size})")
+    return names

@@ -79,7 +79,8 @@ def chi_square_to_target(log_ratio_reference, log_ratio_target) -> float:
     at_reference = at_reference[np.isfinite(at_reference)]
     if at_reference.size == 0:
         return float("nan")
-    return float(np.expm1(log_mean_exp(at_reference) - log_mean_exp(log_ratio_target)))
+    with np.errstate(over="ignore"):  # +inf: no overlap at all, a value the caller reports
+        return float(np.expm1(log_mean_exp(at_reference) - log_mean_exp(log_ratio_target)))
 
 
 def reverse_importance_core(log_l_target, log_l_reference=None) -> Estimate:

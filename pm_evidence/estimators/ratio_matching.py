@@ -204,8 +204,8 @@ def solve_ratio_matching(
         raise OverlapError(
             f"The reference and the target do not overlap: the classifier separates the two "
             f"samples almost perfectly (sum of pi(1-pi) = {overlap:.3g} < {min_overlap}), so "
-            f"log Z is not identified by these draws. Use a reference closer to the posterior "
-            f"(reference='normal' or 'student_t' fitted to posterior draws) or more draws."
+            f"log Z is not identified by these draws. Use a reference closer to the posterior, "
+            f"or more draws."
         )
     gamma = overlap / (log_l_target.size + log_l_reference.size)
     return RatioMatchingSolution(
