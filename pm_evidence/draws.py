@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from pymc.exceptions import SamplingError
 
+from pm_evidence.adapter.maps import posterior_dataset
 from pm_evidence.adapter.model_checks import nan_data_names
 from pm_evidence.exceptions import EvidenceInputError, NonFiniteLogDensityError
 from pm_evidence.messages import draws_ess_messages, posterior_messages
@@ -131,7 +132,7 @@ class PosteriorPlan:
         The relabelling symmetry of the posterior found at these draws
         (``pm_evidence.modes.find_symmetry``; deterministic given the draws).
     messages : tuple of str
-        Warnings about where the draws came from (:func:`draws_source_messages`), for every
+        Warnings about where the draws came from (``draws_source_messages``), for every
         result built on them.
     """
 
@@ -246,8 +247,6 @@ def _stored_lp(idata) -> np.ndarray | None:
 
 def _extra_variables(target: LogDensity, idata) -> list[str]:
     """Variables of ``idata``'s posterior that the model does not have (by name)."""
-    from pm_evidence.adapter.maps import posterior_dataset
-
     names = set(target.model.named_vars)
     return sorted(str(v) for v in posterior_dataset(idata).data_vars if str(v) not in names)
 
@@ -266,12 +265,12 @@ def check_draws_match_model(target: LogDensity, idata, x: np.ndarray) -> None:
     """Raise where posterior draws were sampled from another model than ``target``'s.
 
     ``pm.sample`` stores the model's log density (unconstrained, with the Jacobian) at every
-    draw in ``sample_stats.lp``. It is recomputed at :data:`LP_CHECK_DRAWS` draws spread over
+    draw in ``sample_stats.lp``. It is recomputed at ``LP_CHECK_DRAWS`` draws spread over
     the chains; the draws are another model's where most of them differ by more than rounding
-    (:func:`lp_tolerance`). Draws of a model with another prior but the same names and data
+    (``lp_tolerance``). Draws of a model with another prior but the same names and data
     pass the observed-data check (``adapter.fingerprint``), yet every estimate built on them is
     off by many of its own SEs; this check catches them. Draws without ``lp`` cannot be
-    checked: :func:`draws_source_messages` says so on the result.
+    checked: ``draws_source_messages`` says so on the result.
 
     Parameters
     ----------
@@ -345,8 +344,8 @@ def finite_start_points(target: LogDensity, rng, chains: int, err: Exception) ->
     Raises
     ------
     EvidenceInputError
-        Where data hold NaN (:func:`~pm_evidence.adapter.model_checks.nan_data_names`), or
-        no prior draw of :data:`START_CANDIDATES` has a finite log-density: naming PyMC's
+        Where data hold NaN (``nan_data_names``), or
+        no prior draw of ``START_CANDIDATES`` has a finite log-density: naming PyMC's
         report of which variables' log-densities are not finite and the fixes.
     """
     nan_data = nan_data_names(target.model)

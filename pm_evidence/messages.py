@@ -62,7 +62,7 @@ def posterior_messages(target, x: np.ndarray, *, relabelled: bool = False) -> li
 
 def draws_ess_messages(target, x: np.ndarray) -> list[str]:
     """A warning where posterior draws ``(chain, draw, dim)`` hold fewer than
-    :data:`MIN_DRAWS_ESS` effective draws (the smallest bulk ESS over the coordinates), for the
+    ``MIN_DRAWS_ESS`` effective draws (the smallest bulk ESS over the coordinates), for the
     estimators whose estimate is made from them (the ``"posterior"`` family).
 
     Every estimator on posterior draws fits its reference to the first half of every chain and

@@ -428,7 +428,7 @@ def _messages_on(result) -> set[str]:
 def only_the_results_warnings() -> Iterator[list]:
     """Hold back every warning issued inside; afterwards issue again, once each and at the
     line that issued it, those that a result appended to the yielded list carries
-    (:func:`_messages_on`), and every ``FutureWarning`` / ``DeprecationWarning``.
+    (``_messages_on``), and every ``FutureWarning`` / ``DeprecationWarning``.
 
     What is held back goes to the debug log: NumPy's ``RuntimeWarning`` from computations
     whose non-finite outcomes the code handles (an overflow in a weight that is then

@@ -6,8 +6,8 @@
   (counted by the samplers, ``diagnostics["n_nonfinite_rejected"]``), and the other points'
   moves are the same as without it.
 
-The mixture and random-intercept models of the report, at several seeds and every default
-method, are in ``tests/test_nonfinite_points_slow.py`` (``-m slow``).
+The mixture and random-intercept models of the report, at ten seeds and every default method,
+are the slow tests at the end (``pytest -m slow``; minutes each).
 """
 
 from __future__ import annotations
@@ -270,3 +270,41 @@ def noncentered_random_intercept() -> pm.Model:
         sigma = pm.HalfNormal("sigma", np.float64(2.0))
         pm.Normal("y", mu + tau * z[group], sigma, observed=y)
     return model
+
+
+def _log_zs(result) -> dict[str, float]:
+    """``{method: log Z}`` of an ``Evidence`` or an ``EvidenceSet``."""
+    if isinstance(result, pme.EvidenceSet):
+        return {name: evidence.log_z for name, evidence in result.items()}
+    return {result.method: result.log_z}
+
+
+def _only_input_errors(model, method, seed: int) -> None:
+    """``marginal_likelihood`` at defaults either returns finite log Z's or raises one of the
+    library's own input errors (a method that does not apply to the model)."""
+    try:
+        result = pme.marginal_likelihood(model, method=method, random_seed=seed, progressbar=False)
+    except pme.EvidenceInputError:
+        return
+    log_zs = _log_zs(result)
+    assert all(np.isfinite(v) for v in log_zs.values()), log_zs
+
+
+@pytest.fixture(scope="module")
+def mixture():
+    return galaxy_like_mixture()
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("seed", range(1, 11))
+@pytest.mark.parametrize("method", pme.METHODS)
+def test_mixture_every_default_method_at_ten_seeds(mixture, method, seed):
+    _only_input_errors(mixture, method, seed)
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_intercept_path_methods(seed):
+    _only_input_errors(noncentered_random_intercept(), ["ais", "raise", "rts", "ti"], seed)
