@@ -67,8 +67,9 @@ def raise_core(log_weights_reverse) -> Estimate:
     r"""Reverse AIS: ``log Z = -log mean_i w_i`` with ``w_i`` the reverse-annealing weights from
     posterior draws to ``p0`` (Burda et al. 2015; seed 004 §3.2).
 
-    ``E[w] = 1/Z`` when the chains start from the exact posterior, so ``log Z`` is biased
-    *upward*: a stochastic upper bound, the other slice of the sandwich with AIS.
+    ``E[w] = 1/Z`` when the chains start from the exact posterior, so ``log Z`` is then biased
+    *upward*: a stochastic upper bound, the other slice of the sandwich with AIS. From MCMC
+    draws the identity holds only approximately: an estimate, not a bound.
     """
     log_weights_reverse = as_log_weights(
         log_weights_reverse, what="reverse AIS log weights", allow_neg_inf=True
