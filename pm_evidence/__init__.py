@@ -61,8 +61,7 @@ from pm_evidence.runs import (
 from pm_evidence.smc import from_smc
 from pm_evidence.target import LogDensity
 from pm_evidence.tracking import LogZTracker
-
-__version__ = "0.1.0"
+from pm_evidence.version import __version__ as __version__
 
 __all__ = [
     "METHODS",

@@ -29,6 +29,7 @@ import numpy as np
 import xarray as xr
 
 from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.version import __version__
 
 __all__ = ["Evidence", "EvidenceSet"]
 
@@ -307,8 +308,6 @@ class Evidence:
         >>> tree.to_netcdf("m1.nc")  # doctest: +SKIP
         >>> idata["log_evidence"] = tree  # stored with the model's own fit  # doctest: +SKIP
         """
-        from pm_evidence import __version__
-
         root = xr.Dataset(
             {"log_z": self.log_z, "se": self.se},
             attrs={
@@ -590,8 +589,6 @@ class EvidenceSet(dict):
         -------
         xarray.DataTree
         """
-        from pm_evidence import __version__
-
         for name in self:
             if not isinstance(name, str) or not name or "/" in name:
                 raise EvidenceInputError(
