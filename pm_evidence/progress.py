@@ -28,6 +28,8 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from pm_evidence.utils import warn_user
+
 _log = logging.getLogger(__name__)
 
 __all__ = [
@@ -411,31 +413,30 @@ def pymc_sample(*, draws: int, progressbar: bool, **kwargs):
     return idata
 
 
-def _messages_on(result) -> set[str]:
-    """The warnings a result carries: an Evidence's ``warnings``, those of every Evidence of an
-    EvidenceSet and its ``failures``."""
+def _messages_on(result) -> list[str]:
+    """The warnings a result carries, in order: an Evidence's ``warnings``, those of every
+    Evidence of an EvidenceSet, and its ``failures``."""
     if hasattr(result, "warnings"):
-        return set(result.warnings)
+        return list(result.warnings)
     if isinstance(result, dict):
-        found = set(getattr(result, "failures", {}).values())
-        for value in result.values():
-            found |= _messages_on(value)
-        return found
-    return set()
+        found = [m for value in result.values() for m in _messages_on(value)]
+        return found + list(getattr(result, "failures", {}).values())
+    return []
 
 
 @contextmanager
 def only_the_results_warnings() -> Iterator[list]:
-    """Hold back every warning issued inside; afterwards issue again, once each and at the
-    line that issued it, those that a result appended to the yielded list carries
-    (``_messages_on``), and every ``FutureWarning`` / ``DeprecationWarning``.
+    """Hold back every warning issued inside; afterwards issue, once each, every warning that
+    a result appended to the yielded list carries (:func:`_messages_on`; at the line that
+    issued it where one did, else at the caller's line), and every ``FutureWarning`` /
+    ``DeprecationWarning``.
 
     What is held back goes to the debug log: NumPy's ``RuntimeWarning`` from computations
     whose non-finite outcomes the code handles (an overflow in a weight that is then
     rejected), PyMC's notes on the NUTS run the library started, and the warnings of an
     internal stage whose result was not returned (``method="auto"``'s cross-check). So
-    every warning that matters is on the result, and ``progressbar=False`` prints nothing
-    else. Where an exception leaves the block, only the deprecations are issued again.
+    every warning that matters is on the result and issued, and ``progressbar=False`` prints
+    nothing else. Where an exception leaves the block, only the deprecations are issued.
     """
     results: list = []
     with warnings.catch_warnings(record=True) as caught:
@@ -446,15 +447,19 @@ def only_the_results_warnings() -> Iterator[list]:
             results.clear()
             raise
         finally:
-            wanted = set().union(*(_messages_on(r) for r in results)) if results else set()
+            wanted = [m for r in results for m in _messages_on(r)]
             held = list(caught)
             caught.clear()
-    issued = set()
+    first_of = {}
     for w in held:
-        text = str(w.message)
-        deprecation = issubclass(w.category, FutureWarning | DeprecationWarning)
-        if (text in wanted or deprecation) and (text, w.category) not in issued:
-            issued.add((text, w.category))
+        first_of.setdefault(str(w.message), w)
+        if issubclass(w.category, FutureWarning | DeprecationWarning):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        elif text not in wanted:
-            _log.debug("warning held back (not on the result): %s: %s", w.category.__name__, text)
+        elif str(w.message) not in wanted:
+            _log.debug("warning held back (not on the result): %s: %s", w.category.__name__, w)
+    for text in dict.fromkeys(wanted):
+        w = first_of.get(text)
+        if w is None:
+            warn_user(text)
+        elif not issubclass(w.category, FutureWarning | DeprecationWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

@@ -182,3 +182,46 @@ def test_only_the_results_warnings_are_issued():
         ev = pme.marginal_likelihood(model, random_seed=1, progressbar=False)
     issued = {str(w.message) for w in caught}
     assert issued <= set(ev.warnings), issued - set(ev.warnings)
+
+
+def test_auto_goes_on_when_bridge_fails():
+    """Ten draws of one chain of a two-parameter model: bridge's reference, fitted to five of
+    them, overlaps nothing (OverlapError). auto returns AIS from the exploration, flagged as
+    unchecked, with bridge's failure on the result; exact log Z by quadrature."""
+    y = np.random.default_rng(0).normal(0.3, 1.0, 30)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", np.float64(0.0), np.float64(1.0))
+        sigma = pm.HalfNormal("sigma", np.float64(2.0))
+        pm.Normal("y", mu, sigma, observed=y)
+        idata = pm.sample(draws=10, chains=1, progressbar=False, random_seed=1)
+
+    def joint(m, s):
+        return np.exp(
+            stats.norm.logpdf(y, m, s).sum() + stats.norm.logpdf(m) + stats.halfnorm.logpdf(s, 0, 2)
+            + 30.0  # keeps the integrand in range; subtracted below
+        )  # fmt: skip
+
+    exact = np.log(integrate.dblquad(joint, 0.3, 3.0, -2.0, 2.5)[0]) - 30.0
+    ev = _quietly(pme.marginal_likelihood, model, idata=idata, random_seed=1, progressbar=False)
+    assert ev.method == "ais" and not ev.reliable
+    assert any("'bridge' (on the NUTS draws) failed" in w for w in ev.warnings)
+    assert abs(ev.log_z - exact) < 4 * ev.se + 0.02
+
+
+@pytest.mark.slow
+def test_auto_on_two_unordered_sinusoids_returns_a_flagged_result():
+    """Issue 33 item 3: bridge's reference pilot raised OverlapError out of auto on every seed.
+    Now auto returns AIS from the exploration, flagged (its check failed or disagrees)."""
+    rng = np.random.default_rng(3)
+    t = np.sort(rng.uniform(0, 10, 60))
+    y = (np.sin(2.1 * t) + 0.8 * np.cos(2.1 * t) + 0.9 * np.sin(5.3 * t) - 0.5 * np.cos(5.3 * t)
+         + rng.normal(0, 0.5, 60))  # fmt: skip
+    with pm.Model() as model:
+        f = pm.Uniform("f", 0.2, 12.0, shape=2)
+        a = pm.Normal("a", 0.0, 1.0, shape=2)
+        b = pm.Normal("b", 0.0, 1.0, shape=2)
+        mu = sum(a[k] * pm.math.sin(f[k] * t) + b[k] * pm.math.cos(f[k] * t) for k in range(2))
+        pm.Normal("y", mu, 0.5, observed=y)
+    for seed in (1, 2):
+        ev = _quietly(pme.marginal_likelihood, model, random_seed=seed, progressbar=False)
+        assert np.isfinite(ev.log_z) and not ev.reliable
