@@ -40,6 +40,7 @@ from pm_evidence.run_methods import (
     EXPLORATION_MAX_DIM,
     accepted_options,
     attempt,
+    check_options,
     estimate_methods,
     for_the_path_methods,
     nothing_left,
@@ -178,6 +179,7 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
         Where neither the estimate nor the check could be made.
     """
     primary, check = auto_pair(target)
+    check_options([primary, check], kwargs)
     skipped = exploration_skipped(target, kwargs)
     seed = root_sequence(random_seed)
     failures: dict[str, str] = {}

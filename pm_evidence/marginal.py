@@ -142,7 +142,9 @@ def marginal_likelihood(
     """
     methods = _checked_methods(method)
     kwargs, only = deprecated_options(methods, kwargs)
-    validate_options(["bridge", "ais"] if methods == ["auto"] else methods, kwargs)
+    # auto's pair depends on the model (auto_pair): both pairs' options are checked here, the
+    # model's own pair once the model is read
+    validate_options(["bridge", "ais", "rts"] if methods == ["auto"] else methods, kwargs)
     label = ", ".join(methods)
     # one BLAS thread (pm_evidence.utils.one_blas_thread): the many small solves run faster
     # with it on an idle machine up to 500 parameters, and far faster on a busy one
