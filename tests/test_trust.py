@@ -181,12 +181,12 @@ def test_bayes_factor_data_mismatch_message_says_what_differs():
 
 def test_importance_sampling_from_the_prior_draws_no_posterior(normal_mean_case, monkeypatch):
     """reference="prior" needs no NUTS draws: marginal_likelihood no longer draws them."""
-    import pm_evidence.marginal as marginal
+    import pm_evidence.run_methods as run_methods
 
     def refuse(*args, **kwargs):
         raise AssertionError("posterior draws were made")
 
-    monkeypatch.setattr(marginal, "posterior_plan", refuse)
+    monkeypatch.setattr(run_methods, "posterior_plan", refuse)
     ev = pme.marginal_likelihood(
         normal_mean_case.model, method="is", reference="prior", random_seed=1, progressbar=False
     )

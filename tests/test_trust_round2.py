@@ -157,7 +157,7 @@ def test_nan_in_a_covariate_is_named():
 
 
 def test_a_model_name_instead_of_a_model_is_refused():
-    with pytest.raises(pme.EvidenceInputError, match=r"must be a pymc\.Model, got str 'M1'"):
+    with pytest.raises(pme.EvidenceInputError, match=r"must be a pymc\.Model \(or omitted.*got str 'M1'"):
         pme.marginal_likelihood("M1")
 
 
