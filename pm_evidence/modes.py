@@ -65,6 +65,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
+from pm_evidence.exceptions import EvidenceInputError
 from pm_evidence.utils import RHAT_MAX, max_rhat
 
 __all__ = [
@@ -836,8 +837,6 @@ class SymmetryDecision:
 
 def check_symmetrize_option(symmetrize) -> None:
     """Validate ``symmetrize`` at a public boundary."""
-    from pm_evidence.exceptions import EvidenceInputError
-
     if not (isinstance(symmetrize, bool) or symmetrize == "auto"):
         raise EvidenceInputError(
             f"Requested symmetrize={symmetrize!r} but it must be one of {list(SYMMETRIZE_OPTIONS)}."

@@ -45,7 +45,7 @@ from pm_evidence.tempering.ladders import LADDERS, Ladder, make_ladder
 from pm_evidence.tempering.path import GeometricPath
 from pm_evidence.tempering.pilot import Pilot, ladder_from_pilot, run_pilot
 from pm_evidence.tempering.samplers import sample_at_beta
-from pm_evidence.utils import kish_ess
+from pm_evidence.utils import kish_ess, stage_rngs
 
 __all__ = ["Ladder", "PathOptions", "PathPlan", "auto_reference", "make_plan"]
 
@@ -385,8 +385,6 @@ def make_plan(
     -------
     PathPlan
     """
-    from pm_evidence.utils import stage_rngs
-
     options = options or PathOptions()
     sampling = dict(sampling or {})
     check_sampling_options(sampling)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pm_evidence.compare import evidence_mapping
+from pm_evidence.compare import bayes_factor, evidence_mapping
 from pm_evidence.evidence import Evidence, format_estimate
 from pm_evidence.exceptions import EvidenceInputError
 
@@ -241,8 +241,6 @@ def plot_bayes_factor(
     >>> pm_evidence.plot_bayes_factor(ev1, ev2, labels=("pooled", "separate"))  # doctest: +SKIP
     """
     from scipy.stats import norm
-
-    from pm_evidence.compare import bayes_factor
 
     if categories not in BF_CATEGORIES:
         raise EvidenceInputError(

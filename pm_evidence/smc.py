@@ -7,6 +7,7 @@ import xarray as xr
 
 from pm_evidence.evidence import Evidence
 from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.target import LogDensity
 
 __all__ = ["from_smc"]
 
@@ -65,8 +66,6 @@ def from_smc(trace, model=None) -> Evidence:
     fingerprint = ()
     name = ""
     if model is not None:
-        from pm_evidence.target import LogDensity
-
         target = LogDensity.for_model(model)
         fingerprint, name = target.observed_fingerprint, target.model.name or ""
     return Evidence(

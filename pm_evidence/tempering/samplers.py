@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pm_evidence.estimators.tempered import rts_log_z
 from pm_evidence.progress import long_run
 from pm_evidence.tempering.kernels import Kernel, transition
 from pm_evidence.tempering.ladders import Ladder
@@ -530,8 +531,6 @@ def rts_initial_iterations(
     per iteration) and the number of evaluations. Warns if neither rule is met within
     ``max_iterations``.
     """
-    from pm_evidence.estimators.tempered import rts_log_z
-
     n_rungs = ladder.n_rungs
     log_zhat = ladder.log_z_pilot
     r = normalized_weights(log_r)
