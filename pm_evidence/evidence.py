@@ -29,6 +29,7 @@ import numpy as np
 import xarray as xr
 
 from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.method_bias import bias_words
 from pm_evidence.version import __version__
 
 __all__ = ["Evidence", "EvidenceSet"]
@@ -532,7 +533,7 @@ class EvidenceSet(dict):
             name: {
                 "log_z": ev.log_z,
                 "se": ev.se,
-                "bias": _bias_words(ev.method),
+                "bias": bias_words(ev.method),
                 "n_evaluations": ev.diagnostics.get("n_evaluations", np.nan),
                 "warning": not ev.reliable,
             }
@@ -639,21 +640,6 @@ class EvidenceSet(dict):
         if self.sandwich is not None:
             text += "\n" + _sandwich_line(self["ais"], self["raise"])
         return text
-
-
-def _bias_words(method: str) -> str:
-    """The ``bias`` entry of :meth:`EvidenceSet.summary` for a result's ``method`` label."""
-    # the result layer sits below the estimators: the method table is read when asked
-    from pm_evidence.registry import bias_of
-
-    bias = bias_of(method)
-    if bias == "lower bound":
-        return "stochastic lower bound"
-    if bias == "upper bound":  # E[1/Z_hat] = 1/Z for exact posterior draws only
-        if method == "raise":
-            return "upward if reverse chains good; not a bound"
-        return "upward if draws exact; not a bound"
-    return bias
 
 
 def _sandwich_line(ais: Evidence, raise_: Evidence) -> str:

@@ -38,6 +38,7 @@ from pm_evidence.api import (
     reverse_importance_sampling,
 )
 from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.method_bias import NO_DEFINITE_SIGN, bias_of
 from pm_evidence.options import field_names
 from pm_evidence.plan import SAMPLE_KEYS, PathOptions
 from pm_evidence.runs import (
@@ -59,7 +60,6 @@ __all__ = [
     "method",
 ]
 
-NO_DEFINITE_SIGN = "no definite sign"
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ class Method:
     stream: str = ""
     needs_posterior: bool = False
     records_draws: bool = False
-    bias: str = NO_DEFINITE_SIGN
+    bias: str = NO_DEFINITE_SIGN  # from pm_evidence.method_bias (set by the row builders)
 
     @property
     def keywords(self) -> frozenset[str]:
@@ -155,7 +155,9 @@ def _posterior(name, estimate, function, objects=_POSTERIOR_OBJECTS, **row):
     their fields by name."""
     fields_ = tuple(f for cls in objects.values() for f in field_names(cls))
     options = (*objects, *fields_)
-    return Method(name, "posterior", estimate, function, objects, options=options, **row)
+    return Method(
+        name, "posterior", estimate, function, objects, options=options, bias=bias_of(name), **row
+    )
 
 
 def _combination(rule: str) -> Method:
@@ -171,24 +173,21 @@ def _path(name: str, estimate: Callable, function: str, run: str, own=(), **row)
     run_kind = RUN_KINDS[run]
     objects = {"path": PathOptions, run_kind.keyword: run_kind.options}
     return Method(name, "path", estimate, function, objects, own=own, options=own, run=run,
-                  stream=run, **row)  # fmt: skip
+                  stream=run, bias=bias_of(name), **row)  # fmt: skip
 
 
 _ROWS = (
-    _posterior("is", importance_sampling, "importance_sampling", stream="is",
-               bias="lower bound"),
-    _posterior("ris", reverse_importance_sampling, "reverse_importance_sampling", stream="ris",
-               bias="upper bound"),
+    _posterior("is", importance_sampling, "importance_sampling", stream="is"),
+    _posterior("ris", reverse_importance_sampling, "reverse_importance_sampling", stream="ris"),
     _posterior("ds", discriminance_sampling, "discriminance_sampling", stream="ds"),
     _posterior("bridge", bridge_sampling, "bridge_sampling",
                {**_POSTERIOR_OBJECTS, "bridge": BridgeOptions}, stream="bridge"),
     _combination("average"),
     _combination("weighted"),
     _combination("selection"),
-    _path("ais", path_estimators.ais, "annealed_importance_sampling", "annealing",
-          bias="lower bound"),
+    _path("ais", path_estimators.ais, "annealed_importance_sampling", "annealing"),
     _path("raise", path_estimators.reverse_ais, "reverse_annealed_importance_sampling",
-          "reverse_annealing", needs_posterior=True, bias="upper bound"),
+          "reverse_annealing", needs_posterior=True),
     _path("ads", path_estimators.ads, "annealed_discriminance_sampling", "annealing",
           ("version",)),
     _path("rts", path_estimators.rts, "rao_blackwellized_tempered_sampling", "tempering"),
@@ -221,10 +220,3 @@ def method(name: str) -> Method:
             f"Requested method {name!r} but it must be one of {list(METHODS)}."
         )
     return REGISTRY[name]
-
-
-def bias_of(label: str) -> str:
-    """The bias direction of the method whose results carry ``label`` (``"no definite
-    sign"`` for a label that is no row, e.g. ``"bridge_warp3"`` or ``"smc"``)."""
-    row = REGISTRY.get(label)
-    return NO_DEFINITE_SIGN if row is None else row.bias
