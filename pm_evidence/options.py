@@ -18,21 +18,19 @@ are, by name:
 :func:`split_options` sorts them and refuses any other name, listing those accepted;
 :func:`renamed_keywords` maps a deprecated name to its new one with a ``FutureWarning``, and
 :func:`renamed_parameters` does the same for a function's renamed parameter (``fit_reference``'s
-``kind`` is now ``reference``). This module imports no other layer of the package, so every
-layer may use it.
+``kind`` is now ``reference``); both live in :mod:`pm_evidence.utils`, a leaf, so that the
+references can use them without importing this module, which reads the model adapter.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from dataclasses import fields, replace
 
 import pymc as pm
 
 from pm_evidence.exceptions import EvidenceInputError
 from pm_evidence.target import LogDensity
-from pm_evidence.utils import warn_user
+from pm_evidence.utils import renamed_keywords, renamed_parameters
 
 __all__ = [
     "SAMPLE_KEYS",
@@ -101,53 +99,3 @@ def split_options(keywords: dict, own: tuple[str, ...] = (), **classes: type) ->
         )
     sampling = {k: v for k, v in keywords.items() if k in SAMPLE_KEYS}
     return options, sampling
-
-
-def renamed_keywords(function: str, keywords: dict, renamed: dict[str, str]) -> dict:
-    """``keywords`` with each deprecated name of ``renamed`` (old name -> new name) replaced by
-    its new name, and a ``FutureWarning`` that names the new one; the old names keep working.
-
-    Raises
-    ------
-    EvidenceInputError
-        When an old name and the new one are both given, or two old names of one new name.
-    """
-    keywords = dict(keywords)
-    for old, new in renamed.items():
-        if old not in keywords:
-            continue
-        if new in keywords:
-            raise EvidenceInputError(
-                f"{function}() got {new}= and its deprecated name {old}=; pass only {new}=."
-            )
-        value = keywords.pop(old)
-        warn_user(
-            f"{function}({old}=...) is deprecated and will be removed: pass {new}={value!r} "
-            f"instead.",
-            FutureWarning,
-        )
-        keywords[new] = value
-    return keywords
-
-
-def renamed_parameters(**renamed: str) -> Callable[[Callable], Callable]:
-    """Decorator: the function also takes each old keyword of ``renamed`` (old name=new name)
-    for its new one, with the ``FutureWarning`` of :func:`renamed_keywords`; positional calls
-    are unchanged.
-
-    Examples
-    --------
-    >>> @renamed_parameters(kind="reference")
-    ... def fit_reference(reference, target, draws): ...
-    """
-
-    def decorate(function: Callable) -> Callable:
-        name = function.__qualname__
-
-        @functools.wraps(function)
-        def wrapper(*args, **keywords):
-            return function(*args, **renamed_keywords(name, keywords, renamed))
-
-        return wrapper
-
-    return decorate

@@ -22,7 +22,7 @@ from scipy import linalg, special
 from scipy.special import logsumexp
 
 from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.options import renamed_parameters
+from pm_evidence.utils import renamed_parameters
 
 __all__ = [
     "BernoulliProductReference",

@@ -5,11 +5,15 @@ Every other module calls these; none of them keeps state.
 
 from __future__ import annotations
 
+import functools
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
+
+from pm_evidence.exceptions import EvidenceInputError
 
 __all__ = [
     "as_generator",
@@ -23,6 +27,8 @@ __all__ = [
     "one_blas_thread",
     "pareto_khat",
     "relative_sd_of_mean",
+    "renamed_keywords",
+    "renamed_parameters",
     "root_sequence",
     "spawn_seed",
     "stage_rngs",
@@ -237,3 +243,53 @@ def pareto_khat(log_weights: np.ndarray, r_eff: float = 1.0) -> float:
         except ValueError:  # e.g. "All tail values are the same"
             return float("nan")
     return float(khat)
+
+
+def renamed_keywords(function: str, keywords: dict, renamed: dict[str, str]) -> dict:
+    """``keywords`` with each deprecated name of ``renamed`` (old name -> new name) replaced by
+    its new name, and a ``FutureWarning`` that names the new one; the old names keep working.
+
+    Raises
+    ------
+    EvidenceInputError
+        When an old name and the new one are both given, or two old names of one new name.
+    """
+    keywords = dict(keywords)
+    for old, new in renamed.items():
+        if old not in keywords:
+            continue
+        if new in keywords:
+            raise EvidenceInputError(
+                f"{function}() got {new}= and its deprecated name {old}=; pass only {new}=."
+            )
+        value = keywords.pop(old)
+        warn_user(
+            f"{function}({old}=...) is deprecated and will be removed: pass {new}={value!r} "
+            f"instead.",
+            FutureWarning,
+        )
+        keywords[new] = value
+    return keywords
+
+
+def renamed_parameters(**renamed: str) -> Callable[[Callable], Callable]:
+    """Decorator: the function also takes each old keyword of ``renamed`` (old name=new name)
+    for its new one, with the ``FutureWarning`` of :func:`renamed_keywords`; positional calls
+    are unchanged.
+
+    Examples
+    --------
+    >>> @renamed_parameters(kind="reference")
+    ... def fit_reference(reference, target, draws): ...
+    """
+
+    def decorate(function: Callable) -> Callable:
+        name = function.__qualname__
+
+        @functools.wraps(function)
+        def wrapper(*args, **keywords):
+            return function(*args, **renamed_keywords(name, keywords, renamed))
+
+        return wrapper
+
+    return decorate
