@@ -2041,20 +2041,3 @@ def pima_logistic(covariates: tuple[str, ...] = PIMA_COVARIATES, tau: float = 10
         beta = pm.Normal("beta", np.float64(0.0), np.float64(tau), shape=design.shape[1])
         pm.Bernoulli("y", logit_p=pm.math.dot(design, beta), observed=y.astype(np.int64))
     return model, _pima_logistic_gold(covariates, tau).log_z
-
-
-def __getattr__(name: str):
-    """The zoos of hard targets, kept in modules of their own (they build on this one):
-    ``MULTIMODAL_ZOO`` (:mod:`pm_evidence.zoo_multimodal`: eggbox, Gaussian shells, unequal
-    modes, mixtures, a change point, a funnel) and ``HIGHDIM_ZOO``
-    (:mod:`pm_evidence.zoo_highdim`: 100 to 1,000 parameters). Not in :data:`ZOO`, whose
-    members every method is tested on."""
-    if name == "MULTIMODAL_ZOO":
-        from pm_evidence.zoo_multimodal import MULTIMODAL_ZOO
-
-        return MULTIMODAL_ZOO
-    if name == "HIGHDIM_ZOO":
-        from pm_evidence.zoo_highdim import HIGHDIM_ZOO
-
-        return HIGHDIM_ZOO
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
