@@ -427,7 +427,7 @@ def _messages_on(result) -> list[str]:
 @contextmanager
 def only_the_results_warnings() -> Iterator[list]:
     """Hold back every warning issued inside; afterwards issue, once each, every warning that
-    a result appended to the yielded list carries (:func:`_messages_on`; at the line that
+    a result appended to the yielded list carries (``_messages_on``; at the line that
     issued it where one did, else at the caller's line), and every ``FutureWarning`` /
     ``DeprecationWarning``.
 
