@@ -1,6 +1,6 @@
 """Accuracy and time of each estimator against exact log Z, next to PyMC's SMC.
 
-For every exact-answer model of :mod:`pm_evidence.testing` and several seeds: NUTS once, then
+For every exact-answer model of :mod:`pm_evidence.zoo.testing` and several seeds: NUTS once, then
 each estimator on those draws; and ``pm.sample_smc`` with its own seed. Prints, per model and
 method: mean error, RMSE and mean reported SE over seeds (in nats), |error| / SE, and wall time
 (the estimators' time excludes NUTS, whose time is listed on its own row; SMC's includes its
@@ -19,7 +19,7 @@ import numpy as np
 import pymc as pm
 
 import pm_evidence as pme
-from pm_evidence import testing
+from pm_evidence.zoo import testing
 
 MODELS = {
     "normal mean (d=1)": testing.normal_mean,

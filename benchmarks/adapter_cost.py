@@ -1,6 +1,6 @@
 """Compile time, peak memory and time per evaluation of the model adapter on the zoo.
 
-For each model of :data:`pm_evidence.testing.ZOO` (each in its own process, so that peak memory
+For each model of :data:`pm_evidence.zoo.testing.ZOO` (each in its own process, so that peak memory
 is that model's alone) this prints:
 
 - the block size (points per compiled call, chosen from the number of observations);
@@ -43,7 +43,7 @@ def measure(name: str) -> dict:
     from pm_evidence.references import PriorReference
     from pm_evidence.tempering.compiled import MAX_FUSED_OPERATIONS, hmc_transition_function
     from pm_evidence.tempering.path import GeometricPath
-    from pm_evidence.testing import zoo
+    from pm_evidence.zoo.testing import zoo
 
     (entry,) = zoo([name])
     model, _ = entry.build()
@@ -91,7 +91,7 @@ def main():
     if args.one:
         print(json.dumps(measure(args.one)))
         return
-    from pm_evidence.testing import zoo
+    from pm_evidence.zoo.testing import zoo
 
     names = [entry.name for entry in zoo(args.models)]
     columns = ["model", "dim", "n_obs", "block", "graph_ops", "fused", "compile_logp_s",

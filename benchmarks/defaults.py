@@ -52,7 +52,7 @@ and counted under ``errors``):
   and ``4SE``: no run off by more than 4 SE without being flagged (every method; a run that
   raised returned no number, so it does not fail this one).
 
-Models (gold ``log Z`` without PyMC; see :mod:`pm_evidence.testing`):
+Models (gold ``log Z`` without PyMC; see :mod:`pm_evidence.zoo.testing`):
 
 * ``linear_regression``: ``testing.linear_regression(n=50, d=5)``, closed form;
 * ``regression_inverse_gamma``: closed form (multivariate t), 4 parameters;
@@ -106,7 +106,7 @@ class BenchModel:
 
 
 def _models() -> dict[str, BenchModel]:
-    from pm_evidence import testing
+    from pm_evidence.zoo import testing
 
     def zoo_error(name: str) -> Callable[[], float]:
         return lambda: testing.zoo([name])[0].gold().error

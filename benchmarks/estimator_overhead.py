@@ -27,7 +27,7 @@ import numpy as np
 from defaults import _models, quiet_logging
 
 import pm_evidence as pme
-from pm_evidence import path_estimators
+from pm_evidence.path import path_estimators
 
 ANNEALING_FOLLOW_UPS = {"ais": path_estimators.ais, "ads": path_estimators.ads}
 TEMPERED_FOLLOW_UPS = {

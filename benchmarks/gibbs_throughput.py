@@ -12,10 +12,10 @@ import time
 
 import numpy as np
 
-from pm_evidence import energy
-from pm_evidence.target import LogDensity
+from pm_evidence.model.target import LogDensity
 from pm_evidence.tempering.kernels import make_kernel
 from pm_evidence.tempering.path import GeometricPath
+from pm_evidence.zoo import energy
 
 
 def sweeps_per_second(path, kernel, x, betas, rng, n_sweeps):

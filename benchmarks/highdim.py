@@ -1,6 +1,6 @@
 """Methods at their defaults against ``pm.sample_smc`` at its defaults on the high-dimensional zoo.
 
-Issue 24's benchmark. For each model of :data:`pm_evidence.zoo_highdim.HIGHDIM_ZOO` (100 to
+Issue 24's benchmark. For each model of :data:`pm_evidence.zoo.highdim.HIGHDIM_ZOO` (100 to
 1,002 parameters, gold ``log Z`` computed without PyMC), each seed and each method, one call ::
 
     pm_evidence.marginal_likelihood(model, method=m, random_seed=seed, progressbar=False)
@@ -99,7 +99,7 @@ PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20 if hasattr(os, "sysconf") else 0.0
 
 
 def _entries() -> dict:
-    from pm_evidence.zoo_highdim import HIGHDIM_ZOO
+    from pm_evidence.zoo.highdim import HIGHDIM_ZOO
 
     return {entry.name: entry for entry in HIGHDIM_ZOO}
 
@@ -318,7 +318,7 @@ def warm_up(model: str, methods: list[str], mode: str, time_limit: float) -> str
     for method, options in calls:
         status = run_call(model, method, WARMUP_SEED, time_limit, dict(options))["status"]
         label = method if isinstance(method, str) else "+".join(method)
-        outcomes.append(f"{label} {status.removeprefix('error: pm_evidence.exceptions.')}")
+        outcomes.append(f"{label} {status.removeprefix('error: pm_evidence.core.exceptions.')}")
     return f"warm-up ({mode}, untimed) {time.perf_counter() - start:.0f} s: {', '.join(outcomes)}"
 
 

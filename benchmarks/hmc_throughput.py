@@ -16,11 +16,11 @@ import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.replace import vectorize_graph
 
-from pm_evidence import testing
+from pm_evidence.model.target import LogDensity
 from pm_evidence.references import MultivariateStudentTReference, PriorReference
-from pm_evidence.target import LogDensity
 from pm_evidence.tempering.kernels import hmc_step
 from pm_evidence.tempering.path import GeometricPath
+from pm_evidence.zoo import testing
 
 
 def ms_per_call(fn, repeats: int = 300) -> float:

@@ -6,7 +6,7 @@ Run:  .venv/bin/python benchmarks/mrf_defaults.py [--seeds 1] [--methods ais rts
 For each method ``m`` and seed ``s`` this runs, in a fresh Python process (so the call pays for
 compiling the model, as a user's first call does; imports are not timed) ::
 
-    mrf = pm_evidence.energy.grid_mrf(10, 10, sigma_p=0.5, seed=0)
+    mrf = pm_evidence.zoo.energy.grid_mrf(10, 10, sigma_p=0.5, seed=0)
     pm_evidence.marginal_likelihood(mrf.to_pymc(), method=m, random_seed=s, progressbar=False)
 
 and prints the wall and CPU time of that call, the run's log-density evaluations (``n_evaluations``,
@@ -65,7 +65,7 @@ METHODS = ("ais", "rts", "auto")
 def one_call(method: str, seed: int) -> dict:
     """Time the user's default call in this process; returns the printed row as a dict."""
     import pm_evidence as pme
-    from pm_evidence import energy
+    from pm_evidence.zoo import energy
 
     mrf = energy.grid_mrf(10, 10, sigma_p=0.5, seed=0)
     model = mrf.to_pymc()

@@ -1,7 +1,7 @@
 """The multimodal zoo (issue 23, part 5) against every default method, PyMC's SMC and a nested
 sampler, in one run.
 
-For each model of :data:`pm_evidence.zoo_multimodal.MULTIMODAL_ZOO` (gold ``log Z`` computed
+For each model of :data:`pm_evidence.zoo.multimodal.MULTIMODAL_ZOO` (gold ``log Z`` computed
 without PyMC, prior density included: see that module), each seed and each column:
 
 * ``auto``, ``bridge``, ``ais``, ``rts``: ``pm_evidence.marginal_likelihood(model, method=m,
@@ -19,7 +19,7 @@ without PyMC, prior density included: see that module), each seed and each colum
   rstate=np.random.default_rng(seed))`` and ``run_nested()`` at their defaults (500 live points,
   multi-ellipsoid bounds, ``sample="auto"``) on the same unit-cube form; SE = its ``logzerr``;
 * ``nautilus``: nautilus-sampler at its defaults (``Sampler(prior, likelihood, seed=seed)``,
-  ``run()``) on the entry's unit-cube form (:func:`pm_evidence.zoo_multimodal.unit_cube`;
+  ``run()``) on the entry's unit-cube form (:func:`pm_evidence.zoo.multimodal.unit_cube`;
   a 1-D model gets a dummy second coordinate, nautilus needs two); SE ``~ n_eff^-1/2`` (its
   importance-sampling effective sample size; approximate). Both nested samplers are imported
   lazily: without ``pip install nautilus-sampler`` (or ``dynesty``) the column is skipped with
@@ -178,7 +178,7 @@ def run_nautilus(entry, seed: int) -> dict:
         from nautilus import Sampler
     except ImportError:
         return {"status": "skipped: nautilus-sampler not installed (pip install nautilus-sampler)"}
-    from pm_evidence.zoo_multimodal import unit_cube
+    from pm_evidence.zoo.multimodal import unit_cube
 
     dim, prior, log_likelihood = _padded(unit_cube(entry))  # nautilus needs two parameters
     sampler = Sampler(prior, log_likelihood, n_dim=dim, vectorized=True, seed=seed)
@@ -217,7 +217,7 @@ def run_dynesty(entry, seed: int) -> dict:
         import dynesty
     except ImportError:
         return {"status": "skipped: dynesty not installed (pip install dynesty)"}
-    from pm_evidence.zoo_multimodal import unit_cube
+    from pm_evidence.zoo.multimodal import unit_cube
 
     dim, transform, log_likelihood = _padded(unit_cube(entry))
     sampler = dynesty.NestedSampler(
@@ -297,7 +297,7 @@ def run_cell(entry, model, method: str, seed: int) -> dict:
 
 def worker(model_name: str, seed: int, methods: list[str]) -> None:
     """Build the model once and run the columns; ``START`` and ``RECORD`` lines on stdout."""
-    from pm_evidence.zoo_multimodal import multimodal_zoo
+    from pm_evidence.zoo.multimodal import multimodal_zoo
 
     (entry,) = multimodal_zoo([model_name])
     model, _ = entry.build()
@@ -463,7 +463,7 @@ def main(argv=None) -> int:
         worker(args.worker, args.seeds[0], args.methods)
         return 0
 
-    from pm_evidence.zoo_multimodal import MULTIMODAL_ZOO, multimodal_zoo
+    from pm_evidence.zoo.multimodal import MULTIMODAL_ZOO, multimodal_zoo
 
     names = args.models
     seeds = args.seeds

@@ -1,6 +1,6 @@
 """Sixteen models compared serially and on a two-worker process pool (``compare_models``).
 
-Models: logistic regressions of diabetes on the Pima data (``pm_evidence.testing.pima_logistic``),
+Models: logistic regressions of diabetes on the Pima data (``pm_evidence.zoo.testing.pima_logistic``),
 one per subset of the four covariates ``PIMA_COVARIATES`` (2^4 = 16, from the intercept alone
 to all four). Each model's ``log Z`` is computed with the same ``method`` and ``random_seed``,
 once in this process one model after another (``executor="serial"``) and once on a local
@@ -24,7 +24,7 @@ import warnings
 import numpy as np
 
 import pm_evidence as pme
-from pm_evidence.testing import PIMA_COVARIATES, pima_logistic
+from pm_evidence.zoo.testing import PIMA_COVARIATES, pima_logistic
 
 
 def build_models() -> tuple[dict, dict[str, float]]:

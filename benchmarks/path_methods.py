@@ -32,7 +32,7 @@ import numpy as np
 import pymc as pm
 
 import pm_evidence as pme
-from pm_evidence import testing
+from pm_evidence.zoo import testing
 
 logging.getLogger("pymc").setLevel(logging.ERROR)
 

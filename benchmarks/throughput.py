@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from pm_evidence import LogDensity
-from pm_evidence.testing import linear_regression
+from pm_evidence.zoo.testing import linear_regression
 
 
 def best_of(fn, repeats=15):

@@ -1,6 +1,6 @@
 """Every method of ``pm_evidence.METHODS`` at its defaults on every model of the zoo.
 
-For each zoo model (:data:`pm_evidence.testing.ZOO`, gold ``log Z`` computed without PyMC) and
+For each zoo model (:data:`pm_evidence.zoo.testing.ZOO`, gold ``log Z`` computed without PyMC) and
 each method, calls ``pm_evidence.marginal_likelihood(model, method=name, random_seed=seed,
 progressbar=False)`` with no other option, and prints a Markdown table: model, method, estimate,
 SE, error in SEs against the gold, wall time, peak resident memory (RSS) during the call, and a
@@ -163,7 +163,7 @@ def run_cell(entry, method: str, seed: int) -> dict:
 
 def worker(model_name: str, methods: list[str], seed: int) -> None:
     """Run the methods on one model; one JSON record per line on stdout."""
-    from pm_evidence.testing import zoo
+    from pm_evidence.zoo.testing import zoo
 
     (entry,) = zoo([model_name])
     for method in methods:
@@ -262,7 +262,7 @@ def main(argv=None) -> None:
         return
 
     from pm_evidence.marginal import METHODS
-    from pm_evidence.testing import zoo
+    from pm_evidence.zoo.testing import zoo
 
     if args.list:
         print("| model | gold log Z | gold error | gold method | tags |\n|---|---|---|---|---|")

@@ -43,7 +43,7 @@ napoleon_type_aliases.update(
         "Pilot": "~pm_evidence.tempering.pilot.Pilot",
         "AnnealRecord": "~pm_evidence.tempering.samplers.AnnealRecord",
         "TemperedRecord": "~pm_evidence.tempering.samplers.TemperedRecord",
-        "Ladder": "~pm_evidence.plan.Ladder",
+        "Ladder": "~pm_evidence.path.plan.Ladder",
         "MixtureReference": "~pm_evidence.references.MixtureReference",
     }
 )

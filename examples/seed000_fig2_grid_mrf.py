@@ -2,11 +2,11 @@
 
 ``E(x) = sum_(ij) theta_ij(x_i, x_j) + sum_i theta_i(x_i)`` with ``theta_i(k) ~ N(0, 0.1^2)``
 and ``theta_ij(k, l) ~ N(0, sigma_p^2)``, a new random MRF per trial; exact log Z by the
-transfer matrix (:meth:`pm_evidence.energy.GridMRF.exact_log_z`). References: uniform (Fig. 2a)
+transfer matrix (:meth:`pm_evidence.zoo.energy.GridMRF.exact_log_z`). References: uniform (Fig. 2a)
 and mean-field (Fig. 2b). ``n = 1000`` exact reference draws and 1000 target draws by
 checkerboard Gibbs with 500 burn-in sweeps (one chain per draw). IS, reverse IS, their naive
 average and weighted selection use all draws; DS uses the first half of each. Where the two
-samples do not overlap at all, DS raises :class:`pm_evidence.exceptions.OverlapError` instead of
+samples do not overlap at all, DS raises :class:`pm_evidence.core.exceptions.OverlapError` instead of
 returning a number; those trials are counted ("DS refused") and left out of its averages.
 
 The paper claims: DS is best under both references, "the proposal produced by MF is only as
@@ -29,14 +29,14 @@ from pathlib import Path
 
 import numpy as np
 
-from pm_evidence import energy
+from pm_evidence.core.exceptions import OverlapError
 from pm_evidence.estimators import (
     combine_is_ris_core,
     discriminance_core,
     importance_core,
     reverse_importance_core,
 )
-from pm_evidence.exceptions import OverlapError
+from pm_evidence.zoo import energy
 
 METHODS = ("IS", "reverse IS", "average", "weighted selection", "DS (half the draws)")
 REFERENCES = ("uniform", "mean field")

@@ -1,7 +1,7 @@
 """Seed 003: ELBO, IWAE and SUMO estimates of log Z for the 2-D mixture energy.
 
 ``U(x) = -log(N([-2,0], I)/2 + N([2,0], 4I)/2) - log(2 pi)`` is written as a ``pm.Potential``
-(:func:`pm_evidence.testing.mixture_energy_2d`), so ``log Z = log 2 pi = 1.8379``; its batched
+(:func:`pm_evidence.zoo.testing.mixture_energy_2d`), so ``log Z = log 2 pi = 1.8379``; its batched
 log-density comes from the PyMC model. The proposal is the note's ``q = N(0, 5 I)``, and the
 draw counts are the note's: 50,000 for the ELBO, 10,000 IWAE estimates of ``k = 5`` draws, and
 SUMO batches until about a million draws are used. Plain importance sampling on the ELBO's
@@ -23,7 +23,6 @@ from pathlib import Path
 
 import numpy as np
 
-from pm_evidence import testing
 from pm_evidence.estimators import (
     draw_sumo_lengths,
     elbo_core,
@@ -32,8 +31,9 @@ from pm_evidence.estimators import (
     sumo_core,
     sumo_values,
 )
+from pm_evidence.model.target import LogDensity
 from pm_evidence.references import MultivariateNormalReference
-from pm_evidence.target import LogDensity
+from pm_evidence.zoo import testing
 
 NOTE = {"ELBO": (1.4595, 0.9921), "IWAE (k=5)": (1.7616, 0.1544), "SUMO": (1.8359, 4.1794)}
 

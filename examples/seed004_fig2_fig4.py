@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 import pm_evidence as pme
-from pm_evidence import energy, testing
+from pm_evidence.zoo import energy, testing
 
 ESTIMATORS = ("RTS", "TS (counts)", "TI Riemann", "TI trapezoid", "TI-RB", "MBAR")
 TRAINING = {"epochs": 200, "learning_rate": 0.1, "cd_steps": 5, "seed": 0}  # seed004_fig3_rbm

@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 import pm_evidence as pme
-from pm_evidence import energy
+from pm_evidence.zoo import energy
 
 METHODS = ("AIS", "ADS", "RAISE", "RTS")
 N_CHAINS = 100

@@ -2,7 +2,7 @@
 
 The RBM is a PyMC model whose parameters are ``pm.Data`` (``RBM.to_pymc(mutable=True)``);
 after every gradient update (CD-1 on scikit-learn's 8x8 digits, thresholded) the parameters are
-written into the model and :class:`pm_evidence.tracking.LogZTracker` runs a few sweeps of
+written into the model and :class:`pm_evidence.path.tracking.LogZTracker` runs a few sweeps of
 simulated tempering from where its chains were, then moves ``log Zhat`` a fraction ``alpha``
 towards the RTS estimate (seed 004 eq. (24)). With few hidden units log Z is also exact (the
 hidden layer enumerated), and a long AIS run is made every few epochs, as in the paper.
@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 import pm_evidence as pme
-from pm_evidence import energy
-from pm_evidence.tracking import LogZTracker
+from pm_evidence.path.tracking import LogZTracker
+from pm_evidence.zoo import energy
 
 
 def paper_claim() -> str:

@@ -25,7 +25,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import pm_evidence as pme
-from pm_evidence import testing
+from pm_evidence.zoo import testing
 
 
 def main(out: Path) -> None:

@@ -1,7 +1,49 @@
 """pm_evidence: marginal likelihoods (log evidence) and Bayes factors for PyMC models."""
 
-from pm_evidence import path_estimators
-from pm_evidence.api import (
+import importlib.abc
+import importlib.util
+import sys
+
+from pm_evidence.api_tempering import (
+    annealed_discriminance_sampling,
+    annealed_importance_sampling,
+    mbar,
+    rao_blackwellized_tempered_sampling,
+    reverse_annealed_importance_sampling,
+    thermodynamic_integration,
+)
+from pm_evidence.compare import bayes_factor, compare, post_prob
+from pm_evidence.core.evidence import Evidence, EvidenceSet, from_datatree
+from pm_evidence.core.exceptions import (
+    ConvergenceError,
+    EstimationFailedError,
+    EvidenceInputError,
+    NonFiniteLogDensityError,
+    OverlapError,
+)
+from pm_evidence.core.version import __version__ as __version__
+from pm_evidence.marginal import marginal_likelihood
+from pm_evidence.model.target import LogDensity
+from pm_evidence.parallel import ModelComparison, ModelFailure, compare_models
+from pm_evidence.path import path_estimators
+from pm_evidence.path.plan import PathOptions, PathPlan, make_plan
+from pm_evidence.path.runs import (
+    AnnealingOptions,
+    AnnealingRun,
+    TemperingOptions,
+    TemperingRun,
+    run_annealing,
+    run_reverse_annealing,
+    run_tempering,
+)
+from pm_evidence.path.tracking import LogZTracker
+from pm_evidence.plots import (
+    plot_bayes_factor,
+    plot_evidence,
+    plot_occupancy,
+    plot_transition_matrix,
+)
+from pm_evidence.posterior.api import (
     BridgeOptions,
     PosteriorOptions,
     PosteriorPlan,
@@ -13,32 +55,6 @@ from pm_evidence.api import (
     make_posterior_plan,
     reverse_importance_sampling,
 )
-from pm_evidence.api_tempering import (
-    annealed_discriminance_sampling,
-    annealed_importance_sampling,
-    mbar,
-    rao_blackwellized_tempered_sampling,
-    reverse_annealed_importance_sampling,
-    thermodynamic_integration,
-)
-from pm_evidence.compare import bayes_factor, compare, post_prob
-from pm_evidence.evidence import Evidence, EvidenceSet, from_datatree
-from pm_evidence.exceptions import (
-    ConvergenceError,
-    EstimationFailedError,
-    EvidenceInputError,
-    NonFiniteLogDensityError,
-    OverlapError,
-)
-from pm_evidence.marginal import marginal_likelihood
-from pm_evidence.parallel import ModelComparison, ModelFailure, compare_models
-from pm_evidence.plan import PathOptions, PathPlan, make_plan
-from pm_evidence.plots import (
-    plot_bayes_factor,
-    plot_evidence,
-    plot_occupancy,
-    plot_transition_matrix,
-)
 from pm_evidence.references import (
     BernoulliProductReference,
     CategoricalProductReference,
@@ -49,19 +65,7 @@ from pm_evidence.references import (
     Warp3Reference,
 )
 from pm_evidence.registry import METHODS, PATH_METHODS
-from pm_evidence.runs import (
-    AnnealingOptions,
-    AnnealingRun,
-    TemperingOptions,
-    TemperingRun,
-    run_annealing,
-    run_reverse_annealing,
-    run_tempering,
-)
 from pm_evidence.smc import from_smc
-from pm_evidence.target import LogDensity
-from pm_evidence.tracking import LogZTracker
-from pm_evidence.version import __version__ as __version__
 
 __all__ = [
     "METHODS",
@@ -123,3 +127,60 @@ __all__ = [
     "run_tempering",
     "thermodynamic_integration",
 ]
+
+
+# old module path -> its place in the layer folders (issue 34)
+_OLD_PATHS = {
+    "exceptions": "core.exceptions",
+    "utils": "core.utils",
+    "progress": "core.progress",
+    "version": "core.version",
+    "method_bias": "core.method_bias",
+    "evidence": "core.evidence",
+    "messages": "estimators.messages",
+    "target": "model.target",
+    "modes": "model.modes",
+    "draws": "model.draws",
+    "api": "posterior.api",
+    "bridge_reference": "posterior.bridge_reference",
+    "reverse_reference": "posterior.reverse_reference",
+    "plan": "path.plan",
+    "runs": "path.runs",
+    "path_estimators": "path.path_estimators",
+    "tracking": "path.tracking",
+    "exploration": "search.exploration",
+    "term_check": "search.term_check",
+    "testing": "zoo.testing",
+    "zoo_highdim": "zoo.highdim",
+    "zoo_multimodal": "zoo.multimodal",
+    "energy": "zoo.energy",
+}
+
+
+class _OldPath(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Modules that moved into the layer folders stay importable by their old paths, as
+    aliases of the same module objects, made when first imported (``import
+    pm_evidence.draws`` gives :mod:`pm_evidence.model.draws`; old pickles load)."""
+
+    def find_spec(self, fullname, path, target=None):
+        old = fullname.removeprefix("pm_evidence.")
+        if fullname.startswith("pm_evidence.") and old in _OLD_PATHS:
+            return importlib.util.spec_from_loader(fullname, self)
+        return None
+
+    def create_module(self, spec):
+        return importlib.import_module(f"pm_evidence.{_OLD_PATHS[spec.name.split('.')[-1]]}")
+
+    def exec_module(self, module):
+        """The module was executed under its new path."""
+
+
+sys.meta_path.append(_OldPath())
+
+
+def __getattr__(name: str):
+    """``pm_evidence.draws`` and the other old module paths as attributes of the package too
+    (imported on first use), as they were before they moved."""
+    if name in _OLD_PATHS:
+        return importlib.import_module(f"pm_evidence.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

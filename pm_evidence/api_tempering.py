@@ -2,21 +2,21 @@
 
 Each public function is three explicit steps, which a user can also take one by one:
 
-1. :func:`~pm_evidence.plan.make_plan`: the reference ``p0`` (for continuous models the better
-   of the prior and a Student-t fitted to NUTS draws, :func:`~pm_evidence.plan.auto_reference`),
+1. :func:`~pm_evidence.path.plan.make_plan`: the reference ``p0`` (for continuous models the better
+   of the prior and a Student-t fitted to NUTS draws, :func:`~pm_evidence.path.plan.auto_reference`),
    the kernel, and a pilot run that measures the path and tunes the kernel along it;
-2. a run on the plan (:func:`~pm_evidence.runs.run_annealing`,
-   :func:`~pm_evidence.runs.run_reverse_annealing`, :func:`~pm_evidence.runs.run_tempering`)
+2. a run on the plan (:func:`~pm_evidence.path.runs.run_annealing`,
+   :func:`~pm_evidence.path.runs.run_reverse_annealing`, :func:`~pm_evidence.path.runs.run_tempering`)
    on a ladder placed from the pilot, as long as ``target_se`` asks;
-3. an estimator that reads the run (:mod:`pm_evidence.path_estimators`).
+3. an estimator that reads the run (:mod:`pm_evidence.path.path_estimators`).
 
 Every function has the signature of :func:`~pm_evidence.marginal_likelihood` without
 ``method`` (:mod:`pm_evidence.options`). Options are small frozen dataclasses, given by name
-(``path=`` :class:`~pm_evidence.plan.PathOptions`, ``annealing=``
-:class:`~pm_evidence.runs.AnnealingOptions`, ``tempering=``
-:class:`~pm_evidence.runs.TemperingOptions`); their fields may also be given as keywords
+(``path=`` :class:`~pm_evidence.path.plan.PathOptions`, ``annealing=``
+:class:`~pm_evidence.path.runs.AnnealingOptions`, ``tempering=``
+:class:`~pm_evidence.path.runs.TemperingOptions`); their fields may also be given as keywords
 (``n_chains=200``), and NUTS options (``draws``, ``tune``, ``chains``, ``sample_kwargs``)
-likewise. Every stage draws from its own random stream (:func:`~pm_evidence.utils.stage_rngs`),
+likewise. Every stage draws from its own random stream (:func:`~pm_evidence.core.utils.stage_rngs`),
 so a method gives the same result alone and in a list.
 """
 
@@ -24,12 +24,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pm_evidence import path_estimators, registry
-from pm_evidence.evidence import Evidence
-from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence import registry
+from pm_evidence.core.evidence import Evidence
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.utils import stage_rngs
 from pm_evidence.options import ModelLike, split_options
-from pm_evidence.plan import auto_reference, make_plan
-from pm_evidence.utils import stage_rngs
+from pm_evidence.path import path_estimators
+from pm_evidence.path.plan import auto_reference, make_plan
 
 __all__ = [
     "annealed_discriminance_sampling",
@@ -120,7 +121,7 @@ def annealed_importance_sampling(
     Returns
     -------
     Evidence
-        See :func:`pm_evidence.path_estimators.ais`. Its ``warnings`` name what failed: weight
+        See :func:`pm_evidence.path.path_estimators.ais`. Its ``warnings`` name what failed: weight
         ESS below 30, Pareto k-hat of the weights above ``min(1 - 1/log10(n), 0.7)``, R-hat of
         the NUTS draws above 1.01, an improper prior.
     """
@@ -145,7 +146,7 @@ def reverse_annealed_importance_sampling(
     Returns
     -------
     Evidence
-        See :func:`pm_evidence.path_estimators.reverse_ais`.
+        See :func:`pm_evidence.path.path_estimators.reverse_ais`.
 
     Raises
     ------
@@ -170,7 +171,7 @@ def annealed_discriminance_sampling(
     Returns
     -------
     Evidence
-        See :func:`pm_evidence.path_estimators.ads`: diagnostics ``version`` and ``min_gamma``
+        See :func:`pm_evidence.path.path_estimators.ads`: diagnostics ``version`` and ``min_gamma``
         (binary) or ``n_iter`` (multinomial).
     """
     return _path_method("ads", model, idata, random_seed, progressbar, options)
@@ -199,7 +200,7 @@ def rao_blackwellized_tempered_sampling(
     Returns
     -------
     Evidence
-        See :func:`pm_evidence.path_estimators.rts`: the count estimator too
+        See :func:`pm_evidence.path.path_estimators.rts`: the count estimator too
         (``log_z_count``), and per-rung occupancy, ``prior_r`` and the transition matrix in
         ``sample_stats``.
     """
@@ -212,7 +213,7 @@ def thermodynamic_integration(
     r"""Thermodynamic integration on simulated-tempering draws (seed 004 §3.4, eqs. (20)-(21)).
 
     The same tempered run as :func:`rao_blackwellized_tempered_sampling` (so not an independent
-    check of it), read by :func:`pm_evidence.path_estimators.ti`.
+    check of it), read by :func:`pm_evidence.path.path_estimators.ti`.
 
     Parameters
     ----------
@@ -225,7 +226,7 @@ def thermodynamic_integration(
     Returns
     -------
     Evidence
-        See :func:`pm_evidence.path_estimators.ti`: every variant's value in the diagnostics
+        See :func:`pm_evidence.path.path_estimators.ti`: every variant's value in the diagnostics
         (``log_z_rb``, ``log_z_trapezoid_corrected``, ...).
     """
     return _path_method("ti", model, idata, random_seed, progressbar, options)
@@ -237,7 +238,7 @@ def mbar(
     r"""MBAR on simulated-tempering draws (seed 004 eq. (18); Shirts & Chodera 2008).
 
     The same tempered run as :func:`rao_blackwellized_tempered_sampling`, keeping ``Delta`` and
-    the rung of every draw, read by :func:`pm_evidence.path_estimators.mbar`.
+    the rung of every draw, read by :func:`pm_evidence.path.path_estimators.mbar`.
 
     Parameters
     ----------{common}
@@ -247,7 +248,7 @@ def mbar(
     Returns
     -------
     Evidence
-        See :func:`pm_evidence.path_estimators.mbar`; rungs without draws are dropped and counted
+        See :func:`pm_evidence.path.path_estimators.mbar`; rungs without draws are dropped and counted
         in ``n_dropped_rungs``.
     """
     return _path_method("mbar", model, idata, random_seed, progressbar, options)

@@ -2,18 +2,18 @@
 
 For a continuous model (:func:`auto_evidence`):
 
-1. **exploration** from the prior (:func:`~pm_evidence.exploration.explore`; skipped where
+1. **exploration** from the prior (:func:`~pm_evidence.search.exploration.explore`; skipped where
    :func:`exploration_skipped` says why);
 2. **posterior draws**: NUTS, or ``idata`` checked against the model (the ``"posterior"``
    stream);
 3. **estimate**: bridge sampling on those draws;
 4. **cross-check**: AIS from the exploration's mixture (or from the reference
-   :func:`~pm_evidence.plan.auto_reference` fits to the draws where it did not explore);
+   :func:`~pm_evidence.path.plan.auto_reference` fits to the draws where it did not explore);
 5. **coverage**: where each side's draws found mass that the other's missed
-   (:func:`~pm_evidence.exploration.compare_coverage`);
+   (:func:`~pm_evidence.search.exploration.compare_coverage`);
 6. **choice**: the better supported of the two (:func:`cross_checked`), a disagreement over
    4 combined SEs a warning on it; where no exploration ran, the **term check**
-   (:mod:`pm_evidence.term_check`).
+   (:mod:`pm_evidence.search.term_check`).
 
 Models with discrete variables run RTS and AIS on one plan. Each stage draws from its own
 stream, so a stage's outcome does not depend on the others having run. A stage that fails
@@ -30,11 +30,12 @@ import dataclasses
 import numpy as np
 
 from pm_evidence import registry
-from pm_evidence.draws import posterior_plan
-from pm_evidence.evidence import DISAGREEMENT_Z, Evidence, format_estimate
-from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.exploration import MISSED_SHARE, ExplorationOptions, compare_coverage, explore
-from pm_evidence.plan import SAMPLE_KEYS
+from pm_evidence.core.evidence import DISAGREEMENT_Z, Evidence, format_estimate
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.utils import root_sequence, stage_rngs, warn_user
+from pm_evidence.model.draws import posterior_plan
+from pm_evidence.path.plan import SAMPLE_KEYS
+from pm_evidence.path.runs import AnnealingOptions
 from pm_evidence.references import PriorReference
 from pm_evidence.run_methods import (
     EXPLORATION_MAX_DIM,
@@ -46,8 +47,12 @@ from pm_evidence.run_methods import (
     nothing_left,
     term_checked,
 )
-from pm_evidence.runs import AnnealingOptions
-from pm_evidence.utils import root_sequence, stage_rngs, warn_user
+from pm_evidence.search.exploration import (
+    MISSED_SHARE,
+    ExplorationOptions,
+    compare_coverage,
+    explore,
+)
 
 __all__ = [
     "auto_evidence",
@@ -64,9 +69,9 @@ def auto_pair(target) -> tuple[str, str]:
     Continuous models: bridge sampling (the most efficient at defaults in
     ``benchmarks/defaults.py``; NUTS draws and a normal fitted to their first halves) checked
     by AIS (its own annealed chains, a stochastic lower bound) from the mixture that
-    exploration from the prior found (:func:`~pm_evidence.exploration.explore`; see
+    exploration from the prior found (:func:`~pm_evidence.search.exploration.explore`; see
     :func:`exploration_skipped` for when it is not run and AIS starts from
-    :func:`~pm_evidence.plan.auto_reference`'s choice).
+    :func:`~pm_evidence.path.plan.auto_reference`'s choice).
     Models with discrete variables (no NUTS draws, no bridge): RTS checked by AIS, two samplers
     on one plan (the prior as ``p0``): they share the reference, not the draws.
     """
@@ -107,7 +112,7 @@ def check_precision(check: str, kwargs: dict, estimate: Evidence) -> dict:
     ``hypot(se_1, se_2)``; an SE far below the estimate's adds nothing to that. So an AIS
     check stops at ``target_se = max(AnnealingOptions().target_se, estimate.se)`` rather than
     the default 0.005: on the 1,002-parameter hierarchical model of
-    ``pm_evidence.zoo_highdim`` bridge's SE is 0.02-0.03, and AIS to 0.005 took 130 s to over
+    ``pm_evidence.zoo.highdim`` bridge's SE is 0.02-0.03, and AIS to 0.005 took 130 s to over
     600 s. Where the estimate's SE is below the default (most models) nothing changes; options
     the user gave (``annealing=`` or ``target_se=``) are kept as given. Where ``auto`` explored
     from the prior (at most ``EXPLORATION_MAX_DIM`` parameters) AIS starts from the
@@ -313,7 +318,7 @@ def _with_failures(ev: Evidence, failures: dict[str, str]) -> Evidence:
 
 def _coverage_checked(estimate: Evidence, check: Evidence, exploration, plan):
     """Both results with a warning where the other's draws found mass that theirs missed
-    (:func:`~pm_evidence.exploration.compare_coverage`), and the facts for the diagnostics."""
+    (:func:`~pm_evidence.search.exploration.compare_coverage`), and the facts for the diagnostics."""
     group = plan.search.group
     unenumerated = plan.search.found and group is None
     coverage = compare_coverage(exploration, plan.draws, None if group is None else group.orbit)
@@ -328,14 +333,14 @@ def _coverage_checked(estimate: Evidence, check: Evidence, exploration, plan):
     if not unenumerated and coverage.missed_by_draws >= MISSED_SHARE:
         estimate = _with_warning(estimate, (
             f"The NUTS draws missed part of the posterior: tempering from the prior "
-            f"(pm_evidence.exploration) found {exploration.n_modes} components, and "
+            f"(pm_evidence.search.exploration) found {exploration.n_modes} components, and "
             f"{coverage.missed_by_draws:.0%} of the posterior's mass (its mixture's weights) "
             f"lies in components that no NUTS draw visited, so {estimate.method}, which reads "
             f"the NUTS draws, misses that mass."
         ))  # fmt: skip
     if coverage.missed_by_exploration >= MISSED_SHARE:
         check = _with_warning(check, (
-            f"Tempering from the prior (pm_evidence.exploration) missed part of the "
+            f"Tempering from the prior (pm_evidence.search.exploration) missed part of the "
             f"posterior: {coverage.missed_by_exploration:.0%} of the NUTS draws lie outside "
             f"every component of the mixture it found, which is {check.method}'s reference."
         ))  # fmt: skip
@@ -357,7 +362,7 @@ def cross_checked(estimate: Evidence, check: Evidence, prefer_first: bool = Fals
     (``prefer_first``: the estimate, whatever its warnings; for the one of the two that can be
     right, as when the other read draws that missed a mode). The
     returned result's diagnostics hold the other's ``log Z`` and SE and ``auto_z``, the
-    difference in combined SEs; above :data:`~pm_evidence.evidence.DISAGREEMENT_Z` a warning
+    difference in combined SEs; above :data:`~pm_evidence.core.evidence.DISAGREEMENT_Z` a warning
     says so, on the result (``reliable`` is then False) and as a :class:`UserWarning`.
 
     Parameters

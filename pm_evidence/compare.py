@@ -15,8 +15,8 @@ import pandas as pd
 import xarray as xr
 from scipy.special import softmax
 
-from pm_evidence.evidence import IDATA_GROUP, Evidence, EvidenceSet, from_datatree
-from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.core.evidence import IDATA_GROUP, Evidence, EvidenceSet, from_datatree
+from pm_evidence.core.exceptions import EvidenceInputError
 
 __all__ = ["bayes_factor", "compare", "post_prob"]
 

@@ -15,9 +15,11 @@ from pm_evidence.auto import (
     cross_checked,
     exploration_skipped,
 )
-from pm_evidence.evidence import DISAGREEMENT_Z, Evidence, EvidenceSet, format_estimate
-from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.progress import interruptible, only_the_results_warnings, quiet, status
+from pm_evidence.core.evidence import DISAGREEMENT_Z, Evidence, EvidenceSet, format_estimate
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.progress import interruptible, only_the_results_warnings, quiet, status
+from pm_evidence.core.utils import one_blas_thread, root_sequence, warn_user
+from pm_evidence.model.target import as_target
 from pm_evidence.registry import METHODS, PATH_METHODS
 from pm_evidence.run_methods import (
     EXPLORATION_MAX_DIM,
@@ -27,8 +29,6 @@ from pm_evidence.run_methods import (
     estimate_methods,
     validate_options,
 )
-from pm_evidence.target import as_target
-from pm_evidence.utils import one_blas_thread, root_sequence, warn_user
 
 __all__ = [
     "EXPLORATION_MAX_DIM",
@@ -64,7 +64,7 @@ def marginal_likelihood(
         by one of another family that shares neither its draws nor its reference (see
         ``pm_evidence.marginal.auto_pair``): on continuous models bridge sampling on NUTS draws,
         checked by AIS from the mixture found by tempering from the prior
-        (``pm_evidence.exploration``), and a warning on either result where the other found
+        (``pm_evidence.search.exploration``), and a warning on either result where the other found
         posterior mass it missed; the better-supported of the two is returned, and a
         disagreement by more than 4 combined SEs is a warning on the result. Or one of
         :data:`~pm_evidence.METHODS`: ``"is"``, ``"ris"``, ``"ds"``, ``"bridge"``, the IS/RIS
@@ -130,7 +130,7 @@ def marginal_likelihood(
     those the result carries (and deprecations): a warning of an internal stage whose result
     is not returned, NumPy's notes on overflows the code handles and PyMC's notes on the NUTS
     run it started go to the debug log
-    (:func:`~pm_evidence.progress.only_the_results_warnings`). With ``progressbar=True`` a status line (on a
+    (:func:`~pm_evidence.core.progress.only_the_results_warnings`). With ``progressbar=True`` a status line (on a
     terminal) shows what runs while no progress bar does, e.g. compilation.
 
     Examples
@@ -146,7 +146,7 @@ def marginal_likelihood(
     # model's own pair once the model is read
     validate_options(["bridge", "ais", "rts"] if methods == ["auto"] else methods, kwargs)
     label = ", ".join(methods)
-    # one BLAS thread (pm_evidence.utils.one_blas_thread): the many small solves run faster
+    # one BLAS thread (pm_evidence.core.utils.one_blas_thread): the many small solves run faster
     # with it on an idle machine up to 500 parameters, and far faster on a busy one
     with (
         quiet(not progressbar), interruptible(label), one_blas_thread(),

@@ -18,7 +18,7 @@ are, by name:
 :func:`split_options` sorts them and refuses any other name, listing those accepted;
 :func:`renamed_keywords` maps a deprecated name to its new one with a ``FutureWarning``, and
 :func:`renamed_parameters` does the same for a function's renamed parameter (``fit_reference``'s
-``kind`` is now ``reference``); both live in :mod:`pm_evidence.utils`, a leaf, so that the
+``kind`` is now ``reference``); both live in :mod:`pm_evidence.core.utils`, a leaf, so that the
 references can use them without importing this module, which reads the model adapter.
 """
 
@@ -28,9 +28,9 @@ from dataclasses import fields, replace
 
 import pymc as pm
 
-from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.target import LogDensity
-from pm_evidence.utils import renamed_keywords, renamed_parameters
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.utils import renamed_keywords, renamed_parameters
+from pm_evidence.model.target import LogDensity
 
 __all__ = [
     "SAMPLE_KEYS",

@@ -43,11 +43,11 @@ import pymc as pm
 
 from pm_evidence import registry
 from pm_evidence.compare import compare
-from pm_evidence.evidence import Evidence, FrozenDict, format_estimate
-from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.core.evidence import Evidence, FrozenDict, format_estimate
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.progress import interruptible
+from pm_evidence.core.utils import root_sequence, warn_user
 from pm_evidence.marginal import auto_pair, check_options, marginal_likelihood
-from pm_evidence.progress import interruptible
-from pm_evidence.utils import root_sequence, warn_user
 
 __all__ = ["ModelComparison", "ModelFailure", "compare_models"]
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pm_evidence.compare import bayes_factor, evidence_mapping
-from pm_evidence.evidence import Evidence, format_estimate
-from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.core.evidence import Evidence, format_estimate
+from pm_evidence.core.exceptions import EvidenceInputError
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -205,7 +205,7 @@ def plot_bayes_factor(
     combined standard error ``sqrt(se1^2 + se0^2)`` (Monte Carlo error only). Shaded bands mark
     the evidence categories for H1 (right of 0) and for H0 (left). The value and half-width
     are printed to two significant digits of the half-width
-    (``pm_evidence.evidence.format_estimate``), so a small error is not shown as ``0.00``.
+    (``pm_evidence.core.evidence.format_estimate``), so a small error is not shown as ``0.00``.
 
     Parameters
     ----------

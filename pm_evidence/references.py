@@ -21,8 +21,8 @@ import numpy as np
 from scipy import linalg, special
 from scipy.special import logsumexp
 
-from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.utils import renamed_parameters
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.utils import renamed_parameters
 
 __all__ = [
     "BernoulliProductReference",
@@ -193,7 +193,7 @@ def shrunk_covariance(draws: np.ndarray) -> ShrunkCovariance:
     covariance (``k = 0, lambda = 0``) wins; with few, its noise costs ``dim^2 / (4 n)`` nats of
     Kullback-Leibler divergence and shrinkage pays, and where a few directions carry strong
     correlations (a GLMM's intercept against every group effect) keeping them pays too.
-    Measured with 2,000 NUTS draws: on ``pm_evidence.zoo_highdim.hierarchical_normal`` with
+    Measured with 2,000 NUTS draws: on ``pm_evidence.zoo.highdim.hierarchical_normal`` with
     202 parameters bridge sampling failed (no overlap) with the sample covariance and had SE
     0.024 with its diagonal (``k = 0, lambda = 1``, chosen); on ``poisson_glmm`` (102
     parameters) ``k = 1, lambda = 1`` was chosen and bridge's SE fell from 0.026-0.030 (the
@@ -578,7 +578,7 @@ class MixtureReference(Reference):
     ``q(x) = sum_k w_k q_k(x; mu_k, L_k L_k^T)``.
 
     The reference that covers every mode an exploration found
-    (:func:`~pm_evidence.exploration.explore`): one component per mode (or several along a
+    (:func:`~pm_evidence.search.exploration.explore`): one component per mode (or several along a
     curved mode), weighted by the share of the particles it holds. Normalized because each
     component is and the weights sum to one. With ``df`` the components are multivariate
     Student-t's with ``df`` degrees of freedom and scale matrices ``L_k L_k^T``: polynomial
@@ -748,7 +748,7 @@ class SymmetrizedReference(Reference):
     ``f / q_G`` are invariant too, so bridge sampling, DS, IS and reverse IS with ``q_G`` are
     valid whether the posterior draws visit one mirror mode or all of them, where ``q`` fitted
     to one mode would count one mode's mass, ``Z / |G|`` (label switching: see
-    :mod:`pm_evidence.modes`; Frühwirth-Schnatter 2004, eq. (11)).
+    :mod:`pm_evidence.model.modes`; Frühwirth-Schnatter 2004, eq. (11)).
 
     Parameters
     ----------
@@ -756,7 +756,7 @@ class SymmetrizedReference(Reference):
         The reference ``q`` (e.g. fitted to posterior draws relabelled into one mirror image).
     actions : tuple of callable
         The group's elements as maps of points ``(..., dim)`` (the identity among them), e.g.
-        :attr:`pm_evidence.modes.SymmetryGroup.actions`; each needs a ``transpose`` method
+        :attr:`pm_evidence.model.modes.SymmetryGroup.actions`; each needs a ``transpose`` method
         (``A_g^T v``) for :meth:`grad_logpdf`.
     name : str, optional
         Default ``"symmetrized_" + base.name``.
@@ -909,7 +909,7 @@ class BernoulliProductReference(Reference):
 
     The uniform distribution (``l = 0``), a mean-field approximation (seed 000 Fig. 2b) and the
     data base rate distribution of RBMs (seed 004 §4.2) are of this form; see
-    :mod:`pm_evidence.energy` for their constructors. ``logpdf`` is ``-inf`` off the binary
+    :mod:`pm_evidence.zoo.energy` for their constructors. ``logpdf`` is ``-inf`` off the binary
     points. ``grad_logpdf`` is that of the relaxed ``sum_j x_j log sigma(l_j) + (1 - x_j)
     log sigma(-l_j)``, i.e. ``l``, for gradient-informed flips.
 

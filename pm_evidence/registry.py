@@ -3,14 +3,14 @@
 A row (:class:`Method`) says what a method needs and where its parts are:
 
 - its **family**: ``"posterior"`` (an estimator on posterior draws and a reference fitted to
-  them: :mod:`pm_evidence.api`) or ``"path"`` (a follow-up on an annealed or tempered run made on
-  a :class:`~pm_evidence.plan.PathPlan`: :mod:`pm_evidence.path_estimators`);
+  them: :mod:`pm_evidence.posterior.api`) or ``"path"`` (a follow-up on an annealed or tempered run made on
+  a :class:`~pm_evidence.path.plan.PathPlan`: :mod:`pm_evidence.path.path_estimators`);
 - the **run** a path method reads (``RUN_KINDS``: its options class and the function that
   makes it), and whether that run must keep every draw (MBAR) or the plan needs posterior draws
   (RAISE starts from them);
 - its **options**: the option objects its model-level function takes (frozen dataclasses:
   :class:`~pm_evidence.PosteriorOptions`, :class:`~pm_evidence.PathOptions`, ...) and its own
-  keywords; its **random stream** (a stage of ``pm_evidence.utils.STAGES``, so a method gives
+  keywords; its **random stream** (a stage of ``pm_evidence.core.utils.STAGES``, so a method gives
   the same number alone and in a list),
   the **bias** of its ``log Z`` (Jensen's inequality on an unbiased estimate of ``Z`` or
   ``1/Z``), and the public model-level **function** a user calls for it alone.
@@ -27,8 +27,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 
-from pm_evidence import path_estimators
-from pm_evidence.api import (
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.method_bias import NO_DEFINITE_SIGN, bias_of
+from pm_evidence.options import field_names
+from pm_evidence.path import path_estimators
+from pm_evidence.path.plan import SAMPLE_KEYS, PathOptions
+from pm_evidence.path.runs import (
+    AnnealingOptions,
+    TemperingOptions,
+    run_annealing,
+    run_reverse_annealing,
+    run_tempering,
+)
+from pm_evidence.posterior.api import (
     BridgeOptions,
     PosteriorOptions,
     bridge_sampling,
@@ -36,17 +47,6 @@ from pm_evidence.api import (
     importance_sampling,
     is_ris_combination,
     reverse_importance_sampling,
-)
-from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.method_bias import NO_DEFINITE_SIGN, bias_of
-from pm_evidence.options import field_names
-from pm_evidence.plan import SAMPLE_KEYS, PathOptions
-from pm_evidence.runs import (
-    AnnealingOptions,
-    TemperingOptions,
-    run_annealing,
-    run_reverse_annealing,
-    run_tempering,
 )
 
 __all__ = [
@@ -115,7 +115,7 @@ class Method:
     run : str or None
         Path family: the key of ``RUN_KINDS`` it reads.
     stream : str
-        The stage of ``pm_evidence.utils.STAGES`` its own randomness draws from.
+        The stage of ``pm_evidence.core.utils.STAGES`` its own randomness draws from.
     needs_posterior : bool
         Path family: the plan must hold posterior draws (RAISE starts its chains at them).
     records_draws : bool
@@ -137,7 +137,7 @@ class Method:
     stream: str = ""
     needs_posterior: bool = False
     records_draws: bool = False
-    bias: str = NO_DEFINITE_SIGN  # from pm_evidence.method_bias (set by the row builders)
+    bias: str = NO_DEFINITE_SIGN  # from pm_evidence.core.method_bias (set by the row builders)
 
     @property
     def keywords(self) -> frozenset[str]:

@@ -16,20 +16,20 @@ from dataclasses import fields, replace
 import numpy as np
 
 from pm_evidence import registry
-from pm_evidence.draws import posterior_plan, reference_needs_draws
-from pm_evidence.evidence import Evidence, EvidenceSet
-from pm_evidence.exceptions import (
+from pm_evidence.core.evidence import Evidence, EvidenceSet
+from pm_evidence.core.exceptions import (
     EstimationFailedError,
     EvidenceInputError,
     NonFiniteLogDensityError,
     OverlapError,
 )
-from pm_evidence.modes import find_symmetry, spread_points
-from pm_evidence.plan import SAMPLE_KEYS, PathOptions, check_sampling_options, make_plan
-from pm_evidence.progress import status
-from pm_evidence.runs import AnnealingOptions, TemperingOptions
-from pm_evidence.term_check import unvisited_term_modes, with_unvisited_warning
-from pm_evidence.utils import stage_rngs, warn_user
+from pm_evidence.core.progress import status
+from pm_evidence.core.utils import stage_rngs, warn_user
+from pm_evidence.model.draws import posterior_plan, reference_needs_draws
+from pm_evidence.model.modes import find_symmetry, spread_points
+from pm_evidence.path.plan import SAMPLE_KEYS, PathOptions, check_sampling_options, make_plan
+from pm_evidence.path.runs import AnnealingOptions, TemperingOptions
+from pm_evidence.search.term_check import unvisited_term_modes, with_unvisited_warning
 
 __all__ = [
     "EXPLORATION_MAX_DIM",
@@ -203,7 +203,7 @@ def _plain_estimate(name: str, target, idata, seed, progressbar, kwargs) -> Evid
 
 def term_checked(target, results: list, draws_from, rngs) -> list:
     """``results`` checked against the modes of the terms of the model's log-sum-exps that
-    the posterior draws did not visit (:mod:`pm_evidence.term_check`), on continuous models of
+    the posterior draws did not visit (:mod:`pm_evidence.search.term_check`), on continuous models of
     at most ``EXPLORATION_MAX_DIM`` parameters with a log-sum-exp; ``draws_from``: a
     ``PosteriorPlan`` or a ``PathPlan`` (its NUTS draws), or ``None`` (nothing to check)."""
     draws = getattr(draws_from, "draws", getattr(draws_from, "posterior", None))

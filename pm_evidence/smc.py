@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from pm_evidence.evidence import Evidence
-from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.target import LogDensity
+from pm_evidence.core.evidence import Evidence
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.model.target import LogDensity
 
 __all__ = ["from_smc"]
 

@@ -8,7 +8,7 @@ import numpy as np
 import pymc as pm
 import pytest
 
-from pm_evidence import testing as exact_models
+from pm_evidence.zoo import testing as exact_models
 from tests.zoo_support import CompiledZooModel
 
 

@@ -10,7 +10,7 @@ from scipy import stats
 
 from pm_evidence import LogDensity
 from pm_evidence.adapter.batched import MAX_BLOCK_ELEMENTS, BlockedFunction, block_size_for
-from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.tempering.kernels import make_kernel
 
 

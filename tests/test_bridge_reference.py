@@ -1,5 +1,5 @@
 """Bridge sampling's default reference: the normal or warp-3, chosen by a pilot's predicted
-error at equal cost (``pm_evidence.bridge_reference``), and the prediction itself."""
+error at equal cost (``pm_evidence.posterior.bridge_reference``), and the prediction itself."""
 
 from __future__ import annotations
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import pm_evidence as pme
-from pm_evidence import path_estimators
-from pm_evidence.testing import normal_mean
+from pm_evidence.path import path_estimators
+from pm_evidence.zoo.testing import normal_mean
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import pytest
 import xarray as xr
 
 import pm_evidence as pme
-from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.core.exceptions import EvidenceInputError
 
 
 def make_evidence(log_z, se, name="m", fingerprint=(("y", (3,), "abc"),)):
@@ -104,7 +104,7 @@ def test_to_datatree(normal_mean_case):
 
 def test_bayes_factor_between_real_models(normal_mean_case):
     """Bayes factor of the same data under a wider prior: the exact BF is known."""
-    from pm_evidence import testing as exact_models
+    from pm_evidence.zoo import testing as exact_models
 
     model_wide, exact_wide = exact_models.normal_mean(tau=10.0)
     ev_a = pme.bridge_sampling(normal_mean_case.model, idata=normal_mean_case.idata, random_seed=1)

@@ -12,7 +12,6 @@ from pytensor.tensor.blockwise import Blockwise
 from scipy import stats
 
 from pm_evidence import LogDensity
-from pm_evidence import testing as exact_models
 from pm_evidence.references import (
     MixtureReference,
     MultivariateNormalReference,
@@ -23,6 +22,7 @@ from pm_evidence.tempering.compiled import hmc_transition_function
 from pm_evidence.tempering.kernels import hmc_step
 from pm_evidence.tempering.path import GeometricPath
 from pm_evidence.tempering.samplers import _draw_categorical, beta_conditional
+from pm_evidence.zoo import testing as exact_models
 
 
 @pytest.fixture(scope="module")

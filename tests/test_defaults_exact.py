@@ -15,7 +15,7 @@ import pytest
 from scipy.stats import norm
 
 import pm_evidence as pme
-from pm_evidence import testing
+from pm_evidence.zoo import testing
 
 ALL = [m for m in pme.METHODS if m != "auto"]
 SLACK = 0.02

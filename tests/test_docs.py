@@ -68,7 +68,8 @@ def _problems(obj) -> list[str]:
 
 def test_every_public_name_is_on_the_api_page():
     page = (DOCS / "api.rst").read_text()
-    documented = set(re.findall(r"^\.\. auto\w+:: (?:pm_evidence\.)?(\w+)$", page, re.MULTILINE))
+    paths = re.findall(r"^\.\. auto\w+:: (?:pm_evidence\.)?([\w.]+)$", page, re.MULTILINE)
+    documented = {path.rsplit(".", 1)[-1] for path in paths}
     assert set(pme.__all__) - documented == set()
 
 

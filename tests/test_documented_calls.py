@@ -34,7 +34,7 @@ import pytest
 
 import pm_evidence as pme
 from pm_evidence import marginal, registry
-from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.core.exceptions import EvidenceInputError
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.rst"))]

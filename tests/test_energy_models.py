@@ -10,12 +10,12 @@ import pytest
 from scipy import special, stats
 
 import pm_evidence as pme
-from pm_evidence import energy, testing
-from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.model.target import LogDensity
 from pm_evidence.references import BernoulliProductReference, CategoricalProductReference
-from pm_evidence.target import LogDensity
 from pm_evidence.tempering.kernels import make_kernel, transition
 from pm_evidence.tempering.path import GeometricPath
+from pm_evidence.zoo import energy, testing
 
 PATH_METHODS = ["ais", "raise", "ads", "rts", "ti", "mbar"]
 

@@ -8,7 +8,7 @@ import pytest
 import xarray as xr
 
 import pm_evidence as pme
-from pm_evidence.exceptions import EvidenceInputError, NonFiniteLogDensityError
+from pm_evidence.core.exceptions import EvidenceInputError, NonFiniteLogDensityError
 
 
 def test_model_without_free_variables():

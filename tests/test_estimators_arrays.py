@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
+from pm_evidence.core.exceptions import ConvergenceError, EvidenceInputError, OverlapError
 from pm_evidence.estimators import (
     Estimate,
     bridge_core,
@@ -15,7 +16,6 @@ from pm_evidence.estimators import (
     reverse_importance_core,
     solve_ratio_matching,
 )
-from pm_evidence.exceptions import ConvergenceError, EvidenceInputError, OverlapError
 
 LOG_Z_STD_NORMAL = 0.5 * np.log(2 * np.pi)  # f(x) = exp(-x^2/2)
 
@@ -209,7 +209,7 @@ def test_bridge_non_convergence_raises(rng):
 
 
 def test_nan_log_weights_raise():
-    from pm_evidence.exceptions import NonFiniteLogDensityError
+    from pm_evidence.core.exceptions import NonFiniteLogDensityError
 
     with pytest.raises(NonFiniteLogDensityError, match="not finite"):
         reverse_importance_core(np.array([0.0, np.nan, 1.0]))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import pm_evidence as pme
-from pm_evidence import testing
+from pm_evidence.zoo import testing
 
 # |estimate - exact| must be within this many of the estimator's own standard errors. The
 # 1e-3 floor covers the solver tolerance only; it is far below every reported SE here.
@@ -144,7 +144,7 @@ def _exact_posterior_draws(case, rng, chains=4, draws=500):
     sigma2 = b_n / rng.gamma(a_n, size=(chains, draws))
     z = rng.standard_normal((chains, draws, X.shape[1])) @ np.linalg.cholesky(cov).T
     beta = mean + np.sqrt(sigma2)[..., None] * z
-    target = pme.target.as_target(model)
+    target = pme.model.target.as_target(model)
     values = {"regression_inverse_gamma::sigma2": sigma2, "regression_inverse_gamma::beta": beta}
     return target.to_unconstrained(values, batch_ndim=2)
 
@@ -154,7 +154,7 @@ def test_bridge_se_matches_spread_of_independent_runs(inverse_gamma_case, refere
     """The bridge SE (Frühwirth-Schnatter's RE²) against the spread of 40 runs that redraw both
     the posterior draws (exact, i.i.d.) and the reference draws: neither term of the error is
     held fixed. ``"normal"``: 16 reference draws per posterior draw. ``"auto"``: on this skewed
-    posterior the pilot chooses warp-3 (``pm_evidence.bridge_reference``), whose reference
+    posterior the pilot chooses warp-3 (``pm_evidence.posterior.bridge_reference``), whose reference
     draws cost two evaluations each: half as many, less the posterior draws' reflections."""
     rng = np.random.default_rng(2026)
     evs = [
@@ -221,7 +221,7 @@ def test_bridge_balances_its_reference_draws_where_their_side_of_the_error_domin
 
 
 def test_balanced_reference_draws_rule():
-    from pm_evidence.draws import balanced_reference_draws
+    from pm_evidence.model.draws import balanced_reference_draws
 
     # reference side 3 times the posterior side, SE 0.02: three times the draws
     assert balanced_reference_draws(1000, 3e-4, 1e-4, dim=5) == 3000
@@ -253,7 +253,7 @@ def test_reverse_is_defaults_to_a_chosen_truncated_normal(inverse_gamma_case):
     case = inverse_gamma_case
     ev = pme.reverse_importance_sampling(case.model, idata=case.idata, random_seed=4)
     assert ev.diagnostics["reference"] in ("normal", "truncated_normal")
-    candidates = pme.reverse_reference.REVERSE_REFERENCE_CANDIDATES
+    candidates = pme.posterior.reverse_reference.REVERSE_REFERENCE_CANDIDATES
     assert (ev.diagnostics["reference_scale"], ev.diagnostics["reference_mass"]) in candidates
     assert "chi-square" in ev.diagnostics["reference_reason"]
     assert ev.reliable
@@ -292,7 +292,7 @@ def test_reverse_is_se_matches_spread_on_eight_schools():
     reference-side chi^2 in the SE, the SE matches the spread of 40 runs that redraw
     everything, and no unflagged run is more than 4 SE off."""
     model, exact = testing.hierarchical_noncentered()
-    target = pme.target.as_target(model)
+    target = pme.model.target.as_target(model)
     rng = np.random.default_rng(2026)
     evs = []
     for seed in range(40):
@@ -313,7 +313,7 @@ def test_reverse_is_flags_a_reference_the_target_draws_cannot_judge():
     """The same model with Gelfand & Dey's fixed 95% truncated normal: the reference-side
     chi^2 is far above the target-side one, so the SE says so, or the result is flagged."""
     model, exact = testing.hierarchical_noncentered()
-    target = pme.target.as_target(model)
+    target = pme.model.target.as_target(model)
     values = testing.hierarchical_noncentered_posterior_draws(np.random.default_rng(5))
     draws = target.to_unconstrained(values, batch_ndim=2)
     ev = pme.reverse_importance_sampling(

@@ -14,9 +14,10 @@ import pytest
 from scipy import stats
 
 import pm_evidence as pme
-from pm_evidence import zoo_multimodal
-from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.exploration import (
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.model.target import as_target
+from pm_evidence.references import MixtureReference, MultivariateNormalReference
+from pm_evidence.search.exploration import (
     Exploration,
     ExplorationOptions,
     adapt_components,
@@ -26,9 +27,8 @@ from pm_evidence.exploration import (
     fit_gaussian_mixture,
     term_modes,
 )
-from pm_evidence.references import MixtureReference, MultivariateNormalReference
-from pm_evidence.target import as_target
-from pm_evidence.testing import gaussian_mixture_10d
+from pm_evidence.zoo import multimodal as zoo_multimodal
+from pm_evidence.zoo.testing import gaussian_mixture_10d
 
 
 def _mixture(df=None):
@@ -211,12 +211,12 @@ def test_auto_on_the_eggbox_at_the_seed_its_edge_modes_used_to_miss():
 
 
 def test_exploration_runs_with_one_blas_thread_and_restores_the_count(monkeypatch):
-    """explore's many small solves run with one BLAS thread (pm_evidence.utils.one_blas_thread:
+    """explore's many small solves run with one BLAS thread (pm_evidence.core.utils.one_blas_thread:
     on a busy 2-core machine OpenBLAS's threads made it ten times slower); the caller's setting
     is back afterwards."""
     from threadpoolctl import threadpool_info
 
-    import pm_evidence.exploration as exploration_module
+    import pm_evidence.search.exploration as exploration_module
 
     def blas_threads():
         return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
@@ -260,7 +260,7 @@ def test_coverage_names_the_mode_the_draws_missed(explored_two_modes):
 
 def test_coverage_counts_a_broad_component_over_visited_modes_as_visited():
     """EM can fit a broad component between two modes (weight 0.01-0.05 between the mirror
-    modes of ``pm_evidence.testing.label_switching_mixture``): no draw is nearest to it, but the
+    modes of ``pm_evidence.zoo.testing.label_switching_mixture``): no draw is nearest to it, but the
     draws' mean responsibility of it is its posterior mass, which importance sampling made its
     weight (``E_p[r_k] = w_k``), so it is no mode the draws missed; a narrow component where no
     draw went still is."""
@@ -320,7 +320,7 @@ def test_auto_reports_the_mode_nuts_missed_and_returns_the_covering_estimate():
 
 
 def test_auto_on_the_trimodal_mixture_of_the_multimodal_zoo():
-    """A fast member of the multimodal zoo (``pm_evidence.zoo_multimodal``) at defaults: within
+    """A fast member of the multimodal zoo (``pm_evidence.zoo.multimodal``) at defaults: within
     4 of its SEs of the gold value (1-D quadrature), or flagged."""
     model, gold = zoo_multimodal.trimodal_mixture()
     with warnings.catch_warnings():
@@ -331,7 +331,7 @@ def test_auto_on_the_trimodal_mixture_of_the_multimodal_zoo():
 
 
 def test_auto_on_the_unequal_modes_trap_finds_the_narrow_mode():
-    """The 5-D trap of ``pm_evidence.zoo_multimodal.unequal_modes``: a narrow mode with 30% of
+    """The 5-D trap of ``pm_evidence.zoo.multimodal.unequal_modes``: a narrow mode with 30% of
     the posterior and ~1e-8 of the prior's mass, which no particle and no NUTS chain visits.
     The search of the potential's ``pt.logaddexp`` terms (``term_modes``) finds it; AIS from
     the mixture with it is right (within 4 SE, the SE checked against 40 runs of AIS

@@ -18,14 +18,14 @@ from scipy.special import logsumexp, softmax
 from scipy.stats import norm
 
 import pm_evidence as pme
+from pm_evidence.core.exceptions import EvidenceInputError, OverlapError
+from pm_evidence.core.utils import good_pareto_k, max_rhat, mcmc_ess, pareto_khat
 from pm_evidence.estimators.annealed import ais_core, raise_core
 from pm_evidence.estimators.multistate import _Objective, solve_multistate
 from pm_evidence.estimators.tempered import mbar_core
-from pm_evidence.exceptions import EvidenceInputError, OverlapError
-from pm_evidence.path_estimators import _occupancy_messages
-from pm_evidence.plan import auto_reference
-from pm_evidence.target import LogDensity
-from pm_evidence.utils import good_pareto_k, max_rhat, mcmc_ess, pareto_khat
+from pm_evidence.model.target import LogDensity
+from pm_evidence.path.path_estimators import _occupancy_messages
+from pm_evidence.path.plan import auto_reference
 
 SMALL_AIS = {"n_chains": 50, "n_rungs": 100, "progressbar": False}
 SMALL_TEMPERED = {"n_chains": 40, "n_rungs": 20, "n_sweeps": 200, "progressbar": False}

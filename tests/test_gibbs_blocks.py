@@ -7,15 +7,15 @@ import numpy as np
 import pytest
 
 import pm_evidence as pme
-from pm_evidence import energy, testing
-from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.target import LogDensity
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.model.target import LogDensity
 from pm_evidence.tempering.blocks import (
     colour_blocks,
     detection_evaluations,
     gibbs_blocks,
     interaction_graph,
 )
+from pm_evidence.zoo import energy, testing
 
 
 def _as_sets(blocks):

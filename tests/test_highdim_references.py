@@ -15,8 +15,8 @@ import pytest
 from scipy import stats
 
 import pm_evidence as pme
-from pm_evidence import zoo_highdim
 from pm_evidence.references import RANK_GRID, SHRINKAGE_GRID, shrunk_covariance
+from pm_evidence.zoo import highdim as zoo_highdim
 
 
 def test_shrinkage_chosen_by_held_out_draws():
@@ -79,7 +79,7 @@ def test_bridge_at_defaults_on_202_parameters():
 
 
 def test_a_variable_that_never_varies_is_reported_not_a_linear_algebra_failure():
-    from pm_evidence.exceptions import EvidenceInputError
+    from pm_evidence.core.exceptions import EvidenceInputError
     from pm_evidence.references import MultivariateNormalReference
 
     draws = np.random.default_rng(0).normal(size=(100, 3))

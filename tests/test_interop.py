@@ -16,7 +16,7 @@ import pytest
 import xarray as xr
 
 import pm_evidence as pme
-from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.core.exceptions import EvidenceInputError
 
 matplotlib.use("Agg")
 

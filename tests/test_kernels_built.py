@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 import pm_evidence as pme
-from pm_evidence import energy
-from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.path.runs import AnnealingOptions, TemperingOptions, run_annealing, run_tempering
+from pm_evidence.path.tracking import LogZTracker
 from pm_evidence.references import (
     CategoricalProductReference,
     MultivariateNormalReference,
@@ -26,7 +27,6 @@ from pm_evidence.references import (
     TruncatedNormalReference,
     fit_reference,
 )
-from pm_evidence.runs import AnnealingOptions, TemperingOptions, run_annealing, run_tempering
 from pm_evidence.tempering import kernels
 from pm_evidence.tempering.compiled import hmc_transition_function
 from pm_evidence.tempering.kernels import make_kernel, transition
@@ -38,8 +38,8 @@ from pm_evidence.tempering.samplers import (
     anneal,
     temper,
 )
-from pm_evidence.testing import normal_mean
-from pm_evidence.tracking import LogZTracker
+from pm_evidence.zoo import energy
+from pm_evidence.zoo.testing import normal_mean
 
 
 @pytest.fixture(scope="module")

@@ -19,16 +19,16 @@ import pytest
 from scipy import stats
 
 import pm_evidence as pme
-from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.modes import (
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.model.modes import (
     MAX_GROUP_SIZE,
     check_coverage,
     find_symmetry,
     relabel,
 )
+from pm_evidence.model.target import LogDensity
 from pm_evidence.references import MultivariateNormalReference, SymmetrizedReference
-from pm_evidence.target import LogDensity
-from pm_evidence.testing import label_switching_mixture, normal_mean
+from pm_evidence.zoo.testing import label_switching_mixture, normal_mean
 
 f64 = np.float64
 SEEDS = (0, 1, 3)
@@ -65,7 +65,7 @@ def mixture():
 def mixture_draws(mixture):
     """NUTS draws at the estimators' defaults (4 chains x 1000), once per seed, as the
     estimators draw them for ``random_seed=seed``."""
-    from pm_evidence.draws import posterior_draws
+    from pm_evidence.model.draws import posterior_draws
 
     _, _, target = mixture
     return {
@@ -331,7 +331,7 @@ def test_dirichlet_weighted_mixture_end_to_end():
     """Weights ``w ~ Dirichlet(1, 1)`` are relabelled with the means through the simplex
     transform (an affine map of the unconstrained value): bridge at defaults, NUTS chains in one
     mirror mode, against a 3-D quadrature gold."""
-    from pm_evidence.draws import posterior_draws
+    from pm_evidence.model.draws import posterior_draws
 
     rng = np.random.default_rng(12)
     y = np.concatenate([rng.normal(-2.5, 1, 14), rng.normal(2.5, 1, 26)])

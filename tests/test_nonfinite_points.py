@@ -32,7 +32,7 @@ from pm_evidence.tempering.kernels import hmc_step, make_kernel
 from pm_evidence.tempering.ladders import Ladder
 from pm_evidence.tempering.path import GeometricPath
 from pm_evidence.tempering.samplers import AnnealSettings, anneal
-from pm_evidence.testing import normal_mean
+from pm_evidence.zoo.testing import normal_mean
 
 DIM = 3
 BAD_ROWS = (1, 3, 4)

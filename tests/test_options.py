@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 import pm_evidence as pme
-from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.core.exceptions import EvidenceInputError
 
 
 @pytest.fixture(scope="module")

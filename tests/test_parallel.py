@@ -18,7 +18,7 @@ import pymc as pm
 import pytest
 
 import pm_evidence as pme
-from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.core.exceptions import EvidenceInputError
 
 OPTIONS = {"method": "is", "reference": "prior", "n_reference": 1000}
 SEED = 20261125

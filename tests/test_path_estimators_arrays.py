@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.estimators.annealed import ads_binary_core, ads_multinomial_core, ais_core
 from pm_evidence.estimators.tempered import mbar_core, rts_core, rts_log_z, ti_core
-from pm_evidence.exceptions import EvidenceInputError
 from pm_evidence.tempering.ladders import make_ladder
 
 S0, S1, LOG_C, DIM = 3.0, 0.5, 2.0, 3

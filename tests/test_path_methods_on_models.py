@@ -13,8 +13,8 @@ import pytest
 import xarray as xr
 
 import pm_evidence as pme
-from pm_evidence import testing as exact_models
-from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.zoo import testing as exact_models
 
 PATH_METHODS = ["ais", "raise", "ads", "rts", "ti", "mbar"]
 SMALL = {"n_chains": 50, "n_sweeps": 300, "n_rungs": 30, "ladder": "linear"}

@@ -14,11 +14,11 @@ import pytest
 from scipy import integrate
 
 import pm_evidence as pme
-from pm_evidence import path_estimators
-from pm_evidence.evidence import Evidence
+from pm_evidence.core.evidence import Evidence
 from pm_evidence.marginal import check_precision, cross_checked
+from pm_evidence.path import path_estimators
 from pm_evidence.tempering.pilot import ladder_from_pilot, length_at
-from pm_evidence.testing import normal_mean
+from pm_evidence.zoo.testing import normal_mean
 
 SMALL = {"n_chains": 50, "n_sweeps": 150, "n_init_sweeps": 20, "draws": 300, "tune": 300}
 

@@ -5,23 +5,23 @@ from __future__ import annotations
 import pytest
 
 import pm_evidence as pme
-import pm_evidence.draws
-import pm_evidence.modes
-from pm_evidence import testing
-from pm_evidence.exceptions import EvidenceInputError
+import pm_evidence.model.draws
+import pm_evidence.model.modes
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.zoo import testing
 
 
 @pytest.fixture
 def count_searches(monkeypatch):
     calls = []
-    search = pm_evidence.modes.find_symmetry
+    search = pm_evidence.model.modes.find_symmetry
 
     def counted(*args, **kwargs):
         calls.append(1)
         return search(*args, **kwargs)
 
-    monkeypatch.setattr(pm_evidence.modes, "find_symmetry", counted)
-    monkeypatch.setattr(pm_evidence.draws, "find_symmetry", counted)
+    monkeypatch.setattr(pm_evidence.model.modes, "find_symmetry", counted)
+    monkeypatch.setattr(pm_evidence.model.draws, "find_symmetry", counted)
     return calls
 
 

@@ -17,7 +17,7 @@ import pymc as pm
 import pytest
 
 import pm_evidence as pme
-from pm_evidence import progress
+from pm_evidence.core import progress
 
 
 def _small_model():
@@ -115,8 +115,8 @@ class Marker(logging.Handler):
         if message.startswith("phase started: "):
             print("PHASE", message.removeprefix("phase started: "), flush=True)
 
-logging.getLogger("pm_evidence.progress").addHandler(Marker())
-logging.getLogger("pm_evidence.progress").setLevel(logging.DEBUG)
+logging.getLogger("pm_evidence.core.progress").addHandler(Marker())
+logging.getLogger("pm_evidence.core.progress").setLevel(logging.DEBUG)
 """
 
 CHILDREN = {

@@ -9,10 +9,11 @@ from functools import partial
 import pytest
 
 import pm_evidence as pme
-from pm_evidence import path_estimators, registry
-from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence import registry
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.utils import STAGES
 from pm_evidence.options import field_names
-from pm_evidence.utils import STAGES
+from pm_evidence.path import path_estimators
 
 ROWS = list(registry.REGISTRY.values())
 

@@ -13,7 +13,7 @@ import pytest
 
 import pm_evidence
 from pm_evidence import Evidence
-from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.parallel import ModelComparison, _Startup
 
 PYTHON = sys.executable
@@ -142,7 +142,7 @@ def test_repr_leaves_out_log_bf_across_different_data_as_compare_does():
 
 @pytest.fixture(scope="module")
 def small_plan():
-    from pm_evidence.testing import normal_mean
+    from pm_evidence.zoo.testing import normal_mean
 
     model, _ = normal_mean()
     return pm_evidence.make_plan(
@@ -165,7 +165,7 @@ def test_plan_repr_is_short_and_names_reference_kernel_and_pilot(small_plan):
 def test_run_reprs_are_short_and_give_rungs_and_chains(small_plan):
     import numpy as np
 
-    from pm_evidence import runs
+    from pm_evidence.path import runs
 
     rng = np.random.default_rng(0)
     annealing = runs.run_annealing(

@@ -8,8 +8,8 @@ import pytest
 from scipy import stats
 
 from pm_evidence import LogDensity
-from pm_evidence import testing as exact_models
-from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.zoo import testing as exact_models
 
 A, B, V0 = 3.0, 2.0, 1.0
 

@@ -1,5 +1,5 @@
 """The check of an estimate against the modes of the terms of the model's log-sum-exps
-(``pm_evidence.term_check``): a mode no posterior draw visited is found, its mass estimated, and
+(``pm_evidence.search.term_check``): a mode no posterior draw visited is found, its mass estimated, and
 an estimate that leaves it out is flagged; visited modes and models without a log-sum-exp are
 left alone."""
 
@@ -13,10 +13,14 @@ import pytensor.tensor as pt
 import pytest
 
 import pm_evidence as pme
-from pm_evidence import zoo_multimodal
-from pm_evidence.evidence import Evidence
-from pm_evidence.target import as_target
-from pm_evidence.term_check import UnvisitedModes, unvisited_term_modes, with_unvisited_warning
+from pm_evidence.core.evidence import Evidence
+from pm_evidence.model.target import as_target
+from pm_evidence.search.term_check import (
+    UnvisitedModes,
+    unvisited_term_modes,
+    with_unvisited_warning,
+)
+from pm_evidence.zoo import multimodal as zoo_multimodal
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import pm_evidence as pme
-from pm_evidence import energy
+from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.estimators import (
     draw_sumo_lengths,
     elbo_core,
@@ -16,8 +16,8 @@ from pm_evidence.estimators import (
     sumo_values,
 )
 from pm_evidence.estimators.tempered import rts_log_z, rts_partial_update
-from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.tracking import LogZTracker
+from pm_evidence.path.tracking import LogZTracker
+from pm_evidence.zoo import energy
 
 
 # ---------------------------------------------------------------------- eq. (24)

@@ -12,7 +12,7 @@ import xarray as xr
 
 import pm_evidence as pme
 from pm_evidence.adapter.fingerprint import check_draws_match_data
-from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.marginal import cross_checked
 
 matplotlib.use("Agg")

@@ -15,8 +15,8 @@ import pytest
 from scipy import integrate, stats
 
 import pm_evidence as pme
-from pm_evidence.draws import LP_CHECK_DRAWS
-from pm_evidence.messages import MIN_DRAWS_ESS
+from pm_evidence.estimators.messages import MIN_DRAWS_ESS
+from pm_evidence.model.draws import LP_CHECK_DRAWS
 from pm_evidence.run_methods import attempt, is_stage_failure, nothing_left
 
 Y30 = np.random.default_rng(0).normal(0.3, 1.0, 30)

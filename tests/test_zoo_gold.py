@@ -1,4 +1,4 @@
-"""Gold values of the model zoo (``pm_evidence.testing``) checked by independent routes.
+"""Gold values of the model zoo (``pm_evidence.zoo.testing``) checked by independent routes.
 
 * The function each gold integrates is PyMC's: ``model.logp(jacobian=False)`` at a few points
   equals the entry's hand-written ``log_joint`` (NumPy/SciPy), and the Jacobian term
@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 from scipy import integrate, special, stats
 
-from pm_evidence import testing
-from pm_evidence.testing import ZOO, Gold, zoo
+from pm_evidence.zoo import testing
+from pm_evidence.zoo.testing import ZOO, Gold, zoo
 from tests.zoo_support import _short
 
 ZOO_WITH_JOINT = [m for m in ZOO if m.log_joint is not None]

@@ -1,4 +1,4 @@
-"""The high-dimensional zoo (``pm_evidence.zoo_highdim``): each model's ``log_joint`` is PyMC's
+"""The high-dimensional zoo (``pm_evidence.zoo.highdim``): each model's ``log_joint`` is PyMC's
 ``logp``, and each gold agrees with a second computation made another way.
 
 No sampler; each model is compiled once. Tolerances: log densities to 1e-10 relative (all
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from scipy import integrate, linalg, special, stats
 
-from pm_evidence import zoo_highdim as hd
-from pm_evidence.testing import Gold, ZooModel
+from pm_evidence.zoo import highdim as hd
+from pm_evidence.zoo.testing import Gold, ZooModel
 
 ENTRIES = {entry.name: entry for entry in hd.HIGHDIM_ZOO}
 N_PARAMETERS = {

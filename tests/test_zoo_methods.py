@@ -1,4 +1,4 @@
-"""Methods at their defaults on ordinary models of the zoo (pm_evidence.testing.ZOO), against
+"""Methods at their defaults on ordinary models of the zoo (pm_evidence.zoo.testing.ZOO), against
 gold log Z computed without PyMC: each result lies within 4 of its own SEs of the gold value, or
 the method refuses the model with an error that names what is not supported.
 
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import pm_evidence as pme
-from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.testing import zoo
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.zoo.testing import zoo
 
 SEED = 20261123
 

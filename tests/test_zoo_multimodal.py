@@ -1,4 +1,4 @@
-"""Gold values of the multimodal zoo (``pm_evidence.zoo_multimodal``) checked by independent
+"""Gold values of the multimodal zoo (``pm_evidence.zoo.multimodal``) checked by independent
 routes.
 
 * The function each gold integrates is PyMC's: ``model.logp(jacobian=False)`` equals the entry's
@@ -22,10 +22,10 @@ import numpy as np
 import pytest
 from scipy import integrate, special, stats
 
-from pm_evidence import testing
-from pm_evidence import zoo_multimodal as zm
-from pm_evidence.testing import Gold
-from pm_evidence.zoo_multimodal import MULTIMODAL_ZOO, multimodal_zoo, unit_cube
+from pm_evidence.zoo import multimodal as zm
+from pm_evidence.zoo import testing
+from pm_evidence.zoo.multimodal import MULTIMODAL_ZOO, multimodal_zoo, unit_cube
+from pm_evidence.zoo.testing import Gold
 
 TAU_STATES = (1, 20, 36, 59)  # change point: states visited by the log-joint check
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from pm_evidence.utils import warn_user
+from pm_evidence.core.utils import warn_user
 
 __all__ = ["MAX_BLOCK_ELEMENTS", "BlockedFunction", "block_size_for"]
 

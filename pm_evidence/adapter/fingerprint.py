@@ -13,7 +13,7 @@ import pymc as pm
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.tensor.variable import TensorConstant
 
-from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.core.exceptions import EvidenceInputError
 
 __all__ = ["check_draws_match_data", "n_observations", "observed_fingerprint"]
 

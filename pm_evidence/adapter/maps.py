@@ -28,7 +28,7 @@ from pytensor.graph.replace import graph_replace, vectorize_graph
 
 from pm_evidence.adapter.graphs import vectorize_batched
 from pm_evidence.adapter.layout import Layout
-from pm_evidence.exceptions import EvidenceInputError, NonFiniteLogDensityError
+from pm_evidence.core.exceptions import EvidenceInputError, NonFiniteLogDensityError
 
 __all__ = ["PYTHON_LINKER", "ValueMaps", "posterior_dataset"]
 

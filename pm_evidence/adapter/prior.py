@@ -23,7 +23,7 @@ from pytensor.graph.replace import vectorize_graph
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.op import RandomVariable
 
-from pm_evidence.utils import spawn_seed
+from pm_evidence.core.utils import spawn_seed
 
 __all__ = ["PriorSampler"]
 

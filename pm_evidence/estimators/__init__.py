@@ -1,7 +1,7 @@
 """Estimator cores: pure functions of log-density arrays, one family per module.
 
 Each core takes ``log f - log p0`` (or both terms) at draws and returns an :class:`Estimate`;
-the model-facing functions in :mod:`pm_evidence.api` draw the samples and call these.
+the model-facing functions in :mod:`pm_evidence.posterior.api` draw the samples and call these.
 """
 
 from pm_evidence.estimators.base import Estimate

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from pm_evidence.estimators.base import Estimate, as_log_weights
-from pm_evidence.estimators.multistate import solve_multistate
-from pm_evidence.estimators.ratio_matching import solve_weighted_ratio_matching_rows
-from pm_evidence.exceptions import OverlapError
-from pm_evidence.utils import (
+from pm_evidence.core.exceptions import OverlapError
+from pm_evidence.core.utils import (
     kish_ess,
     log_mean_exp,
     pareto_khat,
     relative_sd_of_mean,
 )
+from pm_evidence.estimators.base import Estimate, as_log_weights
+from pm_evidence.estimators.multistate import solve_multistate
+from pm_evidence.estimators.ratio_matching import solve_weighted_ratio_matching_rows
 
 __all__ = ["ads_binary_core", "ads_multinomial_core", "ais_core", "raise_core"]
 
@@ -52,7 +52,7 @@ def ais_core(log_weights) -> Estimate:
     ``E[w] = Z`` exactly, so ``log Z`` is biased *downward* (Jensen): a stochastic lower bound.
     The SE is the delta-method ``sd(w) / (sqrt(N) mean(w))``, reliable only when the weight ESS
     is not tiny and the weights' tail is not too heavy (``pareto_k``, Vehtari et al. 2024).
-    Raises :class:`~pm_evidence.exceptions.OverlapError` when every weight is zero.
+    Raises :class:`~pm_evidence.core.exceptions.OverlapError` when every weight is zero.
     """
     log_weights = as_log_weights(log_weights, what="AIS log weights", allow_neg_inf=True)
     _require_some_weight(log_weights, "AIS weight")

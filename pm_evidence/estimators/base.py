@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pm_evidence.exceptions import NonFiniteLogDensityError
+from pm_evidence.core.exceptions import NonFiniteLogDensityError
 
 
 class Estimate(NamedTuple):

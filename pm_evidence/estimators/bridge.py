@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from pm_evidence.core.utils import mcmc_ess
 from pm_evidence.estimators.base import Estimate, as_two_samples
 from pm_evidence.estimators.ratio_matching import classifier_probabilities, solve_ratio_matching
-from pm_evidence.utils import mcmc_ess
 
 __all__ = [
     "bridge_core",
@@ -117,7 +117,7 @@ def bridge_core(
        \qquad l = f/g,
 
     iterated until ``|log r(t+1) - log r(t)| < tol``; raises
-    :class:`~pm_evidence.exceptions.ConvergenceError` otherwise. The fixed point is the root of
+    :class:`~pm_evidence.core.exceptions.ConvergenceError` otherwise. The fixed point is the root of
     the ratio-matching equation (:mod:`~pm_evidence.estimators.ratio_matching`), the same one
     discriminance sampling solves. ``s1`` uses ``n_target_effective`` when given.
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.estimators.base import Estimate
-from pm_evidence.exceptions import EvidenceInputError
 
 __all__ = ["COMBINATION_RULES", "combine_is_ris_core"]
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from pm_evidence.core.utils import mcmc_ess
 from pm_evidence.estimators.base import Estimate, as_two_samples
 from pm_evidence.estimators.ratio_matching import solve_ratio_matching
-from pm_evidence.utils import mcmc_ess
 
 __all__ = ["discriminance_core", "discriminance_variance"]
 

@@ -10,9 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from pm_evidence.core.exceptions import OverlapError
+from pm_evidence.core.utils import (
+    kish_ess,
+    log_mean_exp,
+    mcmc_ess,
+    pareto_khat,
+    relative_sd_of_mean,
+)
 from pm_evidence.estimators.base import Estimate, as_log_weights
-from pm_evidence.exceptions import OverlapError
-from pm_evidence.utils import kish_ess, log_mean_exp, mcmc_ess, pareto_khat, relative_sd_of_mean
 
 __all__ = ["chi_square_to_target", "importance_core", "reverse_importance_core"]
 

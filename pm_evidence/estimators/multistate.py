@@ -52,7 +52,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.sparse.linalg import LinearOperator, cg
 
-from pm_evidence.exceptions import ConvergenceError, EvidenceInputError
+from pm_evidence.core.exceptions import ConvergenceError, EvidenceInputError
 
 __all__ = ["MultistateSolution", "solve_multistate"]
 

@@ -18,7 +18,7 @@ Meng-Wong fixed point ``c = mean0[l/(s1 l + s0 c)] / mean1[1/(s1 l + s0 c)]`` is
 rearranged. ``h`` decreases in ``log c``, so the root is unique whenever the two samples overlap.
 
 This module solves it two ways: a bracketing root finder in ``log c`` (scipy's ``brentq``), and
-the Meng-Wong iteration, which raises :class:`~pm_evidence.exceptions.ConvergenceError` when it
+the Meng-Wong iteration, which raises :class:`~pm_evidence.core.exceptions.ConvergenceError` when it
 does not converge; and, for many weighted equations at once (annealed discriminance sampling's
 rung pairs), by a safeguarded Newton iteration vectorized over rows
 (``solve_weighted_ratio_matching_rows``).
@@ -32,8 +32,8 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit, logsumexp
 
-from pm_evidence.exceptions import ConvergenceError, EvidenceInputError, OverlapError
-from pm_evidence.utils import normalized_weights
+from pm_evidence.core.exceptions import ConvergenceError, EvidenceInputError, OverlapError
+from pm_evidence.core.utils import normalized_weights
 
 __all__ = [
     "RatioMatchingSolution",

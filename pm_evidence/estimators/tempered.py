@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.utils import normalized_weights
 from pm_evidence.estimators.base import Estimate
 from pm_evidence.estimators.multistate import solve_multistate
-from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.utils import normalized_weights
 
 __all__ = ["TI_RULES", "mbar_core", "rts_core", "rts_log_z", "rts_partial_update", "ti_core"]
 
@@ -175,7 +175,7 @@ def mbar_core(delta, rung, betas, *, unit=None, log_z0=None) -> Estimate:
     Rungs without draws are left out: MBAR's mixture is over the sampled rungs only, and the
     estimate of ``log Z_K - log Z_1`` stays consistent (diagnostics ``n_dropped_rungs`` and
     ``first_dropped_rung``, -1 when none). The two ends must have draws; otherwise
-    :class:`~pm_evidence.exceptions.EvidenceInputError` is raised.
+    :class:`~pm_evidence.core.exceptions.EvidenceInputError` is raised.
     """
     delta = np.asarray(delta, dtype=float).ravel()
     rung = np.asarray(rung, dtype=int).ravel()

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.utils import as_generator
 from pm_evidence.estimators.base import Estimate, as_log_weights
-from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.utils import as_generator
 
 __all__ = ["draw_sumo_lengths", "elbo_core", "iwae_core", "sumo_core", "sumo_values"]
 

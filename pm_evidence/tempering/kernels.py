@@ -46,10 +46,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.utils import warn_user
 from pm_evidence.tempering.compiled import FUSE_AFTER_POINT_TRANSITIONS, hmc_transition_function
 from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
-from pm_evidence.utils import warn_user
 
 __all__ = [
     "COMPOUND_KERNELS",
@@ -171,7 +171,7 @@ def _check_blocks(blocks, dim: int) -> tuple[np.ndarray, ...]:
     if joined.size != dim or np.any(joined != np.arange(dim)):
         raise EvidenceInputError(
             f"Gibbs blocks must cover each of the {dim} entries of the flat vector exactly once "
-            f"(got {joined.size} indices); e.g. pm_evidence.energy.checkerboard_blocks(shape)."
+            f"(got {joined.size} indices); e.g. pm_evidence.zoo.energy.checkerboard_blocks(shape)."
         )
     return blocks
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.utils import warn_user
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.utils import warn_user
 
 __all__ = ["LADDERS", "Ladder", "make_ladder"]
 

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.references import PriorReference, Reference, Warp3Reference
 
 __all__ = ["GeometricPath", "PathState", "tempered_log_density"]

@@ -24,10 +24,10 @@ from typing import NamedTuple
 import numpy as np
 from scipy.optimize import brentq
 
-from pm_evidence.progress import long_run
+from pm_evidence.core.progress import long_run
+from pm_evidence.core.utils import kish_ess, log_mean_exp, normalized_weights, warn_user
 from pm_evidence.tempering.kernels import Kernel, adapt_step_size, transition
 from pm_evidence.tempering.path import GeometricPath, PathState
-from pm_evidence.utils import kish_ess, log_mean_exp, normalized_weights, warn_user
 
 __all__ = [
     "Pilot",

@@ -22,12 +22,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pm_evidence.core.progress import long_run
+from pm_evidence.core.utils import normalized_weights, warn_user
 from pm_evidence.estimators.tempered import rts_log_z
-from pm_evidence.progress import long_run
 from pm_evidence.tempering.kernels import Kernel, transition
 from pm_evidence.tempering.ladders import Ladder
 from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
-from pm_evidence.utils import normalized_weights, warn_user
 
 __all__ = [
     "AnnealRecord",

@@ -4,10 +4,10 @@ A :class:`PathPlan` is an explicit value that every path method shares. It holds
 path ``f_beta = p0^(1 - beta) f^beta`` (seed 004 eq. (2)), the transition kernel, and the
 :class:`~pm_evidence.tempering.pilot.Pilot` that measured the path (its thermodynamic length,
 the kernel's step size along it, a first ``log Z_beta``). Runs take a plan
-(:mod:`pm_evidence.runs`); the estimators are follow-ups on runs
-(:mod:`pm_evidence.path_estimators`).
+(:mod:`pm_evidence.path.runs`); the estimators are follow-ups on runs
+(:mod:`pm_evidence.path.path_estimators`).
 
-The default reference (:func:`~pm_evidence.plan.auto_reference`) is the best of the prior, a
+The default reference (:func:`~pm_evidence.path.plan.auto_reference`) is the best of the prior, a
 normal and a Student-t fitted to NUTS draws; the default ladders are placed from the pilot at
 equal thermodynamic length (:meth:`PathPlan.ladder`).
 """
@@ -19,7 +19,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from pm_evidence.draws import (
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.utils import kish_ess, stage_rngs
+from pm_evidence.estimators.messages import posterior_messages
+from pm_evidence.model.draws import (
     check_reference_covers_support,
     draws_source_messages,
     log_density_at_target_draws,
@@ -27,9 +30,8 @@ from pm_evidence.draws import (
     symmetric_reference,
     symmetry_diagnostics,
 )
-from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.messages import posterior_messages
-from pm_evidence.modes import plan_symmetry
+from pm_evidence.model.modes import plan_symmetry
+from pm_evidence.model.target import LogDensity, as_target
 from pm_evidence.options import SAMPLE_KEYS, renamed_parameters
 from pm_evidence.references import (
     BernoulliProductReference,
@@ -38,14 +40,12 @@ from pm_evidence.references import (
     Reference,
     fit_reference,
 )
-from pm_evidence.target import LogDensity, as_target
 from pm_evidence.tempering.blocks import gibbs_blocks
 from pm_evidence.tempering.kernels import Kernel, make_kernel
 from pm_evidence.tempering.ladders import LADDERS, Ladder, make_ladder
 from pm_evidence.tempering.path import GeometricPath
 from pm_evidence.tempering.pilot import Pilot, ladder_from_pilot, run_pilot
 from pm_evidence.tempering.samplers import sample_at_beta
-from pm_evidence.utils import kish_ess, stage_rngs
 
 __all__ = ["Ladder", "PathOptions", "PathPlan", "auto_reference", "make_plan"]
 
@@ -64,7 +64,7 @@ class PathOptions:
     Attributes
     ----------
     reference : "auto", "prior", "uniform", "student_t", "normal" or Reference
-        ``p0``; see :func:`~pm_evidence.plan.auto_reference` for ``"auto"``.
+        ``p0``; see :func:`~pm_evidence.path.plan.auto_reference` for ``"auto"``.
     kernel : {"auto", "hmc", "rwm", "flip", "gibbs", "gwg", "hmc+gibbs", "rwm+gibbs"} or callable
         The transition at each ``beta``; ``"auto"`` is HMC for continuous models, Gibbs sweeps
         for all-discrete ones (for all-binary ones in blocks found from the model, see
@@ -90,7 +90,7 @@ class PathOptions:
     symmetrize : {"auto", True, False}
         For a reference fitted to posterior draws: average it over the relabellings of a
         label-switching posterior whose mirror modes the draws miss
-        (``pm_evidence.modes.plan_symmetry``); ``False`` warns instead.
+        (``pm_evidence.model.modes.plan_symmetry``); ``False`` warns instead.
     """
 
     reference: str | Reference = "auto"
@@ -120,7 +120,7 @@ class PathPlan:
     reference_reason : str
         Why this ``p0``.
     reference_diagnostics : dict
-        The overlap measures compared by :func:`~pm_evidence.plan.auto_reference`.
+        The overlap measures compared by :func:`~pm_evidence.path.plan.auto_reference`.
     messages : tuple of str
         Warnings every result of this plan carries (R-hat of the NUTS draws); the model's own
         (an improper prior, no data) are added to every result by ``evidence.build_evidence``.
@@ -222,7 +222,7 @@ def _held_out_overlap(name: str, target: LogDensity, flat: np.ndarray, log_f: np
 
     Judged at the draws it was fitted to, a candidate's overlap is optimistic by how much the
     fit adapted to them, which grows with the dimension: on the 1,002-parameter model of
-    ``pm_evidence.zoo_highdim`` the Student-t won on one seed of three by that measure, and AIS
+    ``pm_evidence.zoo.highdim`` the Student-t won on one seed of three by that measure, and AIS
     from it needed 143 rungs and 272 s where the normal needed 21-22 rungs and 31-37 s.
     """
     n = flat.shape[0]
@@ -260,7 +260,7 @@ def auto_reference(target: LogDensity, posterior: np.ndarray) -> tuple[Reference
     3.2-11 from the Student-t and 1.2-1.7 from the normal.
 
     A defensive mixture ``w prior + (1 - w) t`` was measured as the alternative and rejected:
-    on the peaked 20-D normal mean (``pm_evidence.testing.peaked_normal_mean``) RTS at defaults
+    on the peaked 20-D normal mean (``pm_evidence.zoo.testing.peaked_normal_mean``) RTS at defaults
     from it was off by -4.9 nats (z = -14.6; from the Student-t: z = -0.1), and by z = -3.2 on
     the two-mode 10-D mixture, because at ``beta = 0`` HMC cannot move between the prior's bulk
     and the narrow Student-t, so rung 0 is sampled without the prior's share ``w``. So was the
@@ -376,7 +376,7 @@ def make_plan(
         (default 500) from reference draws (seed 000 §6: "Gibbs sampling with 500 burn-in
         steps").
     random_seed : int or Generator, optional
-        Used when ``rngs`` is not given (:func:`~pm_evidence.utils.stage_rngs`).
+        Used when ``rngs`` is not given (:func:`~pm_evidence.core.utils.stage_rngs`).
     rngs : dict, optional
         The stage generators; this uses ``"posterior"`` and ``"pilot"``.
     progressbar : bool
@@ -412,7 +412,7 @@ def make_plan(
     if ref is None:
         # a reference fitted to draws that sit in one of several mirror modes (label
         # switching) would miss the others: fit it to the draws relabelled into one mode and
-        # average it over the relabellings, as bridge sampling does (pm_evidence.modes)
+        # average it over the relabellings, as bridge sampling does (pm_evidence.model.modes)
         symmetry = plan_symmetry(target, posterior, options.symmetrize)
         messages += posterior_messages(target, symmetry.draws, relabelled=symmetry.relabelled)
         messages += list(symmetry.messages)

@@ -1,13 +1,13 @@
 r"""A check of an estimate against the modes of the terms of the log-density's log-sum-exps.
 
-Every method but ``method="auto"``'s exploration (:mod:`pm_evidence.exploration`) reads NUTS
+Every method but ``method="auto"``'s exploration (:mod:`pm_evidence.search.exploration`) reads NUTS
 draws or a reference fitted to them, and inherits the modes NUTS missed. A narrow, high mode
-that no chain visits (a first-order phase transition: ``pm_evidence.zoo_multimodal.
+that no chain visits (a first-order phase transition: ``pm_evidence.zoo.multimodal.
 unequal_modes``, whose narrow mode holds 30% of the posterior and about 1e-8 of the prior's
 mass) is then left out of the estimate with nothing to show for it: every evaluation the method
 made is one it would have made on the model without that mode. Where the log-density is written
 as a sum of terms (``pt.logaddexp``, ``pt.logsumexp``, ``pm.Mixture``), each term's mode is
-found from anywhere by :func:`~pm_evidence.exploration.term_modes`; this module climbs the
+found from anywhere by :func:`~pm_evidence.search.exploration.term_modes`; this module climbs the
 model's own log-density from each, keeps the local modes no draw visited (none within the
 ``1 - OUTLIER_LEVEL`` chi-square quantile of the mode's Laplace covariance, mirror images
 included) and estimates their mass by the Laplace approximation,
@@ -28,7 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from pm_evidence.exploration import (
+from pm_evidence.core.utils import warn_user
+from pm_evidence.references import MultivariateNormalReference
+from pm_evidence.search.exploration import (
     MISSED_SHARE,
     OUTLIER_LEVEL,
     TERM_SEARCH_STARTS,
@@ -36,8 +38,6 @@ from pm_evidence.exploration import (
     laplace_covariance,
     term_modes,
 )
-from pm_evidence.references import MultivariateNormalReference
-from pm_evidence.utils import warn_user
 
 __all__ = ["UnvisitedModes", "unvisited_term_modes", "with_unvisited_warning"]
 
@@ -88,7 +88,7 @@ def unvisited_term_modes(
         Picks the starts.
     orbit : callable, optional
         ``orbit(x) -> (|G|, ..., dim)``: every mirror image of the draws under a relabelling
-        symmetry (``pm_evidence.modes``); a mode a mirror image visited counts as visited.
+        symmetry (``pm_evidence.model.modes``); a mode a mirror image visited counts as visited.
     """
     dim = target.dim
     none = UnvisitedModes(np.empty((0, dim)), np.empty(0))

@@ -45,7 +45,7 @@ Which modes it cannot find
     takes over only near ``beta = 1`` (a first-order phase transition). Exploration raises the
     chance (many particles, jumps); one particle that visits such a mode, at any rung, is
     enough for :func:`climbed_modes` to add it; :func:`occupancy_jumps` reports where a mode's
-    share changed abruptly between rungs. On ``pm_evidence.zoo_multimodal.unequal_modes`` in
+    share changed abruptly between rungs. On ``pm_evidence.zoo.multimodal.unequal_modes`` in
     5-D (a mode of prior mass ~1e-8 holding 30% of the posterior) no particle ever visits the
     narrow mode, in 3-D one does on 1 seed of 8 with the default particles (2 of 6 with
     2,048), in 2-D on every seed tried. Where such a mode is a term of a log-sum-exp of the
@@ -63,19 +63,19 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.progress import long_run
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.progress import long_run
+from pm_evidence.core.utils import one_blas_thread
+from pm_evidence.model.target import LogDensity
 from pm_evidence.references import (
     MixtureReference,
     MultivariateNormalReference,
     PriorReference,
     Reference,
 )
-from pm_evidence.target import LogDensity
 from pm_evidence.tempering.kernels import adapt_step_size, make_kernel, transition
 from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
 from pm_evidence.tempering.pilot import smc_step, take
-from pm_evidence.utils import one_blas_thread
 
 __all__ = [
     "Coverage",
@@ -125,7 +125,7 @@ ADAPTED_ESS = 0.95
 # The particles start as exact draws of the prior, so moves at beta = 0 only tune HMC's step
 # size from its first guess; this many moves of this many of the particles do so (before:
 # 10 moves of all of them, 10,240 of the 118,000 gradient evaluations of the exploration on
-# the 20-D peaked model, pm_evidence.testing.peaked_normal_mean).
+# the 20-D peaked model, pm_evidence.zoo.testing.peaked_normal_mean).
 PRIOR_TUNING_PARTICLES = 64
 PRIOR_TUNING_MOVES = 10
 
@@ -179,7 +179,7 @@ class ExplorationOptions:
         Draws from the final mixture (for each of up to three iterations) whose importance
         weights set its components' weights, means and covariances (:func:`adapt_components`,
         with one component too); 0 keeps the fit to the particles. On
-        ``pm_evidence.testing.peaked_normal_mean`` (20 parameters, one mode) the normal fitted
+        ``pm_evidence.zoo.testing.peaked_normal_mean`` (20 parameters, one mode) the normal fitted
         to the particles had an importance-sampling ESS of 0.88 of the draws (a normal fitted
         to 2,000 NUTS draws: 0.98), and AIS from it needed 34,000 evaluations to reach SE
         0.005; after the updates from 4,096 draws the ESS was 0.94 and AIS needed 16,000-18,000
@@ -289,7 +289,7 @@ class Exploration:
         ``beta = 1``, its components Student-t's with ``reference_df`` degrees of freedom
         (same locations and scale matrices; normals where ``reference_df`` is ``None``), or,
         with one component, that normal (the reference
-        :func:`~pm_evidence.plan.auto_reference` fits to NUTS draws, and its compiled
+        :func:`~pm_evidence.path.plan.auto_reference` fits to NUTS draws, and its compiled
         transitions)."""
         m = self.mixture
         if m.n_components == 1:
@@ -593,7 +593,7 @@ def term_modes(
 
     A narrow, high mode that takes over the posterior only near ``beta = 1`` (a first-order
     phase transition; Skilling 2006's spike on a broad background) has a basin far too small
-    for any particle to visit: in ``pm_evidence.zoo_multimodal.unequal_modes`` in 5-D, about
+    for any particle to visit: in ``pm_evidence.zoo.multimodal.unequal_modes`` in 5-D, about
     1e-8 of the prior's mass, for 30% of the posterior's. Where the density is written as a
     sum of terms, ``log f = log sum_k exp(t_k(x)) + ...`` (a mixture, ``pt.logaddexp``), the
     surrogate ``t_k + ...`` has the ``k``-th term's mode as its own, whatever the other terms
@@ -829,7 +829,7 @@ def explore(
     """Adaptive tempered SMC from the prior with jump moves (see the module docstring).
 
     Its linear algebra (mixture fits, Cholesky factors, triangular solves of at most 50
-    dimensions) runs with one BLAS thread (:func:`~pm_evidence.utils.one_blas_thread`).
+    dimensions) runs with one BLAS thread (:func:`~pm_evidence.core.utils.one_blas_thread`).
 
     Parameters
     ----------
@@ -946,7 +946,7 @@ def _explore(target, rng, options: ExplorationOptions, progressbar: bool) -> Exp
                 raise KeyboardInterrupt("Interrupted during the exploration; nothing to return.")
         # more draws at beta = 1 for the final fit: a covariance from 512 points is noisy in
         # 20 dimensions (AIS from it needed 2.3 times the evaluations of one from 4,000 NUTS
-        # draws on pm_evidence.testing.peaked_normal_mean)
+        # draws on pm_evidence.zoo.testing.peaked_normal_mean)
         pool, pool_log_f = [state.x], [state.log_p0 + state.delta]
         for _ in range(options.n_final_sweeps):
             state, rate, fits, evaluations = sweep(state, 1.0, rate, k, options.n_moves, remembered)
@@ -1037,7 +1037,7 @@ def compare_coverage(exploration: Exploration, draws: np.ndarray, orbit=None) ->
         Flat posterior draws ``(..., dim)``.
     orbit : callable, optional
         ``orbit(x) -> (|G|, ..., dim)``, every image of the draws under a symmetry of the
-        posterior (label switching, ``pm_evidence.modes``): a mirror mode counts as
+        posterior (label switching, ``pm_evidence.model.modes``): a mirror mode counts as
         visited when the reference is averaged over the group.
 
     Returns
@@ -1052,7 +1052,7 @@ def compare_coverage(exploration: Exploration, draws: np.ndarray, orbit=None) ->
     explored = mixture.weights
     # mean responsibilities, not the share of draws nearest each component: a broad component
     # spread over the modes the draws visited (EM's, between the two mirror modes of
-    # pm_evidence.testing.label_switching_mixture, weight 0.01-0.05) is nearest to no draw, but
+    # pm_evidence.zoo.testing.label_switching_mixture, weight 0.01-0.05) is nearest to no draw, but
     # its responsibility there is a fair part of its weight
     visited = mixture.responsibilities(points).mean(axis=0)
     missed = (explored >= MISSED_SHARE) & (visited < explored / 5)

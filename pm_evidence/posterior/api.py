@@ -1,5 +1,5 @@
 """Model-facing estimators on posterior draws: draw what is needed from a PyMC model, call an
-estimator core, return an :class:`~pm_evidence.evidence.Evidence`.
+estimator core, return an :class:`~pm_evidence.core.evidence.Evidence`.
 
 Every public function has the signature of :func:`~pm_evidence.marginal_likelihood` without
 ``method`` (:mod:`pm_evidence.options`): the model first (optional inside ``with model:``),
@@ -18,8 +18,26 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from pm_evidence.bridge_reference import choose_bridge_reference, more_reference_log_weights
-from pm_evidence.draws import (
+from pm_evidence.core.evidence import Evidence, build_evidence
+from pm_evidence.core.exceptions import EvidenceInputError, OverlapError
+from pm_evidence.core.utils import good_pareto_k, mcmc_ess, stage_rngs
+from pm_evidence.estimators import (
+    COMBINATION_RULES,
+    Estimate,
+    bridge_core,
+    combine_is_ris_core,
+    discriminance_core,
+    importance_core,
+    reverse_importance_core,
+)
+from pm_evidence.estimators.messages import (
+    draws_ess_messages,
+    flag,
+    posterior_messages,
+    se_messages,
+    weight_messages,
+)
+from pm_evidence.model.draws import (
     MAX_REFERENCE_NUMBERS,
     PosteriorOptions,
     PosteriorPlan,
@@ -36,29 +54,14 @@ from pm_evidence.draws import (
     symmetry_diagnostics,
     symmetry_step,
 )
-from pm_evidence.estimators import (
-    COMBINATION_RULES,
-    Estimate,
-    bridge_core,
-    combine_is_ris_core,
-    discriminance_core,
-    importance_core,
-    reverse_importance_core,
-)
-from pm_evidence.evidence import Evidence, build_evidence
-from pm_evidence.exceptions import EvidenceInputError, OverlapError
-from pm_evidence.messages import (
-    draws_ess_messages,
-    flag,
-    posterior_messages,
-    se_messages,
-    weight_messages,
-)
+from pm_evidence.model.target import LogDensity, as_target
 from pm_evidence.options import ModelLike, renamed_keywords, split_options
+from pm_evidence.posterior.bridge_reference import (
+    choose_bridge_reference,
+    more_reference_log_weights,
+)
+from pm_evidence.posterior.reverse_reference import choose_reverse_reference
 from pm_evidence.references import MultivariateNormalReference, Reference, fit_reference
-from pm_evidence.reverse_reference import choose_reverse_reference
-from pm_evidence.target import LogDensity, as_target
-from pm_evidence.utils import good_pareto_k, mcmc_ess, stage_rngs
 
 __all__ = [
     "BridgeOptions",
@@ -124,14 +127,14 @@ class _Call:
         return cls(as_target(model), options, idata, stage_rngs(random_seed), sampling)
 
     def fit_and_weigh(self, reference, choose_reference=None):
-        """:func:`~pm_evidence.draws.fit_and_weigh` with this call's draws and options."""
+        """:func:`~pm_evidence.model.draws.fit_and_weigh` with this call's draws and options."""
         return fit_and_weigh(
             self.target, self.rngs["posterior"], self.idata, reference, self.sampling,
             self.options.symmetrize, choose_reference,
         )  # fmt: skip
 
     def n_reference(self, n_target: int) -> int:
-        """The option, or :func:`~pm_evidence.draws.default_reference_draws` for ``n_target``
+        """The option, or :func:`~pm_evidence.model.draws.default_reference_draws` for ``n_target``
         posterior draws."""
         given = self.options.n_reference
         return default_reference_draws(n_target, self.target.dim) if given is None else given
@@ -194,7 +197,7 @@ def importance_sampling(
         poor proposal when the data are informative. A heavy-tailed proposal (the default)
         keeps the weights' variance finite.
     n_reference : int, optional
-        Number of proposal draws; default :func:`~pm_evidence.draws.default_reference_draws`
+        Number of proposal draws; default :func:`~pm_evidence.model.draws.default_reference_draws`
         (16 per posterior draw, or per 4000 draws for the prior).
     {shared_parameters}
 
@@ -263,7 +266,7 @@ def reverse_importance_sampling(
     The default reference, ``"auto"``, is the truncated normal (Gelfand & Dey 1994,
     :class:`~pm_evidence.references.TruncatedNormalReference`) whose covariance scale and
     truncation minimize the estimated ``chi^2(p0 || p)``
-    (:func:`~pm_evidence.reverse_reference.choose_reverse_reference`). Measured on eight
+    (:func:`~pm_evidence.posterior.reverse_reference.choose_reverse_reference`). Measured on eight
     schools (``testing.hierarchical_noncentered``) with exact posterior draws, 30 runs: Gelfand
     & Dey's 95% truncated normal gave errors with a spread of 0.155 against a mean SE of 0.108
     and one run 4.8 SE high, while its ``chi^2(p0 || p)`` is about 1e270 (400,000 reference
@@ -280,7 +283,7 @@ def reverse_importance_sampling(
         as given.
     n_reference : int, optional
         Draws from ``p0`` for the reference-side estimate of ``chi^2(p0 || p)``; default
-        :func:`~pm_evidence.draws.default_reference_draws`.
+        :func:`~pm_evidence.model.draws.default_reference_draws`.
     {shared_parameters}
 
     Returns
@@ -313,7 +316,7 @@ def reverse_importance_sampling(
 class _HalvesOwnReferences:
     """``reference="auto"`` of :func:`is_ris_combination`: each half gets its own default,
     both fitted to the first halves: a Student-t for IS (heavy tails keep the IS weights'
-    variance finite) and :func:`~pm_evidence.reverse_reference.choose_reverse_reference` for
+    variance finite) and :func:`~pm_evidence.posterior.reverse_reference.choose_reverse_reference` for
     reverse IS (light tails keep the reverse weights' variance finite). Called by
     :func:`fit_and_weigh` like any chooser; it keeps the IS half's reference."""
 
@@ -381,7 +384,7 @@ def discriminance_sampling(
         :class:`Reference` instance is used as given.
     n_reference : int, optional
         Number of reference draws; default
-        :func:`~pm_evidence.draws.default_reference_draws` (16 per posterior draw in the second
+        :func:`~pm_evidence.model.draws.default_reference_draws` (16 per posterior draw in the second
         halves).
     {shared_parameters}
 
@@ -448,7 +451,7 @@ def bridge_sampling(
     Half of every chain fits the reference (``reference="normal"``: a multivariate normal on
     the unconstrained space; ``"warp3"``: warp-3 of Meng & Schilling 2002, matching mean,
     covariance and skewness; ``"auto"``: whichever of the two a pilot predicts the smaller
-    error for at equal cost, :mod:`pm_evidence.bridge_reference`), the other half and
+    error for at equal cost, :mod:`pm_evidence.posterior.bridge_reference`), the other half and
     ``n_reference`` reference draws (16 per posterior draw by default) estimate ``log Z`` by the
     Meng-Wong iteration. ``use_neff`` replaces the number of posterior draws by their effective
     number in the sample-size weights. The error is the relative mean-squared error of Frühwirth-Schnatter (2004);
@@ -468,16 +471,16 @@ def bridge_sampling(
     reference : {"auto", "normal", "warp3"}, default "auto"
         The reference density bridged to the posterior; ``"auto"``: the normal or warp-3, by a
         pilot of ``min(N1, n_reference)`` reference draws
-        (:func:`~pm_evidence.bridge_reference.choose_bridge_reference`; warp-3 then takes
+        (:func:`~pm_evidence.posterior.bridge_reference.choose_bridge_reference`; warp-3 then takes
         ``(n_reference - N1) / 2`` reference draws, two evaluations each). A reference
         symmetrized over relabellings (``symmetrize``) is the normal.
     n_reference : int, optional
         Reference draws per repetition; default
-        :func:`~pm_evidence.draws.default_reference_draws`: 16 per posterior draw used in the
+        :func:`~pm_evidence.model.draws.default_reference_draws`: 16 per posterior draw used in the
         estimate (R's bridgesampling uses one; they are i.i.d. and cheap, and the reference
         side of the error falls like ``1 / n_reference``), then more where the reference side
         of the error is still the larger and the SE above 0.005, up to 16 times as many
-        (:func:`~pm_evidence.draws.balanced_reference_draws`). The diagnostics'
+        (:func:`~pm_evidence.model.draws.balanced_reference_draws`). The diagnostics'
         ``n_reference`` is the number used, ``re2_reference`` and ``re2_target`` the two
         sides of the error.
     repetitions : int, default 1
@@ -672,14 +675,14 @@ def is_ris_combination(
         :func:`pm_evidence.estimators.combine_is_ris_core`.
     reference : {"auto", "normal", "student_t", "prior"} or Reference, default "auto"
         ``"auto"``: a Student-t for IS and the chosen (truncated) normal of
-        :func:`~pm_evidence.reverse_reference.choose_reverse_reference` for reverse IS
+        :func:`~pm_evidence.posterior.reverse_reference.choose_reverse_reference` for reverse IS
         (diagnostics ``reference_is``, ``reference_ris``). Otherwise ``p0`` shared by both
         (diagnostic ``reference``). Fitted references are moment-matched to the first half of
         every chain of the posterior draws (from ``idata`` or NUTS).
     n_reference : int, optional
         Draws from the IS half's reference, and as many from reverse IS's for its
         reference-side check (the same draws when the reference is shared); default
-        :func:`~pm_evidence.draws.default_reference_draws` (16 per posterior draw in the
+        :func:`~pm_evidence.model.draws.default_reference_draws` (16 per posterior draw in the
         second halves).
     {shared_parameters}
 

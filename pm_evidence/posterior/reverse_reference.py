@@ -23,14 +23,14 @@ from collections.abc import Callable
 
 import numpy as np
 
+from pm_evidence.core.utils import pareto_khat
 from pm_evidence.estimators import chi_square_to_target
+from pm_evidence.model.target import LogDensity
 from pm_evidence.references import (
     MultivariateNormalReference,
     Reference,
     TruncatedNormalReference,
 )
-from pm_evidence.target import LogDensity
-from pm_evidence.utils import pareto_khat
 
 __all__ = [
     "MAX_SELECTION_PARETO_K",
@@ -92,7 +92,7 @@ def choose_reverse_reference(
         Draws from the candidates.
     wrap : callable, optional
         Applied to each fitted candidate before it is judged (e.g. the symmetrization over a
-        label-switching group, ``pm_evidence.draws.symmetric_reference``).
+        label-switching group, ``pm_evidence.model.draws.symmetric_reference``).
     max_draws : int, optional
         Cap on the reference draws per candidate (memory for large models).
 

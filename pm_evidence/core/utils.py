@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.core.exceptions import EvidenceInputError
 
 __all__ = [
     "as_generator",
@@ -41,7 +41,7 @@ __all__ = [
 RHAT_MAX = 1.01
 
 # Warnings are attributed to the first frame outside this package: the user's own line.
-PACKAGE_DIR = str(Path(__file__).resolve().parent)
+PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)  # pm_evidence/, not core/
 
 
 def one_blas_thread() -> threadpool_limits:
@@ -50,14 +50,14 @@ def one_blas_thread() -> threadpool_limits:
 
     For code that makes many small factorizations and triangular solves: on a busy 2-core
     machine OpenBLAS's threads wait for each other, and a 20 x 20 triangular solve took 4.7 ms
-    instead of microseconds. Measured on ``pm_evidence.exploration.explore`` of the 20-D
+    instead of microseconds. Measured on ``pm_evidence.search.exploration.explore`` of the 20-D
     ``testing.peaked_normal_mean`` with another process using one core: 15-16 s, and 1.7 s with
     one thread (the same result bit for bit). On the idle 2-core machine, a triangular solve
     of 4,000 right-hand sides, an eigendecomposition, a Cholesky factor and a product of a
     ``d x d`` covariance took 7.8 ms with OpenBLAS's two threads and 0.3 ms with one at
     ``d = 20``, 35 and 1.3 ms at 50, 9 and 4 ms at 100, 109 and 80 ms at 500, and 290 and 326 ms
     at 1,000. :func:`~pm_evidence.marginal_likelihood` and :func:`explore
-    <pm_evidence.exploration.explore>` run in it.
+    <pm_evidence.search.exploration.explore>` run in it.
     """
     return threadpool_limits(limits=1, user_api="blas")
 

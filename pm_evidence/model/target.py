@@ -46,8 +46,8 @@ from pm_evidence.adapter.layout import Layout, VariableSlice
 from pm_evidence.adapter.maps import ValueMaps, posterior_dataset
 from pm_evidence.adapter.model_checks import model_messages
 from pm_evidence.adapter.prior import PriorSampler
-from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.utils import warn_user
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.utils import warn_user
 
 # The term searches (LogDensity.log_density_with_terms) evaluate a few hundred points, one
 # L-BFGS step at a time: PyTensor's Python linker after its quick rewrites compiles in a
@@ -400,7 +400,7 @@ def as_target(model: pm.Model | LogDensity | None = None) -> LogDensity:
 
     Made (or reused: :meth:`~pm_evidence.LogDensity.for_model`) from a PyMC model, the model's own warnings
     (``LogDensity.model_messages``: an improper prior, no data) are issued once for the call;
-    every result carries them (:func:`~pm_evidence.evidence.build_evidence`). An adapter is
+    every result carries them (:func:`~pm_evidence.core.evidence.build_evidence`). An adapter is
     returned as it is.
 
     Parameters

@@ -19,7 +19,7 @@ both on one pilot:
 
 The normal's cost rises by the ``p + N1`` evaluations at reflections (``2 / 16`` of its own by
 default); warp-3, where it wins, costs what the normal would have. Measured with 2,000 held-out
-NUTS draws (two seeds each, ``pm_evidence.testing`` and ``pm_evidence.zoo_highdim``), the
+NUTS draws (two seeds each, ``pm_evidence.zoo.testing`` and ``pm_evidence.zoo.highdim``), the
 predicted ratio of the two SEs against the ratio of the SEs of full runs: 0.83 / 0.84 and
 0.73 / 0.74 (linear regression), 1.43 / 1.43 and 1.22 / 1.49 (inverse-gamma variance),
 1.21 / 1.22 and 1.47 / 1.66 (``normal_halfnormal_sigma``), 1.02 / 1.03 and 0.79 / 0.80
@@ -33,11 +33,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pm_evidence.draws import check_reference_log_weights, log_weights, reference_log_weights
+from pm_evidence.core.exceptions import OverlapError
 from pm_evidence.estimators import bridge_core, predicted_re2
-from pm_evidence.exceptions import OverlapError
+from pm_evidence.model.draws import check_reference_log_weights, log_weights, reference_log_weights
+from pm_evidence.model.target import LogDensity
 from pm_evidence.references import MultivariateNormalReference, Warp3Reference
-from pm_evidence.target import LogDensity
 
 __all__ = ["BridgeReferenceChoice", "choose_bridge_reference", "more_reference_log_weights"]
 
@@ -155,7 +155,7 @@ def more_reference_log_weights(
     target: LogDensity, choice: BridgeReferenceChoice, rng: np.random.Generator, n: int
 ) -> np.ndarray:
     """``n`` reference draws' log weights for the chosen reference: the pilot's first, then new
-    draws (:func:`~pm_evidence.draws.reference_log_weights`)."""
+    draws (:func:`~pm_evidence.model.draws.reference_log_weights`)."""
     have = choice.log_weights_pilot[:n]
     if n <= have.size:
         return have

@@ -28,7 +28,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from pm_evidence.utils import warn_user
+from pm_evidence.core.utils import warn_user
 
 _log = logging.getLogger(__name__)
 

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
-from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.method_bias import bias_words
-from pm_evidence.version import __version__
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.method_bias import bias_words
+from pm_evidence.core.version import __version__
 
 __all__ = ["Evidence", "EvidenceSet"]
 
@@ -415,7 +415,7 @@ def build_evidence(
     or ``(dims, array)`` tuples.
 
     ``warnings`` were issued by the caller; the model's own (an improper prior, no data:
-    ``LogDensity.model_messages``, issued by :func:`~pm_evidence.target.as_target`) are added
+    ``LogDensity.model_messages``, issued by :func:`~pm_evidence.model.target.as_target`) are added
     here, so that every estimator's result carries them.
     """
     model_messages = tuple(m for m in target.model_messages if m not in warnings)

@@ -1,9 +1,9 @@
 r"""Estimators as follow-ups on run records: ``ais(run)``, ``reverse_ais(run)``, ``ads(run)``,
 ``rts(run)``, ``ti(run)``, ``mbar(run)``.
 
-Each reads an :class:`~pm_evidence.runs.AnnealingRun` or :class:`~pm_evidence.runs.TemperingRun`
+Each reads an :class:`~pm_evidence.path.runs.AnnealingRun` or :class:`~pm_evidence.path.runs.TemperingRun`
 (nothing is sampled here), calls a pure estimator core of :mod:`pm_evidence.estimators`, and
-returns an :class:`~pm_evidence.evidence.Evidence` whose ``warnings`` carry every check that
+returns an :class:`~pm_evidence.core.evidence.Evidence` whose ``warnings`` carry every check that
 failed (weight ESS, Pareto k-hat, R-hat of the NUTS draws, occupancy, empty rungs, ...).
 
 >>> plan = pme.make_plan(model, random_seed=1)
@@ -14,7 +14,7 @@ Which estimates check each other: AIS and RAISE (a sandwich, different runs), AI
 against RTS, TI or MBAR (different samplers, same plan). ADS reads AIS's run, TI and MBAR read
 RTS's: they share its draws and are not independent checks of it.
 
-Every result says how its run stopped (:mod:`pm_evidence.runs`): ``stopped_by``
+Every result says how its run stopped (:mod:`pm_evidence.path.runs`): ``stopped_by``
 (``"target_se"``, ``"max_evaluations"``, ``"max_chains"``, ...), ``se_reached``, the run's
 ``n_evaluations`` and ``max_evaluations``, and the plan's ``n_setup_evaluations``; and how the
 kernel was chosen (``kernel_reason``, ``n_gibbs_blocks``). A run that spent its evaluation
@@ -27,6 +27,9 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from pm_evidence.core.evidence import Evidence, build_evidence
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.utils import log_mean_exp, normalized_weights
 from pm_evidence.estimators.annealed import (
     ads_binary_core,
     ads_multinomial_core,
@@ -34,12 +37,9 @@ from pm_evidence.estimators.annealed import (
     raise_core,
 )
 from pm_evidence.estimators.base import Estimate
+from pm_evidence.estimators.messages import flag, se_messages, weight_messages
 from pm_evidence.estimators.tempered import mbar_core, rts_core, rts_log_z, ti_core
-from pm_evidence.evidence import Evidence, build_evidence
-from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.messages import flag, se_messages, weight_messages
-from pm_evidence.runs import AnnealingRun, TemperingRun
-from pm_evidence.utils import log_mean_exp, normalized_weights
+from pm_evidence.path.runs import AnnealingRun, TemperingRun
 
 __all__ = ["ADS_VERSIONS", "TI_VARIANTS", "ads", "ais", "mbar", "reverse_ais", "rts", "ti"]
 
@@ -102,7 +102,7 @@ def ais(run: AnnealingRun) -> Evidence:
     Parameters
     ----------
     run : AnnealingRun
-        From :func:`~pm_evidence.runs.run_annealing`.
+        From :func:`~pm_evidence.path.runs.run_annealing`.
 
     Returns
     -------
@@ -140,7 +140,7 @@ def reverse_ais(run: AnnealingRun) -> Evidence:
     Parameters
     ----------
     run : AnnealingRun
-        From :func:`~pm_evidence.runs.run_reverse_annealing`.
+        From :func:`~pm_evidence.path.runs.run_reverse_annealing`.
 
     Returns
     -------
@@ -180,7 +180,7 @@ def ads(run: AnnealingRun, version: str = "binary") -> Evidence:
     Parameters
     ----------
     run : AnnealingRun
-        From :func:`~pm_evidence.runs.run_annealing`.
+        From :func:`~pm_evidence.path.runs.run_annealing`.
     version : {"binary", "multinomial"}
         Sequential binary classifications between neighbouring rungs (Alg. 1, eqs. (6)-(9)),
         or one multinomial classification over all rungs (Alg. 2, eq. (5)).
@@ -271,7 +271,7 @@ def rts(run: TemperingRun) -> Evidence:
     Parameters
     ----------
     run : TemperingRun
-        From :func:`~pm_evidence.runs.run_tempering`.
+        From :func:`~pm_evidence.path.runs.run_tempering`.
 
     Returns
     -------

@@ -1,8 +1,8 @@
-r"""Runs on a :class:`~pm_evidence.plan.PathPlan`: annealing, reverse annealing, tempering.
+r"""Runs on a :class:`~pm_evidence.path.plan.PathPlan`: annealing, reverse annealing, tempering.
 
 Each function takes a plan, its options (a small frozen dataclass) and a generator, and returns
 a run record: the plan, the ladder used, the sampler's output and the warnings of the run. The
-estimators of :mod:`pm_evidence.path_estimators` are follow-ups on these records, so a run is
+estimators of :mod:`pm_evidence.path.path_estimators` are follow-ups on these records, so a run is
 made once and read by every estimator that can use it (AIS and ADS read an annealing run; RTS,
 TI and MBAR a tempering run).
 
@@ -38,10 +38,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pm_evidence.core.exceptions import EvidenceInputError, OverlapError
+from pm_evidence.core.utils import warn_user
 from pm_evidence.estimators.annealed import ais_core
 from pm_evidence.estimators.tempered import rts_core
-from pm_evidence.exceptions import EvidenceInputError, OverlapError
-from pm_evidence.plan import Ladder, PathPlan, _plan_lines
+from pm_evidence.path.plan import Ladder, PathPlan, _plan_lines
 from pm_evidence.tempering.samplers import (
     AnnealRecord,
     AnnealSettings,
@@ -52,7 +53,6 @@ from pm_evidence.tempering.samplers import (
     rts_initial_iterations,
     temper,
 )
-from pm_evidence.utils import warn_user
 
 __all__ = [
     "AnnealingOptions",
@@ -245,9 +245,9 @@ def _check_positive(options, *names: str) -> None:
 
 @dataclass(frozen=True)
 class AnnealingRun:
-    """An annealing run, read by :func:`~pm_evidence.path_estimators.ais`,
-    :func:`~pm_evidence.path_estimators.ads` (forward) or
-    :func:`~pm_evidence.path_estimators.reverse_ais` (``reverse``).
+    """An annealing run, read by :func:`~pm_evidence.path.path_estimators.ais`,
+    :func:`~pm_evidence.path.path_estimators.ads` (forward) or
+    :func:`~pm_evidence.path.path_estimators.reverse_ais` (``reverse``).
 
     Attributes
     ----------
@@ -311,8 +311,8 @@ def _se_text(se_reached: float | None, target_se_reached: bool | None) -> str:
 
 @dataclass(frozen=True)
 class TemperingRun:
-    """A simulated-tempering run, read by :func:`~pm_evidence.path_estimators.rts`,
-    :func:`~pm_evidence.path_estimators.ti` and :func:`~pm_evidence.path_estimators.mbar`.
+    """A simulated-tempering run, read by :func:`~pm_evidence.path.path_estimators.rts`,
+    :func:`~pm_evidence.path.path_estimators.ti` and :func:`~pm_evidence.path.path_estimators.mbar`.
 
     Attributes
     ----------

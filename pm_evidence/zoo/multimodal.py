@@ -1,7 +1,7 @@
 """A multimodal and hard-geometry zoo (issue 23, part 5): PyMC models whose log evidence is known
 independently of PyMC, for targets where NUTS misses part of the posterior's mass.
 
-Every entry of :data:`MULTIMODAL_ZOO` is a :class:`~pm_evidence.testing.ZooModel`: a builder
+Every entry of :data:`MULTIMODAL_ZOO` is a :class:`~pm_evidence.zoo.testing.ZooModel`: a builder
 returning ``(model, gold_log_z)``, a gold computed with NumPy/SciPy only (closed form,
 enumeration or Gauss-Legendre quadrature) with its numerical error, and the joint log density
 ``log_joint`` written with NumPy, which ``tests/test_zoo_multimodal.py`` compares with PyMC's
@@ -43,7 +43,7 @@ import pymc as pm
 import pytensor.tensor as pt
 from scipy import special, stats
 
-from pm_evidence.testing import (
+from pm_evidence.zoo.testing import (
     LOG_2PI,
     Gold,
     ZooModel,

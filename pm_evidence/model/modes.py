@@ -65,8 +65,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
-from pm_evidence.exceptions import EvidenceInputError
-from pm_evidence.utils import RHAT_MAX, max_rhat
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.utils import RHAT_MAX, max_rhat
 
 __all__ = [
     "MAX_GROUP_SIZE",

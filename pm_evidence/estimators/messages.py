@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from pm_evidence.core.utils import RHAT_MAX, good_pareto_k, max_rhat, warn_user
 from pm_evidence.estimators import Estimate
-from pm_evidence.utils import RHAT_MAX, good_pareto_k, max_rhat, warn_user
 
 __all__ = [
     "LOW_ESS",
@@ -43,7 +43,7 @@ def posterior_messages(target, x: np.ndarray, *, relabelled: bool = False) -> li
     """Warnings about posterior draws ``(chain, draw, dim)``: R-hat above ``RHAT_MAX``.
 
     ``relabelled``: the draws were relabelled into one mirror image of a symmetric posterior
-    (``pm_evidence.modes.relabel``), so chains in different mirror modes agree.
+    (``pm_evidence.model.modes.relabel``), so chains in different mirror modes agree.
     """
     if x.shape[0] * x.shape[1] < 8:
         return []
@@ -106,7 +106,7 @@ def weight_messages(
     diagnostics: dict, what: str, consequence: str, *, ess_key: str = "ess", n: int | None = None
 ) -> list[str]:
     """Low weight ESS (below ``LOW_ESS``) and a Pareto k-hat above
-    :func:`~pm_evidence.utils.good_pareto_k` of importance-type weights."""
+    :func:`~pm_evidence.core.utils.good_pareto_k` of importance-type weights."""
     messages = []
     ess = diagnostics.get(ess_key, np.nan)
     if ess < LOW_ESS:

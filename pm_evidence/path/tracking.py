@@ -20,17 +20,17 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 
+from pm_evidence.core.utils import as_generator
 from pm_evidence.estimators.tempered import rts_partial_update
-from pm_evidence.plan import PathOptions, make_plan
-from pm_evidence.runs import TemperingOptions, log_r_of
-from pm_evidence.target import LogDensity, as_target
+from pm_evidence.model.target import LogDensity, as_target
+from pm_evidence.path.plan import PathOptions, make_plan
+from pm_evidence.path.runs import TemperingOptions, log_r_of
 from pm_evidence.tempering.samplers import (
     TemperedChains,
     TemperedSettings,
     rts_initial_iterations,
     temper,
 )
-from pm_evidence.utils import as_generator
 
 __all__ = ["LogZTracker"]
 
@@ -46,7 +46,7 @@ class LogZTracker:
         As :func:`pm_evidence.rao_blackwellized_tempered_sampling` (the reference, the ladder
         and the kernel's step size are fixed at construction; pass a reference that stays
         sensible while the model changes, e.g. the data base rate of an RBM). Two defaults
-        differ from :class:`~pm_evidence.runs.TemperingOptions`': 200 chains, not 1000 (every
+        differ from :class:`~pm_evidence.path.runs.TemperingOptions`': 200 chains, not 1000 (every
         :meth:`update` sweeps all of them), and a linear ladder of 100 rungs, not the adaptive
         one (the pilot would place that for the initial parameters only, and the tracker
         keeps its ladder while they move).

@@ -1971,7 +1971,7 @@ def _pima_table() -> dict[str, np.ndarray]:
 
     import pandas as pd
 
-    path = Path(__file__).with_name("data") / "pima_diabetes.csv"
+    path = Path(__file__).parent.parent / "data" / "pima_diabetes.csv"
     frame = pd.read_csv(path)
     return {name: frame[name].to_numpy() for name in frame.columns}
 

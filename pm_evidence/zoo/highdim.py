@@ -13,9 +13,9 @@ computed without PyMC:
   value is computed once and stored in this module with the code that computes it);
 * closed form (latent GP regression: ``y ~ N(0, K + sigma^2 I)``).
 
-Each entry of :data:`HIGHDIM_ZOO` is a :class:`~pm_evidence.testing.ZooModel` like those of
-:data:`pm_evidence.testing.ZOO`: a builder returning ``(model, gold_log_z)``, the gold with
-its numerical error (:class:`~pm_evidence.testing.Gold`) and the joint log density written
+Each entry of :data:`HIGHDIM_ZOO` is a :class:`~pm_evidence.zoo.testing.ZooModel` like those of
+:data:`pm_evidence.zoo.testing.ZOO`: a builder returning ``(model, gold_log_z)``, the gold with
+its numerical error (:class:`~pm_evidence.zoo.testing.Gold`) and the joint log density written
 with NumPy/SciPy (``log_joint``), which ``tests/test_zoo_highdim.py`` compares with PyMC's
 ``logp``. Distribution parameters are float64 (STYLE habit 9).
 """
@@ -30,7 +30,7 @@ import numpy as np
 import pymc as pm
 from scipy import special, stats
 
-from pm_evidence.testing import (
+from pm_evidence.zoo.testing import (
     LOG_2PI,
     Gold,
     ZooModel,
@@ -577,4 +577,4 @@ HIGHDIM_ZOO: tuple[ZooModel, ...] = (
     ),
 )
 """The high-dimensional zoo entries (100 to 1,002 parameters), in the form of
-:data:`pm_evidence.testing.ZOO`."""
+:data:`pm_evidence.zoo.testing.ZOO`."""

@@ -1,5 +1,5 @@
 """Which way each method's ``log Z`` errs in expectation: data that the result type
-(:mod:`pm_evidence.evidence`) and the method table (:mod:`pm_evidence.registry`) both read.
+(:mod:`pm_evidence.core.evidence`) and the method table (:mod:`pm_evidence.registry`) both read.
 
 An unbiased estimate of ``Z`` (IS, AIS) gives a ``log Z`` biased low by Jensen's inequality: a
 stochastic lower bound. An unbiased estimate of ``1/Z`` gives one biased high, but only where

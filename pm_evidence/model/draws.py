@@ -13,9 +13,11 @@ from pymc.exceptions import SamplingError
 
 from pm_evidence.adapter.maps import posterior_dataset
 from pm_evidence.adapter.model_checks import nan_data_names
-from pm_evidence.exceptions import EvidenceInputError, NonFiniteLogDensityError
-from pm_evidence.messages import draws_ess_messages, posterior_messages
-from pm_evidence.modes import (
+from pm_evidence.core.exceptions import EvidenceInputError, NonFiniteLogDensityError
+from pm_evidence.core.progress import pymc_sample
+from pm_evidence.core.utils import spawn_seed
+from pm_evidence.estimators.messages import draws_ess_messages, posterior_messages
+from pm_evidence.model.modes import (
     INVARIANCE_RTOL,
     SymmetryDecision,
     SymmetrySearch,
@@ -24,7 +26,7 @@ from pm_evidence.modes import (
     plan_symmetry,
     spread_points,
 )
-from pm_evidence.progress import pymc_sample
+from pm_evidence.model.target import LogDensity
 from pm_evidence.references import (
     BOUNDED_REFERENCE_NAMES,
     Reference,
@@ -32,8 +34,6 @@ from pm_evidence.references import (
     Warp3Reference,
     fit_reference,
 )
-from pm_evidence.target import LogDensity
-from pm_evidence.utils import spawn_seed
 
 __all__ = [
     "BALANCING_SE",
@@ -79,11 +79,11 @@ class PosteriorOptions:
         bridge: ``"normal"`` or ``"warp3"`` by a pilot; reverse IS and the combinations: see
         their functions).
     n_reference : int, optional
-        Draws from ``p0``; default :func:`~pm_evidence.draws.default_reference_draws` (16 per
+        Draws from ``p0``; default :func:`~pm_evidence.model.draws.default_reference_draws` (16 per
         posterior draw used in the estimate).
     symmetrize : {"auto", True, False}
         What to do when the posterior is invariant under relabelling components (label
-        switching in a mixture; ``pm_evidence.modes``): ``"auto"`` relabels the draws into one
+        switching in a mixture; ``pm_evidence.model.modes``): ``"auto"`` relabels the draws into one
         mirror image and symmetrizes the reference over the relabellings when the draws miss
         mirror images (otherwise log Z would come out low by up to ``log |G|``), ``True`` does
         so whenever a symmetry is found, ``False`` never (a symmetry whose images the draws
@@ -128,9 +128,9 @@ class PosteriorPlan:
         The model's adapter the draws belong to.
     draws : numpy.ndarray
         Flat unconstrained posterior draws ``(chain, draw, dim)`` (from ``idata`` or NUTS).
-    search : SymmetrySearch (of pm_evidence.modes)
+    search : SymmetrySearch (of pm_evidence.model.modes)
         The relabelling symmetry of the posterior found at these draws
-        (``pm_evidence.modes.find_symmetry``; deterministic given the draws).
+        (``pm_evidence.model.modes.find_symmetry``; deterministic given the draws).
     messages : tuple of str
         Warnings about where the draws came from (``draws_source_messages``), for every
         result built on them.
@@ -446,7 +446,7 @@ def symmetry_diagnostics(decision: SymmetryDecision, reference: Reference) -> di
 
 
 def symmetry_step(target, x: np.ndarray, reference, symmetrize, idata=None) -> SymmetryDecision:
-    """``pm_evidence.modes.plan_symmetry`` for posterior draws ``x`` and a reference; when
+    """``pm_evidence.model.modes.plan_symmetry`` for posterior draws ``x`` and a reference; when
     ``idata`` is a :class:`PosteriorPlan` its symmetry search is reused."""
     search = idata.search if isinstance(idata, PosteriorPlan) else None
     return plan_symmetry(target, x, symmetrize, warp3=reference == "warp3", search=search)
@@ -465,7 +465,7 @@ def fit_and_weigh(
     ``log f - log p0`` at the second half, the draws every estimator is judged on.
 
     A symmetry of the posterior (label switching) is looked for first
-    (``pm_evidence.modes.plan_symmetry``): when the draws miss mirror images they are
+    (``pm_evidence.model.modes.plan_symmetry``): when the draws miss mirror images they are
     relabelled into one and the reference is symmetrized over the group
     (:func:`symmetric_reference`), as ``symmetrize`` allows.
 
@@ -473,7 +473,7 @@ def fit_and_weigh(
     the fit by name (reverse IS's ``reference="auto"``); ``wrap`` is the symmetrization.
 
     Returns ``(est_half, reference, log_weights_target, messages, diagnostics)``: the
-    warnings about the posterior draws (:func:`~pm_evidence.messages.posterior_messages`) and the symmetry
+    warnings about the posterior draws (:func:`~pm_evidence.estimators.messages.posterior_messages`) and the symmetry
     diagnostics of the decision (and the chooser's).
     """
     x = posterior_draws(target, idata, rng=posterior_rng, **sampling)
@@ -538,11 +538,11 @@ def balanced_reference_draws(
     posterior side (the optimal bridge leans on the larger sample).
 
     Measured at the default 16 reference draws per posterior draw: the reference side was 3 to
-    8 times the posterior side on ``pm_evidence.testing``'s linear, inverse-gamma and peaked
+    8 times the posterior side on ``pm_evidence.zoo.testing``'s linear, inverse-gamma and peaked
     20-D models, and balancing there cut the spread of bridge's estimate over 20 seeds 4.3
     and 2.4 times (linear, peaked) for 1.14 and 1.7 times the time; but their SE was already
     0.001, below what a Bayes factor needs, hence ``BALANCING_SE``. At 100 to 1,000
-    parameters (``pm_evidence.zoo_highdim``, 1,000 posterior draws) the posterior side was the
+    parameters (``pm_evidence.zoo.highdim``, 1,000 posterior draws) the posterior side was the
     larger by 1.6 to 2.4 times, except on the GLMM (the sides equal: 4% more draws).
 
     Returns

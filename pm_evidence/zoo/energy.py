@@ -29,7 +29,7 @@ import pymc as pm
 import pytensor.tensor as pt
 from scipy import special
 
-from pm_evidence.exceptions import EvidenceInputError
+from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.references import BernoulliProductReference
 
 __all__ = [
