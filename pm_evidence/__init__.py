@@ -160,7 +160,8 @@ _OLD_PATHS = {
 class _OldPath(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Modules that moved into the layer folders stay importable by their old paths, as
     aliases of the same module objects, made when first imported (``import
-    pm_evidence.draws`` gives :mod:`pm_evidence.model.draws`; old pickles load)."""
+    pm_evidence.draws`` gives :mod:`pm_evidence.model.draws`; old pickles load). Import only:
+    ``python -m`` takes the new paths."""
 
     def find_spec(self, fullname, path, target=None):
         old = fullname.removeprefix("pm_evidence.")
@@ -175,7 +176,8 @@ class _OldPath(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         """The module was executed under its new path."""
 
 
-sys.meta_path.append(_OldPath())
+if not any(type(finder).__name__ == "_OldPath" for finder in sys.meta_path):  # once a process
+    sys.meta_path.append(_OldPath())
 
 
 def __getattr__(name: str):

@@ -33,7 +33,7 @@ from pm_evidence import registry
 from pm_evidence.core.evidence import DISAGREEMENT_Z, Evidence, format_estimate
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import root_sequence, stage_rngs, warn_user
-from pm_evidence.model.draws import posterior_plan
+from pm_evidence.model.draws import posterior_plan, reference_needs_draws
 from pm_evidence.path.plan import SAMPLE_KEYS
 from pm_evidence.path.runs import AnnealingOptions
 from pm_evidence.references import PriorReference
@@ -152,8 +152,10 @@ def _check_options(target, kwargs: dict, exploration, plan, skipped: str) -> dic
     from."""
     if exploration is not None:
         return for_the_path_methods(kwargs, exploration.reference())
-    if plan is not None or "path" in kwargs:
+    if plan is not None:
         return kwargs
+    if "path" in kwargs:  # the user's path options: run them unless they need the failed draws
+        return None if reference_needs_draws(kwargs["path"].reference) else kwargs
     if skipped.startswith("the prior cannot be sampled"):
         return None
     return for_the_path_methods(kwargs, "prior")
@@ -193,8 +195,9 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
         kwargs = for_the_path_methods(kwargs, kwargs["reference"])
     if target.has_discrete:  # RTS and AIS share one path plan: one call
         pair = estimate_methods(
-            target, [primary, check], idata, seed, progressbar, kwargs, {}, term_check=False
-        )
+            target, [primary, check], idata, seed, progressbar, kwargs, {}, term_check=False,
+            label=f"method='auto' ({primary} checked by {check})",
+        )  # fmt: skip
         failures.update(pair.failures)
         first, second = pair.get(primary), pair.get(check)
         return _settled(first, second, primary, check, failures, facts)
@@ -224,8 +227,8 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
     second = None
     if options is None:
         failures[repr(check)] = (
-            f"{check!r} was not run: its reference is fitted to the NUTS draws, which failed, "
-            f"and the prior cannot be its reference ({skipped})"
+            f"{check!r} was not run: its reference is fitted to the NUTS draws, which failed"
+            + (f", and the prior cannot be its reference ({skipped})" if skipped else "")
         )
     else:
         if exploration is None and first is not None:
@@ -239,11 +242,10 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
         except KeyboardInterrupt:
             if first is None:
                 raise
-            warn_user(
+            return _with_warning(first, (
                 f"Interrupted (Ctrl-C) while running {check!r}, method='auto''s cross-check: "
-                f"returning {primary!r} unchecked."
-            )
-            return first
+                f"{primary!r} is returned unchecked."
+            ))  # fmt: skip
     if exploration is not None and first is not None and second is not None:
         covered = attempt(
             "the coverage check (which modes each side's draws visited)",

@@ -121,7 +121,9 @@ def marginal_likelihood(
     KeyboardInterrupt
         On Ctrl-C: one line naming the phase (compilation, NUTS tuning, ...), no traceback when
         uncaught. With a list of methods, a Ctrl-C after the first finished returns those that
-        finished, with a warning; the tempered methods return their partial estimate.
+        finished, the others in the result's ``failures`` (and a warning); with
+        ``method="auto"``, a Ctrl-C during the cross-check returns the estimate with a warning
+        on it that it is unchecked; the tempered methods return their partial estimate.
 
     Notes
     -----
@@ -150,7 +152,7 @@ def marginal_likelihood(
     # with it on an idle machine up to 500 parameters, and far faster on a busy one
     with (
         quiet(not progressbar), interruptible(label), one_blas_thread(),
-        only_the_results_warnings() as results,
+        only_the_results_warnings() as held,
     ):  # fmt: skip
         with status(
             f"pm_evidence {label}: compiling the model's log-density",
@@ -163,7 +165,8 @@ def marginal_likelihood(
         else:
             seed = root_sequence(random_seed)  # every callee gets the same stage streams
             result = estimate_methods(target, methods, idata, seed, progressbar, kwargs, only)
-        results.append(result)
+        held.results.append(result)
+    held.issue()
     if isinstance(method, str):
         return result if methods == ["auto"] else result[method]
     for a, b, z in result.disagreements():

@@ -53,6 +53,10 @@ _log = logging.getLogger(__name__)
 # covariances up to about 50 dimensions (one component per 5 dim particles).
 EXPLORATION_MAX_DIM = 50
 
+# Errors that say the code (ours or the user's) is wrong, or the machine out of memory: raised
+# at once, never recorded as a stage that failed (is_stage_failure).
+PROGRAMMING_ERRORS = (TypeError, AttributeError, NameError, ImportError, MemoryError, RecursionError)
+
 _OPTION_OBJECTS = {
     "path": PathOptions,
     "annealing": AnnealingOptions,
@@ -229,10 +233,12 @@ def is_stage_failure(err: BaseException) -> bool:
     (:class:`~pm_evidence.NonFiniteLogDensityError`), a solver that does not converge and any
     other error of the computation are failures of the stage; every other
     :class:`~pm_evidence.EvidenceInputError` (an option, ``idata`` of another model) is the
-    user's to fix, and a Ctrl-C is never caught.
+    user's to fix, as are the errors of :data:`PROGRAMMING_ERRORS`; a Ctrl-C is never caught.
     """
     if isinstance(err, OverlapError | NonFiniteLogDensityError):
         return True
+    if isinstance(err, PROGRAMMING_ERRORS):
+        return False  # a bug or no memory: never hidden as a warning
     return isinstance(err, Exception) and not isinstance(err, EvidenceInputError)
 
 
@@ -273,6 +279,8 @@ def validate_options(methods: list[str], kwargs: dict) -> None:
     check_sampling_options({k: v for k, v in kwargs.items() if k in SAMPLE_KEYS})
     for name, least in (("draws", 4), ("tune", 0), ("chains", 1)):
         value = kwargs.get(name, least)
+        if name == "chains" and value is None:  # pm.sample's own default
+            continue
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
             raise EvidenceInputError(
                 f"{name} must be an integer >= {least} (NUTS's {name}), got {value!r}."
@@ -294,7 +302,7 @@ def validate_options(methods: list[str], kwargs: dict) -> None:
 
 def estimate_methods(
     target, methods: list[str], idata, seed, progressbar: bool, kwargs: dict, only: dict,
-    *, term_check: bool = True,
+    *, term_check: bool = True, label: str = "",
 ) -> EvidenceSet:  # fmt: skip
     """Run ``methods`` (checked names, no repeats) on shared draws, each on its own stream.
 
@@ -321,6 +329,8 @@ def estimate_methods(
     term_check : bool
         Check the results against the modes of the model's log-sum-exp terms
         (:func:`term_checked`).
+    label : str
+        What ran, for the error where every method failed (default: the call).
 
     Returns
     -------
@@ -356,23 +366,25 @@ def estimate_methods(
         except KeyboardInterrupt:
             if not results:
                 raise
-            warn_user(
-                f"Interrupted (Ctrl-C) while running {name!r}: returning the methods that "
-                f"finished, {list(results)}; {methods[methods.index(name) :]} did not run.",
-            )
+            for left in methods[methods.index(name) :]:
+                failures[repr(left)] = (
+                    f"{left!r} did not run: interrupted (Ctrl-C) while running {name!r}; the "
+                    f"methods that finished, {list(results)}, are returned"
+                )
             break
         if result is None:
             warn_user(failures[repr(name)])
             continue
         results[name] = result
         if result.diagnostics.get("interrupted") and name != methods[-1]:
-            warn_user(
-                f"{name!r} was interrupted (Ctrl-C) and returned a partial estimate; "
-                f"{methods[methods.index(name) + 1 :]} did not run.",
-            )
+            for left in methods[methods.index(name) + 1 :]:
+                failures[repr(left)] = (
+                    f"{left!r} did not run: {name!r} was interrupted (Ctrl-C) and returned a "
+                    f"partial estimate"
+                )
             break
     if not results:
-        raise nothing_left(f"marginal_likelihood(method={methods})", failures)
+        raise nothing_left(label or f"marginal_likelihood(method={methods})", failures)
     if term_check:
         draws_from = idata if plain else runs.made_plan
         checked = term_checked(target, list(results.values()), draws_from, rngs)

@@ -121,6 +121,8 @@ def test_nothing_left_names_every_stage():
     assert isinstance(err, pme.EstimationFailedError)
     assert "one failed and was left out (ZeroDivisionError" in str(err)
     assert is_stage_failure(pme.OverlapError("x")) and not is_stage_failure(KeyboardInterrupt())
+    assert is_stage_failure(np.linalg.LinAlgError("singular"))
+    assert not is_stage_failure(TypeError("a bug")) and not is_stage_failure(MemoryError())
 
 
 def _raise_input_error():

@@ -33,6 +33,7 @@ from pm_evidence.core.utils import warn_user
 _log = logging.getLogger(__name__)
 
 __all__ = [
+    "HeldWarnings",
     "LongRun",
     "interruptible",
     "interruption",
@@ -424,42 +425,52 @@ def _messages_on(result) -> list[str]:
     return []
 
 
+class HeldWarnings:
+    """The warnings held back by :func:`only_the_results_warnings` and the results whose
+    warnings are to be issued (append them to ``results``)."""
+
+    def __init__(self):
+        self.results: list = []
+        self.held: list = []
+
+    def issue(self) -> None:
+        """Issue, once each and at the caller's line (:func:`~pm_evidence.core.utils.warn_user`:
+        the caller's filters and "once per line" apply), every warning the results carry
+        (``_messages_on``) and every held ``FutureWarning`` / ``DeprecationWarning``; the
+        others go to the debug log. Call it after the ``with`` block, from the public
+        function."""
+        wanted = [m for r in self.results for m in _messages_on(r)]
+        category = {}
+        for w in self.held:
+            category.setdefault(str(w.message), w.category)
+            if issubclass(w.category, FutureWarning | DeprecationWarning):
+                warn_user(str(w.message), w.category)
+            elif str(w.message) not in wanted:
+                _log.debug("warning held back (not on the result): %s: %s", w.category, w)
+        for text in dict.fromkeys(wanted):
+            kind = category.get(text, UserWarning)
+            if not issubclass(kind, FutureWarning | DeprecationWarning):
+                warn_user(text, kind)
+
+
 @contextmanager
-def only_the_results_warnings() -> Iterator[list]:
-    """Hold back every warning issued inside; afterwards issue, once each, every warning that
-    a result appended to the yielded list carries (``_messages_on``; at the line that
-    issued it where one did, else at the caller's line), and every ``FutureWarning`` /
-    ``DeprecationWarning``.
+def only_the_results_warnings() -> Iterator[HeldWarnings]:
+    """Hold back every warning issued inside, for :meth:`HeldWarnings.issue` to issue those
+    that the results appended to ``HeldWarnings.results`` carry, and the deprecations.
 
     What is held back goes to the debug log: NumPy's ``RuntimeWarning`` from computations
     whose non-finite outcomes the code handles (an overflow in a weight that is then
     rejected), PyMC's notes on the NUTS run the library started, and the warnings of an
     internal stage whose result was not returned (``method="auto"``'s cross-check). So
     every warning that matters is on the result and issued, and ``progressbar=False`` prints
-    nothing else. Where an exception leaves the block, only the deprecations are issued.
+    nothing else. ``warnings.catch_warnings`` is process-wide: calls from several threads at
+    once (a thread pool given to ``compare_models``) can lose each other's warnings;
+    processes are safe.
     """
-    results: list = []
+    held = HeldWarnings()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            yield results
-        except BaseException:
-            results.clear()
-            raise
+            yield held
         finally:
-            wanted = [m for r in results for m in _messages_on(r)]
-            held = list(caught)
-            caught.clear()
-    first_of = {}
-    for w in held:
-        first_of.setdefault(str(w.message), w)
-        if issubclass(w.category, FutureWarning | DeprecationWarning):
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        elif str(w.message) not in wanted:
-            _log.debug("warning held back (not on the result): %s: %s", w.category.__name__, w)
-    for text in dict.fromkeys(wanted):
-        w = first_of.get(text)
-        if w is None:
-            warn_user(text)
-        elif not issubclass(w.category, FutureWarning | DeprecationWarning):
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            held.held = list(caught)
