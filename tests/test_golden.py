@@ -1,4 +1,4 @@
-"""Golden values: ``log Z`` and its SE to the last bit for ``auto``, ``bridge``, ``ais`` and
+"""Golden values: ``log Z`` and its SE to 1e-12 (the last bits) for ``auto``, ``bridge``, ``ais`` and
 ``rts`` on three zoo models at ``random_seed=7`` (issue 34's guard rail: a refactoring changes no
 number). Recorded at commit 7bc9e28 and unchanged by the layers redesign; floating-point results
 depend on the machine (BLAS, CPU), so this runs with the slow tests on the project's machines.
@@ -32,4 +32,9 @@ GOLDEN = {
 def test_golden_log_z(model_name, method):
     model, _ = next(e for e in ZOO if e.name == model_name).build()
     ev = pme.marginal_likelihood(model, method=method, random_seed=7, progressbar=False)
-    assert (ev.method, ev.log_z, ev.se) == GOLDEN[(model_name, method)]
+    method_used, log_z, se = GOLDEN[(model_name, method)]
+    # to 1e-12: NumPy's SIMD sums can differ in the last bit with the arrays' memory alignment
+    # (measured: the first call of a process gave SE ...453 or ...455 by which method ran first)
+    assert ev.method == method_used
+    assert ev.log_z == pytest.approx(log_z, rel=1e-12, abs=0)
+    assert ev.se == pytest.approx(se, rel=1e-12, abs=0)
