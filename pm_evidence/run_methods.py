@@ -13,8 +13,6 @@ import logging
 from collections.abc import Callable
 from dataclasses import fields, replace
 
-import numpy as np
-
 from pm_evidence import registry
 from pm_evidence.core.evidence import Evidence, EvidenceSet
 from pm_evidence.core.exceptions import (
@@ -277,19 +275,6 @@ def validate_options(methods: list[str], kwargs: dict) -> None:
     NUTS options are checked (``target_se=-1`` is an error at once, not after NUTS)."""
     check_options(methods, kwargs)
     check_sampling_options({k: v for k, v in kwargs.items() if k in SAMPLE_KEYS})
-    for name, least in (("draws", 4), ("tune", 0), ("chains", 1)):
-        value = kwargs.get(name, least)
-        if name == "chains" and value is None:  # pm.sample's own default
-            continue
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
-            raise EvidenceInputError(
-                f"{name} must be an integer >= {least} (NUTS's {name}), got {value!r}."
-            )
-    if not isinstance(kwargs.get("sample_kwargs") or {}, dict):
-        raise EvidenceInputError(
-            f"sample_kwargs must be a dict of pm.sample options, got "
-            f"{type(kwargs['sample_kwargs']).__name__}."
-        )
     classes = dict(_OPTION_OBJECTS)
     for name in methods:
         classes.update(registry.method(name).objects)

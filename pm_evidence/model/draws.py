@@ -580,11 +580,12 @@ def reference_log_weights(target, reference, rng, n):
     :func:`check_reference_log_weights`)."""
     x0 = reference.sample(rng, n)
     lw = log_weights(target, x0, reference)
-    if np.isnan(lw).all() and nan_data_names(target.model):
+    nan_data = nan_data_names(target.model) if np.isnan(lw).all() else []
+    if nan_data:
         raise NonFiniteLogDensityError(
             f"The log-density is NaN at every draw from the {reference.name} reference: the "
-            f"model's data hold NaN outside its observed variables "
-            f"({'; '.join(nan_data_names(target.model))}). Drop or impute those rows."
+            f"model's data hold NaN outside its observed variables ({'; '.join(nan_data)}). "
+            f"Drop or impute those rows."
         )
     return check_reference_log_weights(lw, reference)
 

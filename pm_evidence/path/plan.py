@@ -340,10 +340,26 @@ def _explicit_reference(target: LogDensity, reference):
 
 
 def check_sampling_options(sampling: dict) -> None:
+    """Refuse a NUTS option that is not one of ``SAMPLE_KEYS``, or a value ``pm.sample`` would
+    refuse only after compiling (``draws``, ``tune``, ``chains`` integers; ``sample_kwargs`` a
+    dict)."""
     unknown = set(sampling) - set(SAMPLE_KEYS)
     if unknown:
         raise EvidenceInputError(
             f"Unexpected options {sorted(unknown)}; the NUTS options are {list(SAMPLE_KEYS)}."
+        )
+    for name, least in (("draws", 4), ("tune", 0), ("chains", 1)):
+        value = sampling.get(name, least)
+        if name == "chains" and value is None:  # pm.sample's own default
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
+            raise EvidenceInputError(
+                f"{name} must be an integer >= {least} (NUTS's {name}), got {value!r}."
+            )
+    if not isinstance(sampling.get("sample_kwargs") or {}, dict):
+        raise EvidenceInputError(
+            f"sample_kwargs must be a dict of pm.sample options, got "
+            f"{type(sampling['sample_kwargs']).__name__}."
         )
 
 

@@ -57,6 +57,7 @@ from pm_evidence.model.draws import (
 from pm_evidence.model.target import LogDensity, as_target
 from pm_evidence.options import ModelLike, renamed_keywords, split_options
 from pm_evidence.posterior.bridge_reference import (
+    OVERLAP_LEFT_TO_TRY,
     choose_bridge_reference,
     more_reference_log_weights,
 )
@@ -558,11 +559,7 @@ def bridge_sampling(
                 tried += f" and its warp-3 (the pilot chose {choice.diagnostics['reference_choice']})"
             raise OverlapError(
                 f"Bridge sampling's reference does not overlap the posterior draws ({err}) It "
-                f"tried {tried}. The draws are likely far from normal (several modes, chains "
-                f"in different places: see R-hat) or too few. Left to try: more posterior "
-                f"draws, or a method that does not fit its reference to these draws: "
-                f"method='auto' (AIS from tempering from the prior) or method='ais' with "
-                f"reference='prior'."
+                f"tried {tried}. {OVERLAP_LEFT_TO_TRY}"
             ) from err
 
     estimates, lw_reference = [], None

@@ -68,6 +68,15 @@ class BridgeReferenceChoice:
     diagnostics: dict
 
 
+# What is left when neither of bridge's references overlaps the posterior draws (both tried).
+OVERLAP_LEFT_TO_TRY = (
+    "The draws are likely far from normal (several modes, chains in different places: see "
+    "R-hat) or too few. Left to try: more posterior draws, or a method that does not fit its "
+    "reference to these draws: method='auto' (AIS from tempering from the prior) or "
+    "method='ais' with reference='prior'."
+)
+
+
 def choose_bridge_reference(
     target: LogDensity,
     normal: MultivariateNormalReference,
@@ -134,11 +143,7 @@ def choose_bridge_reference(
             f"Bridge sampling found no reference that overlaps the posterior draws: its pilot "
             f"tried the normal fitted to the first halves of the chains and its warp-3 "
             f"(reference='normal' and 'warp3'), and the classifier separates each from the "
-            f"draws ({no_overlap['normal']}). The draws are likely far from normal (several "
-            f"modes, chains in different places: see R-hat) or too few. Left to try: more "
-            f"posterior draws, reference='student_t' (heavier tails), or a method that does "
-            f"not fit its reference to these draws: method='auto' (AIS from tempering from "
-            f"the prior) or method='ais' with reference='prior'."
+            f"draws ({no_overlap['normal']}). {OVERLAP_LEFT_TO_TRY}"
         )
     chosen = "warp3" if predicted["warp3"] < predicted["normal"] else "normal"
     reference, lw_target, lw_pilot, n = candidates[chosen]
