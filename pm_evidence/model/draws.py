@@ -58,6 +58,7 @@ __all__ = [
     "reference_needs_draws",
     "sampling_options",
     "split_halves",
+    "stored_log_density",
     "symmetric_reference",
     "symmetry_diagnostics",
     "symmetry_step",
@@ -233,16 +234,59 @@ def posterior_draws(
 LP_CHECK_DRAWS = 64
 
 
-def _stored_lp(idata) -> np.ndarray | None:
-    """``sample_stats.lp`` of ``idata`` as ``(chain, draw)``, or ``None`` where it has none."""
+# Where each sampler stores the model's log density (unconstrained, with the Jacobian) at every
+# draw, by the posterior's ``inference_library`` attribute: (sample_stats variable, sign).
+# pymc: ``lp``; nutpie (pm.sample(nuts_sampler="nutpie")): ``logp`` (measured equal to
+# LogDensity.log_density at its draws to 1e-14); blackjax through pm.sample: ``lp``
+# (state.logdensity); numpyro through pm.sample: ``lp`` holding numpyro's potential energy,
+# the NEGATIVE log density (pymc/sampling/jax.py, _numpyro_stats_to_dict renames
+# potential_energy to lp).
+LOG_DENSITY_STATS = {
+    "pymc": ("lp", 1.0),
+    "nutpie": ("logp", 1.0),
+    "blackjax": ("lp", 1.0),
+    "numpyro": ("lp", -1.0),
+}
+# Draws of another or no named sampler: the first of these that sample_stats holds.
+DEFAULT_LOG_DENSITY_STATS = ("lp", "logp")
+
+
+def _groups(idata):
+    """``(posterior attrs, sample_stats Dataset or None)`` of a DataTree or InferenceData."""
     children = getattr(idata, "children", None)
     if children is not None:
         stats = children["sample_stats"].to_dataset() if "sample_stats" in children else None
+        posterior = children["posterior"] if "posterior" in children else idata
     else:
         stats = getattr(idata, "sample_stats", None)
-    if stats is None or "lp" not in stats.data_vars:
+        posterior = getattr(idata, "posterior", idata)
+    return dict(getattr(posterior, "attrs", {}) or {}), stats
+
+
+def stored_log_density(idata) -> tuple[str, np.ndarray] | None:
+    """The log density the sampler stored with the draws of ``idata``, ``(chain, draw)``, and
+    where it was read (e.g. ``"sample_stats.logp (nutpie)"``); ``None`` where it stored none.
+
+    Read by the sampler that made the draws (the posterior's ``inference_library``
+    attribute): ``LOG_DENSITY_STATS`` names each one's variable and sign (numpyro's, through
+    ``pm.sample``, is the negative log density). Draws of another sampler or without the
+    attribute: the first of ``DEFAULT_LOG_DENSITY_STATS`` (``lp``, PyMC's; ``logp``,
+    nutpie's) that ``sample_stats`` holds.
+    """
+    attrs, stats = _groups(idata)
+    if stats is None:
         return None
-    return stats["lp"].transpose("chain", "draw").to_numpy().astype(float)
+    library = str(attrs.get("inference_library", ""))
+    if library in LOG_DENSITY_STATS:
+        candidates = [LOG_DENSITY_STATS[library]]
+    else:
+        candidates = [(name, 1.0) for name in DEFAULT_LOG_DENSITY_STATS]
+    for name, sign in candidates:
+        if name in stats.data_vars:
+            values = stats[name].transpose("chain", "draw").to_numpy().astype(float)
+            where = f"sample_stats.{name}" + (f" ({library})" if library else "")
+            return (f"minus {where}" if sign < 0 else where), sign * values
+    return None
 
 
 def _extra_variables(target: LogDensity, idata) -> list[str]:
@@ -265,12 +309,14 @@ def check_draws_match_model(target: LogDensity, idata, x: np.ndarray) -> None:
     """Raise where posterior draws were sampled from another model than ``target``'s.
 
     ``pm.sample`` stores the model's log density (unconstrained, with the Jacobian) at every
-    draw in ``sample_stats.lp``. It is recomputed at ``LP_CHECK_DRAWS`` draws spread over
+    draw in ``sample_stats.lp`` (nutpie in ``sample_stats.logp``: :func:`stored_log_density`
+    reads each sampler's). It is recomputed at ``LP_CHECK_DRAWS`` draws spread over
     the chains; the draws are another model's where most of them differ by more than rounding
     (``lp_tolerance``). Draws of a model with another prior but the same names and data
     pass the observed-data check (``adapter.fingerprint``), yet every estimate built on them is
-    off by many of its own SEs; this check catches them. Draws without ``lp`` cannot be
-    checked: ``draws_source_messages`` says so on the result.
+    off by many of its own SEs; this check catches them. Draws without a stored log density,
+    or with one of another shape than the draws (thinned afterwards), cannot be checked:
+    ``draws_source_messages`` says so on the result.
 
     Parameters
     ----------
@@ -286,9 +332,12 @@ def check_draws_match_model(target: LogDensity, idata, x: np.ndarray) -> None:
         Naming how many checked draws differ, by how much, the variables of ``idata`` the model
         lacks, and the fix.
     """
-    lp = _stored_lp(idata)
-    if lp is None or lp.shape != x.shape[:2]:
+    stored_lp = stored_log_density(idata)
+    if stored_lp is None:
         return
+    where, lp = stored_lp
+    if lp.shape != x.shape[:2]:
+        return  # draws_source_messages says so on the result
     flat_lp, flat_x = lp.reshape(-1), x.reshape(-1, x.shape[-1])
     index = np.unique(np.linspace(0, flat_lp.size - 1, LP_CHECK_DRAWS).round().astype(int))
     stored, ours = flat_lp[index], target.log_density(flat_x[index])
@@ -300,7 +349,7 @@ def check_draws_match_model(target: LogDensity, idata, x: np.ndarray) -> None:
     extra_text = f" idata holds variables this model lacks: {extra}." if extra else ""
     raise EvidenceInputError(
         f"The posterior draws in idata were sampled from another model: the log density "
-        f"pm.sample stored with them (sample_stats.lp) differs from this model's at "
+        f"the sampler stored with them ({where}) differs from this model's at "
         f"{int(differ.sum())} of {differ.size} draws checked (idata minus model: median "
         f"{np.nanmedian(gap):+.4g}, from {np.nanmin(gap):+.4g} to {np.nanmax(gap):+.4g} "
         f"nats), though their names and data agree.{extra_text} A prior or likelihood that "
@@ -318,8 +367,21 @@ def draws_source_messages(target: LogDensity, idata) -> list[str]:
     :class:`PosteriorPlan` carries the messages of the draws it was made from."""
     if isinstance(idata, PosteriorPlan):
         return list(idata.messages)
-    if idata is None or isinstance(idata, np.ndarray) or _stored_lp(idata) is not None:
+    if idata is None or isinstance(idata, np.ndarray):
         return []
+    stored = stored_log_density(idata)
+    if stored is not None:
+        posterior = posterior_dataset(idata)
+        shape = (posterior.sizes["chain"], posterior.sizes["draw"])
+        if stored[1].shape == shape:
+            return []
+        return [
+            f"The posterior draws in idata could not be checked against this model: the log "
+            f"density stored with them ({stored[0]}) has (chain, draw) = {stored[1].shape}, "
+            f"the draws {shape} (thinned or cut after sampling?), so draws of another model "
+            f"with the same names and data would go unnoticed and give a wrong log Z. Pass the "
+            f"whole DataTree that the sampler returned, or cut sample_stats as the posterior."
+        ]
     extra = _extra_variables(target, idata)
     extra_text = (
         f" They also hold variables this model lacks ({extra}): were they sampled from "
@@ -327,9 +389,10 @@ def draws_source_messages(target: LogDensity, idata) -> list[str]:
     )
     return [
         f"The posterior draws in idata could not be checked against this model: they carry "
-        f"no log density (sample_stats.lp, which pm.sample stores), so draws of another model "
-        f"with the same names and data would go unnoticed and give a wrong log Z.{extra_text} "
-        f"Pass the whole DataTree that pm.sample() returned for this model."
+        f"no log density (sample_stats.lp, which pm.sample stores, or nutpie's "
+        f"sample_stats.logp), so draws of another model with the same names and data would "
+        f"go unnoticed and give a wrong log Z.{extra_text} Pass the whole DataTree that "
+        f"pm.sample() returned for this model."
     ]
 
 
