@@ -19,6 +19,7 @@ from pm_evidence.core.evidence import DISAGREEMENT_Z, Evidence, EvidenceSet, for
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.progress import interruptible, only_the_results_warnings, quiet, status
 from pm_evidence.core.utils import one_blas_thread, root_sequence, warn_user
+from pm_evidence.interop.resolve import resolve_model
 from pm_evidence.model.target import as_target
 from pm_evidence.registry import METHODS, PATH_METHODS
 from pm_evidence.run_methods import (
@@ -57,8 +58,10 @@ def marginal_likelihood(
 
     Parameters
     ----------
-    model : pymc.Model, optional
-        Taken from the ``with model:`` context when omitted.
+    model : pymc.Model or bambi.Model, optional
+        Taken from the ``with model:`` context when omitted. A Bambi model (built or not) is
+        the PyMC model it builds, with Bambi's priors
+        (:func:`~pm_evidence.interop.bambi.from_bambi`).
     method : str or list of str
         ``"auto"`` (default): the estimator a numerical expert would pick for this model, checked
         by one of another family that shares neither its draws nor its reference (see
@@ -76,7 +79,8 @@ def marginal_likelihood(
         own random stream, so each method's result is the same alone and in a list, in any
         order.
     idata : xarray.DataTree, optional
-        Posterior draws of this model (``pm.sample()`` output); drawn with NUTS when needed.
+        Posterior draws of this model (``pm.sample()`` output, any of its NUTS samplers, or a
+        Bambi model's ``fit()``); drawn with NUTS when needed.
     random_seed : int or numpy.random.Generator, optional
     progressbar : bool
         Show progress bars (NUTS, annealing, tempering).
@@ -147,6 +151,7 @@ def marginal_likelihood(
     # auto's pair depends on the model (auto_pair): both pairs' options are checked here, the
     # model's own pair once the model is read
     validate_options(["bridge", "ais", "rts"] if methods == ["auto"] else methods, kwargs)
+    model, idata = resolve_model(model, idata)  # a bambi.Model: its PyMC model and draws
     label = ", ".join(methods)
     # one BLAS thread (pm_evidence.core.utils.one_blas_thread): the many small solves run faster
     # with it on an idle machine up to 500 parameters, and far faster on a busy one
