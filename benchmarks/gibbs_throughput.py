@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from pm_evidence.model.target import LogDensity
+from pm_evidence.model.log_density import LogDensity
 from pm_evidence.tempering.kernels import make_kernel
 from pm_evidence.tempering.path import GeometricPath
 from pm_evidence.zoo import energy

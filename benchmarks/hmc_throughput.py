@@ -16,7 +16,7 @@ import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.replace import vectorize_graph
 
-from pm_evidence.model.target import LogDensity
+from pm_evidence.model.log_density import LogDensity
 from pm_evidence.references import MultivariateStudentTReference, PriorReference
 from pm_evidence.tempering.kernels import hmc_step
 from pm_evidence.tempering.path import GeometricPath

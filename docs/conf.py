@@ -34,7 +34,7 @@ napoleon_type_aliases = {name: f"~pm_evidence.{name}" for name in _PUBLIC}
 napoleon_type_aliases.update(
     {
         "PriorReference": "~pm_evidence.PriorReference",
-        "Layout": "~pm_evidence.adapter.layout.Layout",
+        "Layout": "~pm_evidence.model.layout.Layout",
         "DataTree": "~xarray.DataTree",
         "TensorVariable": "~pytensor.tensor.TensorVariable",
         "GeometricPath": "~pm_evidence.tempering.path.GeometricPath",

@@ -31,7 +31,7 @@ from pm_evidence.estimators import (
     sumo_core,
     sumo_values,
 )
-from pm_evidence.model.target import LogDensity
+from pm_evidence.model.log_density import LogDensity
 from pm_evidence.references import MultivariateNormalReference
 from pm_evidence.zoo import testing
 

@@ -4,14 +4,6 @@ import importlib.abc
 import importlib.util
 import sys
 
-from pm_evidence.api_tempering import (
-    annealed_discriminance_sampling,
-    annealed_importance_sampling,
-    mbar,
-    rao_blackwellized_tempered_sampling,
-    reverse_annealed_importance_sampling,
-    thermodynamic_integration,
-)
 from pm_evidence.compare import bayes_factor, compare, post_prob
 from pm_evidence.core.evidence import Evidence, EvidenceSet, from_datatree
 from pm_evidence.core.exceptions import (
@@ -22,10 +14,19 @@ from pm_evidence.core.exceptions import (
     OverlapError,
 )
 from pm_evidence.core.version import __version__ as __version__
+from pm_evidence.interop.pymc_smc import from_smc
 from pm_evidence.marginal import marginal_likelihood
-from pm_evidence.model.target import LogDensity
+from pm_evidence.model.log_density import LogDensity
 from pm_evidence.parallel import ModelComparison, ModelFailure, compare_models
 from pm_evidence.path import path_estimators
+from pm_evidence.path.api import (
+    annealed_discriminance_sampling,
+    annealed_importance_sampling,
+    mbar,
+    rao_blackwellized_tempered_sampling,
+    reverse_annealed_importance_sampling,
+    thermodynamic_integration,
+)
 from pm_evidence.path.plan import PathOptions, PathPlan, make_plan
 from pm_evidence.path.runs import (
     AnnealingOptions,
@@ -65,7 +66,6 @@ from pm_evidence.references import (
     Warp3Reference,
 )
 from pm_evidence.registry import METHODS, PATH_METHODS
-from pm_evidence.smc import from_smc
 
 __all__ = [
     "METHODS",
@@ -138,7 +138,19 @@ _OLD_PATHS = {
     "method_bias": "core.method_bias",
     "evidence": "core.evidence",
     "messages": "estimators.messages",
-    "target": "model.target",
+    "target": "model.log_density",
+    "model.target": "model.log_density",
+    "adapter": "model",
+    "adapter.batched": "model.batched",
+    "adapter.fingerprint": "model.fingerprint",
+    "adapter.graphs": "model.graphs",
+    "adapter.layout": "model.layout",
+    "adapter.maps": "model.maps",
+    "adapter.model_checks": "model.model_checks",
+    "adapter.prior": "model.prior",
+    "api_tempering": "path.api",
+    "options": "core.options",
+    "smc": "interop.pymc_smc",
     "modes": "model.modes",
     "draws": "model.draws",
     "api": "posterior.api",
@@ -170,14 +182,16 @@ class _OldPath(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None
 
     def create_module(self, spec):
-        return importlib.import_module(f"pm_evidence.{_OLD_PATHS[spec.name.split('.')[-1]]}")
+        return importlib.import_module(f"pm_evidence.{_OLD_PATHS[spec.name.removeprefix("pm_evidence.")]}")
 
     def exec_module(self, module):
         """The module was executed under its new path."""
 
 
+# first in line: ``pm_evidence.adapter`` is the package ``pm_evidence.model``, so the path finder
+# would find ``pm_evidence.adapter.graphs`` there and run the module a second time
 if not any(type(finder).__name__ == "_OldPath" for finder in sys.meta_path):  # once a process
-    sys.meta_path.append(_OldPath())
+    sys.meta_path.insert(0, _OldPath())
 
 
 def __getattr__(name: str):

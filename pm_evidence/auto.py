@@ -32,6 +32,7 @@ import numpy as np
 from pm_evidence import registry
 from pm_evidence.core.evidence import DISAGREEMENT_Z, Evidence, format_estimate
 from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.methods import accepted_options
 from pm_evidence.core.utils import root_sequence, stage_rngs, warn_user
 from pm_evidence.model.draws import posterior_plan, reference_needs_draws
 from pm_evidence.path.plan import SAMPLE_KEYS
@@ -39,7 +40,6 @@ from pm_evidence.path.runs import AnnealingOptions
 from pm_evidence.references import PriorReference
 from pm_evidence.run_methods import (
     EXPLORATION_MAX_DIM,
-    accepted_options,
     attempt,
     check_options,
     estimate_methods,

@@ -17,14 +17,14 @@ from pm_evidence.auto import (
 )
 from pm_evidence.core.evidence import DISAGREEMENT_Z, Evidence, EvidenceSet, format_estimate
 from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.methods import accepted_options
 from pm_evidence.core.progress import interruptible, only_the_results_warnings, quiet, status
 from pm_evidence.core.utils import one_blas_thread, root_sequence, warn_user
 from pm_evidence.interop.resolve import resolve_model
-from pm_evidence.model.target import as_target
+from pm_evidence.model.log_density import as_target
 from pm_evidence.registry import METHODS, PATH_METHODS
 from pm_evidence.run_methods import (
     EXPLORATION_MAX_DIM,
-    accepted_options,
     check_options,
     deprecated_options,
     estimate_methods,

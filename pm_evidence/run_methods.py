@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import fields, replace
+from dataclasses import replace
 
 from pm_evidence import registry
 from pm_evidence.core.evidence import Evidence, EvidenceSet
@@ -21,17 +21,17 @@ from pm_evidence.core.exceptions import (
     NonFiniteLogDensityError,
     OverlapError,
 )
+from pm_evidence.core.methods import OPTION_OBJECTS, option_objects, route_options
+from pm_evidence.core.options import SAMPLE_KEYS, PathOptions, TemperingOptions
 from pm_evidence.core.progress import status
 from pm_evidence.core.utils import stage_rngs, warn_user
 from pm_evidence.model.draws import posterior_plan, reference_needs_draws
 from pm_evidence.model.modes import find_symmetry, spread_points
-from pm_evidence.path.plan import SAMPLE_KEYS, PathOptions, check_sampling_options, make_plan
-from pm_evidence.path.runs import AnnealingOptions, TemperingOptions
+from pm_evidence.path.plan import check_sampling_options, make_plan
 from pm_evidence.search.term_check import unvisited_term_modes, with_unvisited_warning
 
 __all__ = [
     "EXPLORATION_MAX_DIM",
-    "accepted_options",
     "attempt",
     "check_options",
     "deprecated_options",
@@ -55,39 +55,11 @@ EXPLORATION_MAX_DIM = 50
 # at once, never recorded as a stage that failed (is_stage_failure).
 PROGRAMMING_ERRORS = (TypeError, AttributeError, NameError, ImportError, MemoryError, RecursionError)
 
-_OPTION_OBJECTS = {
-    "path": PathOptions,
-    "annealing": AnnealingOptions,
-    "tempering": TemperingOptions,
-}
-
-
-
-def accepted_options(methods: list[str]) -> set[str]:
-    """The keywords that at least one of ``methods`` takes: its own options from
-    :mod:`pm_evidence.registry`, the option objects and their fields for path methods, and the
-    NUTS options."""
-    accepted = set(SAMPLE_KEYS)
-    for name in methods:
-        row = registry.method(name)
-        accepted |= set(row.options)
-        if row.family == "path":
-            accepted |= set(_OPTION_OBJECTS)
-            for options_class in (PathOptions, registry.RUN_KINDS[row.run].options):
-                accepted |= {f.name for f in fields(options_class)}
-    return accepted
-
-
 def check_options(methods: list[str], kwargs: dict) -> None:
     """Raise :class:`~pm_evidence.EvidenceInputError` unless every keyword of ``kwargs`` is
-    taken by at least one of ``methods`` (:func:`accepted_options`)."""
-    accepted = accepted_options(methods)
-    unused = set(kwargs) - accepted
-    if unused:
-        raise EvidenceInputError(
-            f"Options {sorted(unused)} are not accepted by any of the methods {methods}; "
-            f"accepted: {sorted(accepted)}."
-        )
+    taken by at least one of ``methods``, with a value it accepts
+    (:func:`~pm_evidence.core.methods.route_options`)."""
+    route_options(methods, kwargs)
 
 
 class _PathRuns:
@@ -100,13 +72,9 @@ class _PathRuns:
         rows = [registry.method(name) for name in methods]
         self.need_posterior = any(row.needs_posterior for row in rows)
         self.record = any(row.records_draws for row in rows)
-        path_keys = {f.name for f in fields(PathOptions)}
-        annealing_keys = {f.name for f in fields(AnnealingOptions)}
-        tempering_keys = {f.name for f in fields(TemperingOptions)}
+        objects = option_objects(kwargs, {k: OPTION_OBJECTS[k] for k in _PATH_OBJECTS})
         self.sampling = {k: v for k, v in kwargs.items() if k in SAMPLE_KEYS}
-        self.path = _options(PathOptions, kwargs.get("path"), kwargs, path_keys)
-        self.annealing = _options(AnnealingOptions, kwargs.get("annealing"), kwargs, annealing_keys)
-        self.tempering = _options(TemperingOptions, kwargs.get("tempering"), kwargs, tempering_keys)
+        self.path, self.annealing, self.tempering = (objects[k] for k in _PATH_OBJECTS)
         self._plan = None
         self._runs = {}
 
@@ -137,10 +105,7 @@ class _PathRuns:
         return self._runs[name]
 
 
-def _options(cls, given, kwargs: dict, names: set[str]):
-    if given is not None and not isinstance(given, cls):
-        raise EvidenceInputError(f"Expected a {cls.__name__}, got {type(given).__name__}.")
-    return replace(given or cls(), **{k: v for k, v in kwargs.items() if k in names})
+_PATH_OBJECTS = ("path", "annealing", "tempering")
 
 
 def _path_estimate(name: str, runs: _PathRuns, kwargs: dict) -> Evidence:
@@ -151,7 +116,7 @@ def _path_estimate(name: str, runs: _PathRuns, kwargs: dict) -> Evidence:
         phase_name=f"compilation / set-up of {name!r}",
     ):
         run = runs.run(row.run)
-    return row.estimate(run, **{k: kwargs[k] for k in row.options if k in kwargs})
+    return row.estimate(run, **route_options(name, kwargs, strict=False)[name].own)
 
 
 # Deprecated options of marginal_likelihood: old name -> (the method it is for, its option
@@ -193,7 +158,8 @@ def for_the_path_methods(kwargs: dict, reference) -> dict:
 
 def _plain_estimate(name: str, target, idata, seed, progressbar, kwargs) -> Evidence:
     row = registry.method(name)
-    own = {k: kwargs[k] for k in row.options if k in kwargs}
+    options = route_options(name, kwargs, strict=False)[name]
+    own = {**options.objects, **options.own}
     with status(
         f"pm_evidence {name}: compiling the model's log-density and setting up",
         progressbar,
@@ -269,20 +235,12 @@ def nothing_left(what: str, failures: dict[str, str]) -> EstimationFailedError:
 
 
 def validate_options(methods: list[str], kwargs: dict) -> None:
-    """Refuse, before any work, an option no method of ``methods`` takes
-    (:func:`check_options`) and an option value any of them refuses: every option object the
-    methods take is made from ``kwargs`` (its ``__post_init__`` checks the values), and the
-    NUTS options are checked (``target_se=-1`` is an error at once, not after NUTS)."""
-    check_options(methods, kwargs)
+    """Refuse, before any work, an option no method of ``methods`` takes and an option value
+    any of them refuses (:func:`~pm_evidence.core.methods.route_options` makes every option
+    object the methods take, whose ``__post_init__`` checks the values), and a NUTS option value
+    ``pm.sample`` would refuse only after compiling."""
+    route_options(methods, kwargs)
     check_sampling_options({k: v for k, v in kwargs.items() if k in SAMPLE_KEYS})
-    classes = dict(_OPTION_OBJECTS)
-    for name in methods:
-        classes.update(registry.method(name).objects)
-    for keyword, cls in classes.items():
-        names = {f.name for f in fields(cls)}
-        given = {k: v for k, v in kwargs.items() if k in names}
-        if given or keyword in kwargs:
-            _options(cls, kwargs.get(keyword), kwargs, names)
 
 
 def estimate_methods(

@@ -26,6 +26,7 @@ def _case(builder, draws=1000, seed=11) -> ExactCase:
             tune=1000,
             chains=2,
             cores=1,
+            nuts_sampler="pymc",  # not nutpie when installed: the same draws everywhere
             random_seed=seed,
             progressbar=False,
             compute_convergence_checks=False,

@@ -9,8 +9,8 @@ import pytest
 from scipy import stats
 
 from pm_evidence import LogDensity
-from pm_evidence.adapter.batched import MAX_BLOCK_ELEMENTS, BlockedFunction, block_size_for
 from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.model.batched import MAX_BLOCK_ELEMENTS, BlockedFunction, block_size_for
 from pm_evidence.tempering.kernels import make_kernel
 
 

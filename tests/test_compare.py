@@ -114,6 +114,7 @@ def test_bayes_factor_between_real_models(normal_mean_case):
             tune=500,
             chains=2,
             cores=1,
+            nuts_sampler="pymc",  # not nutpie when installed: the same draws everywhere
             random_seed=3,
             progressbar=False,
             compute_convergence_checks=False,

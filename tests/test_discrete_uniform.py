@@ -9,7 +9,7 @@ import pytest
 from scipy import special, stats
 
 import pm_evidence as pme
-from pm_evidence.model.target import as_target
+from pm_evidence.model.log_density import as_target
 
 
 def _shifted_switch():

@@ -11,7 +11,7 @@ from scipy import special, stats
 
 import pm_evidence as pme
 from pm_evidence.core.exceptions import EvidenceInputError
-from pm_evidence.model.target import LogDensity
+from pm_evidence.model.log_density import LogDensity
 from pm_evidence.references import BernoulliProductReference, CategoricalProductReference
 from pm_evidence.tempering.kernels import make_kernel, transition
 from pm_evidence.tempering.path import GeometricPath

@@ -104,7 +104,7 @@ def test_bridge_non_convergence_is_an_error(normal_mean_case):
 
 def test_unknown_option_lists_the_accepted_ones():
     with pytest.raises(
-        EvidenceInputError, match=r"Unexpected options \['refernce'\]; accepted here: "
+        EvidenceInputError, match=r"Unexpected options \['refernce'\] for is; accepted here: "
     ):
         pme.importance_sampling(None, refernce="normal")
     with pytest.raises(EvidenceInputError, match=r"\['n_sweeps'\].*'annealing'"):

@@ -15,7 +15,7 @@ from scipy import stats
 
 import pm_evidence as pme
 from pm_evidence.core.exceptions import EvidenceInputError
-from pm_evidence.model.target import as_target
+from pm_evidence.model.log_density import as_target
 from pm_evidence.references import MixtureReference, MultivariateNormalReference
 from pm_evidence.search.exploration import (
     Exploration,

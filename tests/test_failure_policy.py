@@ -23,7 +23,7 @@ from pm_evidence.core.utils import good_pareto_k, max_rhat, mcmc_ess, pareto_kha
 from pm_evidence.estimators.annealed import ais_core, raise_core
 from pm_evidence.estimators.multistate import _Objective, solve_multistate
 from pm_evidence.estimators.tempered import mbar_core
-from pm_evidence.model.target import LogDensity
+from pm_evidence.model.log_density import LogDensity
 from pm_evidence.path.path_estimators import _occupancy_messages
 from pm_evidence.path.plan import auto_reference
 

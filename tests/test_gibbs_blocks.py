@@ -8,7 +8,7 @@ import pytest
 
 import pm_evidence as pme
 from pm_evidence.core.exceptions import EvidenceInputError
-from pm_evidence.model.target import LogDensity
+from pm_evidence.model.log_density import LogDensity
 from pm_evidence.tempering.blocks import (
     colour_blocks,
     detection_evaluations,

@@ -23,11 +23,11 @@ PACKAGE = Path(pm_evidence.__file__).parent
 FLOORS: dict[int, tuple[str, ...]] = {
     0: ("core",),  # errors, streams, log-space helpers, progress, the result type
     1: ("estimators", "references"),  # array cores and reference distributions
-    2: ("adapter", "model"),  # the PyMC model as a batched log-density, posterior draws
-    3: ("options", "tempering", "smc"),  # keyword options; kernels, paths and samplers
+    2: ("model",),  # the PyMC model as a batched log-density, posterior draws, symmetry
+    3: ("tempering",),  # kernels, paths and samplers
     4: ("posterior", "path", "search"),  # the two families of methods; the mode search
     5: ("registry", "compare"),  # the method table; comparing results
-    6: ("run_methods", "api_tempering"),  # running named methods; the path functions
+    6: ("run_methods", "interop"),  # running named methods; other libraries' models and results
     7: ("auto",),  # method="auto" as named stages
     8: ("marginal", "plots"),  # the entry point; figures
     9: ("parallel",),  # many models at once

@@ -20,13 +20,13 @@ from scipy import stats
 
 import pm_evidence as pme
 from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.model.log_density import LogDensity
 from pm_evidence.model.modes import (
     MAX_GROUP_SIZE,
     check_coverage,
     find_symmetry,
     relabel,
 )
-from pm_evidence.model.target import LogDensity
 from pm_evidence.references import MultivariateNormalReference, SymmetrizedReference
 from pm_evidence.zoo.testing import label_switching_mixture, normal_mean
 

@@ -91,7 +91,9 @@ def test_marginal_likelihood_proposal_is_deprecated_and_keeps_its_meaning(case):
         )
     _same(alone, listed["bridge"])
     # a method list without bridge refuses it, as any option no listed method takes
-    with pytest.raises(EvidenceInputError, match=r"Options \['proposal'\] are not accepted"):
+    with pytest.raises(
+        EvidenceInputError, match=r"Unexpected options \[.proposal.\] for is; accepted here"
+    ):
         pme.marginal_likelihood(**case, method="is", proposal="warp3")
 
 

@@ -222,7 +222,7 @@ def test_path_method_errors(normal_mean_case):
         pme.annealed_importance_sampling(
             model, reference="warp3", idata=normal_mean_case.idata, progressbar=False
         )
-    with pytest.raises(EvidenceInputError, match="not accepted by any"):
+    with pytest.raises(EvidenceInputError, match=r"Unexpected options \[.n_sweps.\] for ais, rts"):
         pme.marginal_likelihood(model, method=["ais", "rts"], n_sweps=10, progressbar=False)
     binary, _ = exact_models.binary_field()
     with pytest.raises(EvidenceInputError, match="discrete"):

@@ -57,7 +57,7 @@ def test_progressbar_false_prints_nothing_and_restores_loggers(capfd, caplog):
     assert [r.getMessage() for r in caplog.records if r.name.startswith("pymc")] == []
     assert pymc_logger.level == level_before
     with model:
-        pm.sample(draws=20, tune=20, chains=1, progressbar=False, random_seed=1)
+        pm.sample(draws=20, tune=20, chains=1, progressbar=False, random_seed=1, nuts_sampler="pymc")
     assert any("NUTS" in r.getMessage() for r in caplog.records)
 
 

@@ -14,7 +14,7 @@ import pytest
 
 import pm_evidence as pme
 from pm_evidence.core.evidence import Evidence
-from pm_evidence.model.target import as_target
+from pm_evidence.model.log_density import as_target
 from pm_evidence.search.term_check import (
     UnvisitedModes,
     unvisited_term_modes,

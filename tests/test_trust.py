@@ -11,9 +11,9 @@ import pytest
 import xarray as xr
 
 import pm_evidence as pme
-from pm_evidence.adapter.fingerprint import check_draws_match_data
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.marginal import cross_checked
+from pm_evidence.model.fingerprint import check_draws_match_data
 
 matplotlib.use("Agg")
 

@@ -76,7 +76,7 @@ def test_a_handful_of_draws_is_flagged():
     """Issue 33 item 2: pm.sample(draws=10, chains=1) gave reliable=True, ess_target 2.4."""
     model = _normal_mean(0.0, 1.0)
     with model:
-        idata = pm.sample(draws=10, chains=1, progressbar=False, random_seed=1)
+        idata = pm.sample(draws=10, chains=1, progressbar=False, random_seed=1, nuts_sampler="pymc")
     for method in ["bridge", "ds", "is", "ris"]:
         ev = pme.marginal_likelihood(model, idata=idata, method=method, progressbar=False)
         assert not ev.reliable
@@ -195,7 +195,7 @@ def test_auto_goes_on_when_bridge_fails():
         mu = pm.Normal("mu", np.float64(0.0), np.float64(1.0))
         sigma = pm.HalfNormal("sigma", np.float64(2.0))
         pm.Normal("y", mu, sigma, observed=y)
-        idata = pm.sample(draws=10, chains=1, progressbar=False, random_seed=1)
+        idata = pm.sample(draws=10, chains=1, progressbar=False, random_seed=1, nuts_sampler="pymc")
 
     def joint(m, s):
         return np.exp(

@@ -415,7 +415,7 @@ def build_evidence(
     or ``(dims, array)`` tuples.
 
     ``warnings`` were issued by the caller; the model's own (an improper prior, no data:
-    ``LogDensity.model_messages``, issued by :func:`~pm_evidence.model.target.as_target`) are added
+    ``LogDensity.model_messages``, issued by :func:`~pm_evidence.model.log_density.as_target`) are added
     here, so that every estimator's result carries them.
     """
     model_messages = tuple(m for m in target.model_messages if m not in warnings)

@@ -13,11 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.methods import COMBINATION_RULES
 from pm_evidence.estimators.base import Estimate
 
 __all__ = ["COMBINATION_RULES", "combine_is_ris_core"]
 
-COMBINATION_RULES = ("average", "weighted", "selection")
 
 
 def combine_is_ris_core(is_estimate: Estimate, ris_estimate: Estimate, rule: str) -> Estimate:

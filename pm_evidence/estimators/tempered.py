@@ -12,13 +12,15 @@ from __future__ import annotations
 import numpy as np
 
 from pm_evidence.core.exceptions import EvidenceInputError
-from pm_evidence.core.utils import normalized_weights
+from pm_evidence.core.utils import normalized_weights, warn_user
 from pm_evidence.estimators.base import Estimate
 from pm_evidence.estimators.multistate import solve_multistate
 
-__all__ = ["TI_RULES", "mbar_core", "rts_core", "rts_log_z", "rts_partial_update", "ti_core"]
+__all__ = ["TI_QUADRATURE", "mbar_core", "rts_core", "rts_log_z", "rts_partial_update", "ti_core"]
 
-TI_RULES = ("trapezoid", "riemann", "corrected")
+TI_QUADRATURE = ("trapezoid", "riemann")
+"""The quadrature rules of :func:`ti_core` over the rungs (its ``corrected`` adds the end
+correction to the trapezoid rule)."""
 
 
 def rts_log_z(c_hat, log_r, log_zhat) -> np.ndarray:
@@ -101,7 +103,10 @@ def _fill_empty(means: np.ndarray, betas: np.ndarray, empty: np.ndarray) -> np.n
     return filled
 
 
-def ti_core(betas, weight_sum, delta_sum, *, rule: str = "trapezoid", delta2_sum=None) -> Estimate:
+def ti_core(
+    betas, weight_sum, delta_sum, *, rule: str = "trapezoid", corrected: bool = False,
+    delta2_sum=None,
+) -> Estimate:  # fmt: skip
     r"""Thermodynamic integration ``log Z = int_0^1 E_beta[Delta] d beta`` (seed 004 eq. (20)).
 
     ``mu_k = E_{beta_k}[Delta]`` is ``sum_u delta_sum[u, k] / sum_u weight_sum[u, k]``: with
@@ -110,7 +115,8 @@ def ti_core(betas, weight_sum, delta_sum, *, rule: str = "trapezoid", delta2_sum
 
     * ``"riemann"``: right Riemann sum ``sum_k h_k mu_k`` (as the AIS log weight, eq. (23));
     * ``"trapezoid"``: ``sum_k h_k (mu_{k-1} + mu_k) / 2``;
-    * ``"corrected"``: the trapezoid rule with its Euler-Maclaurin end correction,
+    * ``corrected=True`` (trapezoid only): the trapezoid rule with its Euler-Maclaurin end
+      correction,
       ``- sum_k h_k^2 (v_k - v_{k-1}) / 12``, where ``v_k = Var_{beta_k}[Delta]`` is the slope
       of the integrand (``d mu / d beta = Var_beta[Delta]``), estimated from the same draws
       (``delta2_sum``: sums of ``Delta^2`` with the same weights). This is the cubic-Hermite
@@ -122,10 +128,18 @@ def ti_core(betas, weight_sum, delta_sum, *, rule: str = "trapezoid", delta2_sum
     of KL divergences between neighbouring rungs for the trapezoid rule, Calderhead & Girolami
     2009) is *not* included; the correction removes most of it on a smooth path.
     """
-    if rule not in TI_RULES:
-        raise EvidenceInputError(f"Requested rule {rule!r} but it must be one of {list(TI_RULES)}.")
-    if rule == "corrected" and delta2_sum is None:
-        raise EvidenceInputError("rule='corrected' needs delta2_sum, the sums of Delta^2.")
+    if rule == "corrected":  # the old spelling of trapezoid with the correction
+        warn_user("ti_core(rule='corrected') is deprecated: pass rule='trapezoid', corrected=True.",
+                  FutureWarning)  # fmt: skip
+        rule, corrected = "trapezoid", True
+    if rule not in TI_QUADRATURE:
+        raise EvidenceInputError(
+            f"Requested rule {rule!r} but it must be one of {list(TI_QUADRATURE)}."
+        )
+    if corrected and rule != "trapezoid":
+        raise EvidenceInputError("corrected=True corrects the trapezoid rule; pass rule='trapezoid'.")
+    if corrected and delta2_sum is None:
+        raise EvidenceInputError("corrected=True needs delta2_sum, the sums of Delta^2.")
     betas = np.asarray(betas, dtype=float)
     weight_sum = np.asarray(weight_sum, dtype=float)
     delta_sum = np.asarray(delta_sum, dtype=float)
@@ -145,7 +159,7 @@ def ti_core(betas, weight_sum, delta_sum, *, rule: str = "trapezoid", delta2_sum
     influence_means = (delta_sum - means * weight_sum) / safe
     log_z = float(np.dot(h, means))
     influence = influence_means[:, ~empty] @ h[~empty]
-    if rule == "corrected":
+    if corrected:
         delta2_sum = np.asarray(delta2_sum, dtype=float)
         second = _fill_empty(delta2_sum.sum(axis=0) / safe, betas, empty)
         variances = np.maximum(second - means**2, 0.0)

@@ -11,22 +11,21 @@ from dataclasses import dataclass
 import numpy as np
 from pymc.exceptions import SamplingError
 
-from pm_evidence.adapter.maps import posterior_dataset
-from pm_evidence.adapter.model_checks import nan_data_names
 from pm_evidence.core.exceptions import EvidenceInputError, NonFiniteLogDensityError
 from pm_evidence.core.progress import pymc_sample
 from pm_evidence.core.utils import spawn_seed
 from pm_evidence.estimators.messages import draws_ess_messages, posterior_messages
+from pm_evidence.model.log_density import LogDensity
+from pm_evidence.model.maps import posterior_dataset
+from pm_evidence.model.model_checks import nan_data_names
 from pm_evidence.model.modes import (
     INVARIANCE_RTOL,
     SymmetryDecision,
     SymmetrySearch,
-    check_symmetrize_option,
     find_symmetry,
     plan_symmetry,
     spread_points,
 )
-from pm_evidence.model.target import LogDensity
 from pm_evidence.references import (
     BOUNDED_REFERENCE_NAMES,
     Reference,
@@ -40,7 +39,6 @@ __all__ = [
     "MAX_BALANCING_FACTOR",
     "MAX_REFERENCE_NUMBERS",
     "REFERENCE_DRAWS_PER_POSTERIOR_DRAW",
-    "PosteriorOptions",
     "PosteriorPlan",
     "balanced_reference_draws",
     "check_draws_match_model",
@@ -63,53 +61,6 @@ __all__ = [
     "symmetry_diagnostics",
     "symmetry_step",
 ]
-
-
-@dataclass(frozen=True)
-class PosteriorOptions:
-    """Options every estimator on posterior draws shares: the counterpart of
-    :class:`~pm_evidence.PathOptions` for the methods of the ``"posterior"`` family (IS, reverse
-    IS, DS, bridge, the IS/RIS combinations). Pass it as ``posterior=``, or any field by name.
-
-    Attributes
-    ----------
-    reference : str or Reference
-        ``p0``: a name fitted to the first half of every chain of the posterior draws
-        (``"normal"``, ``"student_t"``, ...), ``"prior"``, or a :class:`Reference` used as given.
-        ``"auto"`` (default): the method's own choice (IS: ``"student_t"``; DS: ``"normal"``;
-        bridge: ``"normal"`` or ``"warp3"`` by a pilot; reverse IS and the combinations: see
-        their functions).
-    n_reference : int, optional
-        Draws from ``p0``; default :func:`~pm_evidence.model.draws.default_reference_draws` (16 per
-        posterior draw used in the estimate).
-    symmetrize : {"auto", True, False}
-        What to do when the posterior is invariant under relabelling components (label
-        switching in a mixture; ``pm_evidence.model.modes``): ``"auto"`` relabels the draws into one
-        mirror image and symmetrizes the reference over the relabellings when the draws miss
-        mirror images (otherwise log Z would come out low by up to ``log |G|``), ``True`` does
-        so whenever a symmetry is found, ``False`` never (a symmetry whose images the draws
-        miss is then a warning). Diagnostics ``symmetry`` (what was found and done),
-        ``symmetry_group_size``, ``symmetrized``.
-    """
-
-    reference: str | Reference = "auto"
-    n_reference: int | None = None
-    symmetrize: bool | str = "auto"
-
-    def __post_init__(self):
-        check_symmetrize_option(self.symmetrize)
-        n = self.n_reference
-        if n is not None and (not isinstance(n, int | np.integer) or n < 1):
-            raise EvidenceInputError(f"n_reference must be a positive integer, got {n!r}.")
-
-    @property
-    def auto(self) -> bool:
-        """Whether the method chooses ``p0`` itself (``reference="auto"``)."""
-        return isinstance(self.reference, str) and self.reference == "auto"
-
-    def reference_or(self, default: str) -> str | Reference:
-        """The reference, with ``"auto"`` read as the method's ``default``."""
-        return default if self.auto else self.reference
 
 
 @dataclass(frozen=True, eq=False)
@@ -200,7 +151,12 @@ def posterior_draws(
         return _checked_plan(target, idata).draws
     if idata is None:
         target.require_continuous("NUTS posterior sampling")
-        kwargs = {"compute_convergence_checks": False, **(sample_kwargs or {})}
+        # PyMC's NUTS unless sample_kwargs names another: pm.sample picks nutpie by itself
+        # when it is installed, and the draws (so the estimate) would depend on what else is
+        # installed
+        kwargs = {
+            "compute_convergence_checks": False, "nuts_sampler": "pymc", **(sample_kwargs or {})
+        }  # fmt: skip
         sample = functools.partial(
             pymc_sample, draws=draws, tune=tune, chains=chains, model=target.model,
             random_seed=spawn_seed(rng), progressbar=progressbar,

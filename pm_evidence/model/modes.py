@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
-from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.options import check_symmetrize_option
 from pm_evidence.core.utils import RHAT_MAX, max_rhat
 
 __all__ = [
@@ -800,10 +800,6 @@ def relabel(group: SymmetryGroup, draws: np.ndarray, pivot: np.ndarray) -> Relab
     return Relabelling(relabelled.reshape(shape), labels.reshape(shape[:-1]), visited, iterations)
 
 
-# ---------------------------------------------------------------------- the plan
-SYMMETRIZE_OPTIONS = ("auto", True, False)
-
-
 @dataclass(frozen=True)
 class SymmetryDecision:
     """What a reference fitted to posterior draws does about a symmetry of the posterior.
@@ -833,14 +829,6 @@ class SymmetryDecision:
     relabelled: bool = False
     messages: tuple[str, ...] = ()
     diagnostics: dict = field(default_factory=dict)
-
-
-def check_symmetrize_option(symmetrize) -> None:
-    """Validate ``symmetrize`` at a public boundary."""
-    if not (isinstance(symmetrize, bool) or symmetrize == "auto"):
-        raise EvidenceInputError(
-            f"Requested symmetrize={symmetrize!r} but it must be one of {list(SYMMETRIZE_OPTIONS)}."
-        )
 
 
 def spread_points(draws: np.ndarray, n: int = N_TEST_POINTS) -> np.ndarray:

@@ -29,6 +29,7 @@ import xarray as xr
 
 from pm_evidence.core.evidence import Evidence, build_evidence
 from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.methods import ADS_VERSIONS, TI_VARIANTS
 from pm_evidence.core.utils import log_mean_exp, normalized_weights
 from pm_evidence.estimators.annealed import (
     ads_binary_core,
@@ -43,8 +44,6 @@ from pm_evidence.path.runs import AnnealingRun, TemperingRun
 
 __all__ = ["ADS_VERSIONS", "TI_VARIANTS", "ads", "ais", "mbar", "reverse_ais", "rts", "ti"]
 
-ADS_VERSIONS = ("binary", "multinomial")
-TI_VARIANTS = ("rb", "trapezoid", "riemann")
 # A rung visited less than this fraction of its target r_k is flagged (the RTS runs of issue 13
 # that were off by 50 to 86 nats had min_k c_k / r_k = 0.07 to 0.34).
 MIN_OCCUPANCY_RATIO = 0.5
@@ -336,7 +335,7 @@ def ti(run: TemperingRun, variant: str = "rb", corrected: bool = True) -> Eviden
         results[name] = ti_core(betas, weights, delta_sum, rule=rule)
         if rule == "trapezoid":
             results[f"{name}_corrected"] = ti_core(
-                betas, weights, delta_sum, rule="corrected", delta2_sum=delta2_sum
+                betas, weights, delta_sum, rule="trapezoid", corrected=True, delta2_sum=delta2_sum
             )
     chosen = results[f"{variant}_corrected" if corrected and variant != "riemann" else variant]
     estimate = Estimate(

@@ -14,13 +14,13 @@ equal thermodynamic length (:meth:`PathPlan.ladder`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from pm_evidence.core.exceptions import EvidenceInputError
-from pm_evidence.core.utils import kish_ess, stage_rngs
+from pm_evidence.core.options import SAMPLE_KEYS, PathOptions
+from pm_evidence.core.utils import kish_ess, renamed_parameters, stage_rngs
 from pm_evidence.estimators.messages import posterior_messages
 from pm_evidence.model.draws import (
     check_reference_covers_support,
@@ -30,9 +30,8 @@ from pm_evidence.model.draws import (
     symmetric_reference,
     symmetry_diagnostics,
 )
+from pm_evidence.model.log_density import LogDensity, as_target
 from pm_evidence.model.modes import plan_symmetry
-from pm_evidence.model.target import LogDensity, as_target
-from pm_evidence.options import SAMPLE_KEYS, renamed_parameters
 from pm_evidence.references import (
     BernoulliProductReference,
     CategoricalProductReference,
@@ -47,7 +46,7 @@ from pm_evidence.tempering.path import GeometricPath
 from pm_evidence.tempering.pilot import Pilot, ladder_from_pilot, run_pilot
 from pm_evidence.tempering.samplers import sample_at_beta
 
-__all__ = ["Ladder", "PathOptions", "PathPlan", "auto_reference", "make_plan"]
+__all__ = ["Ladder", "PathPlan", "auto_reference", "make_plan"]
 
 # NUTS for the plan: its draws only fit and choose the reference (the path methods are exact
 # from any reference), so half of bridge sampling's 1000 tuning iterations per chain; as many
@@ -55,51 +54,6 @@ __all__ = ["Ladder", "PathOptions", "PathPlan", "auto_reference", "make_plan"]
 # normal cut at x < 1). Options given by name (draws=, tune=, chains=) replace these.
 PLAN_SAMPLING = {"draws": 1000, "tune": 500, "chains": 4}
 LADDER_NAMES = ("adaptive", *LADDERS)
-
-
-@dataclass(frozen=True)
-class PathOptions:
-    """How the plan is made (options every path method shares).
-
-    Attributes
-    ----------
-    reference : "auto", "prior", "uniform", "student_t", "normal" or Reference
-        ``p0``; see :func:`~pm_evidence.path.plan.auto_reference` for ``"auto"``.
-    kernel : {"auto", "hmc", "rwm", "flip", "gibbs", "gwg", "hmc+gibbs", "rwm+gibbs"} or callable
-        The transition at each ``beta``; ``"auto"`` is HMC for continuous models, Gibbs sweeps
-        for all-discrete ones (for all-binary ones in blocks found from the model, see
-        ``blocks``) and HMC plus Gibbs for mixed ones. A callable ``step(rng, x, beta) -> x``
-        must leave every ``f_beta`` invariant.
-    n_leapfrog : int
-        Leapfrog steps of HMC (with a jittered step size).
-    n_flips : int
-        Entries flipped per proposal of ``kernel="flip"``.
-    blocks : list of index arrays, "auto" or None
-        Gibbs blocks (entries updated together, conditionally independent given the rest).
-        ``None`` (default): with ``kernel="auto"`` on a model whose free variables are all
-        binary (Bernoulli), the blocks are found from the model
-        (:func:`~pm_evidence.tempering.blocks.gibbs_blocks`: sites that interact, detected
-        from mixed second differences of ``log p0`` and ``Delta`` at 32 random states, then a
-        greedy colouring; the checkerboard of a grid MRF), unless the model has more than 353
-        sites, where that would cost over 2 million evaluations; otherwise one entry at a
-        time (also with ``kernel="gibbs"``). ``"auto"``: find them also with
-        ``kernel="gibbs"``. The result's diagnostics say which (``kernel_reason``,
-        ``n_gibbs_blocks``).
-    n_pilot_chains : int
-        Particles of the pilot run.
-    symmetrize : {"auto", True, False}
-        For a reference fitted to posterior draws: average it over the relabellings of a
-        label-switching posterior whose mirror modes the draws miss
-        (``pm_evidence.model.modes.plan_symmetry``); ``False`` warns instead.
-    """
-
-    reference: str | Reference = "auto"
-    kernel: str | Callable = "auto"
-    n_leapfrog: int = 2
-    n_flips: int = 1
-    blocks: tuple | list | str | None = None
-    n_pilot_chains: int = 128
-    symmetrize: str | bool = "auto"
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pm_evidence.core.exceptions import EvidenceInputError, OverlapError
+from pm_evidence.core.options import AnnealingOptions, TemperingOptions
 from pm_evidence.core.utils import warn_user
 from pm_evidence.estimators.annealed import ais_core
 from pm_evidence.estimators.tempered import rts_core
@@ -55,9 +56,7 @@ from pm_evidence.tempering.samplers import (
 )
 
 __all__ = [
-    "AnnealingOptions",
     "AnnealingRun",
-    "TemperingOptions",
     "TemperingRun",
     "run_annealing",
     "run_reverse_annealing",
@@ -66,15 +65,6 @@ __all__ = [
 
 
 MAX_STORED_NUMBERS = 10_000_000
-# Default log-density evaluations of one run (a budget that does not depend on the machine).
-# On the 10 x 10 grid MRF (100 binary sites, checkerboard Gibbs: 102 evaluations per sweep,
-# about 0.8 us each on the 2-core development machine) AIS at defaults ends in about 16 s with
-# SE 0.013, where without a budget it spent 136 million evaluations (2.6 min there, 6 min in
-# issue 21) to reach SE 0.005 (benchmarks/mrf_defaults.py). Continuous models at defaults do
-# not reach it: with HMC's 2 evaluations per transition AIS keeps at most 1e7 / K chains of K
-# rungs (MAX_STORED_NUMBERS) or 20,000 chains of fewer than 500 rungs, under 2e7 evaluations
-# either way, and tempering at most 1000 chains x (5000 + 10 x 50) sweeps x 2 = 1.1e7.
-MAX_EVALUATIONS = 20_000_000
 
 
 def _annealing_rungs(length: float) -> int:
@@ -109,138 +99,6 @@ def _tempering_rungs(length: float) -> int:
     100), TI more (error +0.055 with 5 rungs, -0.008 with 10): 8 serves both.
     """
     return int(np.clip(math.ceil(length / 0.15) + 1, 8, 200))
-
-
-@dataclass(frozen=True)
-class AnnealingOptions:
-    """Options of an annealing run (AIS and ADS; RAISE in reverse).
-
-    Attributes
-    ----------
-    n_chains : int or None
-        ``None`` (default): a first batch of ``first_batch`` chains, then more until the AIS
-        standard error is at most ``target_se``. An int: exactly that many chains, one batch
-        (RAISE: chains, each from a different posterior draw; ``None`` means ``first_batch``).
-    ladder : "adaptive", "geometric", "linear", "sigmoid" or array
-        ``"adaptive"``: rungs at equal thermodynamic length, placed from the pilot.
-    n_rungs : int, optional
-        Default for ``"adaptive"``: ``clip(5 L^2, 20, 5000)`` for a path of length ``L``
-        (RAISE: ``clip(50 L^2, 50, 5000)``); 1000 for a named ladder.
-    beta_min : float
-        Smallest positive ``beta`` of the geometric ladder.
-    n_steps : int
-        Transitions per rung.
-    first_batch : int
-        Chains of the first batch when ``n_chains`` is None.
-    target_se : float or None
-        With ``n_chains=None``: after the first batch, one more batch sized from its standard
-        error (``se^2`` falls like ``1 / chains``), and so on until the AIS standard error is at
-        most this (not for RAISE). ``None``: one batch.
-    max_chains : int
-        Cap on the chains of all batches (and on ``1e7 / n_rungs``, the stored numbers).
-    max_evaluations : int or None
-        Budget of log-density evaluations of the run (default 20 million): no batch is sized
-        past it. Where it stops the run before ``target_se``, the result's diagnostics say so
-        (``stopped_by="max_evaluations"``, ``se``, ``n_evaluations``). ``None``: no budget.
-    time_limit : float or None
-        Seconds after which no further batch starts.
-    """
-
-    n_chains: int | None = None
-    ladder: str | np.ndarray = "adaptive"
-    n_rungs: int | None = None
-    beta_min: float = 1e-4
-    n_steps: int = 1
-    first_batch: int = 100
-    target_se: float | None = 0.005
-    max_chains: int = 20_000
-    max_evaluations: int | None = MAX_EVALUATIONS
-    time_limit: float | None = None
-
-    def __post_init__(self):
-        _check_positive(self, "n_steps", "first_batch", "max_chains")
-        _check_budget(self)
-        if self.n_chains is not None:
-            _check_positive(self, "n_chains")
-
-    @property
-    def chains_first(self) -> int:
-        """Chains of the first (for RAISE: the only) batch."""
-        return self.first_batch if self.n_chains is None else self.n_chains
-
-
-@dataclass(frozen=True)
-class TemperingOptions:
-    """Options of a simulated-tempering run (RTS, TI, MBAR).
-
-    Attributes
-    ----------
-    n_chains : int
-        Parallel tempered chains, moved together in one vectorized call per sweep. At the
-        default 1000 a sweep costs little more than with 100 (eight schools, ``target_se``
-        0.005: 7.2-7.6 s per call either way, SE 0.0032 from 1000 chains x 200 sweeps against
-        0.0045 from 100 chains x 760-980 sweeps).
-    n_sweeps : int or None
-        Sweeps of the final run; ``None``: ``min_sweeps``, then more until the RTS standard
-        error is at most ``target_se`` (or ``max_sweeps``).
-    ladder, n_rungs, beta_min
-        As :class:`AnnealingOptions`; the adaptive default is ``clip(L / 0.15 + 1, 8, 200)``
-        rungs, and 100 for a named ladder.
-    n_steps : int
-        ``x`` transitions per sweep.
-    prior_r : "uniform" or array_like (K,)
-        Prior ``r_k`` over the rungs.
-    n_init_sweeps, max_init_iterations, init_tol
-        Initial iterations of seed 004 §2.4 (sweeps per iteration, cap, stopping rule
-        ``max_k |r_k - c_k| < init_tol / K``).
-    target_se, min_sweeps, max_sweeps, max_evaluations, time_limit
-        The stopping rule when ``n_sweeps`` is None (module docstring): ``max_evaluations``
-        (default 20 million, ``None``: no budget) counts the initial iterations too, and may
-        shorten the first stretch of ``min_sweeps`` sweeps down to ``min_sweeps // 2``.
-    record : bool
-        Keep ``Delta`` and the rung of every draw (MBAR needs them; two numbers per draw).
-    """
-
-    n_chains: int = 1000
-    n_sweeps: int | None = None
-    ladder: str | np.ndarray = "adaptive"
-    n_rungs: int | None = None
-    beta_min: float = 1e-4
-    n_steps: int = 1
-    prior_r: str | np.ndarray = "uniform"
-    n_init_sweeps: int = 50
-    max_init_iterations: int = 10
-    init_tol: float = 0.1
-    target_se: float | None = 0.005
-    min_sweeps: int = 200
-    max_sweeps: int = 5000
-    max_evaluations: int | None = MAX_EVALUATIONS
-    time_limit: float | None = None
-    record: bool = False
-
-    def __post_init__(self):
-        _check_positive(self, "n_chains", "n_steps", "n_init_sweeps", "min_sweeps", "max_sweeps")
-        _check_budget(self)
-        if self.n_sweeps is not None and self.n_sweeps < 1:
-            raise EvidenceInputError(f"n_sweeps must be a positive integer, got {self.n_sweeps}.")
-
-
-def _check_budget(options) -> None:
-    budget = options.max_evaluations
-    if budget is not None and (not isinstance(budget, int | np.integer) or budget < 1):
-        raise EvidenceInputError(
-            f"max_evaluations must be a positive integer or None, got {budget!r}."
-        )
-
-
-def _check_positive(options, *names: str) -> None:
-    for name in names:
-        value = getattr(options, name)
-        if not isinstance(value, int | np.integer) or value < 1:
-            raise EvidenceInputError(f"{name} must be a positive integer, got {value!r}.")
-    target_se = getattr(options, "target_se", None)
-    if target_se is not None and not target_se > 0:
-        raise EvidenceInputError(f"target_se must be positive or None, got {target_se!r}.")
 
 
 @dataclass(frozen=True)

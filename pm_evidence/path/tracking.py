@@ -22,7 +22,7 @@ import pymc as pm
 
 from pm_evidence.core.utils import as_generator
 from pm_evidence.estimators.tempered import rts_partial_update
-from pm_evidence.model.target import LogDensity, as_target
+from pm_evidence.model.log_density import LogDensity, as_target
 from pm_evidence.path.plan import PathOptions, make_plan
 from pm_evidence.path.runs import TemperingOptions, log_r_of
 from pm_evidence.tempering.samplers import (

@@ -2,7 +2,7 @@
 estimator core, return an :class:`~pm_evidence.core.evidence.Evidence`.
 
 Every public function has the signature of :func:`~pm_evidence.marginal_likelihood` without
-``method`` (:mod:`pm_evidence.options`): the model first (optional inside ``with model:``),
+``method`` (:mod:`pm_evidence.core.methods`): the model first (optional inside ``with model:``),
 then keyword-only ``idata`` (the output of ``pm.sample``, used for posterior draws when given;
 otherwise NUTS draws them), ``random_seed``, ``progressbar`` and the options by name: the
 fields of :class:`PosteriorOptions` (``reference``, ``n_reference``, ``symmetrize``; or the
@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import xarray as xr
 
 from pm_evidence.core.evidence import Evidence, build_evidence
 from pm_evidence.core.exceptions import EvidenceInputError, OverlapError
-from pm_evidence.core.utils import good_pareto_k, mcmc_ess, stage_rngs
+from pm_evidence.core.methods import check_choice, route_options
+from pm_evidence.core.options import BridgeOptions, PosteriorOptions
+from pm_evidence.core.utils import good_pareto_k, mcmc_ess, renamed_keywords, stage_rngs
 from pm_evidence.estimators import (
     COMBINATION_RULES,
     Estimate,
@@ -39,7 +42,6 @@ from pm_evidence.estimators.messages import (
 )
 from pm_evidence.model.draws import (
     MAX_REFERENCE_NUMBERS,
-    PosteriorOptions,
     PosteriorPlan,
     balanced_reference_draws,
     check_reference_covers_support,
@@ -54,8 +56,7 @@ from pm_evidence.model.draws import (
     symmetry_diagnostics,
     symmetry_step,
 )
-from pm_evidence.model.target import LogDensity, as_target
-from pm_evidence.options import ModelLike, renamed_keywords, split_options
+from pm_evidence.model.log_density import LogDensity, ModelLike, as_target
 from pm_evidence.posterior.bridge_reference import (
     OVERLAP_LEFT_TO_TRY,
     choose_bridge_reference,
@@ -65,8 +66,6 @@ from pm_evidence.posterior.reverse_reference import choose_reverse_reference
 from pm_evidence.references import MultivariateNormalReference, Reference, fit_reference
 
 __all__ = [
-    "BridgeOptions",
-    "PosteriorOptions",
     "PosteriorPlan",
     "bridge_sampling",
     "combine_is_ris",
@@ -98,10 +97,16 @@ _SHARED_PARAMETERS = """symmetrize : {"auto", True, False}, default "auto"
     random_seed : int or numpy.random.Generator, optional
     progressbar : bool
     draws, tune, chains, sample_kwargs
-        NUTS options when it draws (1000 draws and 1000 tuning iterations, 4 chains).
-    **options
-        Every parameter above but ``model``, ``idata``, ``random_seed`` and ``progressbar`` is
-        one of these keyword options; another name is an error that lists the accepted ones."""
+        NUTS options when it draws (``None``: 1000 draws and 1000 tuning iterations, 4 chains).
+    **fields
+        The fields of the option objects by name (``reference``, ``n_reference``,
+        ``symmetrize``, ...); another name is an error that lists the accepted ones."""
+
+
+def _routed(name: str, **keywords):
+    """The options of method ``name`` from its function's keywords
+    (:func:`~pm_evidence.core.methods.route_options`)."""
+    return route_options(name, keywords)[name]
 
 
 def _shared_parameters(function):
@@ -185,7 +190,17 @@ def make_posterior_plan(
 
 @_shared_parameters
 def importance_sampling(
-    model: ModelLike = None, *, idata=None, random_seed=None, progressbar: bool = True, **options
+    model: ModelLike = None,
+    *,
+    idata=None,
+    random_seed=None,
+    progressbar: bool = True,
+    posterior: PosteriorOptions | None = None,
+    draws: int | None = None,
+    tune: int | None = None,
+    chains: int | None = None,
+    sample_kwargs: dict | None = None,
+    **fields,
 ) -> Evidence:
     """Importance sampling of log Z (seed 000 §3; seed 002 eq. 18.44).
 
@@ -207,10 +222,14 @@ def importance_sampling(
     Evidence
         Diagnostics: ``ess_reference`` (Kish ESS of the weights), ``ess_fraction``.
     """
-    options, sampling = split_options(options, posterior=PosteriorOptions)
-    reference = options["posterior"].reference_or("student_t")
+    options = _routed("is", posterior=posterior, draws=draws, tune=tune,
+        chains=chains, sample_kwargs=sample_kwargs, **fields,
+    )  # fmt: skip
+    reference = options.objects["posterior"].reference_or("student_t")
     check_reference_covers_support(reference, "Importance sampling")
-    call = _Call.make(model, options["posterior"], sampling, idata, random_seed, progressbar)
+    call = _Call.make(
+        model, options.objects["posterior"], options.sampling, idata, random_seed, progressbar
+    )
     target, rngs = call.target, call.rngs
     rng = rngs["is"]
     fit_draws, messages = None, []
@@ -251,7 +270,17 @@ def _importance_messages(diagnostics: dict, n: int) -> list[str]:
 
 @_shared_parameters
 def reverse_importance_sampling(
-    model: ModelLike = None, *, idata=None, random_seed=None, progressbar: bool = True, **options
+    model: ModelLike = None,
+    *,
+    idata=None,
+    random_seed=None,
+    progressbar: bool = True,
+    posterior: PosteriorOptions | None = None,
+    draws: int | None = None,
+    tune: int | None = None,
+    chains: int | None = None,
+    sample_kwargs: dict | None = None,
+    **fields,
 ) -> Evidence:
     """Reverse importance sampling / Gelfand-Dey of log Z (seed 000 §3).
 
@@ -295,8 +324,12 @@ def reverse_importance_sampling(
         ``reference_outside_support``; with ``reference="auto"`` also ``reference_scale``,
         ``reference_mass``, ``reference_chi2`` and ``reference_reason``.
     """
-    options, sampling = split_options(options, posterior=PosteriorOptions)
-    call = _Call.make(model, options["posterior"], sampling, idata, random_seed, progressbar)
+    options = _routed("ris", posterior=posterior, draws=draws, tune=tune,
+        chains=chains, sample_kwargs=sample_kwargs, **fields,
+    )  # fmt: skip
+    call = _Call.make(
+        model, options.objects["posterior"], options.sampling, idata, random_seed, progressbar
+    )
     target, rng = call.target, call.rngs["ris"]
     choose = None
     if call.options.auto:
@@ -369,7 +402,17 @@ def reverse_weight_messages(diagnostics: dict, n: int) -> list[str]:
 
 @_shared_parameters
 def discriminance_sampling(
-    model: ModelLike = None, *, idata=None, random_seed=None, progressbar: bool = True, **options
+    model: ModelLike = None,
+    *,
+    idata=None,
+    random_seed=None,
+    progressbar: bool = True,
+    posterior: PosteriorOptions | None = None,
+    draws: int | None = None,
+    tune: int | None = None,
+    chains: int | None = None,
+    sample_kwargs: dict | None = None,
+    **fields,
 ) -> Evidence:
     """Discriminance sampling of log Z (seed 000 §4, eq. (3); SE after Prop. 1).
 
@@ -395,8 +438,12 @@ def discriminance_sampling(
         Diagnostics: ``gamma`` (overlap, 1/4 when reference = posterior), ``ess_target``,
         ``se_prop1`` (seed 000's Prop. 1 value, for equal sample sizes).
     """
-    options, sampling = split_options(options, posterior=PosteriorOptions)
-    call = _Call.make(model, options["posterior"], sampling, idata, random_seed, progressbar)
+    options = _routed("ds", posterior=posterior, draws=draws, tune=tune,
+        chains=chains, sample_kwargs=sample_kwargs, **fields,
+    )  # fmt: skip
+    call = _Call.make(
+        model, options.objects["posterior"], options.sampling, idata, random_seed, progressbar
+    )
     target, rng = call.target, call.rngs["ds"]
     reference = call.options.reference_or("normal")
     est_half, ref, lw_target, messages, symmetry = call.fit_and_weigh(reference)
@@ -418,34 +465,20 @@ BRIDGE_REFERENCES = ("normal", "warp3")
 _BRIDGE_RENAMED = {"proposal": "reference", "method": "reference"}
 
 
-@dataclass(frozen=True)
-class BridgeOptions:
-    """Bridge sampling's own options (beyond :class:`PosteriorOptions`): its repetitions and
-    its Meng-Wong iteration. Pass it as ``bridge=``, or any field by name.
-
-    Attributes
-    ----------
-    repetitions : int
-        Number of independent sets of reference draws.
-    use_neff : bool
-        Use the effective number of posterior draws in the sample-size weights.
-    tol, maxiter
-        Convergence tolerance and iteration cap of the Meng-Wong iteration.
-    """
-
-    repetitions: int = 1
-    use_neff: bool = True
-    tol: float = 1e-10
-    maxiter: int = 1000
-
-    def __post_init__(self):
-        if self.repetitions < 1:
-            raise EvidenceInputError(f"repetitions must be >= 1, got {self.repetitions}.")
-
-
 @_shared_parameters
 def bridge_sampling(
-    model: ModelLike = None, *, idata=None, random_seed=None, progressbar: bool = True, **options
+    model: ModelLike = None,
+    *,
+    idata=None,
+    random_seed=None,
+    progressbar: bool = True,
+    posterior: PosteriorOptions | None = None,
+    bridge: BridgeOptions | None = None,
+    draws: int | None = None,
+    tune: int | None = None,
+    chains: int | None = None,
+    sample_kwargs: dict | None = None,
+    **fields,
 ) -> Evidence:
     """Bridge sampling with the optimal bridge function (Meng & Wong 1996), as R's bridgesampling.
 
@@ -510,16 +543,20 @@ def bridge_sampling(
     ConvergenceError
         If the iteration does not converge within ``maxiter``.
     """
-    options = renamed_keywords("bridge_sampling", options, _BRIDGE_RENAMED)
-    options, sampling = split_options(options, posterior=PosteriorOptions, bridge=BridgeOptions)
-    choose = options["posterior"].auto
-    reference, bridge = options["posterior"].reference_or("normal"), options["bridge"]
+    fields = renamed_keywords("bridge_sampling", fields, _BRIDGE_RENAMED)
+    options = _routed("bridge", posterior=posterior, bridge=bridge, draws=draws, tune=tune,
+        chains=chains, sample_kwargs=sample_kwargs, **fields,
+    )  # fmt: skip
+    posterior, bridge = options.objects["posterior"], options.objects["bridge"]
+    choose, reference = posterior.auto, posterior.reference_or("normal")
     if not isinstance(reference, str) or reference not in BRIDGE_REFERENCES:
         raise EvidenceInputError(
             f"Requested bridge reference {reference!r} but it must be one of "
             f"{['auto', *BRIDGE_REFERENCES]}."
         )
-    call = _Call.make(model, options["posterior"], sampling, idata, random_seed, progressbar)
+    call = _Call.make(
+        model, options.objects["posterior"], options.sampling, idata, random_seed, progressbar
+    )
     target, rng = call.target, call.rngs["bridge"]
     est_half, ref, lw_target, messages, symmetry = call.fit_and_weigh(reference)
     n_target = est_half.shape[0] * est_half.shape[1]
@@ -648,7 +685,18 @@ def combine_is_ris(ev_is: Evidence, ev_ris: Evidence, rule: str = "selection") -
 
 @_shared_parameters
 def is_ris_combination(
-    model: ModelLike = None, *, idata=None, random_seed=None, progressbar: bool = True, **options
+    model: ModelLike = None,
+    *,
+    idata=None,
+    random_seed=None,
+    progressbar: bool = True,
+    posterior: PosteriorOptions | None = None,
+    rule: str = "selection",
+    draws: int | None = None,
+    tune: int | None = None,
+    chains: int | None = None,
+    sample_kwargs: dict | None = None,
+    **fields,
 ) -> Evidence:
     """IS and reverse IS on the same posterior draws, combined by ``rule`` (seed 000 §6).
 
@@ -689,15 +737,15 @@ def is_ris_combination(
         Method ``"is_ris_<rule>"``. Diagnostics: ``log_z_is``, ``log_z_ris``, ``se_is``,
         ``se_ris`` (and ``selected`` for ``"selection"``), the reference(s).
     """
-    options, sampling = split_options(options, own=("rule",), posterior=PosteriorOptions)
-    rule = options.get("rule", "selection")
-    if rule not in COMBINATION_RULES:
-        raise EvidenceInputError(
-            f"Requested rule {rule!r} but it must be one of {list(COMBINATION_RULES)}."
-        )
-    reference = options["posterior"].reference
+    check_choice("rule", rule)
+    options = _routed(f"is_ris_{rule}", posterior=posterior, draws=draws, tune=tune,
+        chains=chains, sample_kwargs=sample_kwargs, **fields,
+    )  # fmt: skip
+    reference = options.objects["posterior"].reference
     check_reference_covers_support(reference, "The importance-sampling half of the combination")
-    call = _Call.make(model, options["posterior"], sampling, idata, random_seed, progressbar)
+    call = _Call.make(
+        model, options.objects["posterior"], options.sampling, idata, random_seed, progressbar
+    )
     target, rng = call.target, call.rngs["is_ris"]
     choose = _HalvesOwnReferences(target, rng) if call.options.auto else None
     est_half, ref, lw_target, messages, diagnostics = call.fit_and_weigh(reference, choose)
@@ -728,3 +776,14 @@ def is_ris_combination(
         {"log_weight_target": lw_target, "log_weight_reference": lw_reference},
         warnings=flag(messages + se_messages(estimate)),
     )
+
+
+POSTERIOR_ESTIMATES = {
+    "is": importance_sampling,
+    "ris": reverse_importance_sampling,
+    "ds": discriminance_sampling,
+    "bridge": bridge_sampling,
+    **{f"is_ris_{rule}": partial(is_ris_combination, rule=rule) for rule in COMBINATION_RULES},
+}
+"""The function that computes each method of the posterior family (joined to its row by
+:mod:`pm_evidence.registry`)."""

@@ -36,7 +36,7 @@ import numpy as np
 from pm_evidence.core.exceptions import OverlapError
 from pm_evidence.estimators import bridge_core, predicted_re2
 from pm_evidence.model.draws import check_reference_log_weights, log_weights, reference_log_weights
-from pm_evidence.model.target import LogDensity
+from pm_evidence.model.log_density import LogDensity
 from pm_evidence.references import MultivariateNormalReference, Warp3Reference
 
 __all__ = ["BridgeReferenceChoice", "choose_bridge_reference", "more_reference_log_weights"]

@@ -25,7 +25,7 @@ import numpy as np
 
 from pm_evidence.core.utils import pareto_khat
 from pm_evidence.estimators import chi_square_to_target
-from pm_evidence.model.target import LogDensity
+from pm_evidence.model.log_density import LogDensity
 from pm_evidence.references import (
     MultivariateNormalReference,
     Reference,

@@ -66,7 +66,7 @@ from scipy import special, stats
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.progress import long_run
 from pm_evidence.core.utils import one_blas_thread
-from pm_evidence.model.target import LogDensity
+from pm_evidence.model.log_density import LogDensity
 from pm_evidence.references import (
     MixtureReference,
     MultivariateNormalReference,

@@ -7,7 +7,7 @@ allocate gigabytes. :func:`block_size_for` picks the rows per block from the num
 observations so that every intermediate stays near ``MAX_BLOCK_ELEMENTS`` numbers.
 
 A log-density must be total (a value at every point, ``-inf`` outside the support). The graphs
-are built total (:func:`pm_evidence.adapter.graphs.make_total`); should a compiled operation still
+are built total (:func:`pm_evidence.model.graphs.make_total`); should a compiled operation still
 raise at some points (a linear-algebra routine on an ill-conditioned matrix, say), the block is
 evaluated row by row, the rows that raise get ``-inf`` and are counted in ``n_raised`` (reported
 by the samplers as rejected non-finite proposals). Only the errors of numerical routines at a bad

@@ -2,17 +2,17 @@
 
 :class:`LogDensity` puts together the small units of :mod:`pm_evidence.adapter`, one job each:
 
-- :class:`~pm_evidence.adapter.layout.Layout`: where each free variable sits in the flat
+- :class:`~pm_evidence.model.layout.Layout`: where each free variable sits in the flat
   unconstrained vector ``x`` (constrained and value shapes, discrete entries);
-- :mod:`~pm_evidence.adapter.graphs`: the log prior (with the Jacobians of the transforms) and the
+- :mod:`~pm_evidence.model.graphs`: the log prior (with the Jacobians of the transforms) and the
   log likelihood (observed terms plus ``pm.Potential`` terms) as *total* graphs of ``x``
   (``-inf`` wherever PyMC's parameter checks fail), vectorized over any number of points with
   :func:`pytensor.graph.replace.vectorize_graph`;
-- :class:`~pm_evidence.adapter.batched.BlockedFunction`: compiled calls on blocks of points sized
+- :class:`~pm_evidence.model.batched.BlockedFunction`: compiled calls on blocks of points sized
   to the data (a million observations and a thousand points never meet in one array);
-- :class:`~pm_evidence.adapter.prior.PriorSampler`: forward draws from the prior, a batch per call;
-- :class:`~pm_evidence.adapter.maps.ValueMaps`: named constrained draws to flat vectors and back;
-- :func:`~pm_evidence.adapter.fingerprint.observed_fingerprint`: which data the model holds now.
+- :class:`~pm_evidence.model.prior.PriorSampler`: forward draws from the prior, a batch per call;
+- :class:`~pm_evidence.model.maps.ValueMaps`: named constrained draws to flat vectors and back;
+- :func:`~pm_evidence.model.fingerprint.observed_fingerprint`: which data the model holds now.
 
 The unnormalized density is ``f(x) = exp(model.logp(x))``; its integral over ``x`` is
 ``Z = p(y | M)`` when the model is prior x likelihood, which is what every estimator targets.
@@ -29,32 +29,32 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 
-from pm_evidence.adapter.batched import BlockedFunction, block_size_for
-from pm_evidence.adapter.fingerprint import (
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.utils import warn_user
+from pm_evidence.model.batched import BlockedFunction, block_size_for
+from pm_evidence.model.fingerprint import (
     check_draws_match_data,
     n_observations,
     observed_fingerprint,
 )
-from pm_evidence.adapter.graphs import (
+from pm_evidence.model.graphs import (
     flat_graphs,
     graph_size,
     relaxed_bernoulli_terms,
     term_choice_graphs,
     vectorize_batched,
 )
-from pm_evidence.adapter.layout import Layout, VariableSlice
-from pm_evidence.adapter.maps import ValueMaps, posterior_dataset
-from pm_evidence.adapter.model_checks import model_messages
-from pm_evidence.adapter.prior import PriorSampler
-from pm_evidence.core.exceptions import EvidenceInputError
-from pm_evidence.core.utils import warn_user
+from pm_evidence.model.layout import Layout, VariableSlice
+from pm_evidence.model.maps import ValueMaps, posterior_dataset
+from pm_evidence.model.model_checks import model_messages
+from pm_evidence.model.prior import PriorSampler
 
 # The term searches (LogDensity.log_density_with_terms) evaluate a few hundred points, one
 # L-BFGS step at a time: PyTensor's Python linker after its quick rewrites compiles in a
 # fraction of the Numba backend's seconds and is fast enough for that.
 TERM_SEARCH_MODE = pytensor.compile.mode.Mode(linker="py", optimizer="fast_compile")
 
-__all__ = ["LogDensity", "VariableSlice", "as_target", "vectorize_batched"]
+__all__ = ["LogDensity", "ModelLike", "VariableSlice", "as_target", "vectorize_batched"]
 
 # One compiled adapter per live model (weak keys: dropped with the model). A cache, not state:
 # results never depend on it.
@@ -70,7 +70,7 @@ class LogDensity:
         The model; taken from the ``with model:`` context when omitted.
     block_size : int, optional
         Points per compiled call; by default chosen from the number of observations
-        (:func:`~pm_evidence.adapter.batched.block_size_for`) so that memory stays bounded.
+        (:func:`~pm_evidence.model.batched.block_size_for`) so that memory stays bounded.
 
     Notes
     -----
@@ -177,7 +177,7 @@ class LogDensity:
     @property
     def model_messages(self) -> tuple[str, ...]:
         """What makes this model's ``log Z`` meaningless as evidence (an improper prior, no
-        data): :func:`~pm_evidence.adapter.model_checks.model_messages`, attached to every
+        data): :func:`~pm_evidence.model.model_checks.model_messages`, attached to every
         result."""
         return model_messages(self.model)
 
@@ -316,7 +316,7 @@ class LogDensity:
 
     def evaluate_with_relaxed_grad(self, x):
         """Like :meth:`evaluate_with_grad` for all-binary models, with the gradients of the
-        relaxed log-density (:func:`~pm_evidence.adapter.graphs.relaxed_bernoulli_terms`)."""
+        relaxed log-density (:func:`~pm_evidence.model.graphs.relaxed_bernoulli_terms`)."""
         return self._evaluate(self._relaxed_terms_grad_fn, x, ((), (), (self.dim,), (self.dim,)))
 
     @cached_property
@@ -326,7 +326,7 @@ class LogDensity:
     @property
     def term_counts(self) -> tuple[int, ...]:
         """The number of terms of each log-sum-exp of the log-density, empty where it has none
-        (:func:`~pm_evidence.adapter.graphs.term_choice_graphs`); nothing is compiled."""
+        (:func:`~pm_evidence.model.graphs.term_choice_graphs`); nothing is compiled."""
         return () if self._term_graphs is None else self._term_graphs.n_terms
 
     @cached_property
@@ -393,6 +393,10 @@ class LogDensity:
             for name in self.var_names
         }
         return self.to_unconstrained(values, batch_ndim=2)
+
+
+ModelLike = pm.Model | LogDensity | None
+"""What a model-level function takes as ``model`` (``None``: the ``with model:`` context)."""
 
 
 def as_target(model: pm.Model | LogDensity | None = None) -> LogDensity:

@@ -26,9 +26,9 @@ import pytensor.tensor as pt
 from pytensor.compile.mode import Mode
 from pytensor.graph.replace import graph_replace, vectorize_graph
 
-from pm_evidence.adapter.graphs import vectorize_batched
-from pm_evidence.adapter.layout import Layout
 from pm_evidence.core.exceptions import EvidenceInputError, NonFiniteLogDensityError
+from pm_evidence.model.graphs import vectorize_batched
+from pm_evidence.model.layout import Layout
 
 __all__ = ["PYTHON_LINKER", "ValueMaps", "posterior_dataset"]
 

@@ -11,7 +11,7 @@ Each public function is three explicit steps, which a user can also take one by 
 3. an estimator that reads the run (:mod:`pm_evidence.path.path_estimators`).
 
 Every function has the signature of :func:`~pm_evidence.marginal_likelihood` without
-``method`` (:mod:`pm_evidence.options`). Options are small frozen dataclasses, given by name
+``method`` (:mod:`pm_evidence.core.methods`). Options are small frozen dataclasses, given by name
 (``path=`` :class:`~pm_evidence.path.plan.PathOptions`, ``annealing=``
 :class:`~pm_evidence.path.runs.AnnealingOptions`, ``tempering=``
 :class:`~pm_evidence.path.runs.TemperingOptions`); their fields may also be given as keywords
@@ -24,13 +24,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pm_evidence import registry
 from pm_evidence.core.evidence import Evidence
-from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.methods import RUN_OPTIONS, method_row, route_options
+from pm_evidence.core.options import AnnealingOptions, PathOptions, TemperingOptions
 from pm_evidence.core.utils import stage_rngs
-from pm_evidence.options import ModelLike, split_options
+from pm_evidence.model.log_density import ModelLike
 from pm_evidence.path import path_estimators
 from pm_evidence.path.plan import auto_reference, make_plan
+from pm_evidence.path.runs import run_annealing, run_reverse_annealing, run_tempering
 
 __all__ = [
     "annealed_discriminance_sampling",
@@ -43,37 +44,43 @@ __all__ = [
 ]
 
 
-# the values a path method's own options may take, checked before its run
-_CHOICES = {"version": path_estimators.ADS_VERSIONS, "variant": path_estimators.TI_VARIANTS}
+RUN_MAKERS = {
+    "annealing": run_annealing,
+    "reverse_annealing": run_reverse_annealing,
+    "tempering": run_tempering,
+}
+"""The function that makes each kind of run of :data:`~pm_evidence.core.methods.RUN_OPTIONS`."""
+
+PATH_ESTIMATES = {
+    "ais": path_estimators.ais,
+    "raise": path_estimators.reverse_ais,
+    "ads": path_estimators.ads,
+    "rts": path_estimators.rts,
+    "ti": path_estimators.ti,
+    "mbar": path_estimators.mbar,
+}
+"""The follow-up on its run that computes each path method (joined to its row by
+:mod:`pm_evidence.registry`)."""
 
 
 def _path_method(name, model, idata, random_seed, progressbar, keywords):
-    """One path method alone on a model, as its row of :mod:`pm_evidence.registry` says: the
-    plan (with posterior draws if the method starts from them), the run it reads (keeping every
-    draw if it needs them) from its own stage stream, and its follow-up on the run with the
-    method's own options (checked before the run)."""
-    row = registry.method(name)
-    run_kind = registry.RUN_KINDS[row.run]
-    options, sampling = split_options(keywords, own=row.options, **row.objects)
-    for option in set(_CHOICES) & set(options):
-        _check_choice(option, options[option], _CHOICES[option])
-    run_options = options[run_kind.keyword]
+    """One path method alone on a model, as its row of
+    :data:`~pm_evidence.core.methods.METHOD_TABLE` says: the plan (with posterior draws if the
+    method starts from them), the run it reads (keeping every draw if it needs them) from its
+    own stage stream, and its follow-up on the run with the method's own options (checked, with
+    every other option, by :func:`~pm_evidence.core.methods.route_options` before any work)."""
+    row = method_row(name)
+    options = route_options(name, keywords)[name]
+    run_options = options.objects[RUN_OPTIONS[row.run]]
     if row.records_draws and not run_options.record:
         run_options = replace(run_options, record=True)  # keeps every draw; the same draws
     rngs = stage_rngs(random_seed)
     plan = make_plan(
-        model, options["path"], idata=idata, sampling=sampling,
+        model, options.objects["path"], idata=idata, sampling=options.sampling,
         need_posterior=row.needs_posterior, rngs=rngs, progressbar=progressbar,
     )  # fmt: skip
-    run = run_kind.make(plan, run_options, rng=rngs[row.stream], progressbar=progressbar)
-    return row.estimate(run, **{k: options[k] for k in row.options if k in options})
-
-
-def _check_choice(name: str, value, allowed) -> None:
-    if value not in allowed:
-        raise EvidenceInputError(
-            f"Requested {name} {value!r} but it must be one of {list(allowed)}."
-        )
+    run = RUN_MAKERS[row.run](plan, run_options, rng=rngs[row.stream], progressbar=progressbar)
+    return PATH_ESTIMATES[name](run, **options.own)
 
 
 _COMMON_PARAMETERS = """
@@ -90,16 +97,29 @@ _COMMON_PARAMETERS = """
     random_seed : int or numpy.random.Generator, optional
     progressbar : bool"""
 
-# the last parameter of every function, after its run's options object
+# the last parameters of every function, after its run's options object
 _BY_NAME = """
-    **options
+    draws, tune, chains, sample_kwargs
+        NUTS options, when the plan draws from the posterior (``None``: the plan's defaults).
+    **fields
         Any field of the option objects by name (``n_chains=200``, ``target_se=0.005``,
-        ``reference="prior"``: it replaces the object's value), and NUTS options (``draws``,
-        ``tune``, ``chains``, ``sample_kwargs``) when the plan draws from the posterior."""
+        ``reference="prior"``: it replaces the object's value). Another name is an error that
+        lists the accepted ones."""
 
 
 def annealed_importance_sampling(
-    model: ModelLike = None, *, idata=None, random_seed=None, progressbar: bool = True, **options
+    model: ModelLike = None,
+    *,
+    idata=None,
+    random_seed=None,
+    progressbar: bool = True,
+    path: PathOptions | None = None,
+    annealing: AnnealingOptions | None = None,
+    draws: int | None = None,
+    tune: int | None = None,
+    chains: int | None = None,
+    sample_kwargs: dict | None = None,
+    **fields,
 ) -> Evidence:
     r"""Annealed importance sampling (Neal 2001; seed 001; seed 000 eq. (8)).
 
@@ -125,11 +145,25 @@ def annealed_importance_sampling(
         ESS below 30, Pareto k-hat of the weights above ``min(1 - 1/log10(n), 0.7)``, R-hat of
         the NUTS draws above 1.01, an improper prior.
     """
+    options = dict(
+        path=path, annealing=annealing, draws=draws, tune=tune, chains=chains, sample_kwargs=sample_kwargs, **fields,
+    )  # fmt: skip
     return _path_method("ais", model, idata, random_seed, progressbar, options)
 
 
 def reverse_annealed_importance_sampling(
-    model: ModelLike = None, *, idata=None, random_seed=None, progressbar: bool = True, **options
+    model: ModelLike = None,
+    *,
+    idata=None,
+    random_seed=None,
+    progressbar: bool = True,
+    path: PathOptions | None = None,
+    annealing: AnnealingOptions | None = None,
+    draws: int | None = None,
+    tune: int | None = None,
+    chains: int | None = None,
+    sample_kwargs: dict | None = None,
+    **fields,
 ) -> Evidence:
     r"""Reverse AIS, RAISE (Burda et al. 2015; seed 004 §3.2; seed 000 §6).
 
@@ -153,11 +187,26 @@ def reverse_annealed_importance_sampling(
     EvidenceInputError
         If fewer posterior draws than ``n_chains`` are available.
     """
+    options = dict(
+        path=path, annealing=annealing, draws=draws, tune=tune, chains=chains, sample_kwargs=sample_kwargs, **fields,
+    )  # fmt: skip
     return _path_method("raise", model, idata, random_seed, progressbar, options)
 
 
 def annealed_discriminance_sampling(
-    model: ModelLike = None, *, idata=None, random_seed=None, progressbar: bool = True, **options
+    model: ModelLike = None,
+    *,
+    idata=None,
+    random_seed=None,
+    progressbar: bool = True,
+    path: PathOptions | None = None,
+    annealing: AnnealingOptions | None = None,
+    version: str = "binary",
+    draws: int | None = None,
+    tune: int | None = None,
+    chains: int | None = None,
+    sample_kwargs: dict | None = None,
+    **fields,
 ) -> Evidence:
     r"""Annealed discriminance sampling (seed 000 §5) on AIS's own draws and weights.
 
@@ -174,11 +223,25 @@ def annealed_discriminance_sampling(
         See :func:`pm_evidence.path.path_estimators.ads`: diagnostics ``version`` and ``min_gamma``
         (binary) or ``n_iter`` (multinomial).
     """
+    options = dict(
+        path=path, annealing=annealing, version=version, draws=draws, tune=tune, chains=chains, sample_kwargs=sample_kwargs, **fields,
+    )  # fmt: skip
     return _path_method("ads", model, idata, random_seed, progressbar, options)
 
 
 def rao_blackwellized_tempered_sampling(
-    model: ModelLike = None, *, idata=None, random_seed=None, progressbar: bool = True, **options
+    model: ModelLike = None,
+    *,
+    idata=None,
+    random_seed=None,
+    progressbar: bool = True,
+    path: PathOptions | None = None,
+    tempering: TemperingOptions | None = None,
+    draws: int | None = None,
+    tune: int | None = None,
+    chains: int | None = None,
+    sample_kwargs: dict | None = None,
+    **fields,
 ) -> Evidence:
     r"""Rao-Blackwellized tempered sampling, RTS (seed 004 §2, Alg. 1).
 
@@ -204,11 +267,27 @@ def rao_blackwellized_tempered_sampling(
         (``log_z_count``), and per-rung occupancy, ``prior_r`` and the transition matrix in
         ``sample_stats``.
     """
+    options = dict(
+        path=path, tempering=tempering, draws=draws, tune=tune, chains=chains, sample_kwargs=sample_kwargs, **fields,
+    )  # fmt: skip
     return _path_method("rts", model, idata, random_seed, progressbar, options)
 
 
 def thermodynamic_integration(
-    model: ModelLike = None, *, idata=None, random_seed=None, progressbar: bool = True, **options
+    model: ModelLike = None,
+    *,
+    idata=None,
+    random_seed=None,
+    progressbar: bool = True,
+    path: PathOptions | None = None,
+    tempering: TemperingOptions | None = None,
+    variant: str = "rb",
+    corrected: bool = True,
+    draws: int | None = None,
+    tune: int | None = None,
+    chains: int | None = None,
+    sample_kwargs: dict | None = None,
+    **fields,
 ) -> Evidence:
     r"""Thermodynamic integration on simulated-tempering draws (seed 004 §3.4, eqs. (20)-(21)).
 
@@ -229,11 +308,25 @@ def thermodynamic_integration(
         See :func:`pm_evidence.path.path_estimators.ti`: every variant's value in the diagnostics
         (``log_z_rb``, ``log_z_trapezoid_corrected``, ...).
     """
+    options = dict(
+        path=path, tempering=tempering, variant=variant, corrected=corrected, draws=draws, tune=tune, chains=chains, sample_kwargs=sample_kwargs, **fields,
+    )  # fmt: skip
     return _path_method("ti", model, idata, random_seed, progressbar, options)
 
 
 def mbar(
-    model: ModelLike = None, *, idata=None, random_seed=None, progressbar: bool = True, **options
+    model: ModelLike = None,
+    *,
+    idata=None,
+    random_seed=None,
+    progressbar: bool = True,
+    path: PathOptions | None = None,
+    tempering: TemperingOptions | None = None,
+    draws: int | None = None,
+    tune: int | None = None,
+    chains: int | None = None,
+    sample_kwargs: dict | None = None,
+    **fields,
 ) -> Evidence:
     r"""MBAR on simulated-tempering draws (seed 004 eq. (18); Shirts & Chodera 2008).
 
@@ -251,6 +344,9 @@ def mbar(
         See :func:`pm_evidence.path.path_estimators.mbar`; rungs without draws are dropped and counted
         in ``n_dropped_rungs``.
     """
+    options = dict(
+        path=path, tempering=tempering, draws=draws, tune=tune, chains=chains, sample_kwargs=sample_kwargs, **fields,
+    )  # fmt: skip
     return _path_method("mbar", model, idata, random_seed, progressbar, options)
 
 

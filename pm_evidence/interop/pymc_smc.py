@@ -7,7 +7,7 @@ import xarray as xr
 
 from pm_evidence.core.evidence import Evidence
 from pm_evidence.core.exceptions import EvidenceInputError
-from pm_evidence.model.target import LogDensity
+from pm_evidence.model.log_density import LogDensity
 
 __all__ = ["from_smc"]
 
