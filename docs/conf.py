@@ -41,8 +41,8 @@ napoleon_type_aliases.update(
         "PathState": "~pm_evidence.tempering.path.PathState",
         "Kernel": "~pm_evidence.tempering.kernels.Kernel",
         "Pilot": "~pm_evidence.tempering.pilot.Pilot",
-        "AnnealRecord": "~pm_evidence.tempering.samplers.AnnealRecord",
-        "TemperedRecord": "~pm_evidence.tempering.samplers.TemperedRecord",
+        "AnnealingTrace": "~pm_evidence.tempering.samplers.AnnealingTrace",
+        "TemperingTrace": "~pm_evidence.tempering.samplers.TemperingTrace",
         "Ladder": "~pm_evidence.path.plan.Ladder",
         "MixtureReference": "~pm_evidence.references.MixtureReference",
     }

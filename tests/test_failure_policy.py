@@ -200,7 +200,7 @@ def test_occupancy_far_below_its_target_is_flagged():
     log_r = np.full(5, -np.log(5))
     n_iterations = np.full(4, 100.0)
 
-    def run(c_sum):  # c_hat as TemperedRecord.c_hat computes it (seed 004 eq. (9))
+    def run(c_sum):  # c_hat as TemperingTrace.c_hat computes it (seed 004 eq. (9))
         c_hat = c_sum.sum(axis=0) / n_iterations.sum()
         return SimpleNamespace(sampler=SimpleNamespace(betas=betas, log_r=log_r, c_hat=c_hat))
 

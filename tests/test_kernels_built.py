@@ -32,9 +32,9 @@ from pm_evidence.tempering.compiled import hmc_transition_function
 from pm_evidence.tempering.kernels import make_kernel, transition
 from pm_evidence.tempering.path import GeometricPath
 from pm_evidence.tempering.samplers import (
-    AnnealSettings,
-    TemperedChains,
-    TemperedSettings,
+    AnnealingSamplerSettings,
+    TemperingChains,
+    TemperingSamplerSettings,
     anneal,
     temper,
 )
@@ -139,14 +139,14 @@ def test_two_stretches_merge_into_the_record_of_one_run(plan):
     ladder = plan.ladder("linear", 6, 1e-4, 6)
     log_r, log_zhat = np.full(6, -np.log(6)), ladder.log_z_pilot
     state = plan.path.sample_reference(np.random.default_rng(0), 30, with_grad=True)
-    start = TemperedChains(state, np.arange(30) % 6)
-    record = TemperedSettings(100, record=True, progressbar=False)
+    start = TemperingChains(state, np.arange(30) % 6)
+    record = TemperingSamplerSettings(100, record=True, progressbar=False)
     args = (plan.path, plan.kernel, ladder, log_r, log_zhat)
     whole = temper(np.random.default_rng(5), *args, start, record)
     rng = np.random.default_rng(5)
-    first = temper(rng, *args, start, TemperedSettings(60, record=True, progressbar=False))
+    first = temper(rng, *args, start, TemperingSamplerSettings(60, record=True, progressbar=False))
     second = temper(
-        rng, *args, first.chains, TemperedSettings(40, record=True, progressbar=False)
+        rng, *args, first.chains, TemperingSamplerSettings(40, record=True, progressbar=False)
     )
     merged = first.merge(second)
     assert merged.points_moved == whole.points_moved == 100 * 30
@@ -165,7 +165,7 @@ def test_two_stretches_merge_into_the_record_of_one_run(plan):
 def test_annealing_batches_merge_along_the_chains(plan):
     ladder = plan.ladder("linear", 5, 1e-4, 5)
     rng = np.random.default_rng(1)
-    settings = AnnealSettings(store=True, progressbar=False)
+    settings = AnnealingSamplerSettings(store=True, progressbar=False)
     batches = []
     for n in (10, 30):
         state = plan.path.sample_reference(rng, n, with_grad=True)

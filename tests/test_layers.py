@@ -30,7 +30,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
     6: ("run_methods", "interop"),  # running named methods; other libraries' models and results
     7: ("auto",),  # method="auto" as named stages
     8: ("marginal", "plots"),  # the entry point; figures
-    9: ("parallel",),  # many models at once
+    9: ("parallel", "robustness"),  # many models at once; the prior-robustness check
     10: ("__init__",),
     11: ("zoo",),  # models with gold log Z: nothing in the library imports them
 }

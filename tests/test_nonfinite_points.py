@@ -31,7 +31,7 @@ from pm_evidence.references import (
 from pm_evidence.tempering.kernels import hmc_step, make_kernel
 from pm_evidence.tempering.ladders import Ladder
 from pm_evidence.tempering.path import GeometricPath
-from pm_evidence.tempering.samplers import AnnealSettings, anneal
+from pm_evidence.tempering.samplers import AnnealingSamplerSettings, anneal
 from pm_evidence.zoo.testing import normal_mean
 
 DIM = 3
@@ -230,7 +230,7 @@ def test_annealing_counts_every_diverged_move(fitted_path):
     ladder = Ladder(betas, np.full(5, 1e308), np.zeros(5), "linear")
     rng = np.random.default_rng(2)
     state = fitted_path.sample_reference(rng, 20, with_grad=True)
-    settings = AnnealSettings(n_steps=2, progressbar=False)
+    settings = AnnealingSamplerSettings(n_steps=2, progressbar=False)
     with np.errstate(all="raise"):
         record = anneal(rng, fitted_path, make_kernel("hmc", fitted_path.target), ladder, state,
                         settings)  # fmt: skip

@@ -174,7 +174,7 @@ def test_follow_ups_refuse_the_wrong_run(plan):
     with pytest.raises(pme.EvidenceInputError, match="TemperingRun"):
         path_estimators.rts(run)
     with pytest.raises(pme.EvidenceInputError, match="run_reverse_annealing"):
-        path_estimators.reverse_ais(run)
+        path_estimators.raise_(run)
 
 
 def test_unknown_options_name_what_is_accepted(case):

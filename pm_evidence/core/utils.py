@@ -28,6 +28,7 @@ __all__ = [
     "pareto_khat",
     "relative_sd_of_mean",
     "renamed_keywords",
+    "renamed_module_names",
     "renamed_parameters",
     "root_sequence",
     "spawn_seed",
@@ -243,6 +244,24 @@ def pareto_khat(log_weights: np.ndarray, r_eff: float = 1.0) -> float:
         except ValueError:  # e.g. "All tail values are the same"
             return float("nan")
     return float(khat)
+
+
+def renamed_module_names(namespace: dict, renamed: dict[str, str]):
+    """A module ``__getattr__`` that gives each old name of ``renamed`` (old name -> new name)
+    as the object now called the new one, with a ``FutureWarning`` naming it (old imports and
+    pickles keep working). ``namespace``: the module's ``globals()``."""
+    module = namespace["__name__"]
+
+    def __getattr__(name: str):
+        if name in renamed:
+            warn_user(
+                f"{module}.{name} is now {module}.{renamed[name]}; the old name will be removed.",
+                FutureWarning,
+            )
+            return namespace[renamed[name]]
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__
 
 
 def renamed_keywords(function: str, keywords: dict, renamed: dict[str, str]) -> dict:

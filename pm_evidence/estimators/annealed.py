@@ -94,7 +94,7 @@ def ads_binary_core(delta, log_weights, betas) -> Estimate:
     ----------
     delta, log_weights : array_like (K, N)
         ``Delta`` and the AIS log weight of chain ``i``'s point after the transitions at rung
-        ``k`` (:class:`~pm_evidence.tempering.samplers.AnnealRecord` with ``store=True``).
+        ``k`` (:class:`~pm_evidence.tempering.samplers.AnnealingTrace` with ``store=True``).
     betas : array_like (K,)
 
     Notes

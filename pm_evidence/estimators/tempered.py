@@ -2,7 +2,7 @@ r"""Estimators on simulated-tempering output: RTS, its count version, TI (Rieman
 TI-RB) and MBAR.
 
 All are pure functions of per-unit sums (or per-draw ``Delta`` and rung labels for MBAR) from
-:class:`~pm_evidence.tempering.samplers.TemperedRecord`; units are independent chains. Standard
+:class:`~pm_evidence.tempering.samplers.TemperingTrace`; units are independent chains. Standard
 errors linearize the estimator over units (a ratio of sums per rung) and use the spread across
 units, as seed 004 App. B suggests ("estimated from c_k estimates on many parallel chains").
 """

@@ -66,13 +66,13 @@ import numpy as np
 from scipy import stats
 
 from pm_evidence.core.options import check_symmetrize_option
-from pm_evidence.core.utils import RHAT_MAX, max_rhat
+from pm_evidence.core.utils import RHAT_MAX, max_rhat, renamed_module_names
 
 __all__ = [
     "MAX_GROUP_SIZE",
     "AffineAction",
     "ComponentAxis",
-    "Coverage",
+    "MirrorCoverage",
     "PermutationFactor",
     "Relabelling",
     "SymmetryDecision",
@@ -83,6 +83,15 @@ __all__ = [
     "plan_symmetry",
     "relabel",
 ]
+
+# old names (issue 34: one name per concept), with a FutureWarning
+__getattr__ = renamed_module_names(
+    globals(),
+    {
+        "Coverage": "MirrorCoverage",
+        "MAX_CANDIDATES": "MAX_SYMMETRY_CANDIDATES",
+    },
+)
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +109,7 @@ N_TEST_POINTS = 6
 # Subsets of same-length axes tried jointly (beyond: each axis alone and all together), and
 # candidate (subset, transposition) pairs screened at most.
 MAX_JOINT_AXES = 6
-MAX_CANDIDATES = 600
+MAX_SYMMETRY_CANDIDATES = 600
 # Above this many components only adjacent transpositions are screened (K - 1 instead of
 # K (K - 1) / 2): enough to find a symmetric group over consecutive components.
 MAX_ALL_TRANSPOSITIONS = 8
@@ -562,9 +571,9 @@ def find_symmetry(
         else:
             pairs = [(i, i + 1) for i in range(length - 1)]
         candidates += [(s, p) for s in _subsets(same) for p in pairs]
-    if len(candidates) > MAX_CANDIDATES:
-        logger.info("symmetry search: %d candidates, %d screened", len(candidates), MAX_CANDIDATES)
-        candidates = candidates[:MAX_CANDIDATES]
+    if len(candidates) > MAX_SYMMETRY_CANDIDATES:
+        logger.info("symmetry search: %d candidates, %d screened", len(candidates), MAX_SYMMETRY_CANDIDATES)
+        candidates = candidates[:MAX_SYMMETRY_CANDIDATES]
     if not candidates:
         return SymmetrySearch(unchecked=tuple(unchecked))
 
@@ -653,7 +662,7 @@ def _build_group(target, factors, affine_maps, points) -> SymmetryGroup | None:
 
 # ---------------------------------------------------------------------- draws and modes
 @dataclass(frozen=True)
-class Coverage:
+class MirrorCoverage:
     """Whether posterior draws already cover the mirror images of a symmetry.
 
     Attributes
@@ -687,7 +696,7 @@ def _moved(actions, dim: int) -> np.ndarray:
     return moved
 
 
-def check_coverage(generators, draws: np.ndarray) -> Coverage:
+def check_coverage(generators, draws: np.ndarray) -> MirrorCoverage:
     """Do posterior draws ``(chain, draw, dim)`` cover every mirror image?
 
     For an affine action, ``E[g x] = g E[x]``, so invariance of the mean under the generators
@@ -703,7 +712,7 @@ def check_coverage(generators, draws: np.ndarray) -> Coverage:
 
     Returns
     -------
-    Coverage
+    MirrorCoverage
     """
     from arviz_stats.base import array_stats
 
@@ -723,7 +732,7 @@ def check_coverage(generators, draws: np.ndarray) -> Coverage:
     asymmetric = (shift > COVERAGE_SHIFT) & (z > z_crit)
     rhat, _ = max_rhat(draws[..., moved]) if draws.shape[0] * draws.shape[1] >= 8 else (np.nan, -1)
     covered = not np.any(asymmetric) and not rhat > RHAT_MAX
-    return Coverage(bool(covered), float(np.max(shift)), float(np.max(z)), float(rhat))
+    return MirrorCoverage(bool(covered), float(np.max(shift)), float(np.max(z)), float(rhat))
 
 
 @dataclass(frozen=True)
@@ -812,7 +821,7 @@ class SymmetryDecision:
     group : SymmetryGroup or None
         The group to symmetrize the reference over (``None``: leave it as fitted).
     search : SymmetrySearch
-    coverage : Coverage or None
+    coverage : MirrorCoverage or None
     relabelled : bool
         Whether ``draws`` were relabelled.
     messages : tuple of str
@@ -825,7 +834,7 @@ class SymmetryDecision:
     draws: np.ndarray
     group: SymmetryGroup | None
     search: SymmetrySearch
-    coverage: Coverage | None = None
+    coverage: MirrorCoverage | None = None
     relabelled: bool = False
     messages: tuple[str, ...] = ()
     diagnostics: dict = field(default_factory=dict)

@@ -53,7 +53,7 @@ RUN_MAKERS = {
 
 PATH_ESTIMATES = {
     "ais": path_estimators.ais,
-    "raise": path_estimators.reverse_ais,
+    "raise": path_estimators.raise_,
     "ads": path_estimators.ads,
     "rts": path_estimators.rts,
     "ti": path_estimators.ti,
@@ -180,7 +180,7 @@ def reverse_annealed_importance_sampling(
     Returns
     -------
     Evidence
-        See :func:`pm_evidence.path.path_estimators.reverse_ais`.
+        See :func:`pm_evidence.path.path_estimators.raise_`.
 
     Raises
     ------

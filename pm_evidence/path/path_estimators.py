@@ -1,4 +1,4 @@
-r"""Estimators as follow-ups on run records: ``ais(run)``, ``reverse_ais(run)``, ``ads(run)``,
+r"""Estimators as follow-ups on run records: ``ais(run)``, ``raise_(run)``, ``ads(run)``,
 ``rts(run)``, ``ti(run)``, ``mbar(run)``.
 
 Each reads an :class:`~pm_evidence.path.runs.AnnealingRun` or :class:`~pm_evidence.path.runs.TemperingRun`
@@ -30,7 +30,7 @@ import xarray as xr
 from pm_evidence.core.evidence import Evidence, build_evidence
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.methods import ADS_VERSIONS, TI_VARIANTS
-from pm_evidence.core.utils import log_mean_exp, normalized_weights
+from pm_evidence.core.utils import log_mean_exp, normalized_weights, renamed_module_names
 from pm_evidence.estimators.annealed import (
     ads_binary_core,
     ads_multinomial_core,
@@ -42,7 +42,11 @@ from pm_evidence.estimators.messages import flag, se_messages, weight_messages
 from pm_evidence.estimators.tempered import mbar_core, rts_core, rts_log_z, ti_core
 from pm_evidence.path.runs import AnnealingRun, TemperingRun
 
-__all__ = ["ADS_VERSIONS", "TI_VARIANTS", "ads", "ais", "mbar", "reverse_ais", "rts", "ti"]
+__all__ = ["ADS_VERSIONS", "TI_VARIANTS", "ads", "ais", "mbar", "raise_", "rts", "ti"]
+
+# each follow-up is named after its method (``raise_``: RAISE, ``method="raise"``; the trailing
+# underscore because ``raise`` is Python's); the old name still works, with a FutureWarning
+__getattr__ = renamed_module_names(globals(), {"reverse_ais": "raise_"})
 
 # A rung visited less than this fraction of its target r_k is flagged (the RTS runs of issue 13
 # that were off by 50 to 86 nats had min_k c_k / r_k = 0.07 to 0.34).
@@ -130,7 +134,7 @@ def ais(run: AnnealingRun) -> Evidence:
     )  # fmt: skip
 
 
-def reverse_ais(run: AnnealingRun) -> Evidence:
+def raise_(run: AnnealingRun) -> Evidence:
     r"""RAISE: ``log Z = -log mean_i w_i`` over reverse chains started at posterior draws
     (Burda et al. 2015; seed 004 §3.2). For exact posterior draws ``E[w] = 1/Z`` and this is a
     stochastic upper bound; from MCMC draws it is an estimate with no definite bias direction,

@@ -45,11 +45,11 @@ from pm_evidence.estimators.annealed import ais_core
 from pm_evidence.estimators.tempered import rts_core
 from pm_evidence.path.plan import Ladder, PathPlan, _plan_lines
 from pm_evidence.tempering.samplers import (
-    AnnealRecord,
-    AnnealSettings,
-    TemperedChains,
-    TemperedRecord,
-    TemperedSettings,
+    AnnealingSamplerSettings,
+    AnnealingTrace,
+    TemperingChains,
+    TemperingSamplerSettings,
+    TemperingTrace,
     anneal,
     rts_initial_iterations,
     temper,
@@ -105,7 +105,7 @@ def _tempering_rungs(length: float) -> int:
 class AnnealingRun:
     """An annealing run, read by :func:`~pm_evidence.path.path_estimators.ais`,
     :func:`~pm_evidence.path.path_estimators.ads` (forward) or
-    :func:`~pm_evidence.path.path_estimators.reverse_ais` (``reverse``).
+    :func:`~pm_evidence.path.path_estimators.raise_` (``reverse``).
 
     Attributes
     ----------
@@ -113,7 +113,7 @@ class AnnealingRun:
         The plan it ran on.
     ladder : Ladder
         Its rungs, step sizes and how they were chosen.
-    sampler : AnnealRecord
+    sampler : AnnealingTrace
         The sampler's output over the chains of all batches (log weights, ``Delta`` and log
         weights at every rung, acceptance, evaluations).
     options : AnnealingOptions
@@ -134,7 +134,7 @@ class AnnealingRun:
 
     plan: PathPlan
     ladder: Ladder
-    sampler: AnnealRecord
+    sampler: AnnealingTrace
     options: AnnealingOptions
     reverse: bool = False
     target_se_reached: bool | None = None
@@ -178,8 +178,8 @@ class TemperingRun:
         The plan it ran on.
     ladder : Ladder
         Its rungs, step sizes and how they were chosen.
-    sampler : TemperedRecord
-        The sampler's running sums (:class:`~pm_evidence.tempering.samplers.TemperedRecord`).
+    sampler : TemperingTrace
+        The sampler's running sums (:class:`~pm_evidence.tempering.samplers.TemperingTrace`).
     options : TemperingOptions
     init_history : tuple of float
         ``max_k |r_k - c_k|`` after each initial iteration (seed 004 §2.4).
@@ -200,7 +200,7 @@ class TemperingRun:
 
     plan: PathPlan
     ladder: Ladder
-    sampler: TemperedRecord
+    sampler: TemperingTrace
     options: TemperingOptions
     init_history: tuple[float, ...]
     n_outside_support: int  # reference draws (the chains' starts) where Delta = -inf
@@ -263,7 +263,7 @@ def run_annealing(
     budget_cap = _budget_count(options.max_evaluations, 0, per_chain)
     max_chains = max(first, min(count_cap, budget_cap))
     cap_name = "max_evaluations" if budget_cap < count_cap else "max_chains"
-    settings = AnnealSettings(
+    settings = AnnealingSamplerSettings(
         n_steps=options.n_steps, store=True, progressbar=progressbar, description="AIS"
     )
     start = time.perf_counter()
@@ -347,7 +347,7 @@ def run_reverse_annealing(
     ladder = _ladder(plan, options, _reverse_annealing_rungs(plan.length), 1000)
     chosen = np.sort(rng.choice(flat.shape[0], size=n_chains, replace=False))
     state = plan.path.evaluate(flat[chosen], with_grad=plan.kernel.needs_grad)
-    settings = AnnealSettings(n_steps=options.n_steps, progressbar=progressbar, description="RAISE")
+    settings = AnnealingSamplerSettings(n_steps=options.n_steps, progressbar=progressbar, description="RAISE")
     run = anneal(rng, plan.path, plan.kernel, ladder.reversed(), state, settings)
     return AnnealingRun(plan, ladder, run, options, reverse=True)
 
@@ -412,7 +412,7 @@ def run_tempering(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         log_zhat, chains, history, n_eval_init = rts_initial_iterations(
-            rng, path, kernel, ladder, log_r, TemperedChains(state),
+            rng, path, kernel, ladder, log_r, TemperingChains(state),
             n_sweeps=options.n_init_sweeps, tol=options.init_tol,
             max_iterations=options.max_init_iterations, progressbar=progressbar,
         )  # fmt: skip
@@ -423,7 +423,7 @@ def run_tempering(
             n_sweeps = int(min(options.min_sweeps, max(room, options.min_sweeps // 2)))
         run, stopped_by, se = None, "fixed", None
         while True:
-            settings = TemperedSettings(
+            settings = TemperingSamplerSettings(
                 n_sweeps, options.n_steps, n_time_batches, options.record, progressbar
             )
             stretch = temper(rng, path, kernel, ladder, log_r, log_zhat, chains, settings)

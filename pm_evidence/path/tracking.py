@@ -26,8 +26,8 @@ from pm_evidence.model.log_density import LogDensity, as_target
 from pm_evidence.path.plan import PathOptions, make_plan
 from pm_evidence.path.runs import TemperingOptions, log_r_of
 from pm_evidence.tempering.samplers import (
-    TemperedChains,
-    TemperedSettings,
+    TemperingChains,
+    TemperingSamplerSettings,
     rts_initial_iterations,
     temper,
 )
@@ -110,7 +110,7 @@ class LogZTracker:
         )
         # one run from here on: the chains, their rungs and the points moved carry over
         log_zhat, self._chains, self.init_history, n_eval = rts_initial_iterations(
-            self._rng, plan.path, plan.kernel, self._ladder, self._log_r, TemperedChains(state),
+            self._rng, plan.path, plan.kernel, self._ladder, self._log_r, TemperingChains(state),
             n_sweeps=options.n_init_sweeps, tol=options.init_tol,
             max_iterations=options.max_init_iterations, progressbar=progressbar,
         )  # fmt: skip
@@ -132,7 +132,7 @@ class LogZTracker:
         of simulated tempering from where they were, and apply eq. (24). Returns ``log_z``."""
         plan = self._plan
         state = plan.path.evaluate(self._chains.points.x, with_grad=plan.kernel.needs_grad)
-        settings = TemperedSettings(
+        settings = TemperingSamplerSettings(
             n_sweeps, progressbar=self._progressbar, description="tracking log Z",
             allow_interrupt=False,
         )  # fmt: skip

@@ -65,7 +65,7 @@ from scipy import special, stats
 
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.progress import long_run
-from pm_evidence.core.utils import one_blas_thread
+from pm_evidence.core.utils import one_blas_thread, renamed_module_names
 from pm_evidence.model.log_density import LogDensity
 from pm_evidence.references import (
     MixtureReference,
@@ -78,9 +78,9 @@ from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_de
 from pm_evidence.tempering.pilot import smc_step, take
 
 __all__ = [
-    "Coverage",
     "Exploration",
     "ExplorationOptions",
+    "ModeCoverage",
     "adapt_components",
     "climb",
     "climbed_modes",
@@ -91,6 +91,15 @@ __all__ = [
     "occupancy_jumps",
     "term_modes",
 ]
+
+# old names (issue 34: one name per concept), with a FutureWarning
+__getattr__ = renamed_module_names(
+    globals(),
+    {
+        "Coverage": "ModeCoverage",
+        "MAX_CANDIDATES": "MAX_MODE_CANDIDATES",
+    },
+)
 
 # The mixture's number of components is kept from one rung to the next while at least this
 # share of the jumps was accepted, and searched for again (by BIC) below it. A single normal
@@ -103,7 +112,7 @@ JUMP_ACCEPTANCE_TO_KEEP = 0.3
 # The points the particles visited with the largest importance weights against the mixture
 # fitted at their rung (at most this many) are kept as candidates for modes the final mixture
 # lacks (:func:`climbed_modes`).
-MAX_CANDIDATES = 64
+MAX_MODE_CANDIDATES = 64
 # A visited point whose importance weight against the final mixture is at least this share of
 # the final particles' total weight is climbed (at most MAX_CLIMBS of them, the largest
 # weights against their rung's mixture first), and a component is added at its mode where the
@@ -450,7 +459,7 @@ def _with_lost_components(
 
 def _kept_candidates(candidates, state: PathState, fitted: MixtureReference):
     """``candidates (x, log_f, log_w)`` with the points of ``state`` added and the
-    ``MAX_CANDIDATES`` of largest ``log_w = log f - log q`` kept: ``log f = log p0 + Delta``
+    ``MAX_MODE_CANDIDATES`` of largest ``log_w = log f - log q`` kept: ``log f = log p0 + Delta``
     the posterior density, ``q`` the mixture ``fitted`` at the points' rung. ``log_w`` is a
     point's importance weight for the posterior against what the particles had covered: large
     where the posterior is denser than the fit expects, as at a mode few particles visited."""
@@ -460,7 +469,7 @@ def _kept_candidates(candidates, state: PathState, fitted: MixtureReference):
     x = np.concatenate([candidates[0], state.x[fresh]])
     log_f = np.concatenate([candidates[1], log_f[fresh]])
     log_w = np.concatenate([candidates[2], log_w[fresh]])
-    kept = np.argsort(log_w)[::-1][:MAX_CANDIDATES]
+    kept = np.argsort(log_w)[::-1][:MAX_MODE_CANDIDATES]
     return x[kept], log_f[kept], log_w[kept]
 
 
@@ -1003,7 +1012,7 @@ OUTLIER_LEVEL = 1e-4
 
 
 @dataclass(frozen=True)
-class Coverage:
+class ModeCoverage:
     """Where an exploration and posterior draws (NUTS) put the posterior's mass.
 
     Attributes
@@ -1027,7 +1036,7 @@ class Coverage:
     missed_by_exploration: float
 
 
-def compare_coverage(exploration: Exploration, draws: np.ndarray, orbit=None) -> Coverage:
+def compare_coverage(exploration: Exploration, draws: np.ndarray, orbit=None) -> ModeCoverage:
     """Compare the mass an exploration found with the mass posterior draws visited.
 
     Parameters
@@ -1042,7 +1051,7 @@ def compare_coverage(exploration: Exploration, draws: np.ndarray, orbit=None) ->
 
     Returns
     -------
-    Coverage
+    ModeCoverage
     """
     mixture = exploration.mixture
     flat = np.asarray(draws, dtype=float).reshape(-1, mixture.dim)
@@ -1059,4 +1068,4 @@ def compare_coverage(exploration: Exploration, draws: np.ndarray, orbit=None) ->
     limit = stats.chi2.ppf(1 - OUTLIER_LEVEL, mixture.dim)
     distances = mixture.mahalanobis_sq(flat)
     outside = float(np.mean(np.all(distances > limit, axis=-1)))
-    return Coverage(explored, visited, float(explored[missed].sum()), outside)
+    return ModeCoverage(explored, visited, float(explored[missed].sum()), outside)

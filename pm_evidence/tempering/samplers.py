@@ -6,9 +6,9 @@ the AIS log weights, and the tempered sampler's running sums. Every transition i
 call over all chains (each chain at its own ``beta``); no Python loop over points.
 
 A sampler takes the path and its kernel (what a plan holds), the ladder, the chains' state and
-a small frozen settings record (:class:`AnnealSettings`, :class:`TemperedSettings`), and
-returns a record of what it saw (:class:`AnnealRecord`, :class:`TemperedRecord`). Records of
-consecutive pieces of one run merge (:meth:`AnnealRecord.merge`, :meth:`TemperedRecord.merge`). The
+a small frozen settings record (:class:`AnnealingSamplerSettings`, :class:`TemperingSamplerSettings`), and
+returns a record of what it saw (:class:`AnnealingTrace`, :class:`TemperingTrace`). Records of
+consecutive pieces of one run merge (:meth:`AnnealingTrace.merge`, :meth:`TemperingTrace.merge`). The
 state handed from one piece to the next includes ``points_moved``, the points (chains x
 transitions) the run has moved so far: HMC takes its compiled transition from
 ``FUSE_AFTER_POINT_TRANSITIONS`` of them on (:func:`~pm_evidence.tempering.kernels.transition`),
@@ -23,23 +23,35 @@ from typing import NamedTuple
 import numpy as np
 
 from pm_evidence.core.progress import long_run
-from pm_evidence.core.utils import normalized_weights, warn_user
+from pm_evidence.core.utils import normalized_weights, renamed_module_names, warn_user
 from pm_evidence.estimators.tempered import rts_log_z
 from pm_evidence.tempering.kernels import Kernel, transition
 from pm_evidence.tempering.ladders import Ladder
 from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
 
 __all__ = [
-    "AnnealRecord",
-    "AnnealSettings",
-    "TemperedChains",
-    "TemperedRecord",
-    "TemperedSettings",
+    "AnnealingSamplerSettings",
+    "AnnealingTrace",
+    "TemperingChains",
+    "TemperingSamplerSettings",
+    "TemperingTrace",
     "anneal",
     "rts_initial_iterations",
     "sample_at_beta",
     "temper",
 ]
+
+# old names (issue 34: one name per concept), with a FutureWarning
+__getattr__ = renamed_module_names(
+    globals(),
+    {
+        "AnnealRecord": "AnnealingTrace",
+        "TemperedRecord": "TemperingTrace",
+        "AnnealSettings": "AnnealingSamplerSettings",
+        "TemperedSettings": "TemperingSamplerSettings",
+        "TemperedChains": "TemperingChains",
+    },
+)
 
 
 def _increment(state: PathState, d_beta: float) -> np.ndarray:
@@ -49,7 +61,7 @@ def _increment(state: PathState, d_beta: float) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- annealing
-class AnnealRecord(NamedTuple):
+class AnnealingTrace(NamedTuple):
     """Output of :func:`anneal`.
 
     ``log_weights[i]``: chain ``i``'s final log weight. With ``store=True``, ``delta[k, i]`` is
@@ -69,7 +81,7 @@ class AnnealRecord(NamedTuple):
     final: PathState
     points_moved: int
 
-    def merge(self, batch: AnnealRecord) -> AnnealRecord:
+    def merge(self, batch: AnnealingTrace) -> AnnealingTrace:
         """This run's chains and those of ``batch``, a later batch of the same run annealed
         along the same rungs, as one run: per-chain arrays joined (chains last), acceptance
         averaged over the chains, counts added; ``final`` and ``points_moved`` are the later
@@ -79,7 +91,7 @@ class AnnealRecord(NamedTuple):
         def join(x, y):
             return None if x is None else np.concatenate([x, y], axis=-1)
 
-        return AnnealRecord(
+        return AnnealingTrace(
             self.betas,
             np.concatenate([self.log_weights, batch.log_weights]),
             join(self.delta, batch.delta),
@@ -93,7 +105,7 @@ class AnnealRecord(NamedTuple):
 
 
 @dataclass(frozen=True)
-class AnnealSettings:
+class AnnealingSamplerSettings:
     """How :func:`anneal` runs.
 
     Attributes
@@ -120,10 +132,10 @@ def anneal(
     kernel: Kernel,
     ladder: Ladder,
     state: PathState,
-    settings: AnnealSettings | None = None,
+    settings: AnnealingSamplerSettings | None = None,
     *,
     points_moved: int = 0,
-) -> AnnealRecord:
+) -> AnnealingTrace:
     r"""Anneal the points ``state`` (drawn from ``f_{beta_1}``) along ``ladder``'s rungs, each
     rung's transitions at its step size.
 
@@ -137,7 +149,7 @@ def anneal(
     Ctrl-C stops the run and raises :class:`KeyboardInterrupt` (a partial annealing run does not
     estimate ``Z``).
     """
-    settings = settings or AnnealSettings()
+    settings = settings or AnnealingSamplerSettings()
     betas, step_size, n_steps, store = (
         ladder.betas,
         ladder.step_size,
@@ -174,7 +186,7 @@ def anneal(
                     f"Annealing interrupted at rung {k} of {n_rungs}; an unfinished annealing "
                     f"run has no estimate of log Z."
                 )
-    return AnnealRecord(
+    return AnnealingTrace(
         betas, log_w, delta, log_w_rungs, acceptance, nonfinite, n_eval, state, points_moved
     )
 
@@ -205,9 +217,9 @@ def sample_at_beta(
 
 
 # ---------------------------------------------------------------------- simulated tempering
-class TemperedChains(NamedTuple):
+class TemperingChains(NamedTuple):
     """The tempered chains between pieces of a run: the state :func:`temper` starts
-    from, and :attr:`TemperedRecord.chains` after it.
+    from, and :attr:`TemperingTrace.chains` after it.
 
     ``points`` are the chains' points, ``rung`` each chain's rung (``None``: drawn from
     ``q(beta | x)``, seed 004 eq. (7), at the start), ``points_moved`` the points (chains x
@@ -220,7 +232,7 @@ class TemperedChains(NamedTuple):
     points_moved: int = 0
 
 
-class TemperedRecord(NamedTuple):
+class TemperingTrace(NamedTuple):
     """Sufficient statistics of a simulated-tempering run (memory ``O(units x K)``).
 
     Units are chains (or chain x time batches when there are few chains); sums are over the
@@ -257,9 +269,9 @@ class TemperedRecord(NamedTuple):
     interrupted: bool
 
     @property
-    def chains(self) -> TemperedChains:
+    def chains(self) -> TemperingChains:
         """Where the chains ended: the state a next piece of the run starts from."""
-        return TemperedChains(self.final, self.final_rung, self.points_moved)
+        return TemperingChains(self.final, self.final_rung, self.points_moved)
 
     @property
     def c_hat(self) -> np.ndarray:
@@ -267,7 +279,7 @@ class TemperedRecord(NamedTuple):
         eq. (9)), shape ``(K,)``."""
         return self.c_sum.sum(axis=0) / self.n_iterations.sum()
 
-    def merge(self, later: TemperedRecord) -> TemperedRecord:
+    def merge(self, later: TemperingTrace) -> TemperingTrace:
         """This piece of a run followed by ``later``, the same chains continued (started from
         :attr:`chains`, with the same ``log r`` and ``log Zhat``): sums add, draws append,
         acceptance is averaged over the iterations; where the chains ended is ``later``'s."""
@@ -304,7 +316,7 @@ class TemperedRecord(NamedTuple):
 
 
 @dataclass(frozen=True)
-class TemperedSettings:
+class TemperingSamplerSettings:
     """How :func:`temper` runs.
 
     Attributes
@@ -379,15 +391,15 @@ def temper(
     ladder: Ladder,
     log_r: np.ndarray,
     log_zhat: np.ndarray,
-    chains: TemperedChains,
-    settings: TemperedSettings,
-) -> TemperedRecord:
+    chains: TemperingChains,
+    settings: TemperingSamplerSettings,
+) -> TemperingTrace:
     r"""Simulated-tempering Gibbs sampler over ``(x, beta)`` (seed 004 §2.1, Alg. 1) on the
     rungs of ``ladder``, with prior weights ``log r_k`` and normalizer estimates ``log Zhat_k``.
 
     Each sweep: ``n_steps`` transitions of ``x`` leaving ``f_{beta}`` invariant at each chain's
     current rung (at that rung's step size), then ``beta | x ~ q(beta | x)`` (eq. (7)). The running
-    sums of :class:`TemperedRecord` are updated after the ``x`` move. ``chains.rung=None`` draws
+    sums of :class:`TemperingTrace` are updated after the ``x`` move. ``chains.rung=None`` draws
     the first rungs from ``q(beta | x)``.
 
     With ``settings.allow_interrupt``, Ctrl-C ends the run after the current sweep and the sums
@@ -466,7 +478,7 @@ def temper(
             delta_draws, rung_draws = delta_draws[:, :completed], rung_draws[:, :completed]
             unit_draws = unit_draws[:, :completed]
     acceptance = np.divide(accepted_sum, attempts, out=np.full(n_rungs, np.nan), where=attempts > 0)
-    return TemperedRecord(
+    return TemperingTrace(
         betas,
         log_r,
         log_zhat,
@@ -491,7 +503,7 @@ def temper(
     )
 
 
-def _occupancy_noise(run: TemperedRecord) -> float:
+def _occupancy_noise(run: TemperingTrace) -> float:
     """``max_k se(c_k)`` from the spread over units of their own ``c_k`` (seed 004 eq. (9))."""
     per_unit = run.c_sum / run.n_iterations[:, None]
     n_units = per_unit.shape[0]
@@ -506,13 +518,13 @@ def rts_initial_iterations(
     kernel: Kernel,
     ladder: Ladder,
     log_r: np.ndarray,
-    chains: TemperedChains,
+    chains: TemperingChains,
     *,
     n_sweeps: int = 50,
     tol: float = 0.1,
     max_iterations: int = 20,
     progressbar: bool = True,
-) -> tuple[np.ndarray, TemperedChains, list[float], int]:
+) -> tuple[np.ndarray, TemperingChains, list[float], int]:
     r"""The initial iterations of seed 004 §2.4, from the pilot's ``log Z_beta``
     (``ladder.log_z_pilot``) as the first ``log Zhat``.
 
@@ -537,7 +549,7 @@ def rts_initial_iterations(
     history = []
     n_eval = 0
     for it in range(max_iterations):
-        settings = TemperedSettings(
+        settings = TemperingSamplerSettings(
             n_sweeps, progressbar=progressbar, allow_interrupt=False,
             description=f"RTS initial iteration {it + 1}",
         )  # fmt: skip
