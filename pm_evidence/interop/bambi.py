@@ -69,7 +69,7 @@ def bambi_pymc_model(model, *, argument: str = "model") -> pm.Model:
             model.build()
         except Exception as err:
             raise EvidenceInputError(
-                f"The Bambi model passed as {argument} could not be built into a PyMC model "
+                f"The Bambi model ({argument}) could not be built into a PyMC model "
                 f"from its formula {_formula(model)!r} and its data: Bambi raised "
                 f"{type(err).__name__}: {err}. Check that model.build() runs (the data frame "
                 f"holds every column of the formula, without missing values, and every prior "
@@ -78,7 +78,7 @@ def bambi_pymc_model(model, *, argument: str = "model") -> pm.Model:
     pymc_model = getattr(getattr(model, "backend", None), "model", None)
     if not isinstance(pymc_model, pm.Model):
         raise EvidenceInputError(
-            f"The Bambi model passed as {argument} holds no PyMC model after build() (its "
+            f"The Bambi model ({argument}) holds no PyMC model after build() (its "
             f"backend is {type(getattr(model, 'backend', None)).__name__}): pm_evidence reads "
             f"Bambi's PyMC backend only. Build it with bambi's default backend."
         )

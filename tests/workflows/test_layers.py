@@ -1,0 +1,170 @@
+"""The package's layers and the direction of its imports (issue 34, step 1: guard rails).
+
+Every module of ``pm_evidence`` sits on a floor of :data:`FLOORS`; a module may import modules
+on its own floor or below, never above, and no modules may import one another in a loop.
+Function-level imports of package modules count like the others (they hide cycles). Today's
+exceptions are listed in :data:`KNOWN_UPWARD` and :data:`KNOWN_FUNCTION_LEVEL`: the test fails
+when a new one appears, and when a listed one is gone (so the lists only shrink, to none).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+import pytest
+
+import pm_evidence
+
+PACKAGE = Path(pm_evidence.__file__).parent
+
+# Lowest first. A module that is not listed is an error (place it on a floor).
+FLOORS: dict[int, tuple[str, ...]] = {
+    0: ("core",),  # errors, streams, log-space helpers, progress, the result type
+    1: ("estimators", "references"),  # array cores and reference distributions
+    2: ("model",),  # the PyMC model as a batched log-density, posterior draws, symmetry
+    3: ("tempering",),  # kernels, paths and samplers
+    4: ("posterior", "path", "search"),  # the two families of methods; the mode search
+    5: ("registry", "compare"),  # the method table; comparing results
+    6: ("run_methods", "interop"),  # running named methods; other libraries' models and results
+    7: ("auto",),  # method="auto" as named stages
+    8: ("marginal", "plots"),  # the entry point; figures
+    9: ("parallel", "robustness"),  # many models at once; the prior-robustness check
+    10: ("__init__",),
+    11: ("zoo",),  # models with gold log Z: nothing in the library imports them
+}
+
+# (importer, imported) pairs that point up today; each is a step of issue 34 to remove.
+KNOWN_UPWARD: set[tuple[str, str]] = set()
+# Loops of imports today: each the set of units that reach one another through imports.
+KNOWN_CYCLES: set[frozenset[str]] = set()
+
+# (module, function, imported module) of the imports inside functions today.
+KNOWN_FUNCTION_LEVEL: set[tuple[str, str, str]] = set()
+
+
+def _unit(module: str) -> str:
+    """The unit a floor lists for a dotted module name: its first part below the package
+    (``pm_evidence.tempering.kernels`` -> ``tempering``), ``__init__`` for the package."""
+    parts = module.split(".")[1:]
+    return parts[0] if parts else "__init__"
+
+
+def _modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        yield name, path
+
+
+def _imports(name: str, path: Path):
+    """``(imported module, function or None)`` of every import of a package module."""
+    tree = ast.parse(path.read_text())
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+
+    def targets(node):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1])
+                base = f"{base}.{node.module}" if node.module else base
+            if base == "pm_evidence":  # from pm_evidence import registry: the submodules
+                return [f"pm_evidence.{a.name}" for a in node.names
+                        if (PACKAGE / f"{a.name}.py").exists() or (PACKAGE / a.name).is_dir()] or [base]  # fmt: skip
+            return [base]
+        return [a.name for a in node.names]
+
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    inside = {}
+    for function in functions:
+        for node in ast.walk(function):
+            inside.setdefault(id(node), function.name)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            for target in targets(node):
+                if target.startswith("pm_evidence"):
+                    yield target, inside.get(id(node))
+
+
+def _floor_of(unit: str) -> int:
+    for floor, units in FLOORS.items():
+        if unit in units:
+            return floor
+    pytest.fail(f"pm_evidence module {unit!r} sits on no floor of tests/workflows/test_layers.FLOORS")
+
+
+@functools.cache
+def _edges() -> list[tuple[str, str, str | None]]:
+    return [
+        (_unit(name), _unit(target), function)
+        for name, path in _modules()
+        for target, function in _imports(name, path)
+        if _unit(name) != _unit(target) or function is not None
+    ]
+
+
+def test_imports_point_down_except_the_known_ones():
+    upward = {(a, b) for a, b, _ in _edges() if a != b and _floor_of(b) > _floor_of(a)}
+    assert upward - KNOWN_UPWARD == set(), "new imports against the layers"
+    assert KNOWN_UPWARD - upward == set(), "gone: remove them from KNOWN_UPWARD"
+
+
+def test_function_level_imports_are_only_the_known_ones():
+    found = {(a, f, b) for a, b, f in _edges() if f is not None}
+    assert found - KNOWN_FUNCTION_LEVEL == set(), "new imports inside functions"
+    assert KNOWN_FUNCTION_LEVEL - found == set(), "gone: remove them from KNOWN_FUNCTION_LEVEL"
+
+
+def test_the_library_does_not_import_its_test_fixtures():
+    fixtures = set(FLOORS[11])
+    assert not {(a, b) for a, b, _ in _edges() if b in fixtures and a not in fixtures}
+
+
+def _cycles() -> set[frozenset[str]]:
+    """The strongly connected components of more than one unit of the import graph."""
+    graph: dict[str, set[str]] = {}
+    for a, b, _ in _edges():
+        if a != b:
+            graph.setdefault(a, set()).add(b)
+            graph.setdefault(b, set())
+
+    def reach(start):
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in graph[todo.pop()] - seen:
+                seen.add(nxt)
+                todo.append(nxt)
+        return seen
+
+    reachable = {unit: reach(unit) for unit in graph}
+    return {
+        frozenset({a} | {b for b in reachable[a] if a in reachable[b]})
+        for a in graph if a in reachable[a]
+    }  # fmt: skip
+
+
+def test_no_new_import_cycles():
+    cycles = _cycles()
+    assert cycles - KNOWN_CYCLES == set(), "new import cycles"
+    assert KNOWN_CYCLES - cycles == set(), "gone: remove them from KNOWN_CYCLES"
+
+
+def test_at_most_a_dozen_modules_sit_at_the_root():
+    root = sorted(p.stem for p in PACKAGE.glob("*.py"))
+    assert len(root) <= 12, root
+    assert set(FLOORS) and all(_floor_of(_unit(f"pm_evidence.{m}")) >= 0 for m in root)
+
+
+@pytest.mark.parametrize("old", sorted(pm_evidence._OLD_PATHS))
+def test_old_module_paths_are_the_moved_modules(old):
+    import importlib
+
+    moved = importlib.import_module(f"pm_evidence.{pm_evidence._OLD_PATHS[old]}")
+    assert importlib.import_module(f"pm_evidence.{old}") is moved
+    assert getattr(pm_evidence, old) is moved
+
+
+@pytest.mark.parametrize("name", pm_evidence.__all__)
+def test_every_public_name_imports(name):
+    assert getattr(pm_evidence, name) is not None
