@@ -16,7 +16,7 @@ computed without PyMC:
 Each entry of :data:`HIGHDIM_ZOO` is a :class:`~pm_evidence.zoo.testing.ZooModel` like those of
 :data:`pm_evidence.zoo.testing.ZOO`: a builder returning ``(model, gold_log_z)``, the gold with
 its numerical error (:class:`~pm_evidence.zoo.testing.Gold`) and the joint log density written
-with NumPy/SciPy (``log_joint``), which ``tests/test_zoo_highdim.py`` compares with PyMC's
+with NumPy/SciPy (``log_joint``), which ``tests/zoo/test_highdim.py`` compares with PyMC's
 ``logp``. Distribution parameters are float64 (STYLE habit 9).
 """
 

@@ -91,7 +91,7 @@ def _floor_of(unit: str) -> int:
     for floor, units in FLOORS.items():
         if unit in units:
             return floor
-    pytest.fail(f"pm_evidence module {unit!r} sits on no floor of tests/test_layers.FLOORS")
+    pytest.fail(f"pm_evidence module {unit!r} sits on no floor of tests/workflows/test_layers.FLOORS")
 
 
 @functools.cache

@@ -13,7 +13,7 @@ import pytest
 
 import pm_evidence as pme
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def _section(doc: str, title: str) -> str | None:

@@ -36,7 +36,7 @@ import pm_evidence as pme
 from pm_evidence import marginal, registry
 from pm_evidence.core.exceptions import EvidenceInputError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.rst"))]
 PAGES = [p for p in PAGES if "_build" not in p.parts]
 PACKAGE = ROOT / "pm_evidence"

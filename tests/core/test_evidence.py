@@ -20,7 +20,7 @@ from pm_evidence.core.exceptions import EvidenceInputError
 
 matplotlib.use("Agg")
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 FINGERPRINT = (("y", (3,), "abc123"),)
 
 
