@@ -14,6 +14,7 @@ from pm_evidence.core.exceptions import (
     OverlapError,
 )
 from pm_evidence.core.version import __version__ as __version__
+from pm_evidence.interop.bambi import from_bambi
 from pm_evidence.interop.pymc_smc import from_smc
 from pm_evidence.marginal import marginal_likelihood
 from pm_evidence.model.log_density import LogDensity
@@ -42,6 +43,7 @@ from pm_evidence.plots import (
     plot_bayes_factor,
     plot_evidence,
     plot_occupancy,
+    plot_prior_robustness,
     plot_transition_matrix,
 )
 from pm_evidence.posterior.api import (
@@ -66,6 +68,7 @@ from pm_evidence.references import (
     Warp3Reference,
 )
 from pm_evidence.registry import METHODS, PATH_METHODS
+from pm_evidence.robustness import prior_robustness
 
 __all__ = [
     "METHODS",
@@ -105,6 +108,7 @@ __all__ = [
     "compare",
     "compare_models",
     "discriminance_sampling",
+    "from_bambi",
     "from_datatree",
     "from_smc",
     "importance_sampling",
@@ -117,8 +121,10 @@ __all__ = [
     "plot_bayes_factor",
     "plot_evidence",
     "plot_occupancy",
+    "plot_prior_robustness",
     "plot_transition_matrix",
     "post_prob",
+    "prior_robustness",
     "rao_blackwellized_tempered_sampling",
     "reverse_annealed_importance_sampling",
     "reverse_importance_sampling",
