@@ -9,8 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pm_evidence.core.exceptions import EvidenceInputError
-from pm_evidence.estimators.annealed import ads_binary_core, ads_multinomial_core, ais_core
+from pm_evidence.core.exceptions import EvidenceInputError, OverlapError
+from pm_evidence.estimators.annealed import (
+    ads_binary_core,
+    ads_multinomial_core,
+    ais_core,
+    raise_core,
+)
 from pm_evidence.estimators.tempered import mbar_core, rts_core, rts_log_z, ti_core
 from pm_evidence.tempering.ladders import make_ladder
 
@@ -130,3 +135,11 @@ def test_ladders_and_their_validation():
         make_ladder([0.0, 0.5, 0.4, 1.0])
     with pytest.raises(EvidenceInputError, match="must be one of"):
         make_ladder("cosine", 10)
+
+
+def test_all_zero_annealing_weights_raise_overlap_error():
+    for core in (ais_core, raise_core):
+        with pytest.raises(OverlapError, match="no estimate of log Z"):
+            core(np.full(20, -np.inf))
+    ok = ais_core(np.r_[np.full(19, -np.inf), 0.0])  # one chain with weight: an estimate
+    assert ok.log_z == pytest.approx(-np.log(20))
