@@ -8,6 +8,7 @@ import numpy as np
 import pymc as pm
 import pytest
 
+import pm_evidence as pme
 from pm_evidence.zoo import testing as exact_models
 from tests.zoo_support import CompiledZooModel
 
@@ -60,6 +61,21 @@ def beta_binomial_case() -> ExactCase:
 )
 def exact_case(request) -> ExactCase:
     return request.getfixturevalue(request.param)
+
+
+@pytest.fixture(scope="module")
+def normal_mean_target():
+    """``(model, exact log Z, LogDensity)`` of ``normal_mean``, compiled once per test module."""
+    model, exact = exact_models.normal_mean()
+    return model, exact, pme.LogDensity(model)
+
+
+@pytest.fixture(scope="module")
+def normal_mean_plan(normal_mean_target):
+    """A path plan of ``normal_mean`` with the prior as reference (``random_seed=11``)."""
+    return pme.make_plan(
+        normal_mean_target[2], pme.PathOptions(reference="prior"), random_seed=11, progressbar=False
+    )
 
 
 @pytest.fixture
