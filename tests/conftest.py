@@ -79,6 +79,16 @@ def normal_mean_plan(normal_mean_target):
 
 
 @pytest.fixture
+def evidences():
+    """Three results of one data set, one of them flagged, for tables and figures."""
+    return {
+        "wide": pme.Evidence(-12.5, 0.2, "bridge", model_name="wide"),
+        "narrow": pme.Evidence(-10.0, 0.3, "bridge", model_name="narrow"),
+        "flagged": pme.Evidence(-11.0, 0.2, "ds", warnings=("low ESS",)),
+    }
+
+
+@pytest.fixture
 def rng():
     return np.random.default_rng(20261121)
 

@@ -126,24 +126,6 @@ def test_bayes_factor_between_real_models(normal_mean_case):
     assert abs(err) < 4 * float(bf["log_bayes_factor_se"]) + 1e-3
 
 
-def _smc_tree(stats):
-    ds = xr.Dataset({"log_marginal_likelihood": (("chain", "stage"), stats)})
-    return xr.DataTree.from_dict({"/sample_stats": ds})
-
-
-def test_from_smc_reads_final_stage_per_chain():
-    stats = np.array([[np.nan, np.nan, -10.0], [np.nan, np.nan, -10.2]], dtype=object)
-    ev = pme.from_smc(_smc_tree(stats))
-    assert ev.method == "smc"
-    assert ev.log_z == pytest.approx(-10.1)
-    assert ev.se == pytest.approx(np.std([-10.0, -10.2], ddof=1) / np.sqrt(2))
-    ragged = np.empty(2, dtype=object)
-    ragged[0], ragged[1] = [np.nan, -9.0], [np.nan, np.nan, -9.4]
-    ds = xr.Dataset({"log_marginal_likelihood": ("chain", ragged)})
-    ev = pme.from_smc(xr.DataTree.from_dict({"/sample_stats": ds}))
-    assert ev.log_z == pytest.approx(-9.2)
-
-
 def test_warnings_make_evidence_unreliable_and_show_everywhere():
     clean = make_evidence(-10.0, 0.1, "a")
     flagged = pme.Evidence(
@@ -155,3 +137,24 @@ def test_warnings_make_evidence_unreliable_and_show_everywhere():
     assert "warnings" not in repr(clean)
     table = pme.compare({"a": clean, "b": flagged}, check_data=False)
     assert table["warning"].to_dict() == {"a": False, "b": True}
+
+
+def test_compare_columns_follow_arviz(evidences):
+    table = pme.compare(evidences)
+    assert list(table.index) == ["narrow", "flagged", "wide"]
+    assert table["rank"].tolist() == [0, 1, 2]
+    np.testing.assert_allclose(table["elpd_diff"], [0.0, -1.0, -2.5])
+    np.testing.assert_allclose(table["dse"], [0.0, np.hypot(0.2, 0.3), np.hypot(0.2, 0.3)])
+    np.testing.assert_allclose(table["elpd"], table["log_z"])
+    np.testing.assert_allclose(table["weight"], table["prob"])
+    assert table["warning"].tolist() == [False, True, False]
+    against_wide = pme.compare(evidences, reference="wide")
+    assert against_wide.loc["narrow", "log_bf"] == pytest.approx(2.5)
+    assert against_wide.loc["wide", "dse"] == 0.0
+    with pytest.raises(EvidenceInputError, match="reference model 'x'"):
+        pme.compare(evidences, reference="x")
+
+
+def test_bayes_factor_of_plain_numbers_names_the_fix():
+    with pytest.raises(EvidenceInputError, match=r"not an Evidence result.*Evidence\(log_z, se"):
+        pme.bayes_factor(1.0, 2.0)

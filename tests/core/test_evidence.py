@@ -1,6 +1,6 @@
 """Results as plain Python values and as ArviZ citizens: pickle, deep copy, ``==``, lossless
-DataTree / netCDF / zarr round trips, storage inside InferenceData, ``az.plot_compare``,
-the Bayes-factor plot, and the public names the README promises."""
+DataTree / netCDF / zarr round trips, storage inside InferenceData, and the public names the
+README promises (``az.plot_compare`` and the Bayes-factor plot are in ``tests/test_plots.py``)."""
 
 from __future__ import annotations
 
@@ -182,89 +182,6 @@ def test_equality_is_by_value():
     assert a != dataclasses.replace(a, warnings=("w",))
     assert a != dataclasses.replace(a, draws=xr.Dataset({"w": ("draw", [1.0])}))
     assert len({a, copy.deepcopy(a)}) == 1
-
-
-# --------------------------------------------------------------------- ArviZ and plots
-def _evidences():
-    return {
-        "wide": pme.Evidence(-12.5, 0.2, "bridge", model_name="wide"),
-        "narrow": pme.Evidence(-10.0, 0.3, "bridge", model_name="narrow"),
-        "flagged": pme.Evidence(-11.0, 0.2, "ds", warnings=("low ESS",)),
-    }
-
-
-def test_compare_columns_follow_arviz():
-    table = pme.compare(_evidences())
-    assert list(table.index) == ["narrow", "flagged", "wide"]
-    assert table["rank"].tolist() == [0, 1, 2]
-    np.testing.assert_allclose(table["elpd_diff"], [0.0, -1.0, -2.5])
-    np.testing.assert_allclose(table["dse"], [0.0, np.hypot(0.2, 0.3), np.hypot(0.2, 0.3)])
-    np.testing.assert_allclose(table["elpd"], table["log_z"])
-    np.testing.assert_allclose(table["weight"], table["prob"])
-    assert table["warning"].tolist() == [False, True, False]
-    against_wide = pme.compare(_evidences(), reference="wide")
-    assert against_wide.loc["narrow", "log_bf"] == pytest.approx(2.5)
-    assert against_wide.loc["wide", "dse"] == 0.0
-    with pytest.raises(EvidenceInputError, match="reference model 'x'"):
-        pme.compare(_evidences(), reference="x")
-
-
-@pytest.mark.parametrize("relative_scale", [True, False])
-def test_arviz_plot_compare_accepts_the_table(relative_scale):
-    import arviz as az
-
-    table = pme.compare(_evidences())
-    collection = az.plot_compare(table, relative_scale=relative_scale, backend="matplotlib")
-    ax = np.asarray(collection.viz["plot"]).item()
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["narrow", "flagged", "wide"]
-    column = "elpd_diff" if relative_scale else "elpd"
-    plotted = np.concatenate([c.get_offsets()[:, 0] for c in ax.collections])
-    np.testing.assert_allclose(np.sort(plotted), np.sort(table[column].to_numpy()))
-    matplotlib.pyplot.close("all")
-
-
-def test_plot_bayes_factor_draws_log_bf_interval_and_categories():
-    evs = _evidences()
-    ax = pme.plot_bayes_factor(evs["narrow"], evs["wide"], prob=0.9)
-    point = [line for line in ax.lines if line.get_marker() == "o"]
-    assert len(point) == 1
-    np.testing.assert_allclose(
-        np.asarray(point[0].get_xdata(), dtype=float), [2.5]
-    )  # log BF10 = -10.0 - (-12.5)
-    half = 1.6448536 * np.hypot(0.3, 0.2)
-    caps = np.concatenate(
-        [line.get_xdata() for line in ax.lines if line.get_marker() == "|"]
-    ).astype(float)
-    np.testing.assert_allclose(np.sort(caps), [2.5 - half, 2.5 + half], rtol=1e-6)
-    labels = {t.get_text() for t in ax.texts}
-    assert {"anecdotal", "moderate", "strong", "very strong", "extreme"} <= labels
-    lo, hi = ax.get_xlim()
-    assert lo < -np.log(100) and hi > 2.5 + half
-    assert "narrow" in ax.get_title() and "wide" in ax.get_title()
-    ax = pme.plot_bayes_factor(evs["narrow"], evs["wide"], categories="kass_raftery")
-    assert "positive" in {t.get_text() for t in ax.texts}
-    with pytest.raises(EvidenceInputError, match="categories 'bic'"):
-        pme.plot_bayes_factor(evs["narrow"], evs["wide"], categories="bic")
-    matplotlib.pyplot.close("all")
-
-
-def test_plot_evidence_tick_labels_stay_inside_the_figure():
-    evs = {"a rather long label for one of the methods": _evidences()["wide"], **_evidences()}
-    ax = pme.plot_evidence(evs)
-    figure = ax.figure
-    figure.canvas.draw()
-    renderer = figure.canvas.get_renderer()
-    box = figure.bbox
-    for label in [*ax.get_yticklabels(), ax.xaxis.label]:
-        extent = label.get_window_extent(renderer)
-        assert extent.x0 >= box.x0 - 0.5 and extent.x1 <= box.x1 + 0.5, label.get_text()
-        assert extent.y0 >= box.y0 - 0.5 and extent.y1 <= box.y1 + 0.5, label.get_text()
-    matplotlib.pyplot.close("all")
-
-
-def test_bayes_factor_of_plain_numbers_names_the_fix():
-    with pytest.raises(EvidenceInputError, match=r"not an Evidence result.*Evidence\(log_z, se"):
-        pme.bayes_factor(1.0, 2.0)
 
 
 # --------------------------------------------------------------------- names that say one thing

@@ -17,7 +17,6 @@ from pm_evidence.estimators.annealed import (
     raise_core,
 )
 from pm_evidence.estimators.tempered import mbar_core, rts_core, rts_log_z, ti_core
-from pm_evidence.tempering.ladders import make_ladder
 
 S0, S1, LOG_C, DIM = 3.0, 0.5, 2.0, 3
 EXACT = LOG_C + DIM * np.log(np.sqrt(2 * np.pi) * S1)
@@ -123,18 +122,6 @@ def test_rts_log_z_eq12_and_count_estimator():
     assert est.se == pytest.approx(0.0, abs=1e-12)  # identical units: no spread
 
 
-def test_ladders_and_their_validation():
-    for kind in ("linear", "geometric", "sigmoid"):
-        betas = make_ladder(kind, 50)
-        assert betas.size == 50 and betas[0] == 0 and betas[-1] == 1
-        assert np.all(np.diff(betas) > 0)
-    assert make_ladder("geometric", 10_000).size == 10_000
-    with pytest.raises(EvidenceInputError, match="between 2 and 10000"):
-        make_ladder("linear", 1)
-    with pytest.raises(EvidenceInputError, match="start at 0, end at 1"):
-        make_ladder([0.0, 0.5, 0.4, 1.0])
-    with pytest.raises(EvidenceInputError, match="must be one of"):
-        make_ladder("cosine", 10)
 
 
 def test_all_zero_annealing_weights_raise_overlap_error():
