@@ -58,7 +58,7 @@ def marginal_likelihood(
 
     Parameters
     ----------
-    model : pymc.Model or bambi.Model, optional
+    model : pymc.Model or Bambi model (bambi.Model), optional
         Taken from the ``with model:`` context when omitted. A Bambi model (built or not) is
         the PyMC model it builds, with Bambi's priors
         (:func:`~pm_evidence.interop.bambi.from_bambi`).

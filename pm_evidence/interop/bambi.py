@@ -52,7 +52,7 @@ def bambi_pymc_model(model, *, argument: str = "model") -> pm.Model:
 
     Parameters
     ----------
-    model : bambi.Model
+    model : Bambi model (bambi.Model)
     argument : str
         The argument's name, for the error.
 
@@ -101,7 +101,7 @@ def bambi_draws(model, idata, *, argument: str = "idata"):
 
     Parameters
     ----------
-    model : bambi.Model
+    model : Bambi model (bambi.Model)
         The model that was fitted (built).
     idata : xarray.DataTree
         What ``model.fit()`` returned (any of Bambi's NUTS back ends: PyMC, nutpie, ...).
@@ -211,11 +211,11 @@ def from_bambi(model, idata=None, *, argument: str = "model") -> tuple[pm.Model,
 
     Parameters
     ----------
-    model : bambi.Model
+    model : Bambi model (bambi.Model)
         Built or not (it is built here, as ``model.fit`` would).
     idata : xarray.DataTree, optional
         What ``model.fit()`` returned: mapped to draws of the PyMC model
-        (:func:`bambi_draws`). ``None`` is returned as it is.
+        (:func:`~pm_evidence.interop.bambi.bambi_draws`). ``None`` is returned as it is.
     argument : str
         The model argument's name, for the errors.
 

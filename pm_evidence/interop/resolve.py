@@ -17,7 +17,7 @@ def resolve_model(model: Any, idata: Any = None, *, argument: str = "model") -> 
 
     Parameters
     ----------
-    model : pymc.Model, bambi.Model, LogDensity or None
+    model : pymc.Model, Bambi model (bambi.Model), LogDensity or None
     idata : optional
         Posterior draws of ``model`` (for a Bambi model: what ``model.fit()`` returned).
     argument : str
