@@ -17,10 +17,10 @@ running): 10 s wall, 7 s CPU by default (--full: about 5x, not measured).
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import numpy as np
+from _common import argument_parser, save_figure, subplots
 from scipy import stats
 
 from pm_evidence.estimators import (
@@ -74,12 +74,7 @@ def main(trials: int, out: Path) -> None:
           f"({worst[best]:.2e}); IS and reverse IS: {worst['IS']:.2e}, "
           f"{worst['reverse IS']:.2e} (bias and MSE per sigma0 in the table above).")  # fmt: skip
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    fig, axes = subplots(1, 2, figsize=(9, 3.5))
     for m in METHODS:
         axes[0].semilogx(sigmas, est[m].mean(axis=1), "o-", label=m, ms=3)
         axes[1].loglog(sigmas, np.mean(est[m] ** 2, axis=1), "o-", label=m, ms=3)
@@ -88,15 +83,11 @@ def main(trials: int, out: Path) -> None:
     axes[1].set(xlabel="sigma0", ylabel="MSE of log Z")
     axes[0].legend(fontsize=7)
     fig.suptitle("Seed 000 Fig. 1: Gaussian toy")
-    fig.tight_layout()
-    out.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out / "seed000_fig1_gaussian.png", dpi=120)
-    print(f"figure: {out / 'seed000_fig1_gaussian.png'}")
+    save_figure(fig, out, "seed000_fig1_gaussian")
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
+    parser = argument_parser()
     parser.add_argument("--full", action="store_true", help="the paper's 1000 trials")
-    parser.add_argument("--out", type=Path, default=Path("examples/figures"))
     args = parser.parse_args()
     main(1000 if args.full else 200, args.out)

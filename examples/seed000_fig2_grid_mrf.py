@@ -23,11 +23,11 @@ the default's (neither measured).
 
 from __future__ import annotations
 
-import argparse
 import warnings
 from pathlib import Path
 
 import numpy as np
+from _common import argument_parser, save_figure, subplots
 
 from pm_evidence.core.exceptions import OverlapError
 from pm_evidence.estimators import (
@@ -101,12 +101,7 @@ def main(trials: int, out: Path) -> None:
     print(f"\n{paper_claim()}\nMeasured: the tables above (MSE per method, reference and "
           f"sigma_p; DS refused = trials where the samples did not overlap).")  # fmt: skip
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(2, 2, figsize=(9, 6.5), sharex=True)
+    fig, axes = subplots(2, 2, figsize=(9, 6.5), sharex=True)
     for j, r in enumerate(REFERENCES):
         for m in METHODS:
             axes[0, j].plot(sigma_ps, np.nanmean(err[r][m], axis=1), "o-", label=m, ms=3)
@@ -117,16 +112,12 @@ def main(trials: int, out: Path) -> None:
         axes[1, j].set(xlabel="sigma_p", ylabel="MSE of log Z")
     axes[0, 0].legend(fontsize=7)
     fig.suptitle("Seed 000 Fig. 2: 10x10 grid MRF")
-    fig.tight_layout()
-    out.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out / "seed000_fig2_grid_mrf.png", dpi=120)
-    print(f"figure: {out / 'seed000_fig2_grid_mrf.png'}")
+    save_figure(fig, out, "seed000_fig2_grid_mrf")
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
+    parser = argument_parser()
     parser.add_argument("--full", action="store_true", help="the paper's 500 trials")
     parser.add_argument("--quick", action="store_true", help="1 random MRF per sigma_p")
-    parser.add_argument("--out", type=Path, default=Path("examples/figures"))
     args = parser.parse_args()
     main(500 if args.full else 1 if args.quick else 5, args.out)

@@ -18,10 +18,10 @@ Run time on the project's 2-core machine (2026-11-23): 45 s with the default 20 
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import numpy as np
+from _common import argument_parser, save_figure, subplots
 
 from pm_evidence.estimators import (
     draw_sumo_lengths,
@@ -86,12 +86,7 @@ def main(repeats: int, out: Path) -> None:
         f"\nSUMO: largest single value's share of the squared spread, worst run: {sumo_share:.3f}"
     )
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.4), sharey=True)
+    fig, axes = subplots(1, 3, figsize=(11, 3.4), sharey=True)
     for ax, name in zip(axes, NOTE, strict=True):
         est, values = sets[0][name]
         ax.hist(values, bins=np.arange(-5, 10, 0.25), density=True, color="C0", alpha=0.7)
@@ -100,15 +95,11 @@ def main(repeats: int, out: Path) -> None:
         ax.set(title=f"{name}: var {values.var():.2f}", xlabel="per-estimate value")
         ax.legend(fontsize=7)
     fig.suptitle("Seed 003: ELBO, IWAE and SUMO on the 2-D mixture energy")
-    fig.tight_layout()
-    out.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out / "seed003_sumo.png", dpi=120)
-    print(f"figure: {out / 'seed003_sumo.png'}")
+    save_figure(fig, out, "seed003_sumo")
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
+    parser = argument_parser()
     parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--out", type=Path, default=Path("examples/figures"))
     args = parser.parse_args()
     main(args.repeats, args.out)

@@ -24,12 +24,12 @@ run, 68 s wall, 61 s CPU from an empty cache; the default about 500 s (measured 
 
 from __future__ import annotations
 
-import argparse
 import logging
 import warnings
 from pathlib import Path
 
 import numpy as np
+from _common import argument_parser, save_figure, subplots
 
 import pm_evidence as pme
 from pm_evidence.zoo import energy, testing
@@ -106,12 +106,7 @@ def main(repeats: int, out: Path, quick: bool = False) -> None:
 
     print(f"\n{paper_claim()}\nMeasured: the two tables above (RMSE of log Z per estimator).")
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = subplots(1, 2, figsize=(10, 3.8))
     for ax, x, table, xlabel, title in (
         (axes[0], sweeps, fig2, "sweeps per chain", "Fig. 2: 10-D mixture (K = 30)"),
         (axes[1], ks, fig4, "number of temperatures K", f"Fig. 4: 64-20 RBM ({rbm_sweeps} sweeps)"),
@@ -121,17 +116,13 @@ def main(repeats: int, out: Path, quick: bool = False) -> None:
         ax.set(xlabel=xlabel, ylabel="RMSE of log Z", title=title)
     axes[0].legend(fontsize=7)
     fig.suptitle("Seed 004: RTS against TI, TS and MBAR on the same tempered draws")
-    fig.tight_layout()
-    out.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out / "seed004_fig2_fig4.png", dpi=120)
-    print(f"figure: {out / 'seed004_fig2_fig4.png'}")
+    save_figure(fig, out, "seed004_fig2_fig4")
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
+    parser = argument_parser()
     parser.add_argument("--repeats", type=int, default=None, help="default 10 (--quick: 2)")
     parser.add_argument("--quick", action="store_true", help="fewer budgets, 2 repeats")
-    parser.add_argument("--out", type=Path, default=Path("examples/figures"))
     args = parser.parse_args()
     repeats = args.repeats if args.repeats is not None else (2 if args.quick else 10)
     main(repeats, args.out, quick=args.quick)

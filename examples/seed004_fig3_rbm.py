@@ -38,13 +38,13 @@ Run time on the project's 2-core machine: --quick 13 s wall, 11 s CPU (measured 
 
 from __future__ import annotations
 
-import argparse
 import logging
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
+from _common import argument_parser, save_figure, subplots
 
 import pm_evidence as pme
 from pm_evidence.zoo import energy
@@ -220,27 +220,18 @@ def main(full: bool, repeats: int, out: Path, quick: bool = False) -> None:
         print("\n" + "\n".join(verdicts(res_big)))
         panels.append(("64-100 RBM, long-run reference", big_budgets, res_big))
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(2, len(panels), figsize=(5 * len(panels), 7), squeeze=False)
+    fig, axes = subplots(2, len(panels), figsize=(5 * len(panels), 7), squeeze=False)
     for j, (title, b, r) in enumerate(panels):
         plot(axes[:, j], b, r, title)
     fig.suptitle("Seed 000 / 004 Fig. 3: RBM, 8x8 digits", fontsize=10)
-    fig.tight_layout()
-    out.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out / "seed004_fig3_rbm.png", dpi=120)
-    print(f"figure: {out / 'seed004_fig3_rbm.png'}")
+    save_figure(fig, out, "seed004_fig3_rbm")
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
+    parser = argument_parser()
     parser.add_argument("--full", action="store_true", help="more budgets and a 64-100 RBM")
     parser.add_argument("--quick", action="store_true", help="budgets up to 256 sweeps, 3 repeats")
     parser.add_argument("--repeats", type=int, default=None, help="default 10 (--quick: 3)")
-    parser.add_argument("--out", type=Path, default=Path("examples/figures"))
     args = parser.parse_args()
     repeats = args.repeats if args.repeats is not None else (3 if args.quick else 10)
     main(args.full, repeats, args.out, quick=args.quick)

@@ -22,12 +22,12 @@ longer still.
 
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
+from _common import argument_parser, save_figure, subplots
 
 import pm_evidence as pme
 from pm_evidence.path.tracking import LogZTracker
@@ -118,12 +118,7 @@ def main(n_hidden: int, epochs: int, ais_rungs: int, out: Path, *, n_sweeps=10, 
         f"runs above (here log Z is exact, so the tracking error is measured directly)."
     )
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = subplots(figsize=(7, 4.2))
     epoch = (step + 1) / updates_per_epoch
     for ll, name, color in ((ll_train, "train", "C0"), (ll_valid, "validation", "C1")):
         ax.plot(epoch, ll - exact, color=color, lw=2.5, alpha=0.35, label=f"{name} (exact)")
@@ -135,17 +130,13 @@ def main(n_hidden: int, epochs: int, ais_rungs: int, out: Path, *, n_sweeps=10, 
     ax.set(xlabel="epoch", ylabel="mean log-likelihood per image",
            title=f"Seed 004 Fig. 5: tracking an RBM (64-{n_hidden}) during training")  # fmt: skip
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    out.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out / "seed004_fig5_tracking.png", dpi=120)
-    print(f"figure: {out / 'seed004_fig5_tracking.png'}")
+    save_figure(fig, out, "seed004_fig5_tracking")
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
+    parser = argument_parser()
     parser.add_argument("--full", action="store_true", help="20 hidden units, 60 epochs")
     parser.add_argument("--quick", action="store_true", help="12 hidden units, 5 epochs")
-    parser.add_argument("--out", type=Path, default=Path("examples/figures"))
     args = parser.parse_args()
     if args.full:
         main(20, 60, 10_000, args.out)
