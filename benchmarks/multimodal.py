@@ -45,9 +45,16 @@ are not reported by ``auto`` and ``bridge``), and a status:
 Each (model, seed) runs in a worker process; a call past ``--timeout`` kills the worker (and
 NUTS's processes) and the remaining columns go on in a fresh one.
 
+The zoo includes issue 36's periodic signals (sums of 1, 2 and 3 sinusoids of unknown
+frequency, unordered and ordered: tag ``periodic``) and two mirror-mode models (tag
+``mirror``); ``--tags`` selects entries by tag. For an ordered entry the nested samplers get
+the sorted uniforms (the order statistics: density ``K! / V^K`` on the ordered region, the
+model's prior); ``pm.sample_smc`` gets the PyMC model as it is, like every other column.
+
 Run::
 
     nice -n 5 python benchmarks/multimodal.py --seeds 1 2 --out results.csv
+    python benchmarks/multimodal.py --tags periodic --methods auto smc dynesty nautilus
     python benchmarks/multimodal.py --quick
     python benchmarks/multimodal.py --models eggbox unequal_modes_5d --methods auto smc
 """
@@ -452,6 +459,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--models", nargs="+", default=None, help="default: the whole zoo")
+    parser.add_argument(
+        "--tags", nargs="+", default=None, help="only entries with any of these tags"
+    )
     parser.add_argument("--methods", nargs="+", default=list(ALL_METHODS), choices=ALL_METHODS)
     parser.add_argument("--quick", action="store_true", help=f"models {QUICK_MODELS}, seed 1")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per call")
@@ -470,7 +480,7 @@ def main(argv=None) -> int:
     if args.quick:
         names = names or list(QUICK_MODELS)
         seeds = [seeds[0]]
-    entries = multimodal_zoo(names) if names else MULTIMODAL_ZOO
+    entries = multimodal_zoo(names, args.tags) if names or args.tags else MULTIMODAL_ZOO
     for name, package in (("nautilus", "nautilus-sampler"), ("dynesty", "dynesty")):
         if name in args.methods:
             try:

@@ -25,7 +25,16 @@ unequal_modes_5d            -12.978661          ``2 - 5 log 20``; issue 23's "lo
 trimodal_mixture_1d         -4.512375           closed form (labels enumerated)
 change_point                -105.685049         enumeration over tau, rates in closed form
 funnel_box_10d              -36.253550          1-D quadrature over v
+periodic_1f                 -65.219689          amplitudes exact, frequency by scan + quadrature
+periodic_2f(_ordered)       -67.252728          amplitudes exact, 2-D scan + quadrature
+periodic_3f(_ordered)       -106.315160         amplitudes exact, 3-D scan + quadrature
+mirror_square               -4.649580           1-D quadrature over theta
+hyperbola_branches          -7.835362           b exact, 1-D quadrature over a
 ==========================  ==================  ==================================================
+
+The last seven (issue 36) live in :mod:`pm_evidence.zoo.periodic`: sums of 1, 2 and 3
+sinusoids of unknown frequencies (unordered, and ordered with the prior ``K! / V^K``; tag
+``"periodic"``) and two mirror-mode models (tag ``"mirror"``).
 
 :func:`unit_cube` gives each entry as a prior transform of the unit cube and a log-likelihood
 (``Z = int_[0,1]^d L(T(u)) du``), the form nested samplers take.
@@ -43,6 +52,7 @@ import pymc as pm
 import pytensor.tensor as pt
 from scipy import special, stats
 
+from pm_evidence.zoo.periodic import PERIODIC_ENTRIES, periodic_unit_cube
 from pm_evidence.zoo.testing import (
     LOG_2PI,
     Gold,
@@ -617,9 +627,11 @@ MULTIMODAL_ZOO: tuple[ZooModel, ...] = (
         _funnel_box_gold,
         _funnel_box_log_joint,
     ),
+    *PERIODIC_ENTRIES,
 )
 """The multimodal zoo: eggbox, Gaussian shells (2-D, 10-D), unequal modes (5-D), a trimodal
-1-D mixture, a change point and a funnel in a box."""
+1-D mixture, a change point, a funnel in a box, periodic signals with 1, 2 and 3 frequencies
+(unordered and ordered) and two mirror-mode models."""
 
 
 def multimodal_zoo(names=None, tags=None) -> tuple[ZooModel, ...]:
@@ -767,5 +779,9 @@ def unit_cube(entry: ZooModel) -> UnitCube:
             return stats.poisson.logpmf(y[None, :], lam).sum(axis=1)
 
         return UnitCube(3, transform, log_likelihood, ("tau", "rate_1", "rate_2"))
+
+    parts = periodic_unit_cube(builder, kwargs)
+    if parts is not None:
+        return UnitCube(*parts)
 
     raise KeyError(f"{entry.name!r} has no unit-cube form here (not a MULTIMODAL_ZOO entry).")
