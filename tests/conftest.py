@@ -35,24 +35,19 @@ def _case(builder, draws=1000, seed=11) -> ExactCase:
     return ExactCase(model, exact, idata)
 
 
-@pytest.fixture(scope="session")
-def normal_mean_case() -> ExactCase:
-    return _case(exact_models.normal_mean)
+def _session_case(name: str, builder):
+    """The session fixture ``name``: ``builder``'s model, compiled and sampled once."""
+
+    def case() -> ExactCase:
+        return _case(builder)
+
+    return pytest.fixture(scope="session", name=name)(case)
 
 
-@pytest.fixture(scope="session")
-def regression_case() -> ExactCase:
-    return _case(exact_models.linear_regression)
-
-
-@pytest.fixture(scope="session")
-def inverse_gamma_case() -> ExactCase:
-    return _case(exact_models.regression_inverse_gamma)
-
-
-@pytest.fixture(scope="session")
-def beta_binomial_case() -> ExactCase:
-    return _case(exact_models.beta_binomial)
+normal_mean_case = _session_case("normal_mean_case", exact_models.normal_mean)
+regression_case = _session_case("regression_case", exact_models.linear_regression)
+inverse_gamma_case = _session_case("inverse_gamma_case", exact_models.regression_inverse_gamma)
+beta_binomial_case = _session_case("beta_binomial_case", exact_models.beta_binomial)
 
 
 @pytest.fixture(

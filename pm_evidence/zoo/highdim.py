@@ -39,6 +39,7 @@ from pm_evidence.zoo.testing import (
     _laplace_frame,
     _legendre_log_integral,
     _quadrature,
+    log_scale_gold,
 )
 
 __all__ = [
@@ -71,16 +72,9 @@ def _hierarchical_normal_data(n_groups: int, seed: int) -> tuple[np.ndarray, np.
 @functools.cache
 def _hierarchical_normal_gold(n_groups, mu_sd, tau_scale, seed) -> Gold:
     y, sigma = _hierarchical_normal_data(n_groups, seed)
-
-    def log_f(t):  # t = log tau; Jacobian tau
-        tau = np.exp(t[:, 0])
-        return (
-            _hierarchical_log_evidence_given_tau(tau, y, sigma, mu_sd)
-            + stats.halfnorm.logpdf(tau, scale=tau_scale)
-            + t[:, 0]
-        )
-
-    return _quadrature(log_f, [_laplace_frame(log_f, [0.0])], (64, 128))
+    return log_scale_gold(
+        lambda tau: _hierarchical_log_evidence_given_tau(tau, y, sigma, mu_sd), tau_scale
+    )
 
 
 def _hierarchical_normal_log_joint(values, n_groups, mu_sd, tau_scale, seed) -> float:

@@ -366,6 +366,19 @@ def _quadrature(
     return Gold(log_z, error)
 
 
+def log_scale_gold(log_evidence_given_scale, scale_sd: float, start: float = 0.0) -> Gold:
+    """Gold ``log Z`` of a model with one scale ``s ~ HalfNormal(scale_sd)`` left once the rest
+    is integrated out in closed form (``log_evidence_given_scale(s)``, vectorized over ``s``):
+    Gauss-Legendre quadrature over ``t = log s`` (Jacobian ``s``), on the Laplace frame found
+    from ``t = start``."""
+
+    def log_f(t):
+        s = np.exp(t[:, 0])
+        return log_evidence_given_scale(s) + stats.halfnorm.logpdf(s, scale=scale_sd) + t[:, 0]
+
+    return _quadrature(log_f, [_laplace_frame(log_f, [start])], (64, 128))
+
+
 def _log_sech2(r):
     """``log(1 - tanh(r)^2)`` without cancellation."""
     r = np.abs(r)
@@ -511,16 +524,10 @@ def _normal_halfnormal_sigma_data(n, seed):
 @functools.cache
 def _normal_halfnormal_sigma_gold(n, m0, tau, sigma_scale, seed):
     y = _normal_halfnormal_sigma_data(n, seed)
-
-    def log_f(t):  # t = log sigma; mu integrated out in closed form
-        sigma = np.exp(t[:, 0])
-        return (
-            _normal_mean_log_evidence(y, sigma, m0, tau)
-            + stats.halfnorm.logpdf(sigma, scale=sigma_scale)
-            + t[:, 0]
-        )
-
-    return _quadrature(log_f, [_laplace_frame(log_f, [np.log(y.std())])], (64, 128))
+    # mu integrated out in closed form
+    return log_scale_gold(
+        lambda sigma: _normal_mean_log_evidence(y, sigma, m0, tau), sigma_scale, np.log(y.std())
+    )
 
 
 def _normal_halfnormal_sigma_log_joint(values, n, m0, tau, sigma_scale, seed):
@@ -561,16 +568,8 @@ def _regression_halfnormal_sigma_data(n, d, seed):
 @functools.cache
 def _regression_halfnormal_sigma_gold(n, d, tau, sigma_scale, seed):
     X, y = _regression_halfnormal_sigma_data(n, d, seed)
-
-    def log_f(t):  # t = log sigma; beta integrated out in closed form
-        sigma = np.exp(t[:, 0])
-        return (
-            _regression_log_evidence(y, X, sigma, tau)
-            + stats.halfnorm.logpdf(sigma, scale=sigma_scale)
-            + t[:, 0]
-        )
-
-    return _quadrature(log_f, [_laplace_frame(log_f, [0.0])], (64, 128))
+    # beta integrated out in closed form
+    return log_scale_gold(lambda sigma: _regression_log_evidence(y, X, sigma, tau), sigma_scale)
 
 
 def _regression_halfnormal_sigma_log_joint(values, n, d, tau, sigma_scale, seed):
