@@ -191,7 +191,7 @@ def test_ctrl_c_before_any_model_finished_is_one_line(models):
         ({"M1": pm.Model()}, {"executor": "threads"}, "must be 'serial'"),
         ({"M1": pm.Model()}, {"method": ["is", "ris"]}, "one method on every model"),
         ({"M1": pm.Model()}, {"method": "warp3"}, "Requested method 'warp3'"),
-        ({"M1": pm.Model()}, {"method": "is", "propsal": "warp3"}, "not accepted"),
+        ({"M1": pm.Model()}, {"method": "is", "propsal": "warp3"}, "Unexpected options"),
         ({"M1": pm.Model()}, {"idata": None}, r"models=\{name: \(model, idata\)\}"),
         ({"M1": pm.Model()}, {"executor": "serial", "max_workers": 2}, "default process pool"),
         ({"M1": pm.Model()}, {"max_workers": 0}, "positive int"),

@@ -20,7 +20,6 @@ The unnormalized density is ``f(x) = exp(model.logp(x))``; its integral over ``x
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping
 from functools import cached_property
 
@@ -54,11 +53,28 @@ from pm_evidence.model.prior import PriorSampler
 # fraction of the Numba backend's seconds and is fast enough for that.
 TERM_SEARCH_MODE = pytensor.compile.mode.Mode(linker="py", optimizer="fast_compile")
 
-__all__ = ["LogDensity", "ModelLike", "VariableSlice", "as_target", "vectorize_batched"]
+__all__ = [
+    "LogDensity",
+    "ModelLike",
+    "VariableSlice",
+    "as_target",
+    "vectorize_batched",
+]
 
-# One compiled adapter per live model (weak keys: dropped with the model). A cache, not state:
-# results never depend on it.
-_ADAPTERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# The attribute of a pm.Model that holds its adapter (LogDensity.for_model): the model owns
+# its compiled code, which goes with it.
+ADAPTER_ATTRIBUTE = "_pm_evidence_log_density"
+
+
+class AdapterSlot:
+    """Where a model keeps its adapter: ``(signature, LogDensity)`` or empty. Pickled empty,
+    so that a model pickles (compare_models sends models to workers) as before it was used."""
+
+    def __init__(self):
+        self.held: tuple | None = None
+
+    def __reduce__(self):
+        return (AdapterSlot, ())
 
 
 class LogDensity:
@@ -97,20 +113,27 @@ class LogDensity:
         self.n_observations = n_observations(model)
         self.block_size = int(block_size or block_size_for(self.n_observations))
         self.maps = ValueMaps(model, self.layout_info, self._point)
+        # fused transitions compiled around this log-density, by (reference class, leapfrog
+        # steps): filled by pm_evidence.tempering.compiled, owned (and dropped) with the adapter
+        self.compiled_transitions: dict = {}
 
     @classmethod
     def for_model(cls, model: pm.Model | None = None) -> LogDensity:
         """The adapter of ``model``, built once and reused (compile once per model).
 
-        Cached per model (weakly); rebuilt if variables were added to the model since.
+        Kept on the model itself (``ADAPTER_ATTRIBUTE``), so it goes with the model; rebuilt if
+        variables were added to the model since.
         """
         model = pm.modelcontext(model)
         signature = tuple(model.named_vars)
-        cached = _ADAPTERS.get(model)
-        if cached is not None and cached[0] == signature:
-            return cached[1]
+        slot = getattr(model, ADAPTER_ATTRIBUTE, None)
+        if slot is None:
+            slot = AdapterSlot()
+            setattr(model, ADAPTER_ATTRIBUTE, slot)
+        if slot.held is not None and slot.held[0] == signature:
+            return slot.held[1]
         target = cls(model)
-        _ADAPTERS[model] = (signature, target)
+        slot.held = (signature, target)
         return target
 
     # ------------------------------------------------------------------ layout
@@ -272,21 +295,24 @@ class LogDensity:
             for o, core in zip(outs, core_dims, strict=True)
         )
 
-    def evaluate(self, x) -> tuple[np.ndarray, np.ndarray]:
+    def evaluate(self, x, *, via_gradient: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Return ``(log_prior, log_likelihood)`` at points ``x`` of shape ``(..., dim)``.
 
-        When the value-and-gradient function is compiled (:meth:`compile_gradient`) and the
-        value-only one is not, that one is called and the gradients are dropped: a compile
-        costs seconds, and a run that needs gradients would otherwise compile both.
+        ``via_gradient``: from the value-and-gradient function (the gradients dropped) instead
+        of the value-only one. The path family sets it on models with continuous entries
+        (:class:`~pm_evidence.tempering.path.GeometricPath`): their kernels compile that
+        function anyway, and a second compile costs seconds. The choice is the caller's, never
+        what happens to be compiled already, so a result does not depend on what ran before it
+        (the two functions may differ in the last bit).
         """
-        if "_terms_fn" not in self.__dict__ and "_terms_grad_fn" in self.__dict__:
+        if via_gradient:
             outs = self._evaluate(self._terms_grad_fn, x, ((), (), (self.dim,), (self.dim,)))
             return outs[0], outs[1]
         return self._evaluate(self._terms_fn, x, ((), ()))
 
     def compile_gradient(self) -> None:
-        """Compile the value-and-gradient function now (once per model), so that
-        :meth:`evaluate` uses it instead of compiling a value-only function as well."""
+        """Compile the value-and-gradient function now (once per model; ``evaluate(x,
+        via_gradient=True)`` and :meth:`evaluate_with_grad` call it)."""
         self._terms_grad_fn  # noqa: B018 (a cached property: compiles on first access)
 
     def log_prior(self, x) -> np.ndarray:
@@ -393,6 +419,7 @@ class LogDensity:
             for name in self.var_names
         }
         return self.to_unconstrained(values, batch_ndim=2)
+
 
 
 ModelLike = pm.Model | LogDensity | None

@@ -243,7 +243,8 @@ def auto_reference(target: LogDensity, posterior: np.ndarray) -> tuple[Reference
     """
     flat = posterior.reshape(-1, target.dim)
     n = flat.shape[0]
-    log_prior, log_lik = target.evaluate(flat)
+    # as the path evaluates it (GeometricPath.via_gradient)
+    log_prior, log_lik = target.evaluate(flat, via_gradient=not target.discrete_mask.all())
     log_f = log_prior + log_lik
     if not np.all(np.isfinite(log_f)):
         log_density_at_target_draws(target, posterior)  # raises, naming the first bad draw

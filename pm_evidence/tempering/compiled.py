@@ -37,7 +37,6 @@ difference is rejected and flagged.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -63,11 +62,6 @@ MAX_FUSED_OPERATIONS = 600
 # transitions of a run are fused depends on that run alone, not on earlier runs on the path.
 FUSE_AFTER_POINT_TRANSITIONS = 2_000_000
 
-# Compiled transitions per live model adapter, and the callables bound to each live path's
-# reference parameters (weak keys: dropped with the model or path). Caches of compiled code,
-# not state: results never depend on them.
-_COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_BOUND: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _parameter_inputs(values) -> list:
@@ -142,7 +136,7 @@ def hmc_transition_function(path: GeometricPath, n_leapfrog: int) -> Callable | 
     uses it is the caller's choice (``hmc_step(..., compiled=True)``; the samplers choose it
     after ``FUSE_AFTER_POINT_TRANSITIONS`` points of a run).
     """
-    bound = _BOUND.setdefault(path, {})
+    bound = path.bound_transitions  # owned by the path: bound to its reference's parameters
     if n_leapfrog not in bound:
         bound[n_leapfrog] = _bind(path, n_leapfrog)
     return bound[n_leapfrog]
@@ -158,7 +152,7 @@ def _bind(path: GeometricPath, n_leapfrog: int) -> Callable | None:
     # the graph depends on the model's prior, or on the reference's class (its parameters are
     # inputs)
     key = ("prior" if path.is_prior else type(path.reference), n_leapfrog)
-    functions = _COMPILED.setdefault(target, {})
+    functions = target.compiled_transitions  # owned by the model's adapter
     if key not in functions:
         functions[key] = _build(path, n_leapfrog, parameters)
     fn = target.blocked(functions[key])

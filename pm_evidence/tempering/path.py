@@ -87,6 +87,12 @@ class GeometricPath:
             )
         self.target = target
         self.reference = reference
+        # values from the value-and-gradient function wherever the model has continuous
+        # entries (LogDensity.evaluate): the kernels compile it anyway
+        self.via_gradient = not target.discrete_mask.all()
+        # compiled HMC transitions bound to this path's reference parameters, by leapfrog
+        # steps (pm_evidence.tempering.compiled.hmc_transition_function)
+        self.bound_transitions: dict = {}
         self.is_prior = isinstance(reference, PriorReference)
         self.step_scale = _step_scale(reference)
 
@@ -105,7 +111,7 @@ class GeometricPath:
             )
             log_prior, log_lik, g_prior, g_lik = grad_fn(x)
         else:
-            log_prior, log_lik = self.target.evaluate(x)
+            log_prior, log_lik = self.target.evaluate(x, via_gradient=self.via_gradient)
             g_prior = g_lik = None
         if self.is_prior:
             return PathState(x, log_prior, log_lik, g_prior, g_lik)
