@@ -47,6 +47,7 @@ from pm_evidence.core.evidence import Evidence, FrozenDict, format_estimate
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.progress import interruptible
 from pm_evidence.core.utils import root_sequence, warn_user
+from pm_evidence.interop.resolve import resolve_model
 from pm_evidence.marginal import auto_pair, check_options, marginal_likelihood
 
 __all__ = ["ModelComparison", "ModelFailure", "compare_models"]
@@ -365,13 +366,19 @@ def _model_entries(models) -> dict[str, tuple[pm.Model, Any]]:
                 f"Model names must be non-empty strings, got {name!r}: use e.g. "
                 f"{{'M{len(entries) + 1}': model}}."
             )
+        # a Bambi model (or (bambi_model, its fit)) becomes the PyMC model it builds
+        pair = value if isinstance(value, tuple) and len(value) == 2 else (value, None)
+        model, idata = resolve_model(*pair, argument=f"models[{name!r}]")
+        if model is not pair[0]:
+            value = (model, idata)
         if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], pm.Model):
             entries[name] = value
         elif isinstance(value, pm.Model):
             entries[name] = (value, None)
         else:
             raise EvidenceInputError(
-                f"Entry {name!r} of models is a {type(value).__name__}, not a pymc.Model: pass "
+                f"Entry {name!r} of models is a {type(value).__name__}, not a pymc.Model (or a Bambi "
+                f"model): pass "
                 f"{{name: model}}, or {{name: (model, idata)}} with posterior draws of it."
             )
     return entries

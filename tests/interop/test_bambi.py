@@ -108,7 +108,7 @@ def test_two_formulas_compared_in_one_call():
     models = {"y ~ x": bmb.Model("y ~ x", frame), "y ~ x + x2": bmb.Model("y ~ x + x2", frame)}
     fits = {name: _fit(model, draws=500) for name, model in models.items()}
     result = pme.compare_models(
-        {name: pme.from_bambi(model, fits[name]) for name, model in models.items()},
+        {name: (model, fits[name]) for name, model in models.items()},  # Bambi's own objects
         executor="serial",
         method="bridge",
         random_seed=4,
