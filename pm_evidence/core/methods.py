@@ -1,6 +1,6 @@
 """The methods of pm_evidence as data, and the one router of a call's keyword options.
 
-Every method is one :class:`Method` row of :data:`METHOD_TABLE`: its family, the option objects
+Every method is one :class:`Method` row of :data:`~pm_evidence.core.methods.METHOD_TABLE`: its family, the option objects
 and own options its model-level function takes, the run it reads, its random stream and the
 sign of its bias. The rows hold no functions, so every layer can read them;
 :mod:`pm_evidence.registry` joins each row with the function that computes it.
@@ -13,7 +13,7 @@ one method, a list or ``"auto"``, and :func:`pm_evidence.compare_models` all cal
 - a field given by name (``reference="prior"``, ``n_chains=200``) sets that field in every
   option object of every method that has it, over the object's value;
 - a method's own options (ADS's ``version``, TI's ``variant`` and ``corrected``) go to that
-  method, their values checked against :data:`CHOICES` (the IS/RIS combination's ``rule`` is
+  method, their values checked against :data:`~pm_evidence.core.methods.CHOICES` (the IS/RIS combination's ``rule`` is
   in the method's name, ``"is_ris_average"``);
 - NUTS options (``draws``, ``tune``, ``chains``, ``sample_kwargs``) go to every method;
 - any other name is an error that lists the names accepted, before any work.
@@ -100,13 +100,13 @@ class Method:
     function : str
         The public function of ``pm_evidence`` that runs this method alone on a model.
     objects : tuple of str
-        The keywords of the option objects (:data:`OPTION_OBJECTS`) its function takes; each of
+        The keywords of the option objects (:data:`~pm_evidence.core.methods.OPTION_OBJECTS`) its function takes; each of
         their fields may be given by name too.
     own : tuple of str
         Its own keyword options, beyond option objects and NUTS options (values in
-        :data:`CHOICES`, or ``corrected``).
+        :data:`~pm_evidence.core.methods.CHOICES`, or ``corrected``).
     run : str or None
-        Path family: the kind of run it reads (a key of :data:`RUN_OPTIONS`).
+        Path family: the kind of run it reads (a key of :data:`~pm_evidence.core.methods.RUN_OPTIONS`).
     stream : str
         The stage of ``pm_evidence.core.utils.STAGES`` its own randomness draws from.
     needs_posterior : bool
@@ -114,10 +114,10 @@ class Method:
     records_draws : bool
         Path family: the run keeps ``Delta`` and the rung of every draw (MBAR reads them).
     bias : str
-        Which way ``log Z`` errs in expectation (:mod:`pm_evidence.core.method_bias`).
+        Which way ``log Z`` errs in expectation (:func:`~pm_evidence.core.method_bias.bias_of`).
     estimate : callable or None
         The function that computes it, joined by :mod:`pm_evidence.registry` (``None`` in
-        :data:`METHOD_TABLE`): posterior family ``estimate(target, idata=, random_seed=,
+        :data:`~pm_evidence.core.methods.METHOD_TABLE`): posterior family ``estimate(target, idata=, random_seed=,
         progressbar=, **options)``; path family the follow-up ``estimate(run, **own)``.
     """
 
@@ -178,7 +178,7 @@ METHOD_TABLE: dict[str, Method] = {
         _path("mbar", "mbar", "tempering", records_draws=True),
     )
 }  # fmt: skip
-"""Every method by name, without its function (:data:`pm_evidence.registry.REGISTRY` has it)."""
+"""Every method by name, without its function (``pm_evidence.registry.REGISTRY`` has it)."""
 
 
 def method_row(name: str, table: Mapping[str, Method] = METHOD_TABLE) -> Method:
@@ -226,7 +226,7 @@ _NONE_IS_UNSET = frozenset(
 
 
 def check_choice(option: str, value) -> None:
-    """Refuse a value of an own option outside :data:`CHOICES`, naming the valid ones."""
+    """Refuse a value of an own option outside :data:`~pm_evidence.core.methods.CHOICES`, naming the valid ones."""
     if option in CHOICES and value not in CHOICES[option]:
         raise EvidenceInputError(
             f"Requested {option} {value!r} but it must be one of {list(CHOICES[option])}."
@@ -270,7 +270,7 @@ def route_options(
     Parameters
     ----------
     methods : str or sequence of str
-        Method names of :data:`METHOD_TABLE`.
+        Method names of :data:`~pm_evidence.core.methods.METHOD_TABLE`.
     keywords : mapping
         The call's keyword options. ``None`` under the keyword of an option object, a NUTS
         option or an own option counts as not given (the explicit parameters of the model-level
@@ -289,7 +289,7 @@ def route_options(
     EvidenceInputError
         For a keyword no method takes (listing the accepted ones), an option object of the
         wrong class, a value an option object refuses, or a value of an own option outside
-        :data:`CHOICES`.
+        :data:`~pm_evidence.core.methods.CHOICES`.
     """
     methods = [methods] if isinstance(methods, str) else list(methods)
     keywords = {k: v for k, v in keywords.items() if not (v is None and k in _NONE_IS_UNSET)}
