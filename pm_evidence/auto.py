@@ -10,7 +10,7 @@ For a continuous model (:func:`auto_evidence`):
 4. **cross-check**: AIS from the exploration's mixture (or from the reference
    :func:`~pm_evidence.path.plan.auto_reference` fits to the draws where it did not explore);
 5. **coverage**: where each side's draws found mass that the other's missed
-   (:func:`~pm_evidence.search.exploration.compare_coverage`);
+   (:func:`~pm_evidence.search.coverage.compare_coverage`);
 6. **choice**: the better supported of the two (:func:`cross_checked`), a disagreement over
    4 combined SEs a warning on it; where no exploration ran, the **term check**
    (:mod:`pm_evidence.search.term_check`).
@@ -47,12 +47,8 @@ from pm_evidence.run_methods import (
     nothing_left,
     term_checked,
 )
-from pm_evidence.search.exploration import (
-    MISSED_SHARE,
-    ExplorationOptions,
-    compare_coverage,
-    explore,
-)
+from pm_evidence.search.coverage import MISSED_SHARE, compare_coverage
+from pm_evidence.search.exploration import ExplorationOptions, explore
 
 __all__ = [
     "auto_evidence",
@@ -320,7 +316,7 @@ def _with_failures(ev: Evidence, failures: dict[str, str]) -> Evidence:
 
 def _coverage_checked(estimate: Evidence, check: Evidence, exploration, plan):
     """Both results with a warning where the other's draws found mass that theirs missed
-    (:func:`~pm_evidence.search.exploration.compare_coverage`), and the facts for the diagnostics."""
+    (:func:`~pm_evidence.search.coverage.compare_coverage`), and the facts for the diagnostics."""
     group = plan.search.group
     unenumerated = plan.search.found and group is None
     coverage = compare_coverage(exploration, plan.draws, None if group is None else group.orbit)

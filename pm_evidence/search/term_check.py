@@ -7,7 +7,7 @@ unequal_modes``, whose narrow mode holds 30% of the posterior and about 1e-8 of 
 mass) is then left out of the estimate with nothing to show for it: every evaluation the method
 made is one it would have made on the model without that mode. Where the log-density is written
 as a sum of terms (``pt.logaddexp``, ``pt.logsumexp``, ``pm.Mixture``), each term's mode is
-found from anywhere by :func:`~pm_evidence.search.exploration.term_modes`; this module climbs the
+found from anywhere by :func:`~pm_evidence.search.climbing.term_modes`; this module climbs the
 model's own log-density from each, keeps the local modes no draw visited (none within the
 ``1 - OUTLIER_LEVEL`` chi-square quantile of the mode's Laplace covariance, mirror images
 included) and estimates their mass by the Laplace approximation,
@@ -30,14 +30,9 @@ from scipy import special, stats
 
 from pm_evidence.core.utils import warn_user
 from pm_evidence.references import MultivariateNormalReference
-from pm_evidence.search.exploration import (
-    MISSED_SHARE,
-    OUTLIER_LEVEL,
-    TERM_SEARCH_STARTS,
-    climb,
-    laplace_covariance,
-    term_modes,
-)
+from pm_evidence.search.climbing import TERM_SEARCH_STARTS, climb, laplace_covariance, term_modes
+from pm_evidence.search.coverage import MISSED_SHARE
+from pm_evidence.search.mixtures import OUTLIER_LEVEL
 
 __all__ = ["UnvisitedModes", "unvisited_term_modes", "with_unvisited_warning"]
 

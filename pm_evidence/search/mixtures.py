@@ -1,0 +1,253 @@
+"""Gaussian mixtures of the exploration (:mod:`pm_evidence.search.exploration`): fitted to
+particles by EM with the number of components chosen by BIC (:func:`fit_gaussian_mixture`),
+pooled and flattened for independent jumps, and adapted by population Monte Carlo
+(:func:`adapt_components`: weights, means and covariances set by importance sampling from the
+mixture itself).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import numpy as np
+from scipy import special, stats
+
+from pm_evidence.references import (
+    MixtureReference,
+)
+
+__all__ = [
+    "ADAPTED_ESS",
+    "OUTLIER_LEVEL",
+    "adapt_components",
+    "fit_gaussian_mixture",
+    "flattened",
+    "pooled",
+    "with_lost_components",
+]
+
+# A point is outside a normal component where its squared Mahalanobis distance is beyond the
+# chi-square 1 - OUTLIER_LEVEL quantile (a lost component, a draw no component covers).
+OUTLIER_LEVEL = 1e-4
+
+
+# adapt_components stops once its mixture's importance weights have a Kish ESS of at least this
+# fraction of the draws (chi-square divergence 1 / ESS - 1 <= 0.05 from the posterior): on the
+# Pima logistic regression the normal fitted to the particles had 0.985 and the updates gained
+# 0.001 for 8,192 more evaluations; on the peaked 20-D model it had 0.88 and they gained 0.06.
+ADAPTED_ESS = 0.95
+
+
+def fit_gaussian_mixture(
+    x: np.ndarray,
+    rng: np.random.Generator,
+    max_components: int = 32,
+    start: int = 1,
+    search: bool = True,
+) -> MixtureReference:
+    """A Gaussian mixture fitted to points ``x (n, dim)`` by EM, its number of components chosen
+    by BIC (scikit-learn's ``GaussianMixture``, full covariances).
+
+    At most ``max_components`` and at most one component per ``5 dim`` points (every covariance
+    then rests on enough points); a single component is the mean and covariance of ``x``.
+    Candidates: ``start`` components (the number chosen at the previous rung of an exploration;
+    k-means++ initialisation), half as many, then twice as many while BIC falls, each
+    initialised by splitting every component of the last fit in two along its principal axis
+    (means ``mu +- sqrt(lambda_1) v_1``): well-separated modes are split apart where a
+    Euclidean k-means, blind to the components' shapes, can merge them. ``search=False`` fits
+    ``start`` components only.
+    """
+    n, dim = x.shape
+    most = int(max(1, min(max_components, n // (5 * dim))))
+    k = int(min(max(start, 1), most))
+    if k == 1 and (most == 1 or not search):
+        return MixtureReference.single(x)
+    from sklearn.mixture import GaussianMixture
+
+    # one scale for every axis (the geometric mean of the spreads): EM's covariance floor
+    # (reg_covar) is then relative to the points' spread, and the shape, which the split
+    # along principal axes reads, is kept
+    center, spread = np.mean(x, axis=0), np.std(x, axis=0)
+    scale = float(np.exp(np.mean(np.log(spread[spread > 0])))) if np.any(spread > 0) else 1.0
+    z = (x - center) / scale
+
+    def fit(k: int, split_of=None):
+        init = {} if split_of is None else _split_init(split_of)
+        model = GaussianMixture(
+            k, covariance_type="full", reg_covar=1e-6, max_iter=30, init_params="k-means++",
+            random_state=int(rng.integers(2**31 - 1)), **init,
+        )  # fmt: skip
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # ConvergenceWarning: the BIC judges the fit
+            model.fit(z)
+        return model
+
+    fits = {k: fit(k)}
+    if search and k > 1:
+        fits[k // 2] = fit(k // 2)
+    best = min(fits, key=lambda j: fits[j].bic(z))
+    while search and best == max(fits) and 2 * best <= most:
+        fits[2 * best] = fit(2 * best, split_of=fits[best])
+        if fits[2 * best].bic(z) >= fits[best].bic(z):
+            break
+        best = 2 * best
+    model = fits[best]
+    means = model.means_ * scale + center
+    covariances = model.covariances_ * scale**2
+    return MixtureReference.from_components(model.weights_, means, covariances)
+
+
+def _split_init(model) -> dict:
+    """EM's starting values for twice the components of a fitted ``GaussianMixture``: each
+    component split along its principal axis into two of half its weight."""
+    values, vectors = np.linalg.eigh(model.covariances_)
+    offset = np.sqrt(values[:, -1])[:, None] * vectors[:, :, -1]
+    means = np.concatenate([model.means_ + offset, model.means_ - offset])
+    covariances = np.concatenate([model.covariances_, model.covariances_])
+    weights = np.concatenate([model.weights_, model.weights_]) / 2
+    return {
+        "weights_init": weights,
+        "means_init": means,
+        "precisions_init": np.linalg.inv(covariances),
+    }
+
+
+def flattened(q: MixtureReference) -> MixtureReference:
+    """``q`` with weights halfway between its own and equal ones: the jumps' proposal.
+
+    A mode that holds few particles (the resampling's noise) gets a small weight in the
+    mixture fitted to them, so few jumps would propose it and its share would recover slowly;
+    with at least ``1 / (2 K)`` of the proposals each, it refills in a few jumps. The
+    Metropolis-Hastings ratio corrects for whatever weights ``q`` has.
+    """
+    if q.n_components == 1:
+        return q
+    return dataclasses.replace(q, weights=0.5 * q.weights + 0.5 / q.n_components)
+
+
+def pooled(*mixtures: MixtureReference) -> MixtureReference:
+    """One mixture of the components of ``mixtures``, each mixture an equal share."""
+    n = len(mixtures)
+    return MixtureReference(
+        np.concatenate([m.weights / n for m in mixtures]),
+        np.concatenate([m.means for m in mixtures]),
+        np.concatenate([m.chols for m in mixtures]),
+        mixtures[0].df,
+    )
+
+
+def with_lost_components(
+    mixture: MixtureReference, earlier: list[MixtureReference]
+) -> MixtureReference:
+    """``mixture`` with the components of earlier rungs' mixtures that none of its components
+    covers (their mean beyond the chi-square ``1 - OUTLIER_LEVEL`` quantile of every component
+    kept so far), taken from the latest rung back, each with weight ``1 / K``.
+
+    A mode that the resampling emptied at a late rung is still a component of the mixtures
+    fitted at the rungs before (wider, at a smaller ``beta``); :func:`adapt_components` then
+    weighs and fits it by importance sampling, or gives it a negligible weight where the
+    posterior has no mass.
+    """
+    limit = stats.chi2.ppf(1 - OUTLIER_LEVEL, mixture.dim)
+    kept = mixture
+    for fitted in earlier:
+        for mean, chol in zip(fitted.means, fitted.chols, strict=True):
+            if np.min(kept.mahalanobis_sq(mean)) > limit:
+                weights = np.append(kept.weights, 1.0 / mixture.n_components)
+                kept = MixtureReference(
+                    weights / weights.sum(),
+                    np.concatenate([kept.means, mean[None]]),
+                    np.concatenate([kept.chols, chol[None]]),
+                    mixture.df,
+                )
+    return kept
+
+
+def adapt_components(
+    mixture: MixtureReference,
+    log_f,
+    rng: np.random.Generator,
+    n_draws: int,
+    n_iterations: int = 3,
+) -> tuple[MixtureReference, float]:
+    r"""The mixture adapted to the posterior by population Monte Carlo: its weights set to the
+    posterior mass of each component, and its means and covariances to the posterior's
+    moments there, estimated by importance sampling from the mixture itself.
+
+    The Rao-Blackwellized updates of Cappe, Douc, Guillin, Marin & Robert (2008, eqs. 6-8):
+    with ``x_i ~ q``, self-normalized importance weights ``u_i`` proportional to
+    ``f(x_i) / q(x_i)`` and responsibilities ``r_ik = w_k q_k(x_i) / q(x_i)``,
+
+    .. math::
+
+        w_k' = \sum_i u_i r_{ik}, \qquad
+        \mu_k' = \frac{\sum_i u_i r_{ik} x_i}{w_k'}, \qquad
+        \Sigma_k' = \frac{\sum_i u_i r_{ik} (x_i - \mu_k')(x_i - \mu_k')^T}{w_k'},
+
+    repeated ``n_iterations`` times. The particles' shares (the weights EM gives) carry the
+    SMC's resampling noise and, where the moves mix slowly between modes, its drift; a mode
+    holding a tenth of its share in the reference gives the AIS chains started there ten times
+    the mean weight. The updates read the target at fresh draws, so they also weigh mass the
+    fit to the particles missed (a mode the last rungs lost, whose wider component from an
+    earlier rung was added; the boundary modes of the eggbox, exponential tails in the
+    unconstrained space).
+
+    Each mixture is judged by the Kish effective sample size of its own weights, and the best
+    one returned (an update fitted to a few heavy weights can make the next worse); the updates
+    stop once that ESS is at least ``ADAPTED_ESS`` (0.95) of the draws. Guards: an
+    iteration whose weights have an ESS below ``10 K`` (``K`` components) is not used for an
+    update; a component's mean and covariance are updated only where
+    its own weights ``u_i r_ik`` have an ESS of at least ``5 (dim + 1)`` and the new covariance
+    is positive definite; every weight stays above ``1e-3 / K``.
+
+    Parameters
+    ----------
+    mixture : MixtureReference
+    log_f : callable
+        ``log_f(x (n, dim)) -> (n,)``: the unnormalized log posterior density.
+    rng : numpy.random.Generator
+    n_draws : int
+        Draws per iteration (each one evaluation of ``log_f``).
+    n_iterations : int
+
+    Returns
+    -------
+    MixtureReference, float
+        The mixture with the largest ESS among those drawn from (``mixture`` itself when no
+        update improved it) and that ESS as a fraction of ``n_draws``.
+    """
+    k, dim = mixture.n_components, mixture.dim
+    best, best_ess = mixture, np.nan
+    for iteration in range(n_iterations):
+        x = mixture.sample(rng, n_draws)
+        log_qk = mixture.component_logpdfs(x)
+        log_q = special.logsumexp(log_qk, axis=1)
+        log_u = np.nan_to_num(np.asarray(log_f(x), dtype=float) - log_q, nan=-np.inf)
+        if not np.isfinite(log_u).any():
+            break
+        u = np.exp(log_u - special.logsumexp(log_u))
+        ess_fraction = float(1.0 / np.sum(u**2) / n_draws)
+        if not ess_fraction <= best_ess:
+            best, best_ess = mixture, ess_fraction
+        if ess_fraction * n_draws < 10 * k or iteration == n_iterations - 1:
+            break
+        if ess_fraction >= ADAPTED_ESS:
+            break  # nearly flat weights: little left to gain, for n_draws evaluations
+        ur = u[:, None] * np.exp(log_qk - log_q[:, None])  # (n, K)
+        shares = ur.sum(axis=0)
+        weights = np.maximum(shares, 1e-3 / k)
+        means, chols = mixture.means.copy(), mixture.chols.copy()
+        for j in range(k):
+            if shares[j] <= 0 or shares[j] ** 2 / np.sum(ur[:, j] ** 2) < 5 * (dim + 1):
+                continue
+            mean = ur[:, j] @ x / shares[j]
+            centred = x - mean
+            cov = (ur[:, j, None] * centred).T @ centred / shares[j]
+            try:
+                chols[j] = np.linalg.cholesky(cov)
+            except np.linalg.LinAlgError:
+                continue
+            means[j] = mean
+        mixture = MixtureReference(weights / weights.sum(), means, chols, mixture.df)
+    return best, best_ess
