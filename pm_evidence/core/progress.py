@@ -11,6 +11,8 @@
   restores their levels afterwards (``progressbar=False`` prints nothing).
 - :func:`only_the_results_warnings` holds back the warnings issued inside and issues again only
   those that the result carries (and deprecations), once each.
+- What runs now (phases, status lines) is per thread (``_ACTIVITY``), display state that no
+  computation reads.
 - :func:`interruptible` turns a Ctrl-C anywhere inside it (compilation, NUTS, a path sampler)
   into a :class:`KeyboardInterrupt` that names the phase and shows as one line instead of a
   traceback, in a script and in IPython alike (:func:`interruption`). It installs no signal
@@ -43,12 +45,29 @@ __all__ = [
     "status",
 ]
 
-# What the library is doing now, innermost last (named in the Ctrl-C message).
-_PHASES: list[str] = []
-# Status lines being shown, innermost last (paused while a progress bar is shown).
-_STATUSES: list = []
-# Phases in which compiled code swallowed a Ctrl-C (raised at the next phase boundary).
-_SWALLOWED: list[str] = []
+
+
+class _Activity(threading.local):
+    """What this thread of the library is doing now: display state only, never read by a
+    computation (a thread of ``compare_models`` has its own).
+
+    Attributes
+    ----------
+    phases : list of str
+        What runs, innermost last (named in the Ctrl-C message).
+    statuses : list
+        Status lines being shown, innermost last (paused while a progress bar is shown).
+    swallowed : list of str
+        Phases in which compiled code swallowed a Ctrl-C (raised at the next phase boundary).
+    """
+
+    def __init__(self):
+        self.phases: list[str] = []
+        self.statuses: list = []
+        self.swallowed: list[str] = []
+
+
+_ACTIVITY = _Activity()
 # Loggers that print during pm.sample and compilation.
 QUIET_LOGGERS = ("pymc", "pytensor")
 
@@ -94,9 +113,9 @@ def _install_one_line_excepthook() -> None:
 
 def _raise_if_swallowed() -> None:
     """Re-raise a Ctrl-C that compiled code swallowed (see :func:`interruptible`)."""
-    if _SWALLOWED:
-        where = _SWALLOWED[0]
-        _SWALLOWED.clear()
+    if _ACTIVITY.swallowed:
+        where = _ACTIVITY.swallowed[0]
+        _ACTIVITY.swallowed.clear()
         err = KeyboardInterrupt()
         err.pm_evidence_phase = where
         raise err
@@ -109,16 +128,16 @@ def phase(name: str) -> Iterator[None]:
     On entry and exit, a Ctrl-C that compiled code swallowed in the meantime is raised.
     """
     _raise_if_swallowed()
-    _PHASES.append(name)
+    _ACTIVITY.phases.append(name)
     _log.debug("phase started: %s", name)
     try:
         yield
     except KeyboardInterrupt as err:
         if not hasattr(err, "pm_evidence_phase"):
-            err.pm_evidence_phase = _PHASES[-1]
+            err.pm_evidence_phase = _ACTIVITY.phases[-1]
         raise
     finally:
-        _PHASES.pop()
+        _ACTIVITY.phases.pop()
     _raise_if_swallowed()
 
 
@@ -143,7 +162,7 @@ def interruptible(method: str, *, nothing_computed: str = "nothing was computed"
 
     def _note_swallowed(unraisable):
         if isinstance(unraisable.exc_value, KeyboardInterrupt):
-            _SWALLOWED.append(_PHASES[-1] if _PHASES else "setting up")
+            _ACTIVITY.swallowed.append(_ACTIVITY.phases[-1] if _ACTIVITY.phases else "setting up")
             return
         previous_hook(unraisable)
 
@@ -165,7 +184,7 @@ def interruptible(method: str, *, nothing_computed: str = "nothing was computed"
         ) from None
     finally:
         sys.unraisablehook = previous_hook
-        _SWALLOWED.clear()
+        _ACTIVITY.swallowed.clear()
 
 
 @contextmanager
@@ -240,26 +259,26 @@ def status(message: str, enabled: bool = True, *, phase_name: str | None = None)
             line.show()
         except Exception:  # a console that cannot show it: run without
             line = None
-    _STATUSES.append(line)
+    _ACTIVITY.statuses.append(line)
     try:
         with phase(phase_name or message):
             yield
     finally:
-        _STATUSES.pop()
+        _ACTIVITY.statuses.pop()
         if line is not None:
             line.hide()
 
 
 def set_status(message: str) -> None:
     """Change the innermost status line's message."""
-    if _STATUSES and _STATUSES[-1] is not None:
-        _STATUSES[-1].update(message)
+    if _ACTIVITY.statuses and _ACTIVITY.statuses[-1] is not None:
+        _ACTIVITY.statuses[-1].update(message)
 
 
 @contextmanager
 def progress_bar_shown() -> Iterator[None]:
     """Hide the status lines while another live display (a progress bar) is shown."""
-    hidden = [line for line in _STATUSES if line is not None and line._shown]
+    hidden = [line for line in _ACTIVITY.statuses if line is not None and line._shown]
     for line in hidden:
         line.hide()
     try:
