@@ -48,14 +48,20 @@ from pm_evidence.run_methods import (
     term_checked,
 )
 from pm_evidence.search.coverage import MISSED_SHARE, compare_coverage
-from pm_evidence.search.exploration import ExplorationOptions, explore
+from pm_evidence.search.exploration import Exploration, ExplorationOptions, explore
 
 __all__ = [
     "auto_evidence",
     "auto_pair",
     "check_precision",
+    "check_stage_options",
+    "coverage_stage",
     "cross_checked",
+    "draws_stage",
+    "estimate_stage",
     "exploration_skipped",
+    "exploration_stage",
+    "term_check_stage",
 ]
 
 
@@ -125,24 +131,31 @@ def check_precision(check: str, kwargs: dict, estimate: Evidence) -> dict:
     return {**kwargs, "annealing": AnnealingOptions(target_se=float(estimate.se))}
 
 
-def _one(name: str, target, draws, seed, progressbar: bool, kwargs: dict) -> Evidence:
-    """One method of the pair, given the options it takes, on the shared draws or plan."""
+def exploration_stage(target, seed, progressbar: bool) -> Exploration:
+    """Stage 1: tempered SMC from the prior (:func:`~pm_evidence.search.exploration.explore`) on
+    the ``"exploration"`` stream of ``seed``."""
+    return explore(target, stage_rngs(seed)["exploration"], progressbar=progressbar)
+
+
+def estimate_stage(name: str, target, draws, seed, progressbar: bool, kwargs: dict) -> Evidence:
+    """Stages 3 and 4: one method of the pair, given the options it takes, on the shared
+    draws (a ``PosteriorPlan``, or ``None`` where they failed) and its own stream of ``seed``."""
     accepted = accepted_options([name])
     own = {k: v for k, v in kwargs.items() if k in accepted}
     results = estimate_methods(target, [name], draws, seed, progressbar, own, {}, term_check=False)
     return results[name]
 
 
-def _posterior_stage(target, idata, seed, progressbar, kwargs):
-    """The posterior plan both halves of ``auto`` read: the draws a list of methods would make
-    (from ``idata``, or NUTS on the ``"posterior"`` stream of ``seed``)."""
+def draws_stage(target, idata, seed, progressbar, kwargs):
+    """Stage 2: the posterior plan both halves of ``auto`` read, the draws a list of methods
+    would make (from ``idata``, or NUTS on the ``"posterior"`` stream of ``seed``)."""
     sampling = {k: v for k, v in kwargs.items() if k in SAMPLE_KEYS}
     rng = stage_rngs(seed)["posterior"]
     return posterior_plan(target, idata, rng=rng, progressbar=progressbar, **sampling)
 
 
-def _check_options(target, kwargs: dict, exploration, plan, skipped: str) -> dict | None:
-    """The cross-check's options: AIS from the exploration's mixture where it ran; else from
+def check_stage_options(target, kwargs: dict, exploration, plan, skipped: str) -> dict | None:
+    """The options of stage 4, the cross-check: AIS from the exploration's mixture where it ran; else from
     the path options given, or the reference fitted to the NUTS draws; where those failed,
     from the prior (a proper prior that can be sampled), or ``None`` where nothing is left to start
     from."""
@@ -197,29 +210,28 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
         failures.update(pair.failures)
         first, second = pair.get(primary), pair.get(check)
         return _settled(first, second, primary, check, failures, facts)
-    rngs = stage_rngs(seed)
     exploration = None
     if not skipped:
         exploration = attempt(
             "the exploration from the prior (tempered SMC with jumps between modes)",
-            lambda: explore(target, rngs["exploration"], progressbar=progressbar),
+            lambda: exploration_stage(target, seed, progressbar),
             failures,
         )
     plan = attempt(
         "the posterior draws (NUTS, or idata)",
-        lambda: _posterior_stage(target, idata, seed, progressbar, kwargs),
+        lambda: draws_stage(target, idata, seed, progressbar, kwargs),
         failures,
     )
     first = None
     if plan is not None:
         first = attempt(
             f"{primary!r} (on the NUTS draws)",
-            lambda: _one(primary, target, plan, seed, progressbar, kwargs),
+            lambda: estimate_stage(primary, target, plan, seed, progressbar, kwargs),
             failures,
         )
     if first is not None and first.diagnostics.get("interrupted"):
         return first
-    options = _check_options(target, kwargs, exploration, plan, skipped)
+    options = check_stage_options(target, kwargs, exploration, plan, skipped)
     second = None
     if options is None:
         failures[repr(check)] = (
@@ -232,7 +244,7 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
         try:
             second = attempt(
                 f"{check!r} (from {_start_of(options, exploration)})",
-                lambda: _one(check, target, plan, seed, progressbar, options),
+                lambda: estimate_stage(check, target, plan, seed, progressbar, options),
                 failures,
             )
         except KeyboardInterrupt:
@@ -245,7 +257,7 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
     if exploration is not None and first is not None and second is not None:
         covered = attempt(
             "the coverage check (which modes each side's draws visited)",
-            lambda: _coverage_checked(first, second, exploration, plan),
+            lambda: coverage_stage(first, second, exploration, plan),
             failures,
         )
         if covered is not None:
@@ -269,11 +281,18 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
     if exploration is None and plan is not None:  # both halves read the NUTS draws: check those
         checked = attempt(
             "the term check (modes of the model's log-sum-exp terms)",
-            lambda: term_checked(target, [result], plan, rngs)[0],
+            lambda: term_check_stage(target, result, plan, seed),
             failures,
         )
         result = _with_failures(result if checked is None else checked, failures)
     return result
+
+
+def term_check_stage(target, result: Evidence, plan, seed) -> Evidence:
+    """Stage 7, where no exploration ran: ``result`` checked against the modes of the terms of
+    the model's log-sum-exps that the draws of ``plan`` did not visit
+    (:func:`~pm_evidence.run_methods.term_checked`), on the ``"term_check"`` stream of ``seed``."""
+    return term_checked(target, [result], plan, stage_rngs(seed))[0]
 
 
 def _start_of(options: dict, exploration) -> str:
@@ -314,9 +333,10 @@ def _with_failures(ev: Evidence, failures: dict[str, str]) -> Evidence:
     )
 
 
-def _coverage_checked(estimate: Evidence, check: Evidence, exploration, plan):
-    """Both results with a warning where the other's draws found mass that theirs missed
-    (:func:`~pm_evidence.search.coverage.compare_coverage`), and the facts for the diagnostics."""
+def coverage_stage(estimate: Evidence, check: Evidence, exploration, plan):
+    """Stage 5: both results with a warning where the other's draws found mass that theirs
+    missed (:func:`~pm_evidence.search.coverage.compare_coverage`), and the facts for the
+    diagnostics."""
     group = plan.search.group
     unenumerated = plan.search.found and group is None
     coverage = compare_coverage(exploration, plan.draws, None if group is None else group.orbit)

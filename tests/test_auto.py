@@ -1,0 +1,68 @@
+"""``method="auto"``'s stages, each run alone (issue 34, step 3), and their composition: the
+stages of one call are the stages run one by one with the same seed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pm_evidence as pme
+from pm_evidence import auto
+from pm_evidence.core.utils import root_sequence
+
+SEED = 5
+
+
+@pytest.fixture(scope="module")
+def stages(normal_mean_case):
+    """The stages of ``auto`` on the normal-mean model, run one by one from one seed."""
+    target = pme.LogDensity.for_model(normal_mean_case.model)
+    seed = root_sequence(SEED)
+    exploration = auto.exploration_stage(target, seed, progressbar=False)
+    plan = auto.draws_stage(target, normal_mean_case.idata, seed, False, {})
+    primary, check = auto.auto_pair(target)
+    first = auto.estimate_stage(primary, target, plan, seed, False, {})
+    options = auto.check_stage_options(target, {}, exploration, plan, "")
+    second = auto.estimate_stage(check, target, plan, seed, False, options)
+    return {
+        "target": target, "seed": seed, "exploration": exploration, "plan": plan,
+        "first": first, "second": second, "exact": normal_mean_case.exact,
+        "case": normal_mean_case,
+    }  # fmt: skip
+
+
+def test_each_stage_alone_gives_what_the_next_reads(stages):
+    exploration, plan = stages["exploration"], stages["plan"]
+    assert exploration.n_modes == 1 and exploration.betas[-1] == 1.0
+    assert plan.draws.shape == (2, 1000, stages["target"].dim)  # the given draws, checked
+    first, second, exact = stages["first"], stages["second"], stages["exact"]
+    assert (first.method, second.method) == ("bridge", "ais")
+    for ev in (first, second):  # right within 4 of their own SEs (plus rounding)
+        assert abs(ev.log_z - exact) < 4 * ev.se + 1e-3, (ev.method, ev.log_z, ev.se, exact)
+    assert second.diagnostics["reference"].endswith("_explored")  # from the exploration
+
+
+def test_the_coverage_stage_finds_nothing_missed_on_a_unimodal_posterior(stages):
+    first, second, facts = auto.coverage_stage(
+        stages["first"], stages["second"], stages["exploration"], stages["plan"]
+    )
+    assert facts["exploration_missed_by_nuts"] < auto.MISSED_SHARE
+    assert facts["exploration_missed_by_exploration"] < auto.MISSED_SHARE
+    assert first.warnings == stages["first"].warnings  # nothing added
+    assert second.warnings == stages["second"].warnings
+
+
+def test_the_term_check_stage_leaves_a_model_without_log_sum_exp_alone(stages):
+    checked = auto.term_check_stage(stages["target"], stages["first"], stages["plan"], SEED)
+    assert checked.log_z == stages["first"].log_z and checked.warnings == stages["first"].warnings
+
+
+def test_the_call_is_its_stages(stages):
+    """``marginal_likelihood(method="auto")`` returns what its stages give alone."""
+    case = stages["case"]
+    ev = pme.marginal_likelihood(case.model, idata=case.idata, random_seed=SEED, progressbar=False)
+    by_method = {stages["first"].method: stages["first"], stages["second"].method: stages["second"]}
+    assert ev.log_z == by_method[ev.method].log_z and ev.se == by_method[ev.method].se
+    other = ev.diagnostics["auto_other_method"]
+    assert ev.diagnostics["auto_other_log_z"] == by_method[other].log_z
+    assert np.isfinite(ev.diagnostics["exploration_log_z"])
