@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import pm_evidence as pme
+from pm_evidence.model.log_density import as_target
 from pm_evidence.zoo import testing
 
 # |estimate - exact| must be within this many of the estimator's own standard errors. The
@@ -144,7 +145,7 @@ def _exact_posterior_draws(case, rng, chains=4, draws=500):
     sigma2 = b_n / rng.gamma(a_n, size=(chains, draws))
     z = rng.standard_normal((chains, draws, X.shape[1])) @ np.linalg.cholesky(cov).T
     beta = mean + np.sqrt(sigma2)[..., None] * z
-    target = pme.model.target.as_target(model)
+    target = as_target(model)
     values = {"regression_inverse_gamma::sigma2": sigma2, "regression_inverse_gamma::beta": beta}
     return target.to_unconstrained(values, batch_ndim=2)
 
@@ -292,7 +293,7 @@ def test_reverse_is_se_matches_spread_on_eight_schools():
     reference-side chi^2 in the SE, the SE matches the spread of 40 runs that redraw
     everything, and no unflagged run is more than 4 SE off."""
     model, exact = testing.hierarchical_noncentered()
-    target = pme.model.target.as_target(model)
+    target = as_target(model)
     rng = np.random.default_rng(2026)
     evs = []
     for seed in range(40):
@@ -313,7 +314,7 @@ def test_reverse_is_flags_a_reference_the_target_draws_cannot_judge():
     """The same model with Gelfand & Dey's fixed 95% truncated normal: the reference-side
     chi^2 is far above the target-side one, so the SE says so, or the result is flagged."""
     model, exact = testing.hierarchical_noncentered()
-    target = pme.model.target.as_target(model)
+    target = as_target(model)
     values = testing.hierarchical_noncentered_posterior_draws(np.random.default_rng(5))
     draws = target.to_unconstrained(values, batch_ndim=2)
     ev = pme.reverse_importance_sampling(
