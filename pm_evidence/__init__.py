@@ -4,7 +4,7 @@ import importlib.abc
 import importlib.util
 import sys
 
-from pm_evidence.compare import bayes_factor, compare, post_prob
+from pm_evidence.compare import bayes_factor, post_prob
 from pm_evidence.core.evidence import Evidence, EvidenceSet, from_datatree
 from pm_evidence.core.exceptions import (
     ConvergenceError,
@@ -18,7 +18,7 @@ from pm_evidence.interop.bambi import from_bambi
 from pm_evidence.interop.pymc_smc import from_smc
 from pm_evidence.marginal import marginal_likelihood
 from pm_evidence.model.log_density import LogDensity
-from pm_evidence.parallel import ModelComparison, ModelFailure, compare_models
+from pm_evidence.parallel import ModelComparison, ModelFailure, compare, compare_models
 from pm_evidence.path import path_estimators
 from pm_evidence.path.api import (
     annealed_discriminance_sampling,

@@ -42,7 +42,7 @@ import pandas as pd
 import pymc as pm
 
 from pm_evidence import registry
-from pm_evidence.compare import compare
+from pm_evidence.compare import compare as compare_table
 from pm_evidence.core.evidence import Evidence, FrozenDict, format_estimate
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.progress import interruptible
@@ -50,7 +50,12 @@ from pm_evidence.core.utils import root_sequence, warn_user
 from pm_evidence.interop.resolve import resolve_model
 from pm_evidence.marginal import auto_pair, check_options, marginal_likelihood
 
-__all__ = ["ModelComparison", "ModelFailure", "compare_models"]
+__all__ = [
+    "ModelComparison",
+    "ModelFailure",
+    "compare",
+    "compare_models",
+]
 
 SERIAL = "serial"
 """``executor="serial"``: every model in this process, one after another."""
@@ -197,7 +202,7 @@ class ModelComparison(Mapping):
                 f"{len(self.evidences) + len(self.failures)} succeeded"
                 + (f" (failed: {failed})." if failed else ".")
             )
-        return compare(
+        return compare_table(
             self.evidences, prior_prob=prior_prob, reference=reference, check_data=check_data
         )
 
@@ -206,9 +211,9 @@ class ModelComparison(Mapping):
         text = f"ModelComparison: {len(self.evidences)} of {n} models succeeded"
         if len(self.evidences) >= 2:
             try:  # as self.compare(): no log BF or probability across different data
-                table, refused = compare(self.evidences), None
+                table, refused = compare_table(self.evidences), None
             except EvidenceInputError as err:
-                table = compare(self.evidences, check_data=False)
+                table = compare_table(self.evidences, check_data=False)
                 refused = _first_sentence(str(err))
             columns = ["log_z", "se", "log_bf", "prob", "method", "warning"]
             if refused is not None:
@@ -253,9 +258,10 @@ def compare_models(
 
     Parameters
     ----------
-    models : dict of str to pymc.Model
+    models : dict of str to pymc.Model or Bambi model (bambi.Model)
         The models by name; a value may be ``(model, idata)`` to estimate from posterior draws
-        already made (as ``idata=`` of :func:`~pm_evidence.marginal_likelihood`).
+        already made (as ``idata=`` of :func:`~pm_evidence.marginal_likelihood`; for a Bambi
+        model, what its ``fit()`` returned).
     executor : None, "serial", a concurrent.futures executor or a Dask client
         Where the models run. Default (``None``): a local process pool of ``max_workers``
         processes, started with ``forkserver`` where the platform has it, else ``spawn`` (a
@@ -811,3 +817,60 @@ class _Lines:
             failure = outcome.failure
             what = f"failed: {failure.error}: {_first_line(failure.message)} ({took})"
         self.write(f"pm_evidence: [{done}/{self.total}] {name!r} {what}")
+
+
+def _is_model(value) -> bool:
+    """Whether a value of ``compare``'s mapping is a model to estimate (a PyMC or Bambi model,
+    or ``(model, idata)``) rather than a result."""
+    if isinstance(value, tuple) and len(value) == 2:
+        value = value[0]
+    return isinstance(value, pm.Model) or resolve_model(value)[0] is not value
+
+
+def compare(
+    evidences,
+    *,
+    prior_prob=None,
+    reference: str | None = None,
+    check_data: bool = True,
+    **estimation,
+) -> pd.DataFrame:
+    """Rank models by log evidence: :func:`pm_evidence.compare.compare` of results, or of
+    models, estimated first.
+
+    Parameters
+    ----------
+    evidences : dict, list or xarray.DataTree
+        The models' results (as :func:`pm_evidence.compare.compare` takes them), or a dict of
+        models by name: ``pymc.Model``, Bambi models (bambi.Model, built or not) or
+        ``(model, idata)`` pairs, each estimated by :func:`compare_models` (``**estimation``:
+        its ``method``, ``executor``, ``random_seed``, ``progressbar`` and options).
+    prior_prob, reference, check_data
+        As :func:`pm_evidence.compare.compare`.
+    **estimation
+        Only with models: the keywords of :func:`compare_models`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The comparison table; with models, that of the models that succeeded (the failures
+        are warnings, as with :func:`compare_models`).
+
+    Raises
+    ------
+    EvidenceInputError
+        For estimation keywords given with results (there is nothing to estimate), and the
+        errors of :func:`pm_evidence.compare.compare` and :func:`compare_models`.
+    """
+    models = isinstance(evidences, Mapping) and any(_is_model(v) for v in evidences.values())
+    if models:
+        comparison = compare_models(evidences, **estimation)
+        return comparison.compare(prior_prob=prior_prob, reference=reference, check_data=check_data)
+    if estimation:
+        raise EvidenceInputError(
+            f"compare() was given results, so {sorted(estimation)} (options of an estimation) "
+            f"have nothing to act on: pass models to estimate them, or drop these keywords."
+        )
+    return compare_table(
+        evidences, prior_prob=prior_prob, reference=reference, check_data=check_data
+    )

@@ -149,3 +149,19 @@ def test_a_fit_without_its_group_terms_is_a_clear_error(group_fit):
         pme.from_bambi(model, cut)
     with pytest.raises(pme.EvidenceInputError, match="DataTree its fit returned"):
         pme.from_bambi(model, idata["posterior"].to_dataset())
+
+
+def test_compare_takes_bambi_models_and_their_fits():
+    """``pme.compare`` of Bambi models estimates them first (compare_models) and returns the
+    table; with results it is the table alone, and estimation keywords are refused there."""
+    frame = _data(n=40)
+    model = bmb.Model("y ~ x", frame)
+    fit = _fit(model, draws=500)
+    table = pme.compare(
+        {"y ~ x": (model, fit), "y ~ x + x2": bmb.Model("y ~ x + x2", frame)},
+        executor="serial", method="bridge", random_seed=4, progressbar=False,
+    )  # fmt: skip
+    assert list(table.index) == ["y ~ x", "y ~ x + x2"]
+    assert np.isfinite(table["log_z"]).all()
+    with pytest.raises(pme.EvidenceInputError, match="nothing to act on"):
+        pme.compare({"a": pme.Evidence(-1.0, 0.1, "bridge")}, method="bridge")
