@@ -168,3 +168,14 @@ def test_old_module_paths_are_the_moved_modules(old):
 @pytest.mark.parametrize("name", pm_evidence.__all__)
 def test_every_public_name_imports(name):
     assert getattr(pm_evidence, name) is not None
+
+
+def test_every_module_has_its_line_in_the_docs():
+    """docs/concepts.rst lists every module with its one job (issue 34)."""
+    text = (PACKAGE.parent / "docs" / "concepts.rst").read_text()
+    missing = [
+        name.removeprefix("pm_evidence.")
+        for name, path in _modules()
+        if path.name != "__init__.py" and f"``{name.removeprefix('pm_evidence.')}``" not in text
+    ]
+    assert missing == [], f"add these modules to docs/concepts.rst: {missing}"
