@@ -11,7 +11,11 @@ For a continuous model (:func:`auto_evidence`):
    :func:`~pm_evidence.path.plan.auto_reference` fits to the draws where it did not explore);
 5. **coverage**: where each side's draws found mass that the other's missed
    (:func:`~pm_evidence.search.coverage.compare_coverage`);
-6. **choice**: the better supported of the two (:func:`cross_checked`), a disagreement over
+6. **confirmation**, only where the NUTS draws missed modes the exploration found (so that
+   the estimate on them cannot check AIS): a second exploration and AIS from its mixture, on
+   streams no other stage uses (:func:`confirmation_stage`); AIS is returned confirmed where
+   the two agree, flagged as unconfirmed otherwise;
+7. **choice**: the better supported of the two (:func:`cross_checked`), a disagreement over
    4 combined SEs a warning on it; where no exploration ran, the **term check**
    (:mod:`pm_evidence.search.term_check`).
 
@@ -55,6 +59,8 @@ __all__ = [
     "auto_pair",
     "check_precision",
     "check_stage_options",
+    "confirmation_seed",
+    "confirmation_stage",
     "coverage_stage",
     "cross_checked",
     "draws_stage",
@@ -264,18 +270,16 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
             first, second, more = covered
             facts.update(more)
             if more["exploration_missed_by_nuts"] >= MISSED_SHARE:
-                # only the estimate from the exploration covers the mass NUTS missed, and
-                # nothing independent checks it: it is returned, flagged
-                second = _with_warning(second, (
-                    f"No independent check: the NUTS draws missed modes that tempering from "
-                    f"the prior found, so this estimate ({second.method} from the "
-                    f"exploration's mixture) is the only one that covers them, and it is "
-                    f"confirmed by nothing; the exploration can miss modes too (narrow ones, "
-                    f"or mass in the far tails of the unconstrained space). Compare it with a "
-                    f"run from another reference, e.g. method=['ais', 'rts'] with "
-                    f"reference='prior'."
-                ))  # fmt: skip
-                chosen = cross_checked(second, first, prefer_first=True)
+                # only the estimate from the exploration covers the mass NUTS missed: a second
+                # exploration, with its own random stream, and AIS from its mixture confirm it
+                # or not
+                confirmation = attempt(
+                    "the confirmation (a second exploration from the prior with its own "
+                    "random stream, and AIS from its mixture)",
+                    lambda: confirmation_stage(target, plan, seed, progressbar, kwargs),
+                    failures,
+                )
+                chosen = _unconfirmed_or_confirmed(second, first, confirmation, facts)
                 return _with_failures(_with_diagnostics(chosen, facts), failures)
     result = _settled(first, second, primary, check, failures, facts)
     if exploration is None and plan is not None:  # both halves read the NUTS draws: check those
@@ -293,6 +297,70 @@ def term_check_stage(target, result: Evidence, plan, seed) -> Evidence:
     the model's log-sum-exps that the draws of ``plan`` did not visit
     (:func:`~pm_evidence.run_methods.term_checked`), on the ``"term_check"`` stream of ``seed``."""
     return term_checked(target, [result], plan, stage_rngs(seed))[0]
+
+
+# The confirmation's streams: the children of the call's seed at this position and beyond
+# the stage streams (pm_evidence.core.utils.STAGES), so they share no randomness with them.
+CONFIRMATION_STREAM = 1000
+
+
+def confirmation_seed(seed: np.random.SeedSequence) -> np.random.SeedSequence:
+    """The seed of the confirmation: a child of ``seed`` that no stage stream is."""
+    return np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, CONFIRMATION_STREAM))
+
+
+def confirmation_stage(target, plan, seed, progressbar: bool, kwargs: dict) -> Evidence:
+    """Stage 6, where the NUTS draws missed modes the exploration found: a second exploration
+    from the prior and AIS from its mixture, every stream a child of
+    :func:`confirmation_seed` (no randomness shared with stages 1 to 5). Two explorations that
+    found the same mass give AIS estimates that agree; one that missed a mode the other found
+    gives a lower one (AIS from a mixture without the mode)."""
+    child = confirmation_seed(root_sequence(seed))
+    exploration = exploration_stage(target, child, progressbar)
+    options = check_stage_options(target, kwargs, exploration, plan, "")
+    result = estimate_stage("ais", target, plan, child, progressbar, options)
+    return _with_diagnostics(result, {"exploration_n_modes": exploration.n_modes})
+
+
+def _unconfirmed_or_confirmed(estimate, nuts_estimate, confirmation, facts: dict) -> Evidence:
+    """``estimate`` (AIS from the exploration's mixture) confirmed by ``confirmation`` where
+    ``estimate`` carries no warning and the two agree within ``DISAGREEMENT_Z`` combined SEs:
+    the better supported of the two, ``reliable`` unless something else says otherwise. A
+    warning on the confirmation (heavy-tailed weights: an SE that is too small, if anything)
+    makes the agreement test stricter, not looser; it is kept in the diagnostics. Otherwise
+    ``estimate`` flagged as unconfirmed, with both numbers. ``nuts_estimate`` (bridge on the
+    draws that missed the modes) is kept in the diagnostics only."""
+    facts["auto_nuts_method"] = getattr(nuts_estimate, "method", None)
+    facts["auto_nuts_log_z"] = getattr(nuts_estimate, "log_z", np.nan)
+    if confirmation is not None:
+        facts["confirmation_log_z"] = confirmation.log_z
+        facts["confirmation_se"] = confirmation.se
+        combined = float(np.hypot(estimate.se, confirmation.se))
+        z = abs(estimate.log_z - confirmation.log_z) / combined if combined > 0 else np.inf
+        facts["confirmation_z"] = z
+        facts["confirmation_warnings"] = tuple(confirmation.warnings)
+        if z <= DISAGREEMENT_Z and estimate.reliable:
+            facts["confirmed_by"] = (
+                "a second exploration from the prior with its own random stream, and AIS from "
+                "its mixture (the NUTS draws missed modes both explorations found)"
+            )
+            return cross_checked(estimate, confirmation)
+    found = (
+        "the confirmation failed (below)" if confirmation is None else
+        f"a second exploration with its own random stream gave "
+        f"{format_estimate(confirmation.log_z, confirmation.se)} against "
+        f"{format_estimate(estimate.log_z, estimate.se)}"
+    )  # fmt: skip
+    estimate = _with_warning(estimate, (
+        f"No independent confirmation: the NUTS draws missed modes that tempering from the "
+        f"prior found, so this estimate ({estimate.method} from the exploration's mixture) is "
+        f"the only one that covers them, and {found}; the exploration can miss modes too "
+        f"(narrow ones, or mass in the far tails of the unconstrained space). Compare it with "
+        f"a run from another reference, e.g. method=['ais', 'rts'] with reference='prior'."
+    ))  # fmt: skip
+    if nuts_estimate is None:
+        return estimate
+    return cross_checked(estimate, nuts_estimate, prefer_first=True)
 
 
 def _start_of(options: dict, exploration) -> str:

@@ -227,7 +227,7 @@ def test_exploration_runs_with_one_blas_thread_and_restores_the_count(monkeypatc
         seen.append(blas_threads())
         raise RuntimeError("stop here")
 
-    monkeypatch.setattr(exploration_module, "_explore", record)
+    monkeypatch.setattr(exploration_module, "tune_at_prior", record)  # its first step
     target = as_target(gaussian_mixture_10d()[0])
     with pytest.raises(RuntimeError, match="stop here"):
         explore(target, np.random.default_rng(0))
@@ -313,10 +313,16 @@ def test_auto_reports_the_mode_nuts_missed_and_returns_the_covering_estimate():
     d = ev.diagnostics
     assert d["exploration_n_modes"] >= 2
     assert d["exploration_missed_by_nuts"] > 0.2  # NUTS never left the first mode
-    assert ev.method == "ais"  # bridge, on the NUTS draws, carries the warning
-    assert d["auto_other_method"] == "bridge"
-    assert abs(d["auto_other_log_z"] - first_mode) < 0.05  # bridge saw the first mode only
+    assert ev.method == "ais"  # bridge, on the NUTS draws, missed the mode
+    assert d["auto_nuts_method"] == "bridge"
+    assert abs(d["auto_nuts_log_z"] - first_mode) < 0.05  # bridge saw the first mode only
     assert abs(ev.log_z - gold) < 4 * ev.se + 0.01
+    # a second exploration with its own stream confirms it (reliable), or the result says not
+    if ev.reliable:
+        assert d["confirmed_by"] and d["confirmation_z"] <= 4
+        assert abs(d["confirmation_log_z"] - gold) < 4 * d["confirmation_se"] + 0.01
+    else:
+        assert any("No independent confirmation" in w for w in ev.warnings)
 
 
 def test_auto_on_the_trimodal_mixture_of_the_multimodal_zoo():
@@ -335,8 +341,9 @@ def test_auto_on_the_unequal_modes_trap_finds_the_narrow_mode():
     the posterior and ~1e-8 of the prior's mass, which no particle and no NUTS chain visits.
     The search of the potential's ``pt.logaddexp`` terms (``term_modes``) finds it; AIS from
     the mixture with it is right (within 4 SE, the SE checked against 40 runs of AIS
-    elsewhere), flagged because nothing independent confirms it (NUTS missed the mode: the
-    returned ``log Z`` was 0.357 low, ``reliable=True``, before the search)."""
+    elsewhere). NUTS missed the mode (the returned ``log Z`` was 0.357 low, ``reliable=True``,
+    before the search), so AIS is returned confirmed by a second exploration with its own
+    stream where the two agree, flagged as unconfirmed otherwise."""
     model, gold = zoo_multimodal.unequal_modes()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -344,7 +351,7 @@ def test_auto_on_the_unequal_modes_trap_finds_the_narrow_mode():
     d = ev.diagnostics
     assert ev.method == "ais" and d["exploration_missed_by_nuts"] > 0.2
     assert abs(ev.log_z - gold) < 4 * ev.se
-    assert not ev.reliable
+    assert ev.reliable == bool(d.get("confirmed_by")), ev.warnings
 
 
 def test_term_modes_find_each_terms_mode_from_anywhere():
