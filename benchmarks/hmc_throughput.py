@@ -37,7 +37,7 @@ def log_density_comparison(target: LogDensity, x: np.ndarray) -> None:
     x_batch = pt.matrix("x_batch")
     wrapped = pytensor.function([x_batch], vectorize_graph(outputs, replace={x_flat: x_batch}))
     plain = ms_per_call(lambda: wrapped(x))
-    unwrapped = ms_per_call(lambda: target._terms_grad_fn(x))
+    unwrapped = ms_per_call(lambda: target.terms_grad_function(x))
     print(f"  log-density + gradient, {x.shape[0]} points: Blockwise {plain:.3f} ms, "
           f"unwrapped {unwrapped:.3f} ms, ratio {plain / unwrapped:.1f}")  # fmt: skip
 

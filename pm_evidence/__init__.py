@@ -136,7 +136,7 @@ __all__ = [
 
 
 # old module path -> its place in the layer folders (issue 34)
-_OLD_PATHS = {
+OLD_MODULE_PATHS = {
     "exceptions": "core.exceptions",
     "utils": "core.utils",
     "progress": "core.progress",
@@ -183,12 +183,14 @@ class _OldPath(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def find_spec(self, fullname, path, target=None):
         old = fullname.removeprefix("pm_evidence.")
-        if fullname.startswith("pm_evidence.") and old in _OLD_PATHS:
+        if fullname.startswith("pm_evidence.") and old in OLD_MODULE_PATHS:
             return importlib.util.spec_from_loader(fullname, self)
         return None
 
     def create_module(self, spec):
-        return importlib.import_module(f"pm_evidence.{_OLD_PATHS[spec.name.removeprefix("pm_evidence.")]}")
+        return importlib.import_module(
+            f"pm_evidence.{OLD_MODULE_PATHS[spec.name.removeprefix('pm_evidence.')]}"
+        )
 
     def exec_module(self, module):
         """The module was executed under its new path."""
@@ -203,6 +205,6 @@ if not any(type(finder).__name__ == "_OldPath" for finder in sys.meta_path):  # 
 def __getattr__(name: str):
     """``pm_evidence.draws`` and the other old module paths as attributes of the package too
     (imported on first use), as they were before they moved."""
-    if name in _OLD_PATHS:
+    if name in OLD_MODULE_PATHS:
         return importlib.import_module(f"pm_evidence.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

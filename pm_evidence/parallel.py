@@ -53,6 +53,8 @@ from pm_evidence.marginal import auto_pair, check_options, marginal_likelihood
 __all__ = [
     "ModelComparison",
     "ModelFailure",
+    "WorkerStartup",
+    "check_main_importable",
     "compare",
     "compare_models",
 ]
@@ -443,7 +445,7 @@ def _task(name, model, idata, seed, method, options) -> _Task:
 # ------------------------------------------------------------------------ engines
 
 
-def _engine(executor, max_workers, n_tasks) -> tuple[Any, bool, str, _Startup | None]:
+def _engine(executor, max_workers, n_tasks) -> tuple[Any, bool, str, WorkerStartup | None]:
     """``(executor or None for serial, whether this call owns it, where the models run, the
     default pool's start-up watch or None)``."""
     if max_workers is not None:
@@ -456,8 +458,8 @@ def _engine(executor, max_workers, n_tasks) -> tuple[Any, bool, str, _Startup | 
             raise EvidenceInputError(f"max_workers must be a positive int, got {max_workers!r}.")
     if executor is None:
         context = _process_context()
-        _check_main_importable(context)
-        startup = _Startup(context)
+        check_main_importable(context)
+        startup = WorkerStartup(context)
         workers = min(n_tasks, max_workers or _usable_cores())
         pool = cf.ProcessPoolExecutor(
             max_workers=workers,
@@ -517,7 +519,7 @@ def _main_module() -> tuple[str | None, str | None]:
     return None, getattr(main, "__file__", None)
 
 
-def _check_main_importable(context: multiprocessing.context.BaseContext) -> None:
+def check_main_importable(context: multiprocessing.context.BaseContext) -> None:
     """Refuse a main module that the default pool's workers cannot import (read from stdin).
 
     A worker started with ``forkserver`` or ``spawn`` first imports the main module from its
@@ -554,7 +556,7 @@ def _worker_started(event) -> None:
     event.set()
 
 
-class _Startup:
+class WorkerStartup:
     """Whether any worker of the default pool got through its start.
 
     A worker sets :attr:`event` in the pool's initializer, which runs only after the worker
@@ -650,7 +652,7 @@ def _run(task: _Task) -> _Outcome:
 
 
 def _outcomes(
-    tasks: list[_Task], pool, startup: _Startup | None = None
+    tasks: list[_Task], pool, startup: WorkerStartup | None = None
 ) -> Iterator[tuple[int, _Outcome]]:
     """``(position, outcome)`` of every task as it finishes; closing it cancels the rest."""
     if pool is None:
@@ -685,7 +687,7 @@ def _outcomes(
             future.cancel()  # those not started; a finished or running one is left as it is
 
 
-def _outcome_of(future: cf.Future, name: str, startup: _Startup | None = None) -> _Outcome:
+def _outcome_of(future: cf.Future, name: str, startup: WorkerStartup | None = None) -> _Outcome:
     """The worker's outcome, or the engine's error as the model's failure.
 
     ``startup``: the default pool's watch, which tells a pool whose workers died while
@@ -700,7 +702,7 @@ def _outcome_of(future: cf.Future, name: str, startup: _Startup | None = None) -
     return _Outcome(None, failure, (), float("nan"))
 
 
-def _engine_failure(name: str, err: Exception, startup: _Startup | None) -> ModelFailure:
+def _engine_failure(name: str, err: Exception, startup: WorkerStartup | None) -> ModelFailure:
     """A model's failure for an error of the executor, saying why where it can tell."""
     why = startup.explain(err) if startup is not None else None
     if why is None and isinstance(err, BrokenProcessPool):
@@ -718,7 +720,7 @@ def _format(err: BaseException) -> str:
 
 
 def _gather(
-    tasks: list[_Task], pool, lines: _Lines, startup: _Startup | None = None
+    tasks: list[_Task], pool, lines: _Lines, startup: WorkerStartup | None = None
 ) -> tuple[dict[int, _Outcome], bool]:
     """The outcomes by position, and whether a Ctrl-C stopped the run after one finished."""
     outcomes: dict[int, _Outcome] = {}

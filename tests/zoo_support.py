@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 
-def _short(name: str) -> str:
+def short_name(name: str) -> str:
     return name.split("::")[-1]
 
 
@@ -36,7 +36,7 @@ class CompiledZooModel:
         self.fn = model.compile_fn(
             [model.logp(), model.logp(jacobian=False), *constrained], point_fn=True
         )
-        self.names = [_short(rv.name) for rv in model.free_RVs]
+        self.names = [short_name(rv.name) for rv in model.free_RVs]
         self.value_names = [v.name for v in model.value_vars]
         self.transforms = [model.rvs_to_transforms[rv] for rv in model.free_RVs]
 

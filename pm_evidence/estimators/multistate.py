@@ -54,7 +54,7 @@ from scipy.sparse.linalg import LinearOperator, cg
 
 from pm_evidence.core.exceptions import ConvergenceError, EvidenceInputError
 
-__all__ = ["MultistateSolution", "solve_multistate"]
+__all__ = ["MultistateObjective", "MultistateSolution", "QuadraturePoints", "solve_multistate"]
 
 CHUNK = 2**21  # entries of a (point x rung) matrix held at once
 EXPLICIT_HESSIAN_MAX_RUNGS = 300
@@ -97,7 +97,7 @@ CHEBYSHEV_NODES = np.cos(np.pi * (np.arange(CHEBYSHEV_POINTS) + 0.5) / CHEBYSHEV
 VALUES_TO_CHEBYSHEV = np.linalg.inv(_chebyshev_rows(CHEBYSHEV_NODES, CHEBYSHEV_POINTS))
 
 
-class _QuadraturePoints:
+class QuadraturePoints:
     """Finite draws ``(Delta_i, omega_i)`` reduced to points ``x_j`` and weights ``W_j`` with
     ``sum_j W_j g(x_j) = sum_i omega_i g(Delta_i)`` to rounding for every ``g`` the objective
     needs (module docstring); :meth:`at_draws` takes ``g`` at the points back to every draw.
@@ -172,7 +172,7 @@ class _QuadraturePoints:
         return out
 
 
-class _Objective:
+class MultistateObjective:
     """``F``, its gradient, Hessian and Hessian-vector products (module docstring), from the
     draws' quadrature points."""
 
@@ -191,7 +191,7 @@ class _Objective:
         self.w_outside = float(omega * outside.size if uniform else np.sum(omega[outside]))
         finite_omega = omega if uniform else omega[finite]
         width = 1.0 / (BINS_PER_UNIT * np.max(np.abs(betas)))
-        self.quadrature = _QuadraturePoints(delta[finite], finite_omega, width)
+        self.quadrature = QuadraturePoints(delta[finite], finite_omega, width)
         self.points, self.weights = self.quadrature.points, self.quadrature.weights
         self.step = max(1, CHUNK // self.n_rungs)
         self._last = None
@@ -323,7 +323,7 @@ def solve_multistate(
     else:
         omega = 1.0 / delta.size  # every draw alike
         nu = counts / delta.size
-    objective = _Objective(delta, betas, omega, nu)
+    objective = MultistateObjective(delta, betas, omega, nu)
 
     log_nu = np.log(nu)
     start = None if log_z0 is None else np.asarray(log_z0, dtype=float)
@@ -359,7 +359,7 @@ def solve_multistate(
     return MultistateSolution(log_z, se, n_iter, grad_norm)
 
 
-def _newton(objective: _Objective, a0, tol: float, maxiter: int):
+def _newton(objective: MultistateObjective, a0, tol: float, maxiter: int):
     """Newton's method on the convex ``F``: steps capped at ``MAX_STEP`` (the Hessian is nearly
     singular far from the solution, where some rungs get no probability), a backtracking
     (Armijo) line search, and, once ``F`` changes by no more than its rounding, steps accepted

@@ -250,6 +250,13 @@ class LogDensity:
         g = self._graphs
         return self._compile_batched(g.with_grads(), g.x, (-np.inf, -np.inf, 0.0, 0.0))
 
+    @property
+    def terms_grad_function(self) -> BlockedFunction:
+        """The compiled value-and-gradient function, ``x (n, dim) -> [log_prior, log_lik, grad
+        log_prior, grad log_lik]`` in blocks of rows (compiled on first access, once per model);
+        its ``fn`` is the PyTensor function itself, for inspecting the compiled graph."""
+        return self._terms_grad_fn
+
     @cached_property
     def gradient_graph_size(self) -> int:
         """Operations in the (unbatched) graph of both terms and their gradients."""
@@ -419,7 +426,6 @@ class LogDensity:
             for name in self.var_names
         }
         return self.to_unconstrained(values, batch_ndim=2)
-
 
 
 ModelLike = pm.Model | LogDensity | None

@@ -42,7 +42,17 @@ from pm_evidence.estimators.messages import flag, se_messages, weight_messages
 from pm_evidence.estimators.tempered import mbar_core, rts_core, rts_log_z, ti_core
 from pm_evidence.path.runs import AnnealingRun, TemperingRun
 
-__all__ = ["ADS_VERSIONS", "TI_VARIANTS", "ads", "ais", "mbar", "raise_", "rts", "ti"]
+__all__ = [
+    "ADS_VERSIONS",
+    "TI_VARIANTS",
+    "ads",
+    "ais",
+    "mbar",
+    "occupancy_messages",
+    "raise_",
+    "rts",
+    "ti",
+]
 
 # each follow-up is named after its method (``raise_``: RAISE, ``method="raise"``; the trailing
 # underscore because ``raise`` is Python's); the old name still works, with a FutureWarning
@@ -238,7 +248,20 @@ def _tempered_stats(run: TemperingRun) -> xr.Dataset:
     )
 
 
-def _occupancy_messages(run: TemperingRun) -> list[str]:
+def occupancy_messages(run: TemperingRun) -> list[str]:
+    """The warning of a tempering run whose chains rarely visit one of its rungs.
+
+    Parameters
+    ----------
+    run : TemperingRun
+        A finished tempering run (RTS, TI, MBAR).
+
+    Returns
+    -------
+    list of str
+        One message when the least-visited rung was occupied less than
+        ``MIN_OCCUPANCY_RATIO`` times its target share ``r_k``; else none.
+    """
     sampler = run.sampler
     ratio = sampler.c_hat / normalized_weights(sampler.log_r)
     worst = int(np.argmin(ratio))
@@ -261,7 +284,7 @@ def _tempered_common(run: TemperingRun) -> tuple[dict, list[str]]:
     diagnostics["interrupted"] = bool(run.sampler.interrupted)
     diagnostics["n_reference_draws_outside_support"] = run.n_outside_support
     diagnostics["n_sweeps"] = round(float(run.sampler.n_iterations.sum()) / run.options.n_chains)
-    messages = [*run.plan.messages, *run.messages, *_occupancy_messages(run)]
+    messages = [*run.plan.messages, *run.messages, *occupancy_messages(run)]
     return diagnostics, messages
 
 

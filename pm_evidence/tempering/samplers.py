@@ -36,6 +36,7 @@ __all__ = [
     "TemperingSamplerSettings",
     "TemperingTrace",
     "anneal",
+    "draw_categorical",
     "rts_initial_iterations",
     "sample_at_beta",
     "temper",
@@ -371,7 +372,7 @@ def beta_conditional(delta: np.ndarray, betas, log_r, log_zhat) -> np.ndarray:
 MAX_CATEGORIES_MATMUL = 128  # above this a K x K triangular product costs more than cumsum
 
 
-def _draw_categorical(rng, probs: np.ndarray) -> np.ndarray:
+def draw_categorical(rng, probs: np.ndarray) -> np.ndarray:
     """One index per row of ``probs (n, K)`` (rows sum to one up to rounding): the number of
     cumulative probabilities below a uniform. For few categories the running sums come from one
     matrix product (``np.cumsum`` over 30 categories was several times slower)."""
@@ -425,7 +426,7 @@ def temper(
     rung_draws = np.empty((n_chains, n_sweeps), dtype=int) if record else None
     unit_draws = np.empty((n_chains, n_sweeps), dtype=int) if record else None
     if rung is None:
-        rung = _draw_categorical(rng, beta_conditional(state.delta, betas, log_r, log_zhat))
+        rung = draw_categorical(rng, beta_conditional(state.delta, betas, log_r, log_zhat))
     chain_index = np.arange(n_chains)
     n_eval, completed, interrupted = 0, 0, False
     with long_run(n_sweeps, description, settings.progressbar) as run:
@@ -440,7 +441,7 @@ def temper(
                 nonfinite += np.bincount(rung, weights=bad, minlength=n_rungs).astype(int)
                 n_eval += n_chains * kernel.evaluations_per_step
             q = beta_conditional(state.delta, betas, log_r, log_zhat).T  # (K, n)
-            new_rung = _draw_categorical(rng, q.T)
+            new_rung = draw_categorical(rng, q.T)
             batch = (t * n_time_batches) // n_sweeps
             # one unit per chain: its columns of the sums are a slice (views, no fancy indexing)
             cols = slice(batch * n_chains, (batch + 1) * n_chains)

@@ -34,12 +34,12 @@ from pm_evidence.zoo.testing import (
     LOG_2PI,
     Gold,
     ZooModel,
-    _entry,
-    _hierarchical_log_evidence_given_tau,
-    _laplace_frame,
-    _legendre_log_integral,
-    _quadrature,
+    entry,
+    hierarchical_log_evidence_given_tau,
+    laplace_frame,
+    legendre_log_integral,
     log_scale_gold,
+    quadrature,
 )
 
 __all__ = [
@@ -47,10 +47,15 @@ __all__ = [
     "LOGISTIC_WIDE_GOLD",
     "ImportanceGold",
     "hierarchical_normal",
+    "hierarchical_normal_data",
+    "latent_gp_data",
     "latent_gp_regression",
     "logistic_regression_wide",
     "logistic_regression_wide_importance",
     "poisson_glmm",
+    "poisson_glmm_data",
+    "poisson_glmm_log_density",
+    "poisson_glmm_statistics",
 ]
 
 
@@ -58,7 +63,7 @@ __all__ = [
 
 
 @functools.cache
-def _hierarchical_normal_data(n_groups: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def hierarchical_normal_data(n_groups: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Known standard errors ``sigma_j ~ U(0.5, 2)`` and ``y_j ~ N(theta_j, sigma_j^2)`` with
     ``theta_j ~ N(1, 1)`` (true ``mu = 1``, ``tau = 1``)."""
     rng = np.random.default_rng(seed)
@@ -71,14 +76,14 @@ def _hierarchical_normal_data(n_groups: int, seed: int) -> tuple[np.ndarray, np.
 
 @functools.cache
 def _hierarchical_normal_gold(n_groups, mu_sd, tau_scale, seed) -> Gold:
-    y, sigma = _hierarchical_normal_data(n_groups, seed)
+    y, sigma = hierarchical_normal_data(n_groups, seed)
     return log_scale_gold(
-        lambda tau: _hierarchical_log_evidence_given_tau(tau, y, sigma, mu_sd), tau_scale
+        lambda tau: hierarchical_log_evidence_given_tau(tau, y, sigma, mu_sd), tau_scale
     )
 
 
 def _hierarchical_normal_log_joint(values, n_groups, mu_sd, tau_scale, seed) -> float:
-    y, sigma = _hierarchical_normal_data(n_groups, seed)
+    y, sigma = hierarchical_normal_data(n_groups, seed)
     mu, tau = float(values["mu"]), float(values["tau"])
     z = np.asarray(values["z"], dtype=float)
     return float(
@@ -111,7 +116,7 @@ def hierarchical_normal(
     log_z : float
         The gold ``log Z``.
     """
-    y, sigma = _hierarchical_normal_data(n_groups, seed)
+    y, sigma = hierarchical_normal_data(n_groups, seed)
     with pm.Model(name=f"hierarchical_normal_{n_groups}") as model:
         mu = pm.Normal("mu", np.float64(0.0), np.float64(mu_sd))
         tau = pm.HalfNormal("tau", np.float64(tau_scale))
@@ -124,7 +129,7 @@ def hierarchical_normal(
 
 
 @functools.cache
-def _poisson_glmm_data(n_groups: int, n_per: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def poisson_glmm_data(n_groups: int, n_per: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Group index and counts: ``y_gi ~ Poisson(exp(1 + u_g))``, ``u_g ~ N(0, 0.5^2)``."""
     rng = np.random.default_rng(seed)
     u = rng.normal(0.0, 0.5, size=n_groups)
@@ -182,14 +187,14 @@ class _GlmmStatistics(NamedTuple):
 
 
 @functools.cache
-def _poisson_glmm_statistics(n_groups, n_per, seed) -> _GlmmStatistics:
-    group, y = _poisson_glmm_data(n_groups, n_per, seed)
+def poisson_glmm_statistics(n_groups, n_per, seed) -> _GlmmStatistics:
+    group, y = poisson_glmm_data(n_groups, n_per, seed)
     totals = np.bincount(group, weights=y, minlength=n_groups)
     counts, multiplicity = np.unique(totals, return_counts=True)
     return _GlmmStatistics(counts, multiplicity, float(special.gammaln(y + 1.0).sum()))
 
 
-def _poisson_glmm_log_density(point, n_per, statistics, b0_sd, s_scale, n_nodes):
+def poisson_glmm_log_density(point, n_per, statistics, b0_sd, s_scale, n_nodes):
     """``log p(y, b0, log s)`` with the random intercepts integrated out: ``point`` is an
     ``(m, 2)`` array of ``(b0, log s)``."""
     b0, t = point[:, 0], point[:, 1]
@@ -206,20 +211,20 @@ def _poisson_glmm_log_density(point, n_per, statistics, b0_sd, s_scale, n_nodes)
 
 @functools.cache
 def _poisson_glmm_gold(n_groups, n_per, b0_sd, s_scale, seed) -> Gold:
-    statistics = _poisson_glmm_statistics(n_groups, n_per, seed)
+    statistics = poisson_glmm_statistics(n_groups, n_per, seed)
     inner_coarse, inner_fine = 16, 32
 
     def log_f(point, n_nodes=inner_fine):
-        return _poisson_glmm_log_density(point, n_per, statistics, b0_sd, s_scale, n_nodes)
+        return poisson_glmm_log_density(point, n_per, statistics, b0_sd, s_scale, n_nodes)
 
-    frame = _laplace_frame(log_f, [1.0, np.log(0.5)])
-    outer = _quadrature(log_f, [frame], (40, 80))
-    inner = _legendre_log_integral(lambda p: log_f(p, inner_coarse), *frame, n_nodes=80)
+    frame = laplace_frame(log_f, [1.0, np.log(0.5)])
+    outer = quadrature(log_f, [frame], (40, 80))
+    inner = legendre_log_integral(lambda p: log_f(p, inner_coarse), *frame, n_nodes=80)
     return Gold(outer.log_z, max(outer.error, abs(inner - outer.log_z)))
 
 
 def _poisson_glmm_log_joint(values, n_groups, n_per, b0_sd, s_scale, seed) -> float:
-    group, y = _poisson_glmm_data(n_groups, n_per, seed)
+    group, y = poisson_glmm_data(n_groups, n_per, seed)
     b0, s = float(values["b0"]), float(values["s"])
     u = np.asarray(values["u"], dtype=float)
     return float(
@@ -260,7 +265,7 @@ def poisson_glmm(
     log_z : float
         The gold ``log Z``.
     """
-    group, y = _poisson_glmm_data(n_groups, n_per, seed)
+    group, y = poisson_glmm_data(n_groups, n_per, seed)
     with pm.Model(name="poisson_glmm") as model:
         b0 = pm.Normal("b0", np.float64(0.0), np.float64(b0_sd))
         s = pm.HalfNormal("s", np.float64(s_scale))
@@ -467,7 +472,7 @@ def _matern32(x: np.ndarray, lengthscale: float, amplitude: float) -> np.ndarray
 
 
 @functools.cache
-def _latent_gp_data(n, lengthscale, amplitude, sigma, jitter, seed):
+def latent_gp_data(n, lengthscale, amplitude, sigma, jitter, seed):
     """Inputs on a regular grid of [0, 10], the covariance ``K`` (Matern 3/2 plus
     ``jitter I``) and ``y = f + eps`` with ``f ~ N(0, K)``, ``eps ~ N(0, sigma^2 I)``."""
     rng = np.random.default_rng(seed)
@@ -481,13 +486,13 @@ def _latent_gp_data(n, lengthscale, amplitude, sigma, jitter, seed):
 
 @functools.cache
 def _latent_gp_gold(n, lengthscale, amplitude, sigma, jitter, seed) -> Gold:
-    cov, y = _latent_gp_data(n, lengthscale, amplitude, sigma, jitter, seed)
+    cov, y = latent_gp_data(n, lengthscale, amplitude, sigma, jitter, seed)
     marginal = stats.multivariate_normal(np.zeros(n), cov + sigma**2 * np.eye(n))
     return Gold(float(marginal.logpdf(y)), 0.0)
 
 
 def _latent_gp_log_joint(values, n, lengthscale, amplitude, sigma, jitter, seed) -> float:
-    cov, y = _latent_gp_data(n, lengthscale, amplitude, sigma, jitter, seed)
+    cov, y = latent_gp_data(n, lengthscale, amplitude, sigma, jitter, seed)
     f = np.asarray(values["f"], dtype=float)
     return float(
         stats.multivariate_normal(np.zeros(n), cov).logpdf(f) + stats.norm.logpdf(y, f, sigma).sum()
@@ -518,7 +523,7 @@ def latent_gp_regression(
     log_z : float
         The exact ``log Z``.
     """
-    cov, y = _latent_gp_data(n, lengthscale, amplitude, sigma, jitter, seed)
+    cov, y = latent_gp_data(n, lengthscale, amplitude, sigma, jitter, seed)
     with pm.Model(name="latent_gp_regression") as model:
         f = pm.MvNormal("f", mu=np.zeros(n), cov=np.array(cov))
         pm.Normal("y", f, np.float64(sigma), observed=np.array(y))
@@ -528,7 +533,7 @@ def latent_gp_regression(
 # --- the registry ------------------------------------------------------------------------------
 
 HIGHDIM_ZOO: tuple[ZooModel, ...] = (
-    _entry(
+    entry(
         "hierarchical_normal_200",
         hierarchical_normal,
         "closed form + quadrature 1-D (log tau)",
@@ -536,7 +541,7 @@ HIGHDIM_ZOO: tuple[ZooModel, ...] = (
         _hierarchical_normal_gold,
         _hierarchical_normal_log_joint,
     ),
-    _entry(
+    entry(
         "hierarchical_normal_1000",
         hierarchical_normal,
         "closed form + quadrature 1-D (log tau)",
@@ -545,7 +550,7 @@ HIGHDIM_ZOO: tuple[ZooModel, ...] = (
         _hierarchical_normal_log_joint,
         n_groups=1000,
     ),
-    _entry(
+    entry(
         "poisson_glmm",
         poisson_glmm,
         "adaptive Gauss-Hermite per group + quadrature 2-D (b0, log s)",
@@ -553,7 +558,7 @@ HIGHDIM_ZOO: tuple[ZooModel, ...] = (
         _poisson_glmm_gold,
         _poisson_glmm_log_joint,
     ),
-    _entry(
+    entry(
         "logistic_regression_wide",
         logistic_regression_wide,
         "importance sampling (moment-matched multivariate t, 2e6 draws)",
@@ -561,7 +566,7 @@ HIGHDIM_ZOO: tuple[ZooModel, ...] = (
         _logistic_wide_gold,
         _logistic_wide_log_joint,
     ),
-    _entry(
+    entry(
         "latent_gp_regression",
         latent_gp_regression,
         "closed form",

@@ -57,32 +57,42 @@ from pm_evidence.zoo.testing import (
     LOG_2PI,
     Gold,
     ZooModel,
-    _entry,
-    _leggauss,
-    _log_normal_interval,
-    _normal_mean_log_evidence,
+    entry,
+    leggauss,
+    log_normal_interval,
+    normal_mean_log_evidence,
     select_entries,
 )
 
 __all__ = [
     "MULTIMODAL_ZOO",
+    "TRIMODAL_Y",
     "UnitCube",
     "change_point",
+    "change_point_data",
+    "composite_legendre",
     "eggbox",
     "funnel_box",
+    "funnel_log_f",
     "gaussian_shells",
+    "gaussian_shells_gold",
+    "log_cap_complement",
+    "log_integral_1d",
     "multimodal_zoo",
+    "shell_box_log_mass",
+    "trimodal_log_density",
     "trimodal_mixture",
     "unequal_modes",
     "unit_cube",
+    "values",
 ]
 
 
-def _composite_legendre(edges, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+def composite_legendre(edges, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     """Nodes and log weights of a composite Gauss-Legendre rule: ``n_nodes`` per panel between
     consecutive ``edges``."""
     edges = np.asarray(edges, dtype=float)
-    z, w = _leggauss(n_nodes)
+    z, w = leggauss(n_nodes)
     half = np.diff(edges) / 2
     mid = (edges[1:] + edges[:-1]) / 2
     nodes = (mid[:, None] + half[:, None] * z[None, :]).ravel()
@@ -90,17 +100,17 @@ def _composite_legendre(edges, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     return nodes, log_w
 
 
-def _log_integral_1d(log_f: Callable[[np.ndarray], np.ndarray], edges, n_nodes: int) -> float:
-    """``log int exp(log_f(x)) dx`` by the composite rule of :func:`_composite_legendre`."""
-    x, log_w = _composite_legendre(edges, n_nodes)
+def log_integral_1d(log_f: Callable[[np.ndarray], np.ndarray], edges, n_nodes: int) -> float:
+    """``log int exp(log_f(x)) dx`` by the composite rule of :func:`composite_legendre`."""
+    x, log_w = composite_legendre(edges, n_nodes)
     return float(special.logsumexp(log_f(x) + log_w))
 
 
 def _refined(log_f, edges, n_nodes: tuple[int, int]) -> Gold:
     """The finer rule's value; error = its change from the coarser rule (and from halving the
     panels, which the finer rule does when ``n_nodes[1] == n_nodes[0]``)."""
-    coarse = _log_integral_1d(log_f, edges, n_nodes[0])
-    fine = _log_integral_1d(log_f, edges, n_nodes[1])
+    coarse = log_integral_1d(log_f, edges, n_nodes[0])
+    fine = log_integral_1d(log_f, edges, n_nodes[1])
     return Gold(float(fine), float(abs(fine - coarse)))
 
 
@@ -120,7 +130,7 @@ def _eggbox_gold(power: float, width: float, n_panels: int = 40) -> Gold:
     edges = np.linspace(0.0, width, n_panels + 1)
     values = []
     for n in (16, 32):
-        x, log_w = _composite_legendre(edges, n)
+        x, log_w = composite_legendre(edges, n)
         c = np.cos(x / 2)
         log_f = (2.0 + np.outer(c, c)) ** power
         values.append(float(special.logsumexp(log_f + log_w[:, None] + log_w[None, :])))
@@ -186,7 +196,7 @@ def _shells_log_potential(x, dim, radius, width, separation):
     )
 
 
-def _log_cap_complement(rho, gap, dim):
+def log_cap_complement(rho, gap, dim):
     """``log`` of the fraction of the sphere of radius ``rho`` around a shell's centre that lies
     inside the box, when the nearest wall is ``gap`` away along the first axis and every other
     wall out of reach: ``1 - P(u_1 < -gap / rho)`` for ``u`` uniform on ``S^{dim-1}``, with the
@@ -197,7 +207,7 @@ def _log_cap_complement(rho, gap, dim):
     return np.log1p(-cap)
 
 
-def _shell_box_log_mass(dim, radius, width, separation, half_box, n_nodes):
+def shell_box_log_mass(dim, radius, width, separation, half_box, n_nodes):
     """``log int_box circ(x; c_1, r, w) dx`` for one shell by radial quadrature:
     ``int_0^inf N(rho | r, w^2) S_{d-1} rho^{d-1} (1 - cap(rho)) drho``, ``S_{d-1} =
     2 pi^{d/2} / Gamma(d/2)``, over ``rho in [r - 15 w, r + 15 w]`` (beyond: ``exp(-112)``
@@ -215,20 +225,20 @@ def _shell_box_log_mass(dim, radius, width, separation, half_box, n_nodes):
             - 0.5 * LOG_2PI
             + log_area
             + (dim - 1) * np.log(rho)
-            + _log_cap_complement(rho, gap, dim)
+            + log_cap_complement(rho, gap, dim)
         )
 
     edges = np.unique(np.clip(np.concatenate([np.linspace(lo, hi, 31), [gap]]), lo, hi))
-    return _log_integral_1d(log_f, edges, n_nodes)
+    return log_integral_1d(log_f, edges, n_nodes)
 
 
 @functools.cache
-def _gaussian_shells_gold(dim, radius, width, separation, half_box) -> Gold:
+def gaussian_shells_gold(dim, radius, width, separation, half_box) -> Gold:
     """Sum of the two shells' integrals over the box (exact: the potential is the sum of the
-    two densities, so no overlap term is neglected), each by :func:`_shell_box_log_mass`;
+    two densities, so no overlap term is neglected), each by :func:`shell_box_log_mass`;
     error = the change from 32 to 64 nodes per panel."""
     values = [
-        np.log(2.0) + _shell_box_log_mass(dim, radius, width, separation, half_box, n)
+        np.log(2.0) + shell_box_log_mass(dim, radius, width, separation, half_box, n)
         for n in (32, 64)
     ]
     log_volume = dim * np.log(2 * half_box)
@@ -285,7 +295,7 @@ def gaussian_shells(
                 - np.float64(np.log(width) + 0.5 * LOG_2PI)
             )
         pm.Potential("shells", pt.logaddexp(*terms))
-    return model, _gaussian_shells_gold(dim, radius, width, separation, half_box).log_z
+    return model, gaussian_shells_gold(dim, radius, width, separation, half_box).log_z
 
 
 # --- unequal modes (a phase transition in beta) -----------------------------------------------
@@ -301,10 +311,10 @@ def _unequal_modes_log_potential(x, weight, narrow_sd, wide_sd, log_scale):
 @functools.cache
 def _unequal_modes_gold(dim, weight, narrow_sd, wide_sd, half_box, log_scale) -> Gold:
     """Closed form: each component's mass in the box is a product of normal intervals."""
-    log_narrow = dim * _log_normal_interval(
+    log_narrow = dim * log_normal_interval(
         (-half_box - 1.0) / narrow_sd, (half_box - 1.0) / narrow_sd
     )
-    log_wide = dim * _log_normal_interval((-half_box + 1.0) / wide_sd, (half_box + 1.0) / wide_sd)
+    log_wide = dim * log_normal_interval((-half_box + 1.0) / wide_sd, (half_box + 1.0) / wide_sd)
     log_mass = np.logaddexp(np.log(weight) + log_narrow, np.log1p(-weight) + log_wide)
     return Gold(float(log_scale + log_mass - dim * np.log(2 * half_box)), 0.0)
 
@@ -359,10 +369,10 @@ def unequal_modes(
 
 # --- a 1-D location model with a three-component mixture likelihood ---------------------------
 
-_TRIMODAL_Y = (-0.25, 0.35)
+TRIMODAL_Y = (-0.25, 0.35)
 
 
-def _trimodal_log_density(mu, y, weights, offsets, sigma, prior_sd):
+def trimodal_log_density(mu, y, weights, offsets, sigma, prior_sd):
     """Joint log density at an array ``mu``:
     ``N(mu | 0, prior_sd^2) prod_i sum_k w_k N(y_i | mu + delta_k, sigma^2)``."""
     mu = np.asarray(mu, dtype=float)[..., None, None]
@@ -379,18 +389,18 @@ def _trimodal_mixture_gold(y, weights, offsets, sigma, prior_sd) -> Gold:
     y, weights, offsets = np.asarray(y), np.asarray(weights), np.asarray(offsets)
     terms = [
         np.sum(np.log(weights[list(labels)]))
-        + _normal_mean_log_evidence(y - offsets[list(labels)], sigma, 0.0, prior_sd)
+        + normal_mean_log_evidence(y - offsets[list(labels)], sigma, 0.0, prior_sd)
         for labels in itertools.product(range(len(weights)), repeat=len(y))
     ]
     return Gold(float(special.logsumexp(terms)), 0.0)
 
 
 def _trimodal_mixture_log_joint(values, y, weights, offsets, sigma, prior_sd):
-    return float(_trimodal_log_density(values["mu"], y, weights, offsets, sigma, prior_sd))
+    return float(trimodal_log_density(values["mu"], y, weights, offsets, sigma, prior_sd))
 
 
 def trimodal_mixture(
-    y: tuple[float, ...] = _TRIMODAL_Y,
+    y: tuple[float, ...] = TRIMODAL_Y,
     weights: tuple[float, ...] = (0.2, 0.5, 0.3),
     offsets: tuple[float, ...] = (-4.0, 0.0, 4.0),
     sigma: float = 0.7,
@@ -425,7 +435,7 @@ def trimodal_mixture(
 
 
 @functools.cache
-def _change_point_data(n: int, switch: int, rates: tuple[float, float], seed: int) -> np.ndarray:
+def change_point_data(n: int, switch: int, rates: tuple[float, float], seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     t = np.arange(n)
     return rng.poisson(np.where(t < switch, rates[0], rates[1]))
@@ -445,7 +455,7 @@ def _gamma_poisson_log_marginal(total, count, alpha, beta):
 
 @functools.cache
 def _change_point_gold(n, switch, rates, alpha, beta, seed) -> Gold:
-    y = _change_point_data(n, switch, rates, seed)
+    y = change_point_data(n, switch, rates, seed)
     taus = np.arange(1, n)  # tau ~ DiscreteUniform(1, n - 1): y_t has rate 1 when t < tau
     before = np.cumsum(y)[taus - 1]
     after = y.sum() - before
@@ -457,7 +467,7 @@ def _change_point_gold(n, switch, rates, alpha, beta, seed) -> Gold:
 
 
 def _change_point_log_joint(values, n, switch, rates, alpha, beta, seed):
-    y = _change_point_data(n, switch, rates, seed)
+    y = change_point_data(n, switch, rates, seed)
     tau = int(values["tau"])
     lam1, lam2 = float(values["rate_1"]), float(values["rate_2"])
     lam = np.where(np.arange(n) < tau, lam1, lam2)
@@ -491,7 +501,7 @@ def change_point(
     Biometrika 66(1), 191-193 (the data the model was made for); the PyMC example "Getting
     started with PyMC" (the model).
     """
-    y = _change_point_data(n, switch, rates, seed)
+    y = change_point_data(n, switch, rates, seed)
     with pm.Model(name="change_point") as model:
         # int64 bounds: with Python ints PyTensor makes int8 constants and a float32 logp
         tau = pm.DiscreteUniform("tau", lower=np.int64(1), upper=np.int64(n - 1))
@@ -516,7 +526,7 @@ def _funnel_log_potential(v, x, v_sd):
     )
 
 
-def _funnel_log_f(v, dim, v_sd, x_half):
+def funnel_log_f(v, dim, v_sd, x_half):
     """``log [N(v | 0, v_sd^2) P(|x_i| <= x_half | v)^(dim - 1)]``, ``x_i | v ~ N(0, e^v)``."""
     z = x_half * np.exp(-0.5 * np.asarray(v, dtype=float)) / np.sqrt(2.0)
     return stats.norm.logpdf(v, 0.0, v_sd) + (dim - 1) * np.log1p(-special.erfc(z))
@@ -527,7 +537,7 @@ def _funnel_box_gold(dim, v_sd, v_half, x_half) -> Gold:
     """1-D composite Gauss-Legendre over ``v``; error = change from 8 to 32 nodes on 40
     panels."""
     edges = np.linspace(-v_half, v_half, 41)
-    gold = _refined(lambda v: _funnel_log_f(v, dim, v_sd, x_half), edges, (8, 32))
+    gold = _refined(lambda v: funnel_log_f(v, dim, v_sd, x_half), edges, (8, 32))
     log_volume = np.log(2 * v_half) + (dim - 1) * np.log(2 * x_half)
     return Gold(float(gold.log_z - log_volume), gold.error)
 
@@ -570,7 +580,7 @@ def funnel_box(dim: int = 10, v_sd: float = 3.0, v_half: float = 10.0, x_half: f
 # --- the registry -----------------------------------------------------------------------------
 
 MULTIMODAL_ZOO: tuple[ZooModel, ...] = (
-    _entry(
+    entry(
         "eggbox",
         eggbox,
         "quadrature 2-D (composite Gauss-Legendre)",
@@ -578,24 +588,24 @@ MULTIMODAL_ZOO: tuple[ZooModel, ...] = (
         _eggbox_gold,
         _eggbox_log_joint,
     ),
-    _entry(
+    entry(
         "gaussian_shells_2d",
         gaussian_shells,
         "quadrature 1-D (radial, per shell)",
         {"multimodal", "potential", "bounded", "curved"},
-        _gaussian_shells_gold,
+        gaussian_shells_gold,
         _gaussian_shells_log_joint,
     ),
-    _entry(
+    entry(
         "gaussian_shells_10d",
         gaussian_shells,
         "quadrature 1-D (radial, per shell)",
         {"multimodal", "potential", "bounded", "curved"},
-        _gaussian_shells_gold,
+        gaussian_shells_gold,
         _gaussian_shells_log_joint,
         dim=10,
     ),
-    _entry(
+    entry(
         "unequal_modes_5d",
         unequal_modes,
         "closed form",
@@ -603,7 +613,7 @@ MULTIMODAL_ZOO: tuple[ZooModel, ...] = (
         _unequal_modes_gold,
         _unequal_modes_log_joint,
     ),
-    _entry(
+    entry(
         "trimodal_mixture_1d",
         trimodal_mixture,
         "closed form (labels enumerated)",
@@ -611,7 +621,7 @@ MULTIMODAL_ZOO: tuple[ZooModel, ...] = (
         _trimodal_mixture_gold,
         _trimodal_mixture_log_joint,
     ),
-    _entry(
+    entry(
         "change_point",
         change_point,
         "enumeration + closed form",
@@ -619,7 +629,7 @@ MULTIMODAL_ZOO: tuple[ZooModel, ...] = (
         _change_point_gold,
         _change_point_log_joint,
     ),
-    _entry(
+    entry(
         "funnel_box_10d",
         funnel_box,
         "quadrature 1-D (v)",
@@ -670,7 +680,7 @@ class UnitCube(NamedTuple):
     names: tuple[str, ...]
 
 
-def _values(theta_row: np.ndarray, names: tuple[str, ...]) -> Mapping[str, np.ndarray]:
+def values(theta_row: np.ndarray, names: tuple[str, ...]) -> Mapping[str, np.ndarray]:
     out: dict[str, list] = {}
     for name, value in zip(names, theta_row, strict=True):
         out.setdefault(name, []).append(value)
@@ -756,7 +766,7 @@ def unit_cube(entry: ZooModel) -> UnitCube:
 
         def log_likelihood(theta):
             mu = np.atleast_2d(theta)[:, 0]
-            return _trimodal_log_density(mu, y, weights, offsets, sigma, prior_sd) - (
+            return trimodal_log_density(mu, y, weights, offsets, sigma, prior_sd) - (
                 stats.norm.logpdf(mu, 0.0, prior_sd)
             )
 
@@ -764,7 +774,7 @@ def unit_cube(entry: ZooModel) -> UnitCube:
 
     if builder is change_point:
         n, alpha, beta = kwargs["n"], kwargs["alpha"], kwargs["beta"]
-        y = _change_point_data(n, kwargs["switch"], kwargs["rates"], kwargs["seed"])
+        y = change_point_data(n, kwargs["switch"], kwargs["rates"], kwargs["seed"])
 
         def transform(u):
             u = np.atleast_2d(np.asarray(u, dtype=float))

@@ -74,19 +74,26 @@ from pm_evidence.zoo.testing import (
     LOG_2PI,
     Gold,
     ZooModel,
-    _entry,
-    _leggauss,
-    _normal_mean_log_evidence,
+    entry,
+    leggauss,
+    normal_mean_log_evidence,
 )
 
 __all__ = [
     "PERIODIC_ENTRIES",
     "hyperbola_branches",
+    "log_marginal_at",
+    "log_marginal_cells",
     "log_z_frequencies",
+    "mirror_log_density",
     "mirror_square",
+    "multiplicity",
+    "ordered_cells",
     "periodic_signal",
     "periodic_unit_cube",
+    "signal",
     "signal_log_marginal",
+    "tables",
 ]
 
 
@@ -178,7 +185,7 @@ def signal_log_marginal(
 # --- the frequency integral ---------------------------------------------------------------------
 
 
-def _ordered_cells(g: int, k: int) -> np.ndarray:
+def ordered_cells(g: int, k: int) -> np.ndarray:
     """Index tuples ``i_1 <= ... <= i_k`` of a ``g^k`` grid, as an ``(m, k)`` array."""
     if k == 1:
         return np.arange(g)[:, None]
@@ -193,7 +200,7 @@ def _ordered_cells(g: int, k: int) -> np.ndarray:
     raise ValueError(f"Requested {k} frequencies but the scan supports 1, 2 or 3.")
 
 
-def _multiplicity(idx: np.ndarray) -> np.ndarray:
+def multiplicity(idx: np.ndarray) -> np.ndarray:
     """Number of distinct permutations of each (sorted) index tuple: ``k! / prod(r_j!)``."""
     k = idx.shape[1]
     out = np.full(len(idx), float(math.factorial(k)))
@@ -217,14 +224,14 @@ class _Tables(NamedTuple):
     sigma: float
 
 
-def _tables(phi, t, y, sigma) -> _Tables:
+def tables(phi, t, y, sigma) -> _Tables:
     phase = 2 * np.pi * np.asarray(phi, dtype=float)[:, None] * t
     feats = (np.sin(phase), np.cos(phase))
     cross = {(r, s): feats[r] @ feats[s].T for r in range(2) for s in range(2)}
     return _Tables(cross, tuple(f @ y for f in feats), float(y @ y), t.size, sigma)
 
 
-def _log_marginal_at(tables: _Tables, idx: np.ndarray, chunk: int = 1 << 15) -> np.ndarray:
+def log_marginal_at(tables: _Tables, idx: np.ndarray, chunk: int = 1 << 15) -> np.ndarray:
     """``log p(y | f)`` at ``f = phi[idx]`` (rows of an ``(m, K)`` index array) by look-ups in
     the tables: no sine is evaluated per point."""
     m, k = idx.shape
@@ -251,11 +258,11 @@ def _log_marginal_on(phi, idx, t, y, sigma) -> np.ndarray:
     """``log p(y | f)`` at ``f = phi[idx]``: by look-up tables when they are small (up to 2,500
     frequencies: 200 MB), else point by point."""
     if len(phi) <= 2500 and idx.shape[1] > 1:
-        return _log_marginal_at(_tables(phi, t, y, sigma), idx)
+        return log_marginal_at(tables(phi, t, y, sigma), idx)
     return signal_log_marginal(np.asarray(phi)[idx], t, y, sigma)
 
 
-def _log_marginal_cells(feats, rows, combos, y, sigma) -> np.ndarray:
+def log_marginal_cells(feats, rows, combos, y, sigma) -> np.ndarray:
     """``log p(y | f)`` at every node tuple ``combos`` (``(c, K)``) of each sub-cell ``rows``
     (``(m, K)`` indices into ``feats``, the sines and cosines at each cell's nodes): an
     ``(m, c)`` array."""
@@ -330,7 +337,7 @@ def log_z_frequencies(
     margin = default_margin(k) if margin is None else margin
     n_cells = int(np.ceil((upper - lower) / cell - 1e-9))
     h0 = (upper - lower) / n_cells
-    cells = _ordered_cells(n_cells, k)
+    cells = ordered_cells(n_cells, k)
     values = _log_marginal_on(lower + h0 * (np.arange(n_cells) + 0.5), cells, t, y, sigma)
 
     def log_f(f):
@@ -345,7 +352,7 @@ def log_z_frequencies(
 
     top = max(values.max(), float(log_f(mode[None])[0]))
     keep = values >= top - margin - drop(h0)
-    cells, mult = cells[keep], _multiplicity(cells[keep])
+    cells, mult = cells[keep], multiplicity(cells[keep])
 
     # the kept cells' sub-cells, as indices into the fine grid of width h1
     h1 = h0 / split
@@ -365,7 +372,7 @@ def log_z_frequencies(
     position = position.reshape(sub.shape)
     results = []
     for n_nodes in nodes:
-        z, w = _leggauss(n_nodes)
+        z, w = leggauss(n_nodes)
         nodes_f = lower + h1 * (used[:, None] + 0.5 * (1 + z[None]))
         phase = 2 * np.pi * nodes_f[..., None] * t
         feats = (np.sin(phase), np.cos(phase))  # (cells in use, nodes, times)
@@ -377,7 +384,7 @@ def log_z_frequencies(
         for start in range(0, len(sub), step):
             rows = position[start : start + step]
             per_cell[start : start + step] = special.logsumexp(
-                _log_marginal_cells(feats, rows, combos, y, sigma) + log_w, axis=1
+                log_marginal_cells(feats, rows, combos, y, sigma) + log_w, axis=1
             )
         results.append(float(special.logsumexp(per_cell + np.log(sub_mult))))
     log_volume = k * np.log(upper - lower)
@@ -406,7 +413,7 @@ def periodic_gold(freqs, amplitudes, n, sigma, ordered, seed, t_max, lower, uppe
     return _periodic_gold(freqs, amplitudes, n, sigma, seed, t_max, lower, upper)
 
 
-def _signal(values_f, values_a, values_b, t):
+def signal(values_f, values_a, values_b, t):
     f = np.atleast_1d(np.asarray(values_f, dtype=float))
     a = np.atleast_1d(np.asarray(values_a, dtype=float))
     b = np.atleast_1d(np.asarray(values_b, dtype=float))
@@ -425,7 +432,7 @@ def periodic_log_joint(values, freqs, amplitudes, n, sigma, ordered, seed, t_max
     log_prior = -k * np.log(upper - lower) + stats.norm.logpdf(np.r_[a, b]).sum()
     if ordered:
         log_prior += special.gammaln(k + 1)
-    mean = _signal(f, a, b, t)
+    mean = signal(f, a, b, t)
     return float(log_prior + stats.norm.logpdf(y, mean, sigma).sum())
 
 
@@ -481,7 +488,7 @@ _MIRROR_Y = (2.1, 1.6, 2.6, 1.9)
 _HYPERBOLA_Y = (2.7, 3.4, 2.2, 3.1, 2.9)
 
 
-def _mirror_log_density(theta, y, sigma, prior_sd):
+def mirror_log_density(theta, y, sigma, prior_sd):
     theta = np.asarray(theta, dtype=float)[..., None]
     log_lik = np.sum(stats.norm.logpdf(np.asarray(y), theta**2, sigma), axis=-1)
     return log_lik + stats.norm.logpdf(theta[..., 0], 0.0, prior_sd)
@@ -489,7 +496,7 @@ def _mirror_log_density(theta, y, sigma, prior_sd):
 
 def _composite(log_f, lo, hi, n_panels, n_nodes) -> float:
     edges = np.linspace(lo, hi, n_panels + 1)
-    z, w = _leggauss(n_nodes)
+    z, w = leggauss(n_nodes)
     half = np.diff(edges) / 2
     x = ((edges[1:] + edges[:-1]) / 2)[:, None] + half[:, None] * z
     log_w = np.log(half)[:, None] + np.log(w)
@@ -503,7 +510,7 @@ def mirror_square_gold(y, sigma, prior_sd) -> Gold:
     the prior tail mass times the likelihood's maximum."""
     values = [
         _composite(
-            lambda x: _mirror_log_density(x, y, sigma, prior_sd),
+            lambda x: mirror_log_density(x, y, sigma, prior_sd),
             -12 * prior_sd,
             12 * prior_sd,
             200,
@@ -517,7 +524,7 @@ def mirror_square_gold(y, sigma, prior_sd) -> Gold:
 
 
 def mirror_square_log_joint(values, y, sigma, prior_sd):
-    return float(_mirror_log_density(values["theta"], y, sigma, prior_sd))
+    return float(mirror_log_density(values["theta"], y, sigma, prior_sd))
 
 
 def mirror_square(y: tuple[float, ...] = _MIRROR_Y, sigma: float = 0.5, prior_sd: float = 2.0):
@@ -538,7 +545,7 @@ def _hyperbola_log_f(a, y, sigma, prior_sd):
     """``log [N(a | 0, s^2) int N(y | a b, sigma^2) N(b | 0, s^2) db]``: given ``a``, ``c = a b
     ~ N(0, (s a)^2)`` is a normal mean."""
     a = np.asarray(a, dtype=float)
-    return stats.norm.logpdf(a, 0.0, prior_sd) + _normal_mean_log_evidence(
+    return stats.norm.logpdf(a, 0.0, prior_sd) + normal_mean_log_evidence(
         np.asarray(y), sigma, 0.0, prior_sd * np.abs(a)
     )
 
@@ -602,7 +609,7 @@ _THREE = {
 _PERIODIC = {"multimodal", "periodic", "bounded"}
 
 PERIODIC_ENTRIES: tuple[ZooModel, ...] = (
-    _entry(
+    entry(
         "periodic_1f",
         periodic_signal,
         "closed form (amplitudes) + scan/quadrature 1-D",
@@ -610,7 +617,7 @@ PERIODIC_ENTRIES: tuple[ZooModel, ...] = (
         periodic_gold,
         periodic_log_joint,
     ),
-    _entry(
+    entry(
         "periodic_2f",
         periodic_signal,
         "closed form (amplitudes) + scan/quadrature 2-D",
@@ -619,7 +626,7 @@ PERIODIC_ENTRIES: tuple[ZooModel, ...] = (
         periodic_log_joint,
         **_TWO,
     ),
-    _entry(
+    entry(
         "periodic_2f_ordered",
         periodic_signal,
         "closed form (amplitudes) + scan/quadrature 2-D",
@@ -629,7 +636,7 @@ PERIODIC_ENTRIES: tuple[ZooModel, ...] = (
         ordered=True,
         **_TWO,
     ),
-    _entry(
+    entry(
         "periodic_3f",
         periodic_signal,
         "closed form (amplitudes) + scan/quadrature 3-D",
@@ -638,7 +645,7 @@ PERIODIC_ENTRIES: tuple[ZooModel, ...] = (
         periodic_log_joint,
         **_THREE,
     ),
-    _entry(
+    entry(
         "periodic_3f_ordered",
         periodic_signal,
         "closed form (amplitudes) + scan/quadrature 3-D",
@@ -648,7 +655,7 @@ PERIODIC_ENTRIES: tuple[ZooModel, ...] = (
         ordered=True,
         **_THREE,
     ),
-    _entry(
+    entry(
         "mirror_square",
         mirror_square,
         "quadrature 1-D",
@@ -656,7 +663,7 @@ PERIODIC_ENTRIES: tuple[ZooModel, ...] = (
         mirror_square_gold,
         mirror_square_log_joint,
     ),
-    _entry(
+    entry(
         "hyperbola_branches",
         hyperbola_branches,
         "closed form (b) + quadrature 1-D",
@@ -712,7 +719,7 @@ def periodic_unit_cube(
 
         def log_likelihood(theta):
             theta = np.atleast_2d(theta)
-            mean = _signal(theta[:, :k], theta[:, k : 2 * k], theta[:, 2 * k :], t)
+            mean = signal(theta[:, :k], theta[:, k : 2 * k], theta[:, 2 * k :], t)
             return _normal_log_lik(y, mean, sigma)
 
         return 3 * k, transform, log_likelihood, ("f",) * k + ("a",) * k + ("b",) * k

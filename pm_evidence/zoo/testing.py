@@ -214,7 +214,7 @@ class Gold(NamedTuple):
     error: float
 
 
-def _normal_mean_log_evidence(y, sigma, m0, tau):
+def normal_mean_log_evidence(y, sigma, m0, tau):
     """``log int prod_i N(y_i | mu, sigma^2) N(mu | m0, tau^2) dmu`` by sufficient statistics.
 
     ``y ~ N(m0 1, sigma^2 I + tau^2 11^T)``, whose determinant is
@@ -236,14 +236,14 @@ def _normal_mean_log_evidence(y, sigma, m0, tau):
     )
 
 
-def _normal_posterior(y, sigma, m0, tau):
+def normal_posterior(y, sigma, m0, tau):
     """Mean and variance of ``mu | y`` for ``y_i ~ N(mu, sigma^2)``, ``mu ~ N(m0, tau^2)``."""
     y = np.asarray(y, dtype=float)
     precision = 1.0 / tau**2 + y.size / sigma**2
     return (m0 / tau**2 + y.sum() / sigma**2) / precision, 1.0 / precision
 
 
-def _regression_log_evidence(y, X, sigma, tau):
+def regression_log_evidence(y, X, sigma, tau):
     """``log N(y | 0, sigma^2 I + tau^2 X X^T)`` for arrays of ``sigma`` (and ``tau``).
 
     With ``X^T X = V diag(lam) V^T`` and ``b = V^T X^T y`` (Woodbury):
@@ -260,7 +260,7 @@ def _regression_log_evidence(y, X, sigma, tau):
     return -0.5 * (n * LOG_2PI + log_det + quad)
 
 
-def _log_normal_interval(a, b):
+def log_normal_interval(a, b):
     """``log(Phi(b) - Phi(a))`` for ``a < b``, stable in both tails."""
     a, b = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
     upper_tail = a > 0  # use the symmetric form Phi(-a) - Phi(-b)
@@ -270,7 +270,7 @@ def _log_normal_interval(a, b):
 
 
 @functools.cache
-def _leggauss(n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+def leggauss(n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     return np.polynomial.legendre.leggauss(n_nodes)
 
 
@@ -295,7 +295,7 @@ def _log_product_rule(log_f, center, matrix, nodes, weights, chunk: int, gaussia
     return float(special.logsumexp(values + log_w) + np.linalg.slogdet(matrix)[1])
 
 
-def _legendre_log_integral(
+def legendre_log_integral(
     log_f: Callable[[np.ndarray], np.ndarray],
     center: np.ndarray,
     matrix: np.ndarray,
@@ -307,14 +307,14 @@ def _legendre_log_integral(
 
     ``log_f`` maps an ``(m, d)`` array of points to ``m`` log values (``-inf`` allowed).
     """
-    nodes, weights = _leggauss(n_nodes)
+    nodes, weights = leggauss(n_nodes)
     return _log_product_rule(log_f, center, matrix, nodes, weights, chunk, gaussian=False)
 
 
-def _laplace_frame(
+def laplace_frame(
     log_f: Callable[[np.ndarray], np.ndarray], x0, half_width: float = 10.0
 ) -> tuple[np.ndarray, np.ndarray]:
-    """A box for :func:`_legendre_log_integral` around the mode of ``log_f``: ``half_width``
+    """A box for :func:`legendre_log_integral` around the mode of ``log_f``: ``half_width``
     standard deviations of its Laplace approximation (mode by BFGS, Hessian by central
     differences) along each axis of the Cholesky factor of the covariance."""
     x0 = np.atleast_1d(np.asarray(x0, dtype=float))
@@ -340,7 +340,7 @@ def _laplace_frame(
     return mode, half_width * np.linalg.cholesky(cov)
 
 
-def _quadrature(
+def quadrature(
     log_f: Callable[[np.ndarray], np.ndarray],
     boxes: Iterable[tuple[np.ndarray, np.ndarray]],
     n_nodes: tuple[int, int],
@@ -355,10 +355,10 @@ def _quadrature(
     coarse_n, fine_n = n_nodes
     fine, coarse, wide = [], [], []
     for center, matrix in boxes:
-        fine.append(_legendre_log_integral(log_f, center, matrix, fine_n))
-        coarse.append(_legendre_log_integral(log_f, center, matrix, coarse_n))
+        fine.append(legendre_log_integral(log_f, center, matrix, fine_n))
+        coarse.append(legendre_log_integral(log_f, center, matrix, coarse_n))
         if widen is not None:
-            wide.append(_legendre_log_integral(log_f, center, widen * np.asarray(matrix), fine_n))
+            wide.append(legendre_log_integral(log_f, center, widen * np.asarray(matrix), fine_n))
     log_z = float(special.logsumexp(fine))
     error = abs(log_z - float(special.logsumexp(coarse)))
     if widen is not None:
@@ -376,7 +376,7 @@ def log_scale_gold(log_evidence_given_scale, scale_sd: float, start: float = 0.0
         s = np.exp(t[:, 0])
         return log_evidence_given_scale(s) + stats.halfnorm.logpdf(s, scale=scale_sd) + t[:, 0]
 
-    return _quadrature(log_f, [_laplace_frame(log_f, [start])], (64, 128))
+    return quadrature(log_f, [laplace_frame(log_f, [start])], (64, 128))
 
 
 def _log_sech2(r):
@@ -388,18 +388,18 @@ def _log_sech2(r):
 # --- simplex and conjugate count models -----------------------------------------------------
 
 
-def _dirichlet_categorical_data(n, seed):
+def dirichlet_categorical_data(n, seed):
     rng = np.random.default_rng(seed)
     return rng.choice(4, size=n, p=[0.1, 0.4, 0.2, 0.3])
 
 
-_DIRICHLET_CATEGORICAL_ALPHA = (1.0, 2.0, 0.5, 1.5)
+DIRICHLET_CATEGORICAL_ALPHA = (1.0, 2.0, 0.5, 1.5)
 
 
 @functools.cache
 def _dirichlet_categorical_gold(n, seed):
-    alpha = np.array(_DIRICHLET_CATEGORICAL_ALPHA)
-    counts = np.bincount(_dirichlet_categorical_data(n, seed), minlength=alpha.size)
+    alpha = np.array(DIRICHLET_CATEGORICAL_ALPHA)
+    counts = np.bincount(dirichlet_categorical_data(n, seed), minlength=alpha.size)
     log_z = (
         special.gammaln(alpha.sum())
         - special.gammaln(alpha.sum() + n)
@@ -409,10 +409,10 @@ def _dirichlet_categorical_gold(n, seed):
 
 
 def _dirichlet_categorical_log_joint(values, n, seed):
-    y = _dirichlet_categorical_data(n, seed)
+    y = dirichlet_categorical_data(n, seed)
     p = np.asarray(values["p"], dtype=float)
     return float(
-        stats.dirichlet.logpdf(p, np.array(_DIRICHLET_CATEGORICAL_ALPHA)) + np.log(p[y]).sum()
+        stats.dirichlet.logpdf(p, np.array(DIRICHLET_CATEGORICAL_ALPHA)) + np.log(p[y]).sum()
     )
 
 
@@ -424,9 +424,9 @@ def dirichlet_categorical(n: int = 40, seed: int = 20):
     ``A = sum_k alpha_k``. The value space is the simplex, measured by Lebesgue measure on
     its first ``K - 1`` coordinates (the measure Dirichlet's density is written against).
     """
-    y = _dirichlet_categorical_data(n, seed)
+    y = dirichlet_categorical_data(n, seed)
     with pm.Model(name="dirichlet_categorical") as model:
-        p = pm.Dirichlet("p", a=np.array(_DIRICHLET_CATEGORICAL_ALPHA))
+        p = pm.Dirichlet("p", a=np.array(DIRICHLET_CATEGORICAL_ALPHA))
         pm.Categorical("y", p=p, observed=y)
     return model, _dirichlet_categorical_gold(n, seed).log_z
 
@@ -517,22 +517,22 @@ def gamma_poisson(n: int = 25, a: float = 2.0, b: float = 0.5, seed: int = 22):
 # --- unknown noise scale: quadrature over sigma of a Gaussian marginal ----------------------
 
 
-def _normal_halfnormal_sigma_data(n, seed):
+def normal_halfnormal_sigma_data(n, seed):
     return np.random.default_rng(seed).normal(1.0, 1.5, size=n)
 
 
 @functools.cache
 def _normal_halfnormal_sigma_gold(n, m0, tau, sigma_scale, seed):
-    y = _normal_halfnormal_sigma_data(n, seed)
+    y = normal_halfnormal_sigma_data(n, seed)
     # mu integrated out in closed form
     return log_scale_gold(
-        lambda sigma: _normal_mean_log_evidence(y, sigma, m0, tau), sigma_scale, np.log(y.std())
+        lambda sigma: normal_mean_log_evidence(y, sigma, m0, tau), sigma_scale, np.log(y.std())
     )
 
 
 def _normal_halfnormal_sigma_log_joint(values, n, m0, tau, sigma_scale, seed):
     mu, sigma = float(values["mu"]), float(values["sigma"])
-    y = _normal_halfnormal_sigma_data(n, seed)
+    y = normal_halfnormal_sigma_data(n, seed)
     return float(
         stats.norm.logpdf(mu, m0, tau)
         + stats.halfnorm.logpdf(sigma, scale=sigma_scale)
@@ -550,7 +550,7 @@ def normal_halfnormal_sigma(
     ``t = log sigma`` of ``p(y | sigma) HalfNormal(sigma) sigma`` is taken by Gauss-Legendre on
     +-10 Laplace standard deviations around the mode (64 vs 128 nodes, box widened 1.3x).
     """
-    y = _normal_halfnormal_sigma_data(n, seed)
+    y = normal_halfnormal_sigma_data(n, seed)
     with pm.Model(name="normal_halfnormal_sigma") as model:
         mu = pm.Normal("mu", np.float64(m0), np.float64(tau))
         sigma = pm.HalfNormal("sigma", np.float64(sigma_scale))
@@ -558,7 +558,7 @@ def normal_halfnormal_sigma(
     return model, _normal_halfnormal_sigma_gold(n, m0, tau, sigma_scale, seed).log_z
 
 
-def _regression_halfnormal_sigma_data(n, d, seed):
+def regression_halfnormal_sigma_data(n, d, seed):
     rng = np.random.default_rng(seed)
     X = np.column_stack([np.ones(n), rng.normal(size=(n, d - 1))])
     beta = np.array([0.5, -1.0, 0.3, 0.8])[:d]
@@ -567,13 +567,13 @@ def _regression_halfnormal_sigma_data(n, d, seed):
 
 @functools.cache
 def _regression_halfnormal_sigma_gold(n, d, tau, sigma_scale, seed):
-    X, y = _regression_halfnormal_sigma_data(n, d, seed)
+    X, y = regression_halfnormal_sigma_data(n, d, seed)
     # beta integrated out in closed form
-    return log_scale_gold(lambda sigma: _regression_log_evidence(y, X, sigma, tau), sigma_scale)
+    return log_scale_gold(lambda sigma: regression_log_evidence(y, X, sigma, tau), sigma_scale)
 
 
 def _regression_halfnormal_sigma_log_joint(values, n, d, tau, sigma_scale, seed):
-    X, y = _regression_halfnormal_sigma_data(n, d, seed)
+    X, y = regression_halfnormal_sigma_data(n, d, seed)
     beta, sigma = np.asarray(values["beta"], dtype=float), float(values["sigma"])
     return float(
         stats.norm.logpdf(beta, 0.0, tau).sum()
@@ -592,7 +592,7 @@ def regression_halfnormal_sigma(
     (``y ~ N(0, sigma^2 I + tau^2 X X^T)``, by the eigen-decomposition of ``X^T X``); the
     integral over ``t = log sigma`` is Gauss-Legendre around the mode (64 vs 128 nodes).
     """
-    X, y = _regression_halfnormal_sigma_data(n, d, seed)
+    X, y = regression_halfnormal_sigma_data(n, d, seed)
     with pm.Model(name="regression_halfnormal_sigma") as model:
         beta = pm.Normal("beta", np.float64(0.0), np.float64(tau), shape=d)
         sigma = pm.HalfNormal("sigma", np.float64(sigma_scale))
@@ -628,7 +628,7 @@ def _poisson_regression_gold(n, tau, seed):
     def log_f(beta):
         return _poisson_regression_log_density(beta, x, y, tau)
 
-    return _quadrature(log_f, [_laplace_frame(log_f, [0.0, 0.0])], (48, 96))
+    return quadrature(log_f, [laplace_frame(log_f, [0.0, 0.0])], (48, 96))
 
 
 def _poisson_regression_log_joint(values, n, tau, seed):
@@ -682,7 +682,7 @@ def _negative_binomial_regression_gold(n, alpha, tau, seed):
     def log_f(beta):
         return _negative_binomial_regression_log_density(beta, x, y, alpha, tau)
 
-    return _quadrature(log_f, [_laplace_frame(log_f, [0.0, 0.0])], (48, 96))
+    return quadrature(log_f, [laplace_frame(log_f, [0.0, 0.0])], (48, 96))
 
 
 def _negative_binomial_regression_log_joint(values, n, alpha, tau, seed):
@@ -705,7 +705,7 @@ def negative_binomial_regression(n: int = 40, alpha: float = 3.0, tau: float = 2
     return model, _negative_binomial_regression_gold(n, alpha, tau, seed).log_z
 
 
-def _logistic_regression_data(n, seed):
+def logistic_regression_data(n, seed):
     rng = np.random.default_rng(seed)
     x = _glm_covariate(n, rng)
     return x, rng.binomial(1, special.expit(-0.3 + 1.2 * x))
@@ -719,16 +719,16 @@ def _logistic_regression_log_density(beta, x, y, tau):
 
 @functools.cache
 def _logistic_regression_gold(n, tau, seed):
-    x, y = _logistic_regression_data(n, seed)
+    x, y = logistic_regression_data(n, seed)
 
     def log_f(beta):
         return _logistic_regression_log_density(beta, x, y, tau)
 
-    return _quadrature(log_f, [_laplace_frame(log_f, [0.0, 0.0])], (48, 96))
+    return quadrature(log_f, [laplace_frame(log_f, [0.0, 0.0])], (48, 96))
 
 
 def _logistic_regression_log_joint(values, n, tau, seed):
-    x, y = _logistic_regression_data(n, seed)
+    x, y = logistic_regression_data(n, seed)
     beta = np.array([[float(values["intercept"]), float(values["slope"])]])
     return float(_logistic_regression_log_density(beta, x, y, tau)[0])
 
@@ -738,7 +738,7 @@ def logistic_regression(n: int = 50, tau: float = 2.0, seed: int = 41):
 
     Gold (2-D quadrature) as in :func:`poisson_regression`.
     """
-    x, y = _logistic_regression_data(n, seed)
+    x, y = logistic_regression_data(n, seed)
     with pm.Model(name="logistic_regression") as model:
         a = pm.Normal("intercept", np.float64(0.0), np.float64(tau))
         b = pm.Normal("slope", np.float64(0.0), np.float64(tau))
@@ -759,7 +759,7 @@ def _truncated_normal_likelihood_log_density(mu, y, lower, upper, sigma, m0, tau
     """Joint log density at ``mu`` (shape ``(m, 1)``): each ``y_i`` has density
     ``N(y_i | mu, sigma^2) / (Phi((upper - mu) / sigma) - Phi((lower - mu) / sigma))``."""
     mu = mu[:, 0]
-    log_norm = _log_normal_interval((lower - mu) / sigma, (upper - mu) / sigma)
+    log_norm = log_normal_interval((lower - mu) / sigma, (upper - mu) / sigma)
     log_lik = np.sum(stats.norm.logpdf(y, mu[:, None], sigma), axis=-1) - y.size * log_norm
     return log_lik + stats.norm.logpdf(mu, m0, tau)
 
@@ -771,7 +771,7 @@ def _truncated_normal_likelihood_gold(n, lower, upper, sigma, m0, tau, seed):
     def log_f(mu):
         return _truncated_normal_likelihood_log_density(mu, y, lower, upper, sigma, m0, tau)
 
-    return _quadrature(log_f, [_laplace_frame(log_f, [y.mean()])], (64, 128))
+    return quadrature(log_f, [laplace_frame(log_f, [y.mean()])], (64, 128))
 
 
 def _truncated_normal_likelihood_log_joint(values, n, lower, upper, sigma, m0, tau, seed):
@@ -840,7 +840,7 @@ def _censored_normal_gold(n, lower, upper, sigma, m0, tau, seed):
     def log_f(mu):
         return _censored_normal_log_density(mu, y, lower, upper, sigma, m0, tau)
 
-    return _quadrature(log_f, [_laplace_frame(log_f, [y.mean()])], (64, 128))
+    return quadrature(log_f, [laplace_frame(log_f, [y.mean()])], (64, 128))
 
 
 def _censored_normal_log_joint(values, n, lower, upper, sigma, m0, tau, seed):
@@ -884,12 +884,12 @@ def _truncated_prior_data(n, sigma, seed):
 @functools.cache
 def _truncated_prior_gold(n, lower, upper, m0, tau, sigma, seed):
     y = _truncated_prior_data(n, sigma, seed)
-    m_post, v_post = _normal_posterior(y, sigma, m0, tau)
+    m_post, v_post = normal_posterior(y, sigma, m0, tau)
     s_post = np.sqrt(v_post)
     log_z = (
-        _normal_mean_log_evidence(y, sigma, m0, tau)
-        + _log_normal_interval((lower - m_post) / s_post, (upper - m_post) / s_post)
-        - _log_normal_interval((lower - m0) / tau, (upper - m0) / tau)
+        normal_mean_log_evidence(y, sigma, m0, tau)
+        + log_normal_interval((lower - m_post) / s_post, (upper - m_post) / s_post)
+        - log_normal_interval((lower - m0) / tau, (upper - m0) / tau)
     )
     return Gold(float(log_z), 0.0)
 
@@ -942,7 +942,7 @@ def _missing_data_data(n, n_missing, sigma, seed):
 @functools.cache
 def _missing_data_gold(n, n_missing, sigma, tau, seed):
     y = _missing_data_data(n, n_missing, sigma, seed)
-    return Gold(float(_normal_mean_log_evidence(y[~np.isnan(y)], sigma, 0.0, tau)), 0.0)
+    return Gold(float(normal_mean_log_evidence(y[~np.isnan(y)], sigma, 0.0, tau)), 0.0)
 
 
 def _missing_data_log_joint(values, n, n_missing, sigma, tau, seed):
@@ -974,14 +974,14 @@ def missing_data(n: int = 30, n_missing: int = 5, sigma: float = 1.0, tau: float
 # --- label switching and a 2-D covariance ---------------------------------------------------
 
 
-def _label_switching_mixture_data(n_per, separation, sigma, seed):
+def label_switching_mixture_data(n_per, separation, sigma, seed):
     rng = np.random.default_rng(seed)
     return np.concatenate(
         [rng.normal(-separation, sigma, size=n_per), rng.normal(separation, sigma, size=n_per)]
     )
 
 
-def _label_switching_mixture_log_density(means, y, sigma, tau):
+def label_switching_mixture_log_density(means, y, sigma, tau):
     """Joint log density at rows ``(m_1, m_2)``:
     ``prod_i [N(y_i | m_1, sigma^2) + N(y_i | m_2, sigma^2)] / 2`` times the priors."""
     z = (y[None, :, None] - means[:, None, :]) / sigma
@@ -992,28 +992,28 @@ def _label_switching_mixture_log_density(means, y, sigma, tau):
 
 @functools.cache
 def _label_switching_mixture_gold(n_per, separation, sigma, tau, seed):
-    y = _label_switching_mixture_data(n_per, separation, sigma, seed)
+    y = label_switching_mixture_data(n_per, separation, sigma, seed)
 
     def log_f(means):
-        return _label_switching_mixture_log_density(means, y, sigma, tau)
+        return label_switching_mixture_log_density(means, y, sigma, tau)
 
     # the two mirror modes, one box each (the boxes are disjoint: see the docstring)
     low, high = y[y < 0].mean(), y[y > 0].mean()
     boxes = [
-        _laplace_frame(log_f, [low, high], half_width=8.0),
-        _laplace_frame(log_f, [high, low], half_width=8.0),
+        laplace_frame(log_f, [low, high], half_width=8.0),
+        laplace_frame(log_f, [high, low], half_width=8.0),
     ]
     for (c1, m1), (c2, m2) in itertools.combinations(boxes, 2):
         reach = np.abs(m1).sum(axis=1) + np.abs(m2).sum(axis=1)
         if np.all(np.abs(c1 - c2) < 1.3 * reach):
             raise RuntimeError("the quadrature boxes of the two modes overlap")
-    return _quadrature(log_f, boxes, (48, 96))
+    return quadrature(log_f, boxes, (48, 96))
 
 
 def _label_switching_mixture_log_joint(values, n_per, separation, sigma, tau, seed):
-    y = _label_switching_mixture_data(n_per, separation, sigma, seed)
+    y = label_switching_mixture_data(n_per, separation, sigma, seed)
     means = np.asarray(values["means"], dtype=float)[None, :]
-    return float(_label_switching_mixture_log_density(means, y, sigma, tau)[0])
+    return float(label_switching_mixture_log_density(means, y, sigma, tau)[0])
 
 
 def label_switching_mixture(
@@ -1027,7 +1027,7 @@ def label_switching_mixture(
     mode (48 vs 96 nodes, widened 1.3x; the widened boxes are checked to be disjoint, and the
     mass outside them, e.g. both means in one cluster, is below ``exp(-100)`` relative).
     """
-    y = _label_switching_mixture_data(n_per, separation, sigma, seed)
+    y = label_switching_mixture_data(n_per, separation, sigma, seed)
     with pm.Model(name="label_switching_mixture") as model:
         means = pm.Normal("means", np.float64(0.0), np.float64(tau), shape=2)
         pm.NormalMixture("y", w=np.array([0.5, 0.5]), mu=means, sigma=np.float64(sigma), observed=y)
@@ -1041,7 +1041,7 @@ def _lkj_2d_data(n, seed):
     return rng.multivariate_normal(np.zeros(2), cov, size=n)
 
 
-def _lkj_2d_log_density(s1, s2, rho, scatter, n, eta, sd_rate):
+def lkj_2d_log_density(s1, s2, rho, scatter, n, eta, sd_rate):
     """Joint log density in ``(sd_1, sd_2, rho)`` coordinates.
 
     Prior: ``Exponential(sd_rate)`` on each standard deviation and the 2-D LKJ density of the
@@ -1072,14 +1072,14 @@ def _lkj_2d_gold(n, eta, sd_rate, seed):
         t1, t2, r = u.T
         rho = np.tanh(r)
         return (
-            _lkj_2d_log_density(np.exp(t1), np.exp(t2), rho, scatter, n, eta, sd_rate)
+            lkj_2d_log_density(np.exp(t1), np.exp(t2), rho, scatter, n, eta, sd_rate)
             + t1
             + t2
             + _log_sech2(r)
         )
 
     x0 = [np.log(Y[:, 0].std()), np.log(Y[:, 1].std()), 0.0]
-    return _quadrature(log_f, [_laplace_frame(log_f, x0)], (48, 64))
+    return quadrature(log_f, [laplace_frame(log_f, x0)], (48, 64))
 
 
 def _lkj_2d_log_joint(values, n, eta, sd_rate, seed):
@@ -1090,7 +1090,7 @@ def _lkj_2d_log_joint(values, n, eta, sd_rate, seed):
     l11, l21, l22 = np.asarray(values["chol"], dtype=float)
     s1, s2 = l11, np.hypot(l21, l22)
     rho = l21 / s2
-    density = _lkj_2d_log_density(s1, s2, rho, Y.T @ Y, n, eta, sd_rate)
+    density = lkj_2d_log_density(s1, s2, rho, Y.T @ Y, n, eta, sd_rate)
     return float(density + 0.5 * np.log1p(-(rho**2)) - np.log(s2))
 
 
@@ -1121,8 +1121,8 @@ def lkj_2d(n: int = 30, eta: float = 2.0, sd_rate: float = 1.0, seed: int = 32):
 
 # --- discrete latent variables --------------------------------------------------------------
 
-_SWITCH_PRIOR_MEANS = (-2.0, 2.0)
-_SWITCH_PRIOR_SDS = (1.0, 3.0)
+SWITCH_PRIOR_MEANS = (-2.0, 2.0)
+SWITCH_PRIOR_SDS = (1.0, 3.0)
 _SWITCH_NOISE_SDS = (1.0, 2.0)
 
 
@@ -1136,12 +1136,12 @@ def _bernoulli_switch_gold(n, p, seed):
     # given z, mu_z is a conjugate normal mean and the other mean integrates to 1
     terms = [
         np.log(1 - p)
-        + _normal_mean_log_evidence(
-            y, _SWITCH_NOISE_SDS[0], _SWITCH_PRIOR_MEANS[0], _SWITCH_PRIOR_SDS[0]
+        + normal_mean_log_evidence(
+            y, _SWITCH_NOISE_SDS[0], SWITCH_PRIOR_MEANS[0], SWITCH_PRIOR_SDS[0]
         ),
         np.log(p)
-        + _normal_mean_log_evidence(
-            y, _SWITCH_NOISE_SDS[1], _SWITCH_PRIOR_MEANS[1], _SWITCH_PRIOR_SDS[1]
+        + normal_mean_log_evidence(
+            y, _SWITCH_NOISE_SDS[1], SWITCH_PRIOR_MEANS[1], SWITCH_PRIOR_SDS[1]
         ),
     ]
     return Gold(float(special.logsumexp(terms)), 0.0)
@@ -1152,7 +1152,7 @@ def _bernoulli_switch_log_joint(values, n, p, seed):
     z, mu = int(values["z"]), np.asarray(values["mu"], dtype=float)
     return float(
         stats.bernoulli.logpmf(z, p)
-        + stats.norm.logpdf(mu, _SWITCH_PRIOR_MEANS, _SWITCH_PRIOR_SDS).sum()
+        + stats.norm.logpdf(mu, SWITCH_PRIOR_MEANS, SWITCH_PRIOR_SDS).sum()
         + stats.norm.logpdf(y, mu[z], _SWITCH_NOISE_SDS[z]).sum()
     )
 
@@ -1168,21 +1168,21 @@ def bernoulli_switch(n: int = 20, p: float = 0.3, seed: int = 33):
     y = _bernoulli_switch_data(n, seed)
     with pm.Model(name="bernoulli_switch") as model:
         z = pm.Bernoulli("z", np.float64(p))
-        mu = pm.Normal("mu", np.array(_SWITCH_PRIOR_MEANS), np.array(_SWITCH_PRIOR_SDS), shape=2)
+        mu = pm.Normal("mu", np.array(SWITCH_PRIOR_MEANS), np.array(SWITCH_PRIOR_SDS), shape=2)
         noise = pm.math.constant(np.array(_SWITCH_NOISE_SDS))
         pm.Normal("y", mu[z], noise[z], observed=y)
     return model, _bernoulli_switch_gold(n, p, seed).log_z
 
 
-def _poisson_latent_count_data(n, shift, sigma, seed):
+def poisson_latent_count_data(n, shift, sigma, seed):
     return np.random.default_rng(seed).normal(0.3 + shift * 6, sigma, size=n)
 
 
 @functools.cache
-def _poisson_latent_count_gold(n, rate, shift, tau, sigma, seed, k_max=400):
-    y = _poisson_latent_count_data(n, shift, sigma, seed)
+def poisson_latent_count_gold(n, rate, shift, tau, sigma, seed, k_max=400):
+    y = poisson_latent_count_data(n, shift, sigma, seed)
     k = np.arange(k_max + 1)
-    terms = stats.poisson.logpmf(k, rate) + _normal_mean_log_evidence(y, sigma, shift * k, tau)
+    terms = stats.poisson.logpmf(k, rate) + normal_mean_log_evidence(y, sigma, shift * k, tau)
     log_z = float(special.logsumexp(terms))
     # tail bound: every Z_k <= sup_theta prod_i N(y_i | theta, sigma^2) = L_max
     log_l_max = float(np.sum(stats.norm.logpdf(y, y.mean(), sigma)))
@@ -1191,7 +1191,7 @@ def _poisson_latent_count_gold(n, rate, shift, tau, sigma, seed, k_max=400):
 
 
 def _poisson_latent_count_log_joint(values, n, rate, shift, tau, sigma, seed):
-    y = _poisson_latent_count_data(n, shift, sigma, seed)
+    y = poisson_latent_count_data(n, shift, sigma, seed)
     k, mu = int(values["k"]), float(values["mu"])
     return float(
         stats.poisson.logpmf(k, rate)
@@ -1215,15 +1215,15 @@ def poisson_latent_count(
     normal-mean evidence with prior mean ``shift k``); the error bounds the omitted tail by
     ``P(k > 400) L_max / Z`` with ``L_max`` the maximum likelihood.
     """
-    y = _poisson_latent_count_data(n, shift, sigma, seed)
+    y = poisson_latent_count_data(n, shift, sigma, seed)
     with pm.Model(name="poisson_latent_count") as model:
         k = pm.Poisson("k", np.float64(rate))
         mu = pm.Normal("mu", np.float64(0.0), np.float64(tau))
         pm.Normal("y", mu + np.float64(shift) * k, np.float64(sigma), observed=y)
-    return model, _poisson_latent_count_gold(n, rate, shift, tau, sigma, seed).log_z
+    return model, poisson_latent_count_gold(n, rate, shift, tau, sigma, seed).log_z
 
 
-_BERNOULLI_ONLY_P = (0.2, 0.5, 0.7)
+BERNOULLI_ONLY_P = (0.2, 0.5, 0.7)
 
 
 def _bernoulli_only_success(z):
@@ -1231,22 +1231,22 @@ def _bernoulli_only_success(z):
     return 0.15 + 0.7 * np.mean(z, axis=-1)
 
 
-def _bernoulli_only_data(n, seed):
+def bernoulli_only_data(n, seed):
     return np.random.default_rng(seed).binomial(1, 0.6, size=n)
 
 
 def _bernoulli_only_log_joint(values, n, seed):
-    y = _bernoulli_only_data(n, seed)
+    y = bernoulli_only_data(n, seed)
     z = np.asarray(values["z"], dtype=int)
     q = _bernoulli_only_success(z)
     return float(
-        stats.bernoulli.logpmf(z, _BERNOULLI_ONLY_P).sum() + stats.bernoulli.logpmf(y, q).sum()
+        stats.bernoulli.logpmf(z, BERNOULLI_ONLY_P).sum() + stats.bernoulli.logpmf(y, q).sum()
     )
 
 
 @functools.cache
 def _bernoulli_only_gold(n, seed):
-    states = itertools.product((0, 1), repeat=len(_BERNOULLI_ONLY_P))
+    states = itertools.product((0, 1), repeat=len(BERNOULLI_ONLY_P))
     terms = [_bernoulli_only_log_joint({"z": np.array(s)}, n, seed) for s in states]
     return Gold(float(special.logsumexp(terms)), 0.0)
 
@@ -1257,9 +1257,9 @@ def bernoulli_only(n: int = 20, seed: int = 35):
 
     Gold (enumeration of the 8 states of ``z``).
     """
-    y = _bernoulli_only_data(n, seed)
+    y = bernoulli_only_data(n, seed)
     with pm.Model(name="bernoulli_only") as model:
-        z = pm.Bernoulli("z", np.array(_BERNOULLI_ONLY_P), shape=len(_BERNOULLI_ONLY_P))
+        z = pm.Bernoulli("z", np.array(BERNOULLI_ONLY_P), shape=len(BERNOULLI_ONLY_P))
         pm.Bernoulli("y", np.float64(0.15) + np.float64(0.7) * z.mean(), observed=y)
     return model, _bernoulli_only_gold(n, seed).log_z
 
@@ -1310,7 +1310,7 @@ def categorical_only(n: int = 15, seed: int = 36):
 _GROUPS = ("a", "b", "c")
 
 
-def _data_coords_dims_data(n_per, sigma, seed):
+def data_coords_dims_data(n_per, sigma, seed):
     rng = np.random.default_rng(seed)
     group = np.repeat(np.arange(len(_GROUPS)), n_per)
     return group, rng.normal(np.array([-1.0, 0.5, 2.0])[group], sigma)
@@ -1318,13 +1318,13 @@ def _data_coords_dims_data(n_per, sigma, seed):
 
 @functools.cache
 def _data_coords_dims_gold(n_per, sigma, tau, seed):
-    group, y = _data_coords_dims_data(n_per, sigma, seed)
-    log_z = sum(_normal_mean_log_evidence(y[group == g], sigma, 0.0, tau) for g in range(3))
+    group, y = data_coords_dims_data(n_per, sigma, seed)
+    log_z = sum(normal_mean_log_evidence(y[group == g], sigma, 0.0, tau) for g in range(3))
     return Gold(float(log_z), 0.0)
 
 
 def _data_coords_dims_log_joint(values, n_per, sigma, tau, seed):
-    group, y = _data_coords_dims_data(n_per, sigma, seed)
+    group, y = data_coords_dims_data(n_per, sigma, seed)
     alpha = np.asarray(values["alpha"], dtype=float)
     return float(
         stats.norm.logpdf(alpha, 0.0, tau).sum() + stats.norm.logpdf(y, alpha[group], sigma).sum()
@@ -1338,7 +1338,7 @@ def data_coords_dims(n_per: int = 10, sigma: float = 1.0, tau: float = 2.0, seed
 
     Gold (closed form): a sum over groups of conjugate normal-mean evidences.
     """
-    group, y = _data_coords_dims_data(n_per, sigma, seed)
+    group, y = data_coords_dims_data(n_per, sigma, seed)
     coords = {"group": list(_GROUPS), "obs_id": np.arange(y.size)}
     with pm.Model(name="data_coords_dims", coords=coords) as model:
         group_idx = pm.Data("group_idx", group, dims="obs_id")
@@ -1348,11 +1348,11 @@ def data_coords_dims(n_per: int = 10, sigma: float = 1.0, tau: float = 2.0, seed
     return model, _data_coords_dims_gold(n_per, sigma, tau, seed).log_z
 
 
-_EIGHT_SCHOOLS_Y = (28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0)
-_EIGHT_SCHOOLS_SIGMA = (15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0)
+EIGHT_SCHOOLS_Y = (28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0)
+EIGHT_SCHOOLS_SIGMA = (15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0)
 
 
-def _hierarchical_log_evidence_given_tau(tau, y, sigma, mu_sd):
+def hierarchical_log_evidence_given_tau(tau, y, sigma, mu_sd):
     """``log N(y | 0, diag(sigma^2 + tau^2) + mu_sd^2 11^T)`` for an array of ``tau``
     (Sherman-Morrison: ``D + c 11^T`` with ``c = mu_sd^2``)."""
     d = sigma**2 + np.asarray(tau, dtype=float)[..., None] ** 2
@@ -1365,25 +1365,25 @@ def _hierarchical_log_evidence_given_tau(tau, y, sigma, mu_sd):
 
 @functools.cache
 def _hierarchical_noncentered_gold(mu_sd, tau_scale):
-    y, sigma = np.array(_EIGHT_SCHOOLS_Y), np.array(_EIGHT_SCHOOLS_SIGMA)
+    y, sigma = np.array(EIGHT_SCHOOLS_Y), np.array(EIGHT_SCHOOLS_SIGMA)
     tau_max = 12.0 * tau_scale  # HalfNormal mass beyond: 2 (1 - Phi(12)) ~ 4e-33
 
     def log_f(tau):
         tau = tau[:, 0]
-        return _hierarchical_log_evidence_given_tau(tau, y, sigma, mu_sd) + stats.halfnorm.logpdf(
+        return hierarchical_log_evidence_given_tau(tau, y, sigma, mu_sd) + stats.halfnorm.logpdf(
             tau, scale=tau_scale
         )
 
-    gold = _quadrature(log_f, [([tau_max / 2], [[tau_max / 2]])], (200, 400), widen=None)
+    gold = quadrature(log_f, [([tau_max / 2], [[tau_max / 2]])], (200, 400), widen=None)
     # omitted tail <= P(tau > tau_max) * sup_tau p(y | tau) / Z
     grid = np.linspace(0.0, tau_max, 2001)
-    log_l_max = float(np.max(_hierarchical_log_evidence_given_tau(grid, y, sigma, mu_sd)))
+    log_l_max = float(np.max(hierarchical_log_evidence_given_tau(grid, y, sigma, mu_sd)))
     log_tail = float(np.log(2.0) + stats.norm.logsf(12.0)) + log_l_max
     return Gold(gold.log_z, gold.error + float(np.exp(log_tail - gold.log_z)))
 
 
 def _hierarchical_noncentered_log_joint(values, mu_sd, tau_scale):
-    y, sigma = np.array(_EIGHT_SCHOOLS_Y), np.array(_EIGHT_SCHOOLS_SIGMA)
+    y, sigma = np.array(EIGHT_SCHOOLS_Y), np.array(EIGHT_SCHOOLS_SIGMA)
     mu, tau = float(values["mu"]), float(values["tau"])
     raw = np.asarray(values["theta_raw"], dtype=float)
     return float(
@@ -1408,7 +1408,7 @@ def hierarchical_noncentered(mu_sd: float = 5.0, tau_scale: float = 5.0):
         tau = pm.HalfNormal("tau", np.float64(tau_scale))
         raw = pm.Normal("theta_raw", np.float64(0.0), np.float64(1.0), shape=8)
         pm.Normal(
-            "y", mu + tau * raw, np.array(_EIGHT_SCHOOLS_SIGMA), observed=np.array(_EIGHT_SCHOOLS_Y)
+            "y", mu + tau * raw, np.array(EIGHT_SCHOOLS_SIGMA), observed=np.array(EIGHT_SCHOOLS_Y)
         )
     return model, _hierarchical_noncentered_gold(mu_sd, tau_scale).log_z
 
@@ -1429,9 +1429,9 @@ def hierarchical_noncentered_posterior_draws(
     model's variable names, for :meth:`~pm_evidence.LogDensity.to_unconstrained` with
     ``batch_ndim=2``.
     """
-    y, sigma = np.array(_EIGHT_SCHOOLS_Y), np.array(_EIGHT_SCHOOLS_SIGMA)
+    y, sigma = np.array(EIGHT_SCHOOLS_Y), np.array(EIGHT_SCHOOLS_SIGMA)
     grid = np.linspace(0.0, 12.0 * tau_scale, 400_001)[1:]
-    log_p = _hierarchical_log_evidence_given_tau(grid, y, sigma, mu_sd)
+    log_p = hierarchical_log_evidence_given_tau(grid, y, sigma, mu_sd)
     log_p = log_p + stats.halfnorm.logpdf(grid, scale=tau_scale)
     cdf = np.cumsum(np.exp(log_p - log_p.max()))
     tau = np.interp(rng.uniform(size=(chains, draws)), cdf / cdf[-1], grid)
@@ -1447,17 +1447,17 @@ def hierarchical_noncentered_posterior_draws(
     return {f"{prefix}mu": mu, f"{prefix}tau": tau, f"{prefix}theta_raw": raw}
 
 
-def _ordered_means_data(n_per, sigma, seed):
+def ordered_means_data(n_per, sigma, seed):
     rng = np.random.default_rng(seed)
     group = np.repeat(np.arange(3), n_per)
     return group, rng.normal(np.array([-1.0, 0.5, 0.8])[group], sigma)
 
 
-def _log_prob_ordered3(m, s, n_nodes):
+def log_prob_ordered3(m, s, n_nodes):
     """``log P(x_1 < x_2 < x_3)`` for independent ``x_j ~ N(m_j, s_j^2)``: Gauss-Legendre
     over ``x_2`` in ``m_2 +- 12 s_2`` of ``N(x_2) Phi((x_2 - m_1) / s_1) Phi((m_3 - x_2) / s_3)``.
     """
-    nodes, weights = _leggauss(n_nodes)
+    nodes, weights = leggauss(n_nodes)
     x2 = m[1] + 12.0 * s[1] * nodes
     log_terms = (
         stats.norm.logpdf(x2, m[1], s[1])
@@ -1469,18 +1469,18 @@ def _log_prob_ordered3(m, s, n_nodes):
 
 @functools.cache
 def _ordered_means_gold(n_per, tau, sigma, seed):
-    group, y = _ordered_means_data(n_per, sigma, seed)
+    group, y = ordered_means_data(n_per, sigma, seed)
     log_z0, m, s = 0.0, np.empty(3), np.empty(3)
     for g in range(3):
-        log_z0 += _normal_mean_log_evidence(y[group == g], sigma, 0.0, tau)
-        m[g], v = _normal_posterior(y[group == g], sigma, 0.0, tau)
+        log_z0 += normal_mean_log_evidence(y[group == g], sigma, 0.0, tau)
+        m[g], v = normal_posterior(y[group == g], sigma, 0.0, tau)
         s[g] = np.sqrt(v)
-    fine, coarse = _log_prob_ordered3(m, s, 200), _log_prob_ordered3(m, s, 100)
+    fine, coarse = log_prob_ordered3(m, s, 200), log_prob_ordered3(m, s, 100)
     return Gold(float(log_z0 + fine), abs(fine - coarse))
 
 
 def _ordered_means_log_joint(values, n_per, tau, sigma, seed):
-    group, y = _ordered_means_data(n_per, sigma, seed)
+    group, y = ordered_means_data(n_per, sigma, seed)
     x = np.asarray(values["x"], dtype=float)
     if not np.all(np.diff(x) > 0):
         return -np.inf
@@ -1499,7 +1499,7 @@ def ordered_means(n_per: int = 8, tau: float = 3.0, sigma: float = 1.0, seed: in
     unrestricted evidence (a product of conjugate normal means) and the posterior
     probability of the order taken by 1-D Gauss-Legendre over ``x_2`` (100 vs 200 nodes).
     """
-    group, y = _ordered_means_data(n_per, sigma, seed)
+    group, y = ordered_means_data(n_per, sigma, seed)
     with pm.Model(name="ordered_means") as model:
         x = pm.Normal(
             "x",
@@ -1570,18 +1570,18 @@ def zero_sum_normal(
     return model, _zero_sum_normal_gold(n_groups, n_per, s, tau, sigma, seed).log_z
 
 
-def _large_normal_mean_data(n, sigma, seed):
+def large_normal_mean_data(n, sigma, seed):
     return np.random.default_rng(seed).normal(0.3, sigma, size=n)
 
 
 @functools.cache
 def _large_normal_mean_gold(n, sigma, tau, seed):
-    y = _large_normal_mean_data(n, sigma, seed)
-    return Gold(float(_normal_mean_log_evidence(y, sigma, 0.0, tau)), 0.0)
+    y = large_normal_mean_data(n, sigma, seed)
+    return Gold(float(normal_mean_log_evidence(y, sigma, 0.0, tau)), 0.0)
 
 
 def _large_normal_mean_log_joint(values, n, sigma, tau, seed):
-    y = _large_normal_mean_data(n, sigma, seed)
+    y = large_normal_mean_data(n, sigma, seed)
     mu = float(values["mu"])
     return float(stats.norm.logpdf(mu, 0.0, tau) + stats.norm.logpdf(y, mu, sigma).sum())
 
@@ -1594,7 +1594,7 @@ def large_normal_mean(n: int = 100_000, sigma: float = 1.0, tau: float = 2.0, se
     - 1/2 log(sigma^2 + n tau^2) - 1/2 [S / sigma^2 + n ybar^2 / (sigma^2 + n tau^2)]``,
     ``S = sum_i (y_i - ybar)^2``.
     """
-    y = _large_normal_mean_data(n, sigma, seed)
+    y = large_normal_mean_data(n, sigma, seed)
     with pm.Model(name=f"large_normal_mean_{n}") as model:
         mu = pm.Normal("mu", np.float64(0.0), np.float64(tau))
         pm.Normal("y", mu, np.float64(sigma), observed=y)
@@ -1643,7 +1643,7 @@ class ZooModel:
         return self.gold().error
 
 
-def _entry(name, builder, gold_method, tags, gold_fn=None, log_joint_fn=None, **overrides):
+def entry(name, builder, gold_method, tags, gold_fn=None, log_joint_fn=None, **overrides):
     """A registry entry whose gold and log joint use the builder's own default arguments
     (read from its signature, so the three cannot drift apart), updated by ``overrides``."""
     kwargs = {
@@ -1666,21 +1666,17 @@ def _entry(name, builder, gold_method, tags, gold_fn=None, log_joint_fn=None, **
 
 ZOO: tuple[ZooModel, ...] = (
     # models whose exact log Z predates the zoo
-    _entry("normal_mean", normal_mean, "closed form", {"conjugate"}),
-    _entry("linear_regression", linear_regression, "closed form", {"conjugate"}),
-    _entry(
-        "regression_inverse_gamma", regression_inverse_gamma, "closed form", {"bounded", "data"}
-    ),
-    _entry("beta_binomial", beta_binomial, "closed form", {"bounded", "conjugate"}),
-    _entry("mixture_energy_2d", mixture_energy_2d, "closed form", {"potential", "multimodal"}),
-    _entry(
-        "gaussian_mixture_10d", gaussian_mixture_10d, "closed form", {"potential", "multimodal"}
-    ),
-    _entry("binary_field", binary_field, "enumeration", {"discrete", "potential"}),
-    _entry("categorical_chain", categorical_chain, "enumeration", {"discrete", "potential"}),
-    _entry("peaked_normal_mean", peaked_normal_mean, "closed form", {"peaked", "conjugate"}),
+    entry("normal_mean", normal_mean, "closed form", {"conjugate"}),
+    entry("linear_regression", linear_regression, "closed form", {"conjugate"}),
+    entry("regression_inverse_gamma", regression_inverse_gamma, "closed form", {"bounded", "data"}),
+    entry("beta_binomial", beta_binomial, "closed form", {"bounded", "conjugate"}),
+    entry("mixture_energy_2d", mixture_energy_2d, "closed form", {"potential", "multimodal"}),
+    entry("gaussian_mixture_10d", gaussian_mixture_10d, "closed form", {"potential", "multimodal"}),
+    entry("binary_field", binary_field, "enumeration", {"discrete", "potential"}),
+    entry("categorical_chain", categorical_chain, "enumeration", {"discrete", "potential"}),
+    entry("peaked_normal_mean", peaked_normal_mean, "closed form", {"peaked", "conjugate"}),
     # the zoo
-    _entry(
+    entry(
         "dirichlet_categorical",
         dirichlet_categorical,
         "closed form",
@@ -1688,7 +1684,7 @@ ZOO: tuple[ZooModel, ...] = (
         _dirichlet_categorical_gold,
         _dirichlet_categorical_log_joint,
     ),
-    _entry(
+    entry(
         "dirichlet_multinomial",
         dirichlet_multinomial,
         "closed form",
@@ -1696,7 +1692,7 @@ ZOO: tuple[ZooModel, ...] = (
         _dirichlet_multinomial_gold,
         _dirichlet_multinomial_log_joint,
     ),
-    _entry(
+    entry(
         "gamma_poisson",
         gamma_poisson,
         "closed form",
@@ -1704,7 +1700,7 @@ ZOO: tuple[ZooModel, ...] = (
         _gamma_poisson_gold,
         _gamma_poisson_log_joint,
     ),
-    _entry(
+    entry(
         "normal_halfnormal_sigma",
         normal_halfnormal_sigma,
         "quadrature 1-D (log sigma) of a closed-form marginal",
@@ -1712,7 +1708,7 @@ ZOO: tuple[ZooModel, ...] = (
         _normal_halfnormal_sigma_gold,
         _normal_halfnormal_sigma_log_joint,
     ),
-    _entry(
+    entry(
         "regression_halfnormal_sigma",
         regression_halfnormal_sigma,
         "quadrature 1-D (log sigma) of a closed-form marginal",
@@ -1720,7 +1716,7 @@ ZOO: tuple[ZooModel, ...] = (
         _regression_halfnormal_sigma_gold,
         _regression_halfnormal_sigma_log_joint,
     ),
-    _entry(
+    entry(
         "poisson_regression",
         poisson_regression,
         "quadrature 2-D",
@@ -1728,7 +1724,7 @@ ZOO: tuple[ZooModel, ...] = (
         _poisson_regression_gold,
         _poisson_regression_log_joint,
     ),
-    _entry(
+    entry(
         "negative_binomial_regression",
         negative_binomial_regression,
         "quadrature 2-D",
@@ -1736,7 +1732,7 @@ ZOO: tuple[ZooModel, ...] = (
         _negative_binomial_regression_gold,
         _negative_binomial_regression_log_joint,
     ),
-    _entry(
+    entry(
         "logistic_regression",
         logistic_regression,
         "quadrature 2-D",
@@ -1744,7 +1740,7 @@ ZOO: tuple[ZooModel, ...] = (
         _logistic_regression_gold,
         _logistic_regression_log_joint,
     ),
-    _entry(
+    entry(
         "truncated_normal_likelihood",
         truncated_normal_likelihood,
         "quadrature 1-D",
@@ -1752,7 +1748,7 @@ ZOO: tuple[ZooModel, ...] = (
         _truncated_normal_likelihood_gold,
         _truncated_normal_likelihood_log_joint,
     ),
-    _entry(
+    entry(
         "censored_normal",
         censored_normal,
         "quadrature 1-D",
@@ -1760,7 +1756,7 @@ ZOO: tuple[ZooModel, ...] = (
         _censored_normal_gold,
         _censored_normal_log_joint,
     ),
-    _entry(
+    entry(
         "truncated_prior",
         truncated_prior,
         "closed form",
@@ -1768,7 +1764,7 @@ ZOO: tuple[ZooModel, ...] = (
         _truncated_prior_gold,
         _truncated_prior_log_joint,
     ),
-    _entry(
+    entry(
         "missing_data",
         missing_data,
         "closed form",
@@ -1776,7 +1772,7 @@ ZOO: tuple[ZooModel, ...] = (
         _missing_data_gold,
         _missing_data_log_joint,
     ),
-    _entry(
+    entry(
         "label_switching_mixture",
         label_switching_mixture,
         "quadrature 2-D (one box per mode)",
@@ -1784,7 +1780,7 @@ ZOO: tuple[ZooModel, ...] = (
         _label_switching_mixture_gold,
         _label_switching_mixture_log_joint,
     ),
-    _entry(
+    entry(
         "lkj_2d",
         lkj_2d,
         "quadrature 3-D",
@@ -1792,7 +1788,7 @@ ZOO: tuple[ZooModel, ...] = (
         _lkj_2d_gold,
         _lkj_2d_log_joint,
     ),
-    _entry(
+    entry(
         "bernoulli_switch",
         bernoulli_switch,
         "enumeration + closed form",
@@ -1800,15 +1796,15 @@ ZOO: tuple[ZooModel, ...] = (
         _bernoulli_switch_gold,
         _bernoulli_switch_log_joint,
     ),
-    _entry(
+    entry(
         "poisson_latent_count",
         poisson_latent_count,
         "truncated sum + closed form",
         {"discrete", "mixed_discrete", "unbounded_discrete"},
-        _poisson_latent_count_gold,
+        poisson_latent_count_gold,
         _poisson_latent_count_log_joint,
     ),
-    _entry(
+    entry(
         "bernoulli_only",
         bernoulli_only,
         "enumeration",
@@ -1816,7 +1812,7 @@ ZOO: tuple[ZooModel, ...] = (
         _bernoulli_only_gold,
         _bernoulli_only_log_joint,
     ),
-    _entry(
+    entry(
         "categorical_only",
         categorical_only,
         "enumeration",
@@ -1824,7 +1820,7 @@ ZOO: tuple[ZooModel, ...] = (
         _categorical_only_gold,
         _categorical_only_log_joint,
     ),
-    _entry(
+    entry(
         "data_coords_dims",
         data_coords_dims,
         "closed form",
@@ -1832,7 +1828,7 @@ ZOO: tuple[ZooModel, ...] = (
         _data_coords_dims_gold,
         _data_coords_dims_log_joint,
     ),
-    _entry(
+    entry(
         "hierarchical_noncentered",
         hierarchical_noncentered,
         "quadrature 1-D (tau) of a closed-form marginal",
@@ -1840,7 +1836,7 @@ ZOO: tuple[ZooModel, ...] = (
         _hierarchical_noncentered_gold,
         _hierarchical_noncentered_log_joint,
     ),
-    _entry(
+    entry(
         "ordered_means",
         ordered_means,
         "closed form + quadrature 1-D",
@@ -1848,7 +1844,7 @@ ZOO: tuple[ZooModel, ...] = (
         _ordered_means_gold,
         _ordered_means_log_joint,
     ),
-    _entry(
+    entry(
         "zero_sum_normal",
         zero_sum_normal,
         "closed form",
@@ -1856,7 +1852,7 @@ ZOO: tuple[ZooModel, ...] = (
         _zero_sum_normal_gold,
         _zero_sum_normal_log_joint,
     ),
-    _entry(
+    entry(
         "large_normal_mean_1e5",
         large_normal_mean,
         "closed form",
@@ -1865,7 +1861,7 @@ ZOO: tuple[ZooModel, ...] = (
         _large_normal_mean_log_joint,
         n=100_000,
     ),
-    _entry(
+    entry(
         "large_normal_mean_1e6",
         large_normal_mean,
         "closed form",
@@ -1975,7 +1971,7 @@ def _pima_table() -> dict[str, np.ndarray]:
     return {name: frame[name].to_numpy() for name in frame.columns}
 
 
-def _pima_data(covariates: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+def pima_data(covariates: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     """Design matrix (intercept, then the covariates standardized to mean 0 and sample SD 1, as
     R's ``scale``) and the 0/1 response of all 532 women of ``Pima.tr`` and ``Pima.te``."""
     table = _pima_table()
@@ -2003,17 +1999,17 @@ def _pima_log_density(beta, design, y, tau):
 
 @functools.cache
 def _pima_logistic_gold(covariates: tuple[str, ...] = PIMA_COVARIATES, tau: float = 10.0) -> Gold:
-    design, y = _pima_data(tuple(covariates))
+    design, y = pima_data(tuple(covariates))
 
     def log_f(beta):
         return _pima_log_density(beta, design, y, tau)
 
-    mode, chol = _laplace_frame(log_f, np.zeros(design.shape[1]), half_width=1.0)
+    mode, chol = laplace_frame(log_f, np.zeros(design.shape[1]), half_width=1.0)
     return _gauss_hermite(log_f, (mode, chol), (8, 12))
 
 
 def _pima_logistic_log_joint(values, covariates=PIMA_COVARIATES, tau=10.0):
-    design, y = _pima_data(tuple(covariates))
+    design, y = pima_data(tuple(covariates))
     beta = np.asarray(values["beta"], dtype=float)[None, :]
     return float(_pima_log_density(beta, design, y, tau)[0])
 
@@ -2035,7 +2031,7 @@ def pima_logistic(covariates: tuple[str, ...] = PIMA_COVARIATES, tau: float = 10
     Neerlandica 66(3), 288-308.
     """
     covariates = tuple(covariates)
-    design, y = _pima_data(covariates)
+    design, y = pima_data(covariates)
     with pm.Model(name="pima_logistic") as model:
         beta = pm.Normal("beta", np.float64(0.0), np.float64(tau), shape=design.shape[1])
         pm.Bernoulli("y", logit_p=pm.math.dot(design, beta), observed=y.astype(np.int64))

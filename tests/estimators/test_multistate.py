@@ -8,7 +8,7 @@ import pytest
 from scipy.special import logsumexp, softmax
 
 from pm_evidence.core.exceptions import EvidenceInputError
-from pm_evidence.estimators.multistate import _Objective, solve_multistate
+from pm_evidence.estimators.multistate import MultistateObjective, solve_multistate
 from pm_evidence.estimators.tempered import mbar_core
 
 
@@ -39,7 +39,7 @@ def test_binned_multistate_sums_equal_the_direct_sums():
     omega /= omega.sum()
     rung = rng.integers(betas.size, size=delta.size)
     nu = np.bincount(rung, weights=omega, minlength=betas.size)
-    objective = _Objective(delta, betas, omega, nu)
+    objective = MultistateObjective(delta, betas, omega, nu)
     quadrature = objective.quadrature
     assert quadrature.n_nodes > 0 and quadrature.direct.size > 0  # both paths are exercised
     assert objective.points.size < delta.size / 5
@@ -65,7 +65,7 @@ def test_quadrature_points_reproduce_sums_and_values_of_smooth_functions(far):
     """The reduction behind MBAR: for functions analytic on the scale of the bins, the points'
     weighted sums equal the draws' and the interpolants give the values at every draw, whether
     the cells are numbered densely or (draws spread over more than 2^24 cells) by np.unique."""
-    from pm_evidence.estimators.multistate import DENSE_CELL_SPAN, _QuadraturePoints
+    from pm_evidence.estimators.multistate import DENSE_CELL_SPAN, QuadraturePoints
 
     rng = np.random.default_rng(5)
     delta = np.r_[rng.normal(-30.0, 4.0, 20_000), rng.uniform(-60.0, 0.0, 50)]
@@ -74,7 +74,7 @@ def test_quadrature_points_reproduce_sums_and_values_of_smooth_functions(far):
     omega = rng.random(delta.size)
     width = 1.0 / 16
     assert (np.ptp(delta) / width > DENSE_CELL_SPAN) == far
-    quadrature = _QuadraturePoints(delta, omega, width)
+    quadrature = QuadraturePoints(delta, omega, width)
     assert quadrature.points.size < delta.size / 4
     for g in (np.cos, lambda x: np.sin(0.7 * x) + 0.1 * x, lambda x: 1 / (1 + np.exp(-(x + 30)))):
         plain = omega @ g(delta)

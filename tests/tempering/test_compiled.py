@@ -21,7 +21,7 @@ from pm_evidence.references import (
 from pm_evidence.tempering.compiled import hmc_transition_function
 from pm_evidence.tempering.kernels import hmc_step
 from pm_evidence.tempering.path import GeometricPath
-from pm_evidence.tempering.samplers import _draw_categorical, beta_conditional
+from pm_evidence.tempering.samplers import beta_conditional, draw_categorical
 from pm_evidence.zoo import testing as exact_models
 
 
@@ -92,7 +92,7 @@ def test_compiled_hmc_not_used_where_unsupported(walled_target):
 
 
 def test_batched_graphs_have_no_blockwise_inner_graphs(walled_target, rng):
-    fn = walled_target._terms_grad_fn.fn
+    fn = walled_target.terms_grad_function.fn
     wrapped = [
         node for node in fn.maker.fgraph.apply_nodes
         if isinstance(node.op, Blockwise) and isinstance(node.op.core_op, OpFromGraph)
@@ -122,7 +122,7 @@ def test_rung_draws_follow_q_beta_given_x():
     expected /= expected.sum(axis=1, keepdims=True)
     np.testing.assert_allclose(q, expected, rtol=1e-12, atol=1e-300)
     n_draws = 20_000
-    draws = _draw_categorical(rng, np.repeat(q, n_draws, axis=0)).reshape(5, n_draws)
+    draws = draw_categorical(rng, np.repeat(q, n_draws, axis=0)).reshape(5, n_draws)
     for row, probs in zip(draws, q, strict=True):
         counts = np.bincount(row, minlength=6)
         support = probs > 0
@@ -138,7 +138,7 @@ def test_categorical_draw_with_many_categories(n_categories):
     rng = np.random.default_rng(4)
     probs = rng.dirichlet(np.full(n_categories, 20.0))
     n_draws = 200 * n_categories
-    draws = _draw_categorical(rng, np.tile(probs, (n_draws, 1)))
+    draws = draw_categorical(rng, np.tile(probs, (n_draws, 1)))
     counts = np.bincount(draws, minlength=n_categories)
     assert stats.chisquare(counts, n_draws * probs).pvalue > 1e-3
 

@@ -19,7 +19,7 @@ from scipy.stats import norm
 
 import pm_evidence as pme
 from pm_evidence.model.log_density import LogDensity
-from pm_evidence.path.path_estimators import _occupancy_messages
+from pm_evidence.path.path_estimators import occupancy_messages
 from pm_evidence.path.plan import auto_reference
 
 SMALL_AIS = {"n_chains": 50, "n_rungs": 100, "progressbar": False}
@@ -45,9 +45,9 @@ def test_occupancy_far_below_its_target_is_flagged():
         return SimpleNamespace(sampler=SimpleNamespace(betas=betas, log_r=log_r, c_hat=c_hat))
 
     c_sum = np.full((4, 5), 20.0)
-    assert _occupancy_messages(run(c_sum)) == []
+    assert occupancy_messages(run(c_sum)) == []
     c_sum[:, 2], c_sum[:, 0] = 4.0, 36.0  # rung 2 at 0.2 of its target
-    message = _occupancy_messages(run(c_sum))
+    message = occupancy_messages(run(c_sum))
     assert len(message) == 1 and "rung 2" in message[0] and "0.20 times" in message[0]
 
 

@@ -91,7 +91,9 @@ def _floor_of(unit: str) -> int:
     for floor, units in FLOORS.items():
         if unit in units:
             return floor
-    pytest.fail(f"pm_evidence module {unit!r} sits on no floor of tests/workflows/test_layers.FLOORS")
+    pytest.fail(
+        f"pm_evidence module {unit!r} sits on no floor of tests/workflows/test_layers.FLOORS"
+    )
 
 
 @functools.cache
@@ -156,11 +158,11 @@ def test_at_most_a_dozen_modules_sit_at_the_root():
     assert set(FLOORS) and all(_floor_of(_unit(f"pm_evidence.{m}")) >= 0 for m in root)
 
 
-@pytest.mark.parametrize("old", sorted(pm_evidence._OLD_PATHS))
+@pytest.mark.parametrize("old", sorted(pm_evidence.OLD_MODULE_PATHS))
 def test_old_module_paths_are_the_moved_modules(old):
     import importlib
 
-    moved = importlib.import_module(f"pm_evidence.{pm_evidence._OLD_PATHS[old]}")
+    moved = importlib.import_module(f"pm_evidence.{pm_evidence.OLD_MODULE_PATHS[old]}")
     assert importlib.import_module(f"pm_evidence.{old}") is moved
     assert getattr(pm_evidence, old) is moved
 
@@ -179,3 +181,78 @@ def test_every_module_has_its_line_in_the_docs():
         if path.name != "__init__.py" and f"``{name.removeprefix('pm_evidence.')}``" not in text
     ]
     assert missing == [], f"add these modules to docs/concepts.rst: {missing}"
+
+
+# (test file, private name) that tests still use; each a name to make public or a use to drop
+# (issue 34, step 7: the tests use public names only). Empty: keep it so.
+KNOWN_PRIVATE_IN_TESTS: set[tuple[str, str]] = set()
+
+TESTS = PACKAGE.parent / "tests"
+OURS = ("pm_evidence", "tests")  # the package and the tests' shared helpers (tests/zoo_support)
+PATCHERS = {"setattr", "delattr", "getattr", "hasattr"}  # by name: monkeypatch.setattr and builtins
+
+
+def _is_private(name: str) -> bool:
+    """``_x`` and ``__x`` but not the dunders ``__x__`` (Python's own names)."""
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _private_uses(source: str):
+    """``(line, name)`` of every private name a test file uses:
+
+    - imported: ``from pm_evidence.x import _y``, ``import pm_evidence._x`` (and from ``tests.``);
+    - read as an attribute: ``anything._y`` except ``self._y`` / ``cls._y`` (the tests' own
+      classes), which covers ``pm_evidence.x._y``, ``module._y`` and a fixture's ``target._y``;
+    - named in a string: ``monkeypatch.setattr(module, "_y", ...)``, ``getattr(obj, "_y")``, and
+      dotted targets such as ``monkeypatch.setattr("pm_evidence.x._y", ...)``.
+    """
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in OURS:
+                    yield from ((node.lineno, p) for p in alias.name.split(".") if _is_private(p))
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in OURS:
+            parts = [*node.module.split("."), *(alias.name for alias in node.names)]
+            yield from ((node.lineno, p) for p in parts if _is_private(p))
+        elif isinstance(node, ast.Attribute) and _is_private(node.attr):
+            if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                yield node.lineno, node.attr
+        elif isinstance(node, ast.Call) and node.args:
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            strings = [a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else None
+                       for a in node.args[:2]]  # fmt: skip
+            if name not in PATCHERS:
+                continue
+            if strings[0] is not None and strings[0].split(".")[0] in OURS:  # "pm_evidence.x._y"
+                yield from ((node.lineno, p) for p in strings[0].split(".") if _is_private(p))
+            elif len(strings) > 1 and strings[1] is not None and _is_private(strings[1]):
+                yield node.lineno, strings[1]
+
+
+def test_the_private_name_check_sees_each_form():
+    source = """
+import pm_evidence._a
+from pm_evidence.b import _b, public
+from tests.zoo_support import _c
+x = pm_evidence.model._d + module._e + fixture._f.public + self._ok + cls._ok + obj.__ok__
+monkeypatch.setattr(module, "_g", None)
+monkeypatch.setattr("pm_evidence.model._h", None)
+getattr(obj, "_i")
+monkeypatch.setattr(module, "public", None)
+"""
+    names = sorted(name for _, name in _private_uses(source))
+    assert names == ["_a", "_b", "_c", "_d", "_e", "_f", "_g", "_h", "_i"]
+
+
+def test_tests_use_public_names_only():
+    found = {
+        (str(path.relative_to(TESTS.parent)), name, line)
+        for path in sorted(TESTS.rglob("*.py"))
+        for line, name in _private_uses(path.read_text())
+    }
+    used = {(path, name) for path, name, _ in found}
+    new = sorted(f"{path}:{line}: {name}" for path, name, line in found
+                 if (path, name) not in KNOWN_PRIVATE_IN_TESTS)  # fmt: skip
+    assert new == [], "tests use private names: make them public or use the public API"
+    assert KNOWN_PRIVATE_IN_TESTS - used == set(), "gone: remove them from KNOWN_PRIVATE_IN_TESTS"

@@ -14,7 +14,7 @@ import pytest
 import pm_evidence
 from pm_evidence import Evidence
 from pm_evidence.core.exceptions import EvidenceInputError
-from pm_evidence.parallel import ModelComparison, _Startup
+from pm_evidence.parallel import ModelComparison, WorkerStartup
 
 PYTHON = sys.executable
 
@@ -69,14 +69,14 @@ def test_main_module_without_a_file_is_refused_in_process(monkeypatch):
 
 def test_a_main_module_with_no_file_at_all_is_not_refused(monkeypatch):
     # a notebook or python -c: the workers do not import the main module
-    from pm_evidence.parallel import _check_main_importable
+    from pm_evidence.parallel import check_main_importable
 
     monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
-    _check_main_importable(multiprocessing.get_context("spawn"))
+    check_main_importable(multiprocessing.get_context("spawn"))
 
 
 def test_a_pool_broken_before_any_worker_started_says_why():
-    startup = _Startup(multiprocessing.get_context("spawn"))
+    startup = WorkerStartup(multiprocessing.get_context("spawn"))
     why = startup.explain(BrokenProcessPool("terminated abruptly"))
     assert why.startswith("the pool's worker processes died while starting, before any model ran")
     assert 'if __name__ == "__main__":' in why and 'executor="serial"' in why

@@ -13,7 +13,8 @@ import pytest
 from scipy import integrate, linalg, special, stats
 
 from pm_evidence.zoo import highdim as hd
-from pm_evidence.zoo.testing import Gold, ZooModel
+from pm_evidence.zoo.testing import Gold, ZooModel, hierarchical_log_evidence_given_tau
+from tests.zoo_support import short_name
 
 ENTRIES = {entry.name: entry for entry in hd.HIGHDIM_ZOO}
 N_PARAMETERS = {
@@ -23,10 +24,6 @@ N_PARAMETERS = {
     "logistic_regression_wide": 51,
     "latent_gp_regression": 100,
 }
-
-
-def _short(name: str) -> str:
-    return name.split("::")[-1]
 
 
 def test_registry():
@@ -51,9 +48,9 @@ def test_log_joint_is_pymc_logp(entry):
     assert sum(np.size(v) for v in start.values()) == N_PARAMETERS[entry.name]
     constrained = model.replace_rvs_by_values(model.free_RVs)
     fn = model.compile_fn([model.logp(), model.logp(jacobian=False), *constrained], point_fn=True)
-    names = [_short(rv.name) for rv in model.free_RVs]
+    names = [short_name(rv.name) for rv in model.free_RVs]
     log_transformed = [
-        _short(rv.name) for rv in model.free_RVs if model.rvs_to_transforms[rv] is not None
+        short_name(rv.name) for rv in model.free_RVs if model.rvs_to_transforms[rv] is not None
     ]
     assert all(model.rvs_to_transforms[rv].name == "log" for rv in model.free_RVs
                if model.rvs_to_transforms[rv] is not None)  # fmt: skip
@@ -75,7 +72,7 @@ def test_hierarchical_normal_gold(n_groups):
     """The marginal given ``tau`` against a dense multivariate normal of ``theta`` and ``mu``
     integrated out, and the 1-D integral by QUADPACK over ``tau`` on its natural scale."""
     entry = ENTRIES[f"hierarchical_normal_{n_groups}"]
-    y, sigma = hd._hierarchical_normal_data(n_groups, 50)
+    y, sigma = hd.hierarchical_normal_data(n_groups, 50)
     mu_sd, tau_scale = 5.0, 5.0
     for tau in (0.3, 2.5):
         cov = np.diag(sigma**2 + tau**2) + mu_sd**2
@@ -83,13 +80,13 @@ def test_hierarchical_normal_gold(n_groups):
         white = linalg.solve_triangular(chol, y, lower=True)
         dense = -0.5 * (n_groups * np.log(2 * np.pi) + white @ white)
         dense -= np.sum(np.log(np.diag(chol)))
-        mine = hd._hierarchical_log_evidence_given_tau(np.array([tau]), y, sigma, mu_sd)[0]
+        mine = hierarchical_log_evidence_given_tau(np.array([tau]), y, sigma, mu_sd)[0]
         assert abs(mine - dense) < 1e-8
 
     gold = entry.gold()
 
     def integrand(tau):
-        log_f = hd._hierarchical_log_evidence_given_tau(np.array([tau]), y, sigma, mu_sd)[0]
+        log_f = hierarchical_log_evidence_given_tau(np.array([tau]), y, sigma, mu_sd)[0]
         return np.exp(log_f + stats.halfnorm.logpdf(tau, scale=tau_scale) - gold.log_z)
 
     value, abserr = integrate.quad(integrand, 0.0, np.inf, epsabs=0, epsrel=1e-11, limit=200)
@@ -98,8 +95,8 @@ def test_hierarchical_normal_gold(n_groups):
 
 
 def _glmm_setup():
-    group, y = hd._poisson_glmm_data(100, 10, 52)
-    return group, y, hd._poisson_glmm_statistics(100, 10, 52)
+    group, y = hd.poisson_glmm_data(100, 10, 52)
+    return group, y, hd.poisson_glmm_statistics(100, 10, 52)
 
 
 def test_glmm_group_integrals_against_quadpack_on_the_raw_counts():
@@ -125,7 +122,7 @@ def test_glmm_group_integrals_against_quadpack_on_the_raw_counts():
             total += np.log(value) + shift
         point = np.array([[b0, np.log(s)]])
         priors = stats.norm.logpdf(b0, 0, 2.0) + stats.halfnorm.logpdf(s, scale=1.0) + np.log(s)
-        mine = hd._poisson_glmm_log_density(point, 10, statistics, 2.0, 1.0, 32)[0] - priors
+        mine = hd.poisson_glmm_log_density(point, 10, statistics, 2.0, 1.0, 32)[0] - priors
         assert abs(mine - total) < 1e-9
 
 
@@ -142,7 +139,7 @@ def test_glmm_gold_by_the_trapezoid_rule_on_the_natural_scale():
         s = np.linspace(0.15, 1.6, n_points)
         log_f = np.array(
             [
-                hd._poisson_glmm_log_density(
+                hd.poisson_glmm_log_density(
                     np.column_stack([np.full(n_points, b), np.log(s)]), 10, statistics, 2.0, 1.0, 32
                 )
                 - np.log(s)  # the density in (b0, s)
@@ -178,7 +175,7 @@ def test_latent_gp_gold_by_the_posterior_identity():
     """``log p(y) = log p(y | f) + log p(f) - log p(f | y)`` at the posterior mean, with the
     posterior in precision form (``K^-1 + I / sigma^2``), never forming ``K + sigma^2 I``."""
     sigma = 0.3
-    cov, y = hd._latent_gp_data(100, 1.0, 1.0, sigma, 1e-6, 80)
+    cov, y = hd.latent_gp_data(100, 1.0, 1.0, sigma, 1e-6, 80)
     precision = np.linalg.inv(cov) + np.eye(100) / sigma**2
     chol = np.linalg.cholesky(precision)
     mean = np.linalg.solve(precision, y / sigma**2)

@@ -156,7 +156,7 @@ def test_gaussian_shells_2d_by_quadrature_over_the_box():
 
     values = []
     for n in (6, 10):
-        x, log_w = zm._composite_legendre(edges, n)
+        x, log_w = zm.composite_legendre(edges, n)
         grid = log_joint(x[:, None], x[None, :]) + log_w[:, None] + log_w[None, :]
         values.append(special.logsumexp(grid))
     assert abs(values[0] - values[1]) < 1e-7
@@ -173,9 +173,9 @@ def test_gaussian_shells_radial_integral_and_cap():
         moments = [0.0 if j % 2 else special.factorial2(j - 1) if j else 1.0 for j in range(k + 1)]
         e_rho = sum(special.comb(k, j) * r ** (k - j) * w**j * moments[j] for j in range(k + 1))
         log_area = np.log(2.0) + 0.5 * dim * np.log(np.pi) - special.gammaln(dim / 2)
-        no_box = zm._shell_box_log_mass(dim, r, w, 7.0, 600.0, 64)
+        no_box = zm.shell_box_log_mass(dim, r, w, 7.0, 600.0, 64)
         assert abs(no_box - (log_area + np.log(e_rho))) < 1e-10
-        gold = zm._gaussian_shells_gold(dim, r, w, 7.0, 6.0).log_z
+        gold = zm.gaussian_shells_gold(dim, r, w, 7.0, 6.0).log_z
         assert -1e-7 < gold - (np.log(2.0) + no_box - dim * np.log(12.0)) <= 0.0
 
     rng = np.random.default_rng(11)
@@ -184,7 +184,7 @@ def test_gaussian_shells_radial_integral_and_cap():
     for t in (0.1, 0.4):
         hits = np.mean(u[:, 0] < -t)
         se = np.sqrt(hits * (1 - hits) / u.shape[0])
-        cap = -np.expm1(zm._log_cap_complement(np.array([1.0]), t, 10)[0])
+        cap = -np.expm1(zm.log_cap_complement(np.array([1.0]), t, 10)[0])
         assert abs(cap - hits) < 4 * se
 
 
@@ -193,8 +193,8 @@ def test_unequal_modes_by_quadrature_per_axis():
     composite Gauss-Legendre (not by the normal CDF)."""
     gold = _entry("unequal_modes_5d").gold().log_z
     edges = np.linspace(-10.0, 10.0, 401)
-    narrow = zm._log_integral_1d(lambda x: stats.norm.logpdf(x, 1.0, 0.05), edges, 16)
-    wide = zm._log_integral_1d(lambda x: stats.norm.logpdf(x, -1.0, 1.0), edges, 16)
+    narrow = zm.log_integral_1d(lambda x: stats.norm.logpdf(x, 1.0, 0.05), edges, 16)
+    wide = zm.log_integral_1d(lambda x: stats.norm.logpdf(x, -1.0, 1.0), edges, 16)
     log_z = 2.0 + np.logaddexp(np.log(0.3) + 5 * narrow, np.log(0.7) + 5 * wide) - 5 * np.log(20)
     assert abs(log_z - gold) < 1e-10
 
@@ -204,13 +204,13 @@ def test_trimodal_mixture_by_quadrature_over_mu():
     ``mu``, with the joint the entry writes (checked against PyMC above)."""
     entry = _entry("trimodal_mixture_1d")
     gold = entry.gold().log_z
-    y, w, delta = zm._TRIMODAL_Y, (0.2, 0.5, 0.3), (-4.0, 0.0, 4.0)
+    y, w, delta = zm.TRIMODAL_Y, (0.2, 0.5, 0.3), (-4.0, 0.0, 4.0)
 
     def log_f(mu):
-        return zm._trimodal_log_density(mu, y, w, delta, 0.7, 4.0)
+        return zm.trimodal_log_density(mu, y, w, delta, 0.7, 4.0)
 
     edges = np.linspace(-30.0, 30.0, 121)
-    coarse, fine = (zm._log_integral_1d(log_f, edges, n) for n in (16, 32))
+    coarse, fine = (zm.log_integral_1d(log_f, edges, n) for n in (16, 32))
     assert abs(coarse - fine) < 1e-12 and abs(fine - gold) < 1e-10
     value, abserr = integrate.quad(
         lambda m: np.exp(log_f(np.array([m]))[0] - gold), -40, 40, points=[-4, 0, 4], limit=200
@@ -229,7 +229,7 @@ def test_change_point_by_quadrature_over_the_rates():
     entry = _entry("change_point")
     gold = entry.gold().log_z
     n = 60
-    y = zm._change_point_data(n, 36, (3.0, 1.5), 51)
+    y = zm.change_point_data(n, 36, (3.0, 1.5), 51)
 
     def log_segment(counts):
         def log_f(lam):
@@ -258,7 +258,7 @@ def test_funnel_by_monte_carlo_of_the_box_probability():
     assert abs(np.log(p) - (gold + log_volume)) < 4 * se
     # a second quadrature: QUADPACK over v
     value, _ = integrate.quad(
-        lambda t: np.exp(zm._funnel_log_f(t, 10, 3.0, 20.0)), -10, 10, epsrel=1e-12, limit=200
+        lambda t: np.exp(zm.funnel_log_f(t, 10, 3.0, 20.0)), -10, 10, epsrel=1e-12, limit=200
     )
     assert abs(np.log(value) - log_volume - gold) < 1e-10
 
@@ -301,7 +301,7 @@ def test_unit_cube_form_is_log_joint_minus_log_prior(entry):
     log_l = form.log_likelihood(theta)
     assert theta.shape == (5, form.dim) and log_l.shape == (5,)
     for row, value in zip(theta, log_l, strict=True):
-        values = zm._values(row, form.names)
+        values = zm.values(row, form.names)
         if "tau" in values:
             assert values["tau"] == int(values["tau"]) and 1 <= values["tau"] <= 59
         expected = entry.log_joint(values) - _log_prior(entry, row)

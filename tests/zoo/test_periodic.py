@@ -62,7 +62,7 @@ def test_amplitude_marginal_is_the_gaussian_density(name):
     # the scan's look-up tables give the same values on a grid of frequencies
     phi = np.linspace(0.2, 12.0, 37)
     idx = rng.integers(0, phi.size, size=(6, k))
-    looked_up = zp._log_marginal_at(zp._tables(phi, t, y, sigma), idx)
+    looked_up = zp.log_marginal_at(zp.tables(phi, t, y, sigma), idx)
     np.testing.assert_allclose(
         looked_up, zp.signal_log_marginal(phi[idx], t, y, sigma), rtol=0, atol=1e-9
     )
@@ -71,7 +71,7 @@ def test_amplitude_marginal_is_the_gaussian_density(name):
     feats = (np.sin(2 * np.pi * nodes * t), np.cos(2 * np.pi * nodes * t))
     rows = np.array([[0, 1, 2][:k], [2, 2, 1][:k]])
     combos = np.stack(np.meshgrid(*([np.arange(2)] * k), indexing="ij"), -1).reshape(-1, k)
-    cells = zp._log_marginal_cells(feats, rows, combos, y, sigma)
+    cells = zp.log_marginal_cells(feats, rows, combos, y, sigma)
     points = nodes[rows[:, None, :], combos[None, :, :], 0]  # (rows, combos, k)
     expected = zp.signal_log_marginal(points.reshape(-1, k), t, y, sigma).reshape(cells.shape)
     np.testing.assert_allclose(cells, expected, rtol=0, atol=1e-9)
@@ -79,12 +79,12 @@ def test_amplitude_marginal_is_the_gaussian_density(name):
 
 def test_cell_multiplicities():
     idx = np.array([[0, 1, 2], [1, 1, 2], [3, 3, 3], [0, 2, 2]])
-    np.testing.assert_array_equal(zp._multiplicity(idx), [6, 3, 1, 3])
-    np.testing.assert_array_equal(zp._multiplicity(np.array([[0, 1], [4, 4]])), [2, 1])
+    np.testing.assert_array_equal(zp.multiplicity(idx), [6, 3, 1, 3])
+    np.testing.assert_array_equal(zp.multiplicity(np.array([[0, 1], [4, 4]])), [2, 1])
     # the ordered cells with their multiplicities cover the grid once
     for k, g in ((1, 7), (2, 7), (3, 7)):
-        cells = zp._ordered_cells(g, k)
-        assert zp._multiplicity(cells).sum() == g**k
+        cells = zp.ordered_cells(g, k)
+        assert zp.multiplicity(cells).sum() == g**k
         assert np.all(np.diff(cells, axis=1) >= 0)
 
 
@@ -147,7 +147,7 @@ def test_ordered_prior_is_proper_and_gold_shared(k, compiled):
     _, logp_nojac, values = cm(point)
     a, b = values["a"], values["b"]
     t, y, sigma = _data(f"periodic_{k}f")
-    mean = zp._signal(values["f"], a, b, t)
+    mean = zp.signal(values["f"], a, b, t)
     rest = stats.norm.logpdf(np.r_[a, b]).sum() + stats.norm.logpdf(y, mean, sigma).sum()
     assert abs((logp_nojac - rest) - (math.lgamma(k + 1) - k * np.log(11.8))) < 1e-9
     assert np.all(np.diff(values["f"]) > 0)
@@ -174,7 +174,7 @@ def test_mirror_square_by_quadpack():
 
     def joint(theta):
         return np.exp(
-            zp._mirror_log_density(np.array([theta]), kw["y"], kw["sigma"], kw["prior_sd"])[0]
+            zp.mirror_log_density(np.array([theta]), kw["y"], kw["sigma"], kw["prior_sd"])[0]
             - gold.log_z
         )
 

@@ -23,7 +23,7 @@ from scipy import integrate, special, stats
 
 from pm_evidence.zoo import testing
 from pm_evidence.zoo.testing import ZOO, Gold, zoo
-from tests.zoo_support import _short
+from tests.zoo_support import short_name
 
 ZOO_WITH_JOINT = [m for m in ZOO if m.log_joint is not None]
 
@@ -50,7 +50,7 @@ def _points(compiled_model, n_continuous=3, seed=0):
     rng = np.random.default_rng(seed)
     model = compiled_model.model
     start = model.initial_point()
-    prefix = {_short(k): k for k in start}
+    prefix = {short_name(k): k for k in start}
     continuous = []
     for i in range(n_continuous):
         scale = 0.0 if i == 0 else 0.3
@@ -137,12 +137,12 @@ def test_quadrature_helper_reproduces_a_closed_form():
         sigma2 = np.exp(t[:, 0])
         sigma = np.sqrt(sigma2)
         return (
-            testing._regression_log_evidence(y, X, sigma, sigma * np.sqrt(v0))
+            testing.regression_log_evidence(y, X, sigma, sigma * np.sqrt(v0))
             + stats.invgamma.logpdf(sigma2, a, scale=b)
             + t[:, 0]
         )
 
-    gold = testing._quadrature(log_f, [testing._laplace_frame(log_f, [0.0])], (64, 128))
+    gold = testing.quadrature(log_f, [testing.laplace_frame(log_f, [0.0])], (64, 128))
     assert gold.error < 1e-8
     assert abs(gold.log_z - exact) < 1e-8
 
@@ -150,21 +150,21 @@ def test_quadrature_helper_reproduces_a_closed_form():
 def test_gaussian_marginals_match_dense_covariances():
     """The sufficient-statistic, Woodbury and Sherman-Morrison marginals at fixed scales (the
     special case "sigma fixed" of the 1-D golds) against dense multivariate normals."""
-    y = testing._normal_halfnormal_sigma_data(20, 23)
+    y = testing.normal_halfnormal_sigma_data(20, 23)
     for sigma in (0.4, 1.3, 5.0):
         cov = sigma**2 * np.eye(y.size) + 4.0 * np.ones((y.size, y.size))
         dense = stats.multivariate_normal(np.full(y.size, 0.5), cov).logpdf(y)
-        assert abs(testing._normal_mean_log_evidence(y, sigma, 0.5, 2.0) - dense) < 1e-10
-    X, y = testing._regression_halfnormal_sigma_data(40, 3, 24)
+        assert abs(testing.normal_mean_log_evidence(y, sigma, 0.5, 2.0) - dense) < 1e-10
+    X, y = testing.regression_halfnormal_sigma_data(40, 3, 24)
     for sigma in (0.3, 1.0, 3.0):
         cov = sigma**2 * np.eye(y.size) + 0.49 * X @ X.T
         dense = stats.multivariate_normal(np.zeros(y.size), cov).logpdf(y)
-        assert abs(testing._regression_log_evidence(y, X, np.array([sigma]), 0.7)[0] - dense) < 1e-9
-    y8, s8 = np.array(testing._EIGHT_SCHOOLS_Y), np.array(testing._EIGHT_SCHOOLS_SIGMA)
+        assert abs(testing.regression_log_evidence(y, X, np.array([sigma]), 0.7)[0] - dense) < 1e-9
+    y8, s8 = np.array(testing.EIGHT_SCHOOLS_Y), np.array(testing.EIGHT_SCHOOLS_SIGMA)
     for tau in (0.0, 4.0, 20.0):
         cov = np.diag(s8**2 + tau**2) + 25.0
         dense = stats.multivariate_normal(np.zeros(8), cov).logpdf(y8)
-        mine = testing._hierarchical_log_evidence_given_tau(np.array([tau]), y8, s8, 5.0)[0]
+        mine = testing.hierarchical_log_evidence_given_tau(np.array([tau]), y8, s8, 5.0)[0]
         assert abs(mine - dense) < 1e-10
 
 
@@ -179,22 +179,22 @@ def _scipy_quad_log(log_f, lower, upper, shift):
 def test_scipy_adaptive_quadrature_agrees_in_1d():
     """QUADPACK on the natural scale (sigma, tau or mu), no Laplace box, vs the
     Gauss-Legendre golds."""
-    y = testing._normal_halfnormal_sigma_data(20, 23)
+    y = testing.normal_halfnormal_sigma_data(20, 23)
     gold = testing.ZOO[[m.name for m in ZOO].index("normal_halfnormal_sigma")].gold()
 
     def log_f_sigma(sigma):
-        return testing._normal_mean_log_evidence(y, sigma, 0.0, 2.0) + stats.halfnorm.logpdf(
+        return testing.normal_mean_log_evidence(y, sigma, 0.0, 2.0) + stats.halfnorm.logpdf(
             sigma, scale=2.0
         )
 
     value, rel = _scipy_quad_log(log_f_sigma, 0.0, 30.0, gold.log_z)
     assert rel < 1e-9 and abs(value - gold.log_z) < 1e-8
 
-    y8, s8 = np.array(testing._EIGHT_SCHOOLS_Y), np.array(testing._EIGHT_SCHOOLS_SIGMA)
+    y8, s8 = np.array(testing.EIGHT_SCHOOLS_Y), np.array(testing.EIGHT_SCHOOLS_SIGMA)
     gold = zoo(["hierarchical_noncentered"])[0].gold()
 
     def log_f_tau(tau):
-        return testing._hierarchical_log_evidence_given_tau(np.array([tau]), y8, s8, 5.0)[
+        return testing.hierarchical_log_evidence_given_tau(np.array([tau]), y8, s8, 5.0)[
             0
         ] + stats.halfnorm.logpdf(tau, scale=5.0)
 
@@ -211,7 +211,7 @@ def test_scipy_adaptive_quadrature_agrees_in_2d():
     """``dblquad`` over a fixed box of the logistic-regression joint, written out afresh
     (``N(0, 2^2)`` priors), vs the 2-D Gauss-Legendre gold."""
     gold = zoo(["logistic_regression"])[0].gold()
-    x, y = testing._logistic_regression_data(50, 41)
+    x, y = testing.logistic_regression_data(50, 41)
 
     def f(b, a):
         eta = a + b * x
@@ -225,16 +225,16 @@ def test_scipy_adaptive_quadrature_agrees_in_2d():
 
 def test_label_switching_modes_carry_equal_mass():
     """Each mirror mode holds half the evidence (the integrand is symmetric in the means)."""
-    y = testing._label_switching_mixture_data(20, 3.0, 1.0, 31)
+    y = testing.label_switching_mixture_data(20, 3.0, 1.0, 31)
 
     def log_f(means):
-        return testing._label_switching_mixture_log_density(means, y, 1.0, 5.0)
+        return testing.label_switching_mixture_log_density(means, y, 1.0, 5.0)
 
     low, high = y[y < 0].mean(), y[y > 0].mean()
-    one = [testing._laplace_frame(log_f, [low, high], half_width=8.0)]
-    other = [testing._laplace_frame(log_f, [high, low], half_width=8.0)]
-    a = testing._quadrature(log_f, one, (48, 96))
-    b = testing._quadrature(log_f, other, (48, 96))
+    one = [testing.laplace_frame(log_f, [low, high], half_width=8.0)]
+    other = [testing.laplace_frame(log_f, [high, low], half_width=8.0)]
+    a = testing.quadrature(log_f, one, (48, 96))
+    b = testing.quadrature(log_f, other, (48, 96))
     gold = zoo(["label_switching_mixture"])[0].gold()
     assert abs(a.log_z - b.log_z) < 1e-9
     assert abs(np.logaddexp(a.log_z, b.log_z) - gold.log_z) < 1e-12
@@ -247,10 +247,10 @@ def test_lkj_prior_density_integrates_to_one():
     for eta in (2.0, 3.5):
 
         def log_f(x, eta=eta):
-            return testing._lkj_2d_log_density(x[:, 0], x[:, 1], x[:, 2], zero, 0, eta, 1.0)
+            return testing.lkj_2d_log_density(x[:, 0], x[:, 1], x[:, 2], zero, 0, eta, 1.0)
 
         center, matrix = np.array([25.0, 25.0, 0.0]), np.diag([25.0, 25.0, 1.0])
-        log_mass = testing._legendre_log_integral(log_f, center, matrix, 80)
+        log_mass = testing.legendre_log_integral(log_f, center, matrix, 80)
         assert abs(log_mass) < 1e-8  # Exp(1) mass beyond 50 is exp(-50)
 
 
@@ -259,9 +259,9 @@ def test_dirichlet_categorical_against_prior_monte_carlo():
     entry = zoo(["dirichlet_categorical"])[0]
     n = 12
     _, exact = testing.dirichlet_categorical(n=n)
-    y = testing._dirichlet_categorical_data(n, 20)
+    y = testing.dirichlet_categorical_data(n, 20)
     rng = np.random.default_rng(5)
-    p = rng.dirichlet(np.array(testing._DIRICHLET_CATEGORICAL_ALPHA), size=200_000)
+    p = rng.dirichlet(np.array(testing.DIRICHLET_CATEGORICAL_ALPHA), size=200_000)
     log_w = np.log(p[:, y]).sum(axis=1)
     w = np.exp(log_w - log_w.max())
     estimate = np.log(w.mean()) + log_w.max()
@@ -289,16 +289,16 @@ def test_conjugate_normal_golds_by_the_candidate_identity():
     """``log Z = log p(y, mu) - log p(mu | y)`` at any ``mu`` (exact for a Gaussian
     posterior): the 1e5-observation model and the three groups of ``data_coords_dims``."""
     entry = zoo(["large_normal_mean_1e5"])[0]
-    y = testing._large_normal_mean_data(100_000, 1.0, 40)
-    m, v = testing._normal_posterior(y, 1.0, 0.0, 2.0)
+    y = testing.large_normal_mean_data(100_000, 1.0, 40)
+    m, v = testing.normal_posterior(y, 1.0, 0.0, 2.0)
     for mu in (m, m + 2 * np.sqrt(v)):
         identity = entry.log_joint({"mu": mu}) - stats.norm.logpdf(mu, m, np.sqrt(v))
         assert abs(identity - entry.gold().log_z) < 1e-9 * abs(identity)
     assert -1.5e5 < entry.gold().log_z < -1.35e5
 
     entry = zoo(["data_coords_dims"])[0]
-    group, y = testing._data_coords_dims_data(10, 1.0, 37)
-    post = [testing._normal_posterior(y[group == g], 1.0, 0.0, 2.0) for g in range(3)]
+    group, y = testing.data_coords_dims_data(10, 1.0, 37)
+    post = [testing.normal_posterior(y[group == g], 1.0, 0.0, 2.0) for g in range(3)]
     alpha = np.array([mg + 0.1 for mg, _ in post])
     log_post = sum(
         stats.norm.logpdf(a, mg, np.sqrt(vg)) for a, (mg, vg) in zip(alpha, post, strict=True)
@@ -309,11 +309,11 @@ def test_conjugate_normal_golds_by_the_candidate_identity():
 def test_bernoulli_enumeration_against_poisson_binomial_count():
     """The likelihood depends on the bits only through their sum s: Z = sum_s P(s) L(s), with
     P(s) the Poisson-binomial law built by convolution."""
-    p = np.array(testing._BERNOULLI_ONLY_P)
+    p = np.array(testing.BERNOULLI_ONLY_P)
     law = np.array([1.0])
     for pj in p:
         law = np.convolve(law, [1 - pj, pj])
-    y = testing._bernoulli_only_data(20, 35)
+    y = testing.bernoulli_only_data(20, 35)
     q = 0.15 + 0.7 * np.arange(p.size + 1) / p.size
     log_lik = y.sum() * np.log(q) + (y.size - y.sum()) * np.log1p(-q)
     assert abs(special.logsumexp(log_lik, b=law) - zoo(["bernoulli_only"])[0].gold().log_z) < 1e-12
@@ -326,8 +326,8 @@ def test_switch_and_latent_count_sums():
     for z in (0, 1):
         other = 1 - z
         # the unused mean sits at its prior mean: its prior density there is a known constant
-        fixed = testing._SWITCH_PRIOR_MEANS[other]
-        correction = stats.norm.logpdf(fixed, fixed, testing._SWITCH_PRIOR_SDS[other])
+        fixed = testing.SWITCH_PRIOR_MEANS[other]
+        correction = stats.norm.logpdf(fixed, fixed, testing.SWITCH_PRIOR_SDS[other])
 
         def log_f(mu, z=z, other=other, fixed=fixed, correction=correction):
             mus = np.empty(2)
@@ -340,20 +340,20 @@ def test_switch_and_latent_count_sums():
     entry = zoo(["poisson_latent_count"])[0]
     gold = entry.gold()
     assert gold.error < 1e-12
-    longer = testing._poisson_latent_count_gold(10, 4.0, 0.5, 1.0, 1.0, 34, k_max=800)
+    longer = testing.poisson_latent_count_gold(10, 4.0, 0.5, 1.0, 1.0, 34, k_max=800)
     assert abs(longer.log_z - gold.log_z) < 1e-13
 
 
 def test_ordered_probability_of_exchangeable_normals():
     """P(x_1 < x_2 < x_3) = 1/6 for i.i.d. normals, and a Monte Carlo check off symmetry."""
-    log_p = testing._log_prob_ordered3(np.zeros(3), np.ones(3), 200)
+    log_p = testing.log_prob_ordered3(np.zeros(3), np.ones(3), 200)
     assert abs(log_p + np.log(6.0)) < 1e-12
     m, s = np.array([-0.4, 0.2, 0.5]), np.array([0.3, 0.5, 0.2])
     rng = np.random.default_rng(3)
     draws = rng.normal(m, s, size=(400_000, 3))
     hits = np.mean((draws[:, 0] < draws[:, 1]) & (draws[:, 1] < draws[:, 2]))
     se = np.sqrt(hits * (1 - hits) / draws.shape[0])
-    assert abs(np.exp(testing._log_prob_ordered3(m, s, 200)) - hits) < 4 * se
+    assert abs(np.exp(testing.log_prob_ordered3(m, s, 200)) - hits) < 4 * se
 
 
 def test_registry():
@@ -416,7 +416,7 @@ def test_ordered_gold_by_quadrature_over_the_cone():
     """The ordered-means gold (unrestricted evidence times the posterior probability of the
     order) vs a direct 3-D Gauss-Legendre integral of the joint over the cone, in coordinates
     ``(x_1, x_2 - x_1, x_3 - x_2)`` (unit Jacobian), with the joint written afresh."""
-    group, y = testing._ordered_means_data(8, 1.0, 38)
+    group, y = testing.ordered_means_data(8, 1.0, 38)
     sums = np.array([y[group == g].sum() for g in range(3)])
     squares = np.array([(y[group == g] ** 2).sum() for g in range(3)])
     counts = np.bincount(group)
@@ -433,8 +433,8 @@ def test_ordered_gold_by_quadrature_over_the_cone():
     means = np.array([y[group == g].mean() for g in range(3)])
     center = np.array([means[0], 3.0, 3.0])  # x_1 in +-4, both gaps in [0, 6]
     matrix = np.diag([4.0, 3.0, 3.0])
-    fine = testing._legendre_log_integral(log_f, center, matrix, 96)
-    coarse = testing._legendre_log_integral(log_f, center, matrix, 64)
+    fine = testing.legendre_log_integral(log_f, center, matrix, 96)
+    coarse = testing.legendre_log_integral(log_f, center, matrix, 64)
     assert abs(fine - coarse) < 1e-9
     assert abs(fine - zoo(["ordered_means"])[0].gold().log_z) < 1e-8
 
@@ -443,7 +443,7 @@ def test_latent_count_sum_by_quadrature():
     """The Poisson latent-count gold vs QUADPACK over ``mu`` for each k (the joint written
     afresh: ``k ~ Poisson(4)``, ``mu ~ N(0, 1)``, ``y_i ~ N(mu + k / 2, 1)``), summed over k."""
     gold = zoo(["poisson_latent_count"])[0].gold()
-    y = testing._poisson_latent_count_data(10, 0.5, 1.0, 34)
+    y = testing.poisson_latent_count_data(10, 0.5, 1.0, 34)
 
     log_pmf = stats.poisson.logpmf(np.arange(40), 4.0)
 
@@ -469,7 +469,7 @@ def test_pima_logistic_intercept_only_gold_matches_adaptive_quadrature():
     ``k b - n log(1 + e^b) + log N(b; 0, 10^2)``."""
     model, gold = testing.pima_logistic(covariates=())
     assert [v.name for v in model.free_RVs] == ["pima_logistic::beta"]
-    design, y = testing._pima_data(())
+    design, y = testing.pima_data(())
     assert design.shape == (y.size, 1)
     k, n = y.sum(), y.size
     shift = -gold  # keeps the integrand near 1
