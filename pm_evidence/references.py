@@ -145,8 +145,8 @@ def _held_out_scores(eigen, mean, held_out, rank: int, lams: np.ndarray) -> np.n
     ``A = R_k + diag(E_k)``. With ``A = C C^T`` and ``C^{-1} R C^{-T} = V diag(theta) V^T``,
     ``Sigma_lambda = C V diag((1 - lambda) theta + lambda) V^T C^T``: one Cholesky factor and
     one symmetric eigendecomposition serve the whole grid (a Cholesky factor and a solve per
-    ``lambda`` cost seconds per fit in 1,000 dimensions, and dominated the exploration's time
-    in 5 dimensions on a loaded machine). ``-inf`` where ``Sigma_lambda`` is singular.
+    ``lambda`` cost far more; measured: docs/benchmarks.rst, Measurements behind the
+    defaults). ``-inf`` where ``Sigma_lambda`` is singular.
     """
     scale = eigen[0]
     leading, rest = _split_correlation(eigen, rank)
@@ -192,12 +192,8 @@ def shrunk_covariance(draws: np.ndarray) -> ShrunkCovariance:
     estimator's efficiency rests on (seed 000 §3). With many draws per dimension the sample
     covariance (``k = 0, lambda = 0``) wins; with few, its noise costs ``dim^2 / (4 n)`` nats of
     Kullback-Leibler divergence and shrinkage pays, and where a few directions carry strong
-    correlations (a GLMM's intercept against every group effect) keeping them pays too.
-    Measured with 2,000 NUTS draws: on ``pm_evidence.zoo.highdim.hierarchical_normal`` with
-    202 parameters bridge sampling failed (no overlap) with the sample covariance and had SE
-    0.024 with its diagonal (``k = 0, lambda = 1``, chosen); on ``poisson_glmm`` (102
-    parameters) ``k = 1, lambda = 1`` was chosen and bridge's SE fell from 0.026-0.030 (the
-    shrunk covariance alone) to 0.011-0.013 on three seeds.
+    correlations (a GLMM's intercept against every group effect) keeping them pays too
+    (measured: docs/benchmarks.rst, Measurements behind the defaults).
 
     Returns
     -------

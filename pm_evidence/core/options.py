@@ -175,10 +175,9 @@ class PathOptions:
 
 
 # Default log-density evaluations of one run (a budget that does not depend on the machine).
-# On the 10 x 10 grid MRF (100 binary sites, checkerboard Gibbs: 102 evaluations per sweep,
-# about 0.8 us each on the 2-core development machine) AIS at defaults ends in about 16 s with
-# SE 0.013, where without a budget it spent 136 million evaluations (2.6 min there, 6 min in
-# issue 21) to reach SE 0.005 (benchmarks/mrf_defaults.py). Continuous models at defaults do
+# It is what ends a cheap discrete model's AIS in seconds at a somewhat larger SE, where
+# without a budget the chains would go on for minutes to reach ``target_se`` (measured:
+# docs/benchmarks.rst, Measurements behind the defaults). Continuous models at defaults do
 # not reach it: with HMC's 2 evaluations per transition AIS keeps at most 1e7 / K chains of K
 # rungs (MAX_STORED_NUMBERS) or 20,000 chains of fewer than 500 rungs, under 2e7 evaluations
 # either way, and tempering at most 1000 chains x (5000 + 10 x 50) sweeps x 2 = 1.1e7.
@@ -251,9 +250,8 @@ class TemperingOptions:
     ----------
     n_chains : int
         Parallel tempered chains, moved together in one vectorized call per sweep. At the
-        default 1000 a sweep costs little more than with 100 (eight schools, ``target_se``
-        0.005: 7.2-7.6 s per call either way, SE 0.0032 from 1000 chains x 200 sweeps against
-        0.0045 from 100 chains x 760-980 sweeps).
+        default 1000 a sweep costs little more than with 100, and the run reaches a smaller
+        SE in the same time (measured: docs/benchmarks.rst, Measurements behind the defaults).
     n_sweeps : int or None
         Sweeps of the final run; ``None``: ``min_sweeps``, then more until the RTS standard
         error is at most ``target_se`` (or ``max_sweeps``).

@@ -50,14 +50,10 @@ def one_blas_thread() -> threadpool_limits:
     (threadpoolctl).
 
     For code that makes many small factorizations and triangular solves: on a busy 2-core
-    machine OpenBLAS's threads wait for each other, and a 20 x 20 triangular solve took 4.7 ms
-    instead of microseconds. Measured on ``pm_evidence.search.exploration.explore`` of the 20-D
-    ``testing.peaked_normal_mean`` with another process using one core: 15-16 s, and 1.7 s with
-    one thread (the same result bit for bit). On the idle 2-core machine, a triangular solve
-    of 4,000 right-hand sides, an eigendecomposition, a Cholesky factor and a product of a
-    ``d x d`` covariance took 7.8 ms with OpenBLAS's two threads and 0.3 ms with one at
-    ``d = 20``, 35 and 1.3 ms at 50, 9 and 4 ms at 100, 109 and 80 ms at 500, and 290 and 326 ms
-    at 1,000. :func:`~pm_evidence.marginal_likelihood` and :func:`explore
+    machine OpenBLAS's threads wait for each other, and a small triangular solve takes
+    milliseconds instead of microseconds; one thread gives the same result bit for bit, and
+    is faster up to a few hundred dimensions (measured: docs/benchmarks.rst, Measurements
+    behind the defaults). :func:`~pm_evidence.marginal_likelihood` and :func:`explore
     <pm_evidence.search.exploration.explore>` run in it.
     """
     return threadpool_limits(limits=1, user_api="blas")
@@ -132,8 +128,9 @@ def log_sum_exp(values, axis: int | None = None):
     """``log sum exp(values)`` over ``axis``, computed without overflow.
 
     What ``scipy.special.logsumexp(values, axis)`` gives for real input, a slice of ``-inf``
-    giving ``-inf``, in plain NumPy: scipy's array-API dispatch costs about 0.3 ms a call, which
-    was most of AIS's time on small runs (``benchmarks/estimator_overhead.py``).
+    giving ``-inf``, in plain NumPy: scipy's array-API dispatch has a fixed cost per call that
+    dominated AIS's time on small runs (measured: docs/benchmarks.rst, Measurements behind the
+    defaults).
     """
     values = np.asarray(values, dtype=float)
     top = np.max(values, axis=axis, keepdims=True)

@@ -22,7 +22,7 @@ from pm_evidence.estimators.ratio_matching import solve_weighted_ratio_matching_
 __all__ = ["ads_binary_core", "ads_multinomial_core", "ais_core", "raise_core"]
 
 # numbers per array while ADS solves blocks of rung pairs at once: half a megabyte, so that a
-# block's arrays stay in cache (twice as fast as one block of 2^22 numbers on a 32 x 20,000 run)
+# block's arrays stay in cache (measured: docs/benchmarks.rst, Measurements behind the defaults)
 ROWS_PER_BLOCK_NUMBERS = 2**16
 
 

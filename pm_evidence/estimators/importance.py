@@ -99,8 +99,8 @@ def reverse_importance_core(log_l_target, log_l_reference=None) -> Estimate:
     *over*-estimate; its variance, ``chi^2(p0 || p) / n``, is infinite when ``p0`` has mass
     where the target has (almost) none. The target draws then rarely reach the large
     ``v = p0 / f`` that carry the mean, and the sample variance of ``v`` misses them: an
-    estimate high by several of its own SEs with a small Pareto k-hat (measured on eight
-    schools with exact posterior draws and a 95% truncated normal). Reference draws land
+    estimate high by several of its own SEs with a small Pareto k-hat (measured:
+    docs/benchmarks.rst, Measurements behind the defaults). Reference draws land
     exactly there, so with ``log_l_reference`` the SE is
 
     .. math:: \mathrm{se} = \sqrt{\max(\hat\chi^2_{target}, \hat\chi^2_{reference})

@@ -38,10 +38,9 @@ of the total weight whatever ``a`` is: the reduction is exact to rounding (teste
 plain sums). A bin with at most ``P`` draws keeps them. Each Newton pass then costs
 ``O(m K)`` for ``m`` points (about ``P`` per occupied bin) instead of ``O(n K)``; the draws are
 read only twice, once to take the moments and once to evaluate the SE's per-draw projections
-(by the same interpolant). On the 10-D mixture's default tempered run (700,000 draws become
-about 2,800 points; 13 rungs; a run of 2-5 s) MBAR took 19 s at first, 0.58 s with
-Taylor-expanded bins, 0.17-0.37 s with narrower ones, and takes 0.06-0.09 s now
-(``benchmarks/estimator_overhead.py``).
+(by the same interpolant). On a default tempered run hundreds of thousands of draws become a
+few thousand points, and MBAR costs a small fraction of the run (measured: docs/benchmarks.rst,
+Measurements behind the defaults).
 """
 
 from __future__ import annotations

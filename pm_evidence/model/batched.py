@@ -1,8 +1,9 @@
 """Calling a compiled, batched function on many points: in blocks sized to the data, and total.
 
 Blocks keep the intermediates (``block x n_obs`` linear predictors, say) in memory and cache: on a
-regression with 200 observations, blocks of 1024 rows are about 3x faster than one call on
-20,000; with a million observations a block must hold only a few points, or one call would
+small regression, blocks of about a thousand rows are faster than one call on all the points
+(measured: docs/benchmarks.rst, Measurements behind the defaults); with a million observations a
+block must hold only a few points, or one call would
 allocate gigabytes. :func:`block_size_for` picks the rows per block from the number of
 observations so that every intermediate stays near ``MAX_BLOCK_ELEMENTS`` numbers.
 

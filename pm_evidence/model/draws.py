@@ -192,8 +192,9 @@ LP_CHECK_DRAWS = 64
 
 # Where each sampler stores the model's log density (unconstrained, with the Jacobian) at every
 # draw, by the posterior's ``inference_library`` attribute: (sample_stats variable, sign).
-# pymc: ``lp``; nutpie (pm.sample(nuts_sampler="nutpie")): ``logp`` (measured equal to
-# LogDensity.log_density at its draws to 1e-14); blackjax through pm.sample: ``lp``
+# pymc: ``lp``; nutpie (pm.sample(nuts_sampler="nutpie")): ``logp`` (equal to
+# LogDensity.log_density at its draws to rounding; measured: docs/benchmarks.rst, Measurements
+# behind the defaults); blackjax through pm.sample: ``lp``
 # (state.logdensity); numpyro through pm.sample: ``lp`` holding numpyro's potential energy,
 # the NEGATIVE log density (pymc/sampling/jax.py, _numpyro_stats_to_dict renames
 # potential_energy to lp).
@@ -531,10 +532,9 @@ def default_reference_draws(n_target: int, dim: int) -> int:
     a posterior draw costs a whole NUTS trajectory. So the default takes
     ``REFERENCE_DRAWS_PER_POSTERIOR_DRAW`` (16) reference draws per posterior draw, capped at
     ``MAX_REFERENCE_NUMBERS / dim`` (memory), and never fewer than ``n_target`` (R's
-    bridgesampling uses ``N_2 = N_1``). Measured on eight schools
-    (``testing.hierarchical_noncentered``, 2,000 posterior draws, three seeds): the bridge SE
-    falls from 0.012 (``N_2 = N_1``) to 0.0074 (4x) and 0.0045 (16x); the reference side
-    dominated.
+    bridgesampling uses ``N_2 = N_1``): where the reference side dominates, the bridge SE
+    falls markedly from ``N_2 = N_1`` to 16 times as many (measured: docs/benchmarks.rst,
+    Measurements behind the defaults).
     """
     cap = MAX_REFERENCE_NUMBERS // max(int(dim), 1)
     return int(max(n_target, min(REFERENCE_DRAWS_PER_POSTERIOR_DRAW * n_target, cap)))
@@ -556,13 +556,10 @@ def balanced_reference_draws(
     and ``MAX_REFERENCE_NUMBERS / dim`` (memory). More reference draws also shrink the
     posterior side (the optimal bridge leans on the larger sample).
 
-    Measured at the default 16 reference draws per posterior draw: the reference side was 3 to
-    8 times the posterior side on ``pm_evidence.zoo.testing``'s linear, inverse-gamma and peaked
-    20-D models, and balancing there cut the spread of bridge's estimate over 20 seeds 4.3
-    and 2.4 times (linear, peaked) for 1.14 and 1.7 times the time; but their SE was already
-    0.001, below what a Bayes factor needs, hence ``BALANCING_SE``. At 100 to 1,000
-    parameters (``pm_evidence.zoo.highdim``, 1,000 posterior draws) the posterior side was the
-    larger by 1.6 to 2.4 times, except on the GLMM (the sides equal: 4% more draws).
+    Balancing only above ``BALANCING_SE``: on small models where the reference side dominates,
+    balancing cuts the spread of the estimate, but their SE is already below what a Bayes
+    factor needs; on models with hundreds of parameters the posterior side is usually the
+    larger (measured: docs/benchmarks.rst, Measurements behind the defaults).
 
     Returns
     -------

@@ -113,9 +113,8 @@ def _blockwise_inner_graph_to_batched(fgraph, node):
 
     Vectorizing a model's graph wraps every ``OpFromGraph`` (``pt.logaddexp``, ``logsumexp``
     and their gradients) in a ``Blockwise``, which PyTensor neither fuses nor inlines; the
-    compiled function then calls the inner graph once per point (on a 10-D mixture written
-    with ``pt.logaddexp``, the log-density and gradient at 1000 points took 0.21 ms instead of
-    0.07 ms). An elementwise ``SymbolicOp`` is applied to the batched inputs as the same op
+    compiled function then calls the inner graph once per point, several times slower
+    (measured: docs/benchmarks.rst, Measurements behind the defaults). An elementwise ``SymbolicOp`` is applied to the batched inputs as the same op
     (PyTensor still inlines it late, where that is safe); any other ``OpFromGraph`` has its
     inner graph vectorized in place.
     """

@@ -58,8 +58,9 @@ __all__ = [
 # underscore because ``raise`` is Python's); the old name still works, with a FutureWarning
 __getattr__ = renamed_module_names(globals(), {"reverse_ais": "raise_"})
 
-# A rung visited less than this fraction of its target r_k is flagged (the RTS runs of issue 13
-# that were off by 50 to 86 nats had min_k c_k / r_k = 0.07 to 0.34).
+# A rung visited less than this fraction of its target r_k is flagged: RTS runs that were far
+# off had rungs visited well below it (measured: docs/benchmarks.rst, Measurements behind the
+# defaults).
 MIN_OCCUPANCY_RATIO = 0.5
 # TI is flagged when its ladder's discretization correction exceeds this many Monte Carlo SEs.
 DISCRETIZATION_SE_RATIO = 2.0

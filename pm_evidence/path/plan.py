@@ -50,8 +50,8 @@ __all__ = ["Ladder", "PathPlan", "auto_reference", "make_plan"]
 
 # NUTS for the plan: its draws only fit and choose the reference (the path methods are exact
 # from any reference), so half of bridge sampling's 1000 tuning iterations per chain; as many
-# kept draws, for the same R-hat check (with 500 it raised false alarms, e.g. R-hat 1.014 on a
-# normal cut at x < 1). Options given by name (draws=, tune=, chains=) replace these.
+# kept draws, for the same R-hat check (with fewer it raised false alarms; measured:
+# docs/benchmarks.rst, Measurements behind the defaults). Options given by name (draws=, tune=, chains=) replace these.
 PLAN_SAMPLING = {"draws": 1000, "tune": 500, "chains": 4}
 LADDER_NAMES = ("adaptive", *LADDERS)
 
@@ -175,9 +175,8 @@ def _held_out_overlap(name: str, target: LogDensity, flat: np.ndarray, log_f: np
     second half of the flattened draws: different chains).
 
     Judged at the draws it was fitted to, a candidate's overlap is optimistic by how much the
-    fit adapted to them, which grows with the dimension: on the 1,002-parameter model of
-    ``pm_evidence.zoo.highdim`` the Student-t won on one seed of three by that measure, and AIS
-    from it needed 143 rungs and 272 s where the normal needed 21-22 rungs and 31-37 s.
+    fit adapted to them, which grows with the dimension: with a thousand parameters it can pick
+    the worse candidate (measured: docs/benchmarks.rst, Measurements behind the defaults).
     """
     n = flat.shape[0]
     if n < 16:  # too few to split: judged at the draws it was fitted to
@@ -208,21 +207,15 @@ def auto_reference(target: LogDensity, posterior: np.ndarray) -> tuple[Reference
     modes that the draws missed.
 
     The normal is a candidate because the Student-t's tails were too heavy for the paths of the
-    benchmark models: its overlap was 0.07-0.74 where the normal's was 0.63-0.98 (eight
-    schools, Pima logistic, regressions, the peaked 20-D normal mean; two seeds each), and on
-    eight schools (``testing.hierarchical_noncentered``) the pilot measured a path of length
-    3.2-11 from the Student-t and 1.2-1.7 from the normal.
+    benchmark models: a lower overlap, and a longer path, than the normal's.
 
-    A defensive mixture ``w prior + (1 - w) t`` was measured as the alternative and rejected:
-    on the peaked 20-D normal mean (``pm_evidence.zoo.testing.peaked_normal_mean``) RTS at defaults
-    from it was off by -4.9 nats (z = -14.6; from the Student-t: z = -0.1), and by z = -3.2 on
-    the two-mode 10-D mixture, because at ``beta = 0`` HMC cannot move between the prior's bulk
-    and the narrow Student-t, so rung 0 is sampled without the prior's share ``w``. So was the
-    Jeffreys divergence ``E_p[Delta] - E_p0[Delta]`` as the criterion (its square root bounds
-    the thermodynamic length): on eight schools it preferred the prior (2.9 against 34 for the
-    Student-t), whose path is short (length 1.4-1.6) but along which the chains mix far worse
-    (one HMC transition per rung, identity mass matrix): AIS stopped at the 20,000-chain cap
-    with SE 0.0069, RTS at the 5,000-sweep cap with SE 0.012.
+    A defensive mixture ``w prior + (1 - w) t`` was tried as the alternative and rejected
+    (biased RTS), because at ``beta = 0`` HMC cannot move between the prior's bulk and the
+    narrow Student-t, so rung 0 is sampled without the prior's share ``w``. So was the Jeffreys
+    divergence ``E_p[Delta] - E_p0[Delta]`` as the criterion (its square root bounds the
+    thermodynamic length): it can prefer the prior, whose path is short but along which the
+    chains mix far worse (one HMC transition per rung, identity mass matrix), so AIS and RTS
+    end at their caps. (Measured: docs/benchmarks.rst, Measurements behind the defaults.)
 
     Parameters
     ----------

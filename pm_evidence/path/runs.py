@@ -74,12 +74,9 @@ def _annealing_rungs(length: float) -> int:
     (Gelman & Meng 1998; Neal 2001 §4), and at a fixed number of chain-rung transitions the
     variance of ``log Z`` does not depend on ``K``; but a batch of more chains moves each
     through a rung in one vectorized call, so the wall time does. ``K = 5 L^2`` keeps
-    ``Var[log w]`` near 0.2 (weights still light-tailed); at least 20, at most 5000. Measured at
-    ``target_se = 0.005`` (eight schools, ``L = 3.8``, 4 seeds, all SEs 0.0042-0.0058, all
-    errors within 1.3 SE): run time 1.8-8.7 s with 716 rungs (``50 L^2``), 0.33-0.44 s with
-    150, 0.30-0.35 s with 50, 0.27-0.39 s with 20; on the peaked 20-D normal mean
-    (``L = 1.0``, 2e5 evaluations, 4 seeds) RMSE 0.0096 with 50 rungs, 0.014 with 200, 0.018
-    with 1000.
+    ``Var[log w]`` near 0.2 (weights still light-tailed); at least 20, at most 5000. Many more
+    rungs cost time at a given ``target_se``, and at a fixed budget give a larger error
+    (measured: docs/benchmarks.rst, Measurements behind the defaults).
     """
     return int(np.clip(math.ceil(5.0 * length**2), 20, 5000))
 
@@ -94,9 +91,8 @@ def _reverse_annealing_rungs(length: float) -> int:
 def _tempering_rungs(length: float) -> int:
     r"""Default rungs of a tempering run: neighbours 0.15 of thermodynamic length apart, so that
     ``q(beta | x)`` spreads over several rungs and the chains cross the ladder (seed 004 §2.4);
-    at least 8, at most 200. RTS alone prefers fewer rungs on a short path (peaked 20-D normal
-    mean, ``L = 1.0``, 500 sweeps, 4 seeds: RMSE 0.015 with 5 rungs, 0.025 with 10, 0.043 with
-    100), TI more (error +0.055 with 5 rungs, -0.008 with 10): 8 serves both.
+    at least 8, at most 200. RTS alone prefers fewer rungs on a short path, TI more: 8 serves
+    both (measured: docs/benchmarks.rst, Measurements behind the defaults).
     """
     return int(np.clip(math.ceil(length / 0.15) + 1, 8, 200))
 

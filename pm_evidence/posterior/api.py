@@ -296,12 +296,10 @@ def reverse_importance_sampling(
     The default reference, ``"auto"``, is the truncated normal (Gelfand & Dey 1994,
     :class:`~pm_evidence.references.TruncatedNormalReference`) whose covariance scale and
     truncation minimize the estimated ``chi^2(p0 || p)``
-    (:func:`~pm_evidence.posterior.reverse_reference.choose_reverse_reference`). Measured on eight
-    schools (``testing.hierarchical_noncentered``) with exact posterior draws, 30 runs: Gelfand
-    & Dey's 95% truncated normal gave errors with a spread of 0.155 against a mean SE of 0.108
-    and one run 4.8 SE high, while its ``chi^2(p0 || p)`` is about 1e270 (400,000 reference
-    draws); the chosen truncated normals gave a spread of 0.058 against a mean SE of 0.070, all
-    runs within 1.8 SE. ``"prior"`` gives the harmonic-mean estimator, which is notoriously
+    (:func:`~pm_evidence.posterior.reverse_reference.choose_reverse_reference`): where the
+    posterior's tails are lighter than the normal's, Gelfand & Dey's fixed 95% truncation
+    leaves errors larger than their SEs, and the chosen one does not (measured:
+    docs/benchmarks.rst, Measurements behind the defaults). ``"prior"`` gives the harmonic-mean estimator, which is notoriously
     unstable.
 
     Parameters
@@ -706,10 +704,10 @@ def is_ris_combination(
 
     Seed 000's experiments give both halves one reference, but no reference suits both: IS
     needs tails heavier than the posterior's, reverse IS lighter ones. With one untruncated
-    normal on eight schools (``testing.hierarchical_noncentered``, exact posterior draws, 30
-    runs), the selection rule picked an unflagged reverse-IS estimate 3.8 SE high, because the
-    reverse half's variance is infinite and even 32,000 reference draws did not always show
-    it. So by default each half gets its own (``reference="auto"``); a named reference or a
+    normal the selection rule can pick an unflagged reverse-IS estimate several SEs off,
+    because the reverse half's variance is infinite and even many reference draws do not
+    always show it (measured: docs/benchmarks.rst, Measurements behind the defaults). So by
+    default each half gets its own (``reference="auto"``); a named reference or a
     :class:`Reference` gives seed 000's setting.
 
     Parameters

@@ -18,13 +18,9 @@ both on one pilot:
 * the smaller prediction wins, and the pilot's draws are the first of its reference draws.
 
 The normal's cost rises by the ``p + N1`` evaluations at reflections (``2 / 16`` of its own by
-default); warp-3, where it wins, costs what the normal would have. Measured with 2,000 held-out
-NUTS draws (two seeds each, ``pm_evidence.zoo.testing`` and ``pm_evidence.zoo.highdim``), the
-predicted ratio of the two SEs against the ratio of the SEs of full runs: 0.83 / 0.84 and
-0.73 / 0.74 (linear regression), 1.43 / 1.43 and 1.22 / 1.49 (inverse-gamma variance),
-1.21 / 1.22 and 1.47 / 1.66 (``normal_halfnormal_sigma``), 1.02 / 1.03 and 0.79 / 0.80
-(Pima), 0.73 / 0.73 and 0.71 / 0.70 (peaked 20-D), 3.3 / 2.9 and 5.4 / 3.5 (gamma-Poisson);
-at 51 to 202 parameters the normal won (0.80 to 0.96 against warp-3).
+default); warp-3, where it wins, costs what the normal would have. The pilot's predicted ratio
+of the two SEs follows the ratio of full runs' SEs closely enough to pick the better one
+(measured: docs/benchmarks.rst, Measurements behind the defaults).
 """
 
 from __future__ import annotations

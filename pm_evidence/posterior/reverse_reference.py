@@ -6,8 +6,8 @@ Reverse IS estimates ``1/Z = E_p[p0 / f]``; the relative variance of one reverse
 when the posterior is near normal, but where the posterior's tails are lighter than the
 normal's in some direction (the log-scale of a hierarchical model under a half-normal prior:
 its right tail falls like ``exp(-e^{2u})``), ``chi^2`` is astronomically large even after
-truncation to the 95% ellipsoid (about 1e270 on eight schools, estimated with 400,000
-reference draws). Shrinking the normal and truncating it harder bounds the reverse weights
+truncation to the 95% ellipsoid (measured: docs/benchmarks.rst, Measurements behind the
+defaults). Shrinking the normal and truncating it harder bounds the reverse weights
 nearer the posterior's bulk, at a price that is small when the posterior is near normal.
 Which trade-off is best depends on the model, so it is measured:
 :func:`choose_reverse_reference` fits every candidate of :data:`REVERSE_REFERENCE_CANDIDATES`
@@ -42,8 +42,8 @@ __all__ = [
 #: ``(scale, mass)`` of the candidate references: covariance ``scale * Sigma_hat``, truncated
 #: to the ellipsoid holding ``mass`` of it (``mass = 1``: not truncated). ``(1.0, 0.95)`` is
 #: Gelfand & Dey's; ``(1.0, 1.0)``, the fitted normal, is best on a near-normal posterior
-#: (truncation to ``mass`` costs ``chi^2 = 1/mass - 1`` there: 0.064 against 0.012 on
-#: ``testing.linear_regression``).
+#: (truncation to ``mass`` costs ``chi^2 = 1/mass - 1`` there; measured: docs/benchmarks.rst,
+#: Measurements behind the defaults).
 REVERSE_REFERENCE_CANDIDATES: tuple[tuple[float, float], ...] = tuple(
     (scale, mass) for scale in (1.0, 0.7, 0.5) for mass in (1.0, 0.95, 0.5)
 )

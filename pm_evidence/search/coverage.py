@@ -91,7 +91,8 @@ def compare_coverage(exploration: Exploration, draws: np.ndarray, orbit=None) ->
     explored = mixture.weights
     # mean responsibilities, not the share of draws nearest each component: a broad component
     # spread over the modes the draws visited (EM's, between the two mirror modes of
-    # pm_evidence.zoo.testing.label_switching_mixture, weight 0.01-0.05) is nearest to no draw, but
+    # pm_evidence.zoo.testing.label_switching_mixture, with a small weight; measured:
+    # docs/benchmarks.rst, Measurements behind the defaults) is nearest to no draw, but
     # its responsibility there is a fair part of its weight
     visited = mixture.responsibilities(points).mean(axis=0)
     missed = (explored >= MISSED_SHARE) & (visited < explored / 5)

@@ -45,11 +45,10 @@ Which modes it cannot find
     takes over only near ``beta = 1`` (a first-order phase transition). Exploration raises the
     chance (many particles, jumps); one particle that visits such a mode, at any rung, is
     enough for :func:`~pm_evidence.search.climbing.climbed_modes` to add it; :func:`~pm_evidence.search.coverage.occupancy_jumps` reports where a mode's
-    share changed abruptly between rungs. On ``pm_evidence.zoo.multimodal.unequal_modes`` in
-    5-D (a mode of prior mass ~1e-8 holding 30% of the posterior) no particle ever visits the
-    narrow mode, in 3-D one does on 1 seed of 8 with the default particles (2 of 6 with
-    2,048), in 2-D on every seed tried. Where such a mode is a term of a log-sum-exp of the
-    log-density (a mixture, ``pt.logaddexp``, as there), :func:`~pm_evidence.search.climbing.term_modes` finds it by a
+    share changed abruptly between rungs. The higher the dimension, the more rarely a particle
+    visits such a mode, until none does (measured: docs/benchmarks.rst, Measurements behind
+    the defaults). Where such a mode is a term of a log-sum-exp of the
+    log-density (a mixture, ``pt.logaddexp``), :func:`~pm_evidence.search.climbing.term_modes` finds it by a
     search of that term alone, from anywhere. Otherwise no sampler certifies that no mode is
     missing.
 """
@@ -121,18 +120,18 @@ __getattr__ = renamed_module_names(
 )
 
 # The mixture's number of components is kept from one rung to the next while at least this
-# share of the jumps was accepted, and searched for again (by BIC) below it. A single normal
-# fitted to 256 particles of a 20-D normal posterior has its jumps accepted 0.45-0.55 of the
-# time (the fit's own noise), one covering two modes 7 sd apart in 10-D 0.39-0.53, the
-# eggbox's 18 modes 0.02-0.08: 0.3 searches where it pays and not on every rung of a
-# unimodal posterior (each search is two to three EM fits). The fit at beta = 1 always searches.
+# share of the jumps was accepted, and searched for again (by BIC) below it. A fit that suits
+# the particles has its jumps accepted about half of the time (the fit's own noise), one that
+# misses modes far less: 0.3 searches where it pays and not on every rung of a unimodal
+# posterior (each search is two to three EM fits; measured: docs/benchmarks.rst, Measurements
+# behind the defaults). The fit at beta = 1 always searches.
 JUMP_ACCEPTANCE_TO_KEEP = 0.3
 
 
 # The particles start as exact draws of the prior, so moves at beta = 0 only tune HMC's step
-# size from its first guess; this many moves of this many of the particles do so (before:
-# 10 moves of all of them, 10,240 of the 118,000 gradient evaluations of the exploration on
-# the 20-D peaked model, pm_evidence.zoo.testing.peaked_normal_mean).
+# size from its first guess; this many moves of this many of the particles do so, where moving
+# all of them was a sizeable share of the exploration's gradient evaluations (measured:
+# docs/benchmarks.rst, Measurements behind the defaults).
 PRIOR_TUNING_PARTICLES = 64
 PRIOR_TUNING_MOVES = 10
 
@@ -151,14 +150,11 @@ class ExplorationOptions:
         Particles. A mode is found when its share of some ``f_beta`` reaches about
         ``1 / n_particles`` where the moves can enter it. ``None`` (default):
         ``8192 / dim^1.5`` within ``[512, max_particles]`` (:meth:`particles_for`), i.e.
-        2,048 up to 2 parameters, 1,576 for 3, 1,024 for 4 and 512 from 7: on the eggbox (2
-        parameters, 18 modes) 512 particles lost 1-6 modes at the first rungs on 3 seeds out
-        of 4, before the modes had formed, and 2,048 none on 4 seeds; in 20 dimensions 2,048
-        cost 3.6 times the exploration, and on the 6-parameter Pima logistic regression the
-        1,365 particles of ``8192 / dim`` made ``auto`` 1.73 times as slow as before the
-        exploration (2.2 times the exploration's evaluations of 557 particles, for the same
-        result); in exchange, a narrow mode in 3 parameters is visited less often (see the
-        module docstring).
+        2,048 up to 2 parameters, 1,576 for 3, 1,024 for 4 and 512 from 7: in few dimensions
+        too few particles lose modes at the first rungs, before the modes have formed, while
+        in many dimensions more particles cost much time for the same result; in exchange, a
+        narrow mode in 3 parameters is visited less often (see the module docstring; measured:
+        docs/benchmarks.rst, Measurements behind the defaults).
     max_particles : int
         The particles are copied up to this many at the first rung where they look multimodal
         (both halves' mixtures have several components and the jumps between them are
@@ -185,12 +181,10 @@ class ExplorationOptions:
     n_reweighting_draws : int
         Draws from the final mixture (for each of up to three iterations) whose importance
         weights set its components' weights, means and covariances (:func:`~pm_evidence.search.mixtures.adapt_components`,
-        with one component too); 0 keeps the fit to the particles. On
-        ``pm_evidence.zoo.testing.peaked_normal_mean`` (20 parameters, one mode) the normal fitted
-        to the particles had an importance-sampling ESS of 0.88 of the draws (a normal fitted
-        to 2,000 NUTS draws: 0.98), and AIS from it needed 34,000 evaluations to reach SE
-        0.005; after the updates from 4,096 draws the ESS was 0.94 and AIS needed 16,000-18,000
-        (2,048 draws: ESS 0.89).
+        with one component too); 0 keeps the fit to the particles. The updates raise the
+        importance-sampling ESS of a fit to the particles toward that of a fit to NUTS draws,
+        and so cut the evaluations AIS from it needs (measured: docs/benchmarks.rst,
+        Measurements behind the defaults).
     reference_df : float or None
         Degrees of freedom of the Student-t components of :meth:`Exploration.reference`
         where the mixture has several components (the same locations and scale matrices as
@@ -198,14 +192,9 @@ class ExplorationOptions:
         normal. Why: a mode on the edge of a bounded variable (a half or a quarter of a mode,
         cut by the bound) becomes, in the unconstrained space, a skewed mode with an
         exponential tail toward the bound (the interval or log transform's Jacobian), which no
-        normal component's tail covers. On the eggbox, AIS from the normal mixture came back
-        -0.003, -0.030, +0.139 (SE 0.154) and -0.016 off on seeds 1-4, its weights' Pareto
-        k-hat up to 0.93 at the importance-sampling stage and the heaviest weights all at
-        the box's edges; from the same mixture with Student-t components of 5 degrees of
-        freedom, within 0.012 on seeds 1-6 (3 degrees of freedom: within 0.024). The weights'
-        k-hat stays high (0.67-1.15, so these results stay flagged), but the heaviest weights
-        are far lighter. On the 2-D and 10-D Gaussian shells and the three-component mixture
-        the errors stayed within 0.014 (and within 3 SE) with either.
+        normal component's tail covers. Student-t components make the heaviest weights at
+        the bounds far lighter and the error smaller there, and change little elsewhere
+        (measured: docs/benchmarks.rst, Measurements behind the defaults).
     """
 
     n_particles: int | None = None
@@ -358,16 +347,18 @@ def _cross_fitted_jumps(
 
     A mixture fitted to all the particles and used to move them favours leaving the sparse
     regions: there the fit hugs the few particles, so ``q`` at a particle exceeds ``q`` at a
-    fresh proposal nearby, and the acceptance ratio ``q(x) / q(x')`` rises. On the eggbox this
-    drained the modes at the box's edges (their mass stretched into the far tails of the
-    unconstrained space) from 37% to 3% of the particles. Fitted to the other half (once, at
+    fresh proposal nearby, and the acceptance ratio ``q(x) / q(x')`` rises: modes whose mass
+    stretches into the far tails of the unconstrained space (at a bound) are drained of their
+    particles (measured: docs/benchmarks.rst, Measurements behind the defaults). Fitted to the
+    other half (once, at
     the rung's start), ``q`` is independent of the particles it moves, and every move leaves
     ``f_beta`` invariant exactly.
 
     The moves are repeated, up to ``n_jumps`` times, until the particles have made
     ``JUMPS_PER_PARTICLE`` accepted jumps each on average: a jump costs one evaluation,
-    and where the mixture fits the modes poorly (accepted 5-20% of the time on the eggbox)
-    one jump per rung left the particles' shares of the modes off by factors of ten. Where
+    and where the mixture fits the modes poorly (jumps rarely accepted) one jump per rung
+    leaves the particles' shares of the modes far off (measured: docs/benchmarks.rst,
+    Measurements behind the defaults). Where
     both proposals have one component (a unimodal posterior) one jump is made. Each half's
     proposal also holds, with half the weight, the mixtures of the rung before
     (``remembered``): a mode that the last resampling emptied is still proposed, and refilled.
@@ -584,8 +575,7 @@ def _explore(target, rng, options: ExplorationOptions, progressbar: bool) -> Exp
             if bar.interrupted:
                 raise KeyboardInterrupt("Interrupted during the exploration; nothing to return.")
         # more draws at beta = 1 for the final fit: a covariance from 512 points is noisy in
-        # 20 dimensions (AIS from it needed 2.3 times the evaluations of one from 4,000 NUTS
-        # draws on pm_evidence.zoo.testing.peaked_normal_mean)
+        # 20 dimensions (measured: docs/benchmarks.rst, Measurements behind the defaults)
         pool, pool_log_f = [walk.state.x], [walk.state.log_p0 + walk.state.delta]
         for _ in range(options.n_final_sweeps):
             walk, rate, fits = sweep(rng, path, kernel, options, walk, 1.0, rate, k, remembered)

@@ -33,9 +33,9 @@ OUTLIER_LEVEL = 1e-4
 
 
 # adapt_components stops once its mixture's importance weights have a Kish ESS of at least this
-# fraction of the draws (chi-square divergence 1 / ESS - 1 <= 0.05 from the posterior): on the
-# Pima logistic regression the normal fitted to the particles had 0.985 and the updates gained
-# 0.001 for 8,192 more evaluations; on the peaked 20-D model it had 0.88 and they gained 0.06.
+# fraction of the draws (chi-square divergence 1 / ESS - 1 <= 0.05 from the posterior): above
+# it the updates gain little for their evaluations, below it they pay (measured:
+# docs/benchmarks.rst, Measurements behind the defaults).
 ADAPTED_ESS = 0.95
 
 

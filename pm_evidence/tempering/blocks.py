@@ -59,8 +59,9 @@ __all__ = [
 DETECTION_STATES = 32
 DETECTION_TOL = 1e-9
 # Above this many evaluations the detection is skipped and the sites stay single. K = 32 states
-# allow up to d = 353 sites (2.0 million evaluations, about 2-3 s at the 10 x 10 grid MRF's 1-1.5
-# us per evaluation; its 100 sites cost 0.16 million, 0.2 s): a tenth of a run's default budget.
+# allow up to d = 353 sites (2.0 million evaluations): a tenth of a run's default budget, a few
+# seconds on a cheap discrete model (measured: docs/benchmarks.rst, Measurements behind the
+# defaults).
 DETECTION_MAX_EVALUATIONS = 2_000_000
 # States per batched call of the detection's pairs.
 DETECTION_CHUNK_ROWS = 8192

@@ -2,8 +2,8 @@ r"""A whole HMC transition at per-point ``beta`` as one compiled PyTensor functi
 
 :func:`pm_evidence.tempering.kernels.hmc_step` in NumPy calls the compiled log-density once per
 leapfrog step and does the leapfrog arithmetic, the energies and the Metropolis test in NumPy.
-On a small model that arithmetic costs as much as the model itself (10-D mixture, 1000 points:
-the compiled log-density and gradient are about a third of a tempered sweep). Here the model's
+On a small model that arithmetic costs as much as the model itself (measured:
+docs/benchmarks.rst, Measurements behind the defaults). Here the model's
 graph (vectorized over points), the reference's graph, the ``n_leapfrog`` leapfrog steps, both
 energies and the accept/reject step form one graph, compiled once per (model, reference kind,
 ``n_leapfrog``) and reused by every later call.
@@ -50,12 +50,12 @@ __all__ = ["FUSE_AFTER_POINT_TRANSITIONS", "MAX_COMPILED_LEAPFROG", "hmc_transit
 
 MAX_COMPILED_LEAPFROG = 8  # the graph holds one copy of the model per leapfrog step
 # Operations in the model's log-density-and-gradient graph times leapfrog steps above which the
-# fused graph is not built: its compile time grows faster than its size (3-D LKJ model, 449
-# operations: 7.6 s with one leapfrog step, 65 s with two, and gigabytes of memory at times).
+# fused graph is not built: its compile time (and at times its memory) grows faster than its
+# size (measured: docs/benchmarks.rst, Measurements behind the defaults).
 # Larger models use the NumPy transition around the model's own compiled function.
 MAX_FUSED_OPERATIONS = 600
-# The fused graph takes seconds to compile (8 s for eight schools with a Student-t reference,
-# where a NumPy transition costs about 14 us per point and the fused one 5 us), so a run first
+# The fused graph takes seconds to compile, and saves microseconds per point and transition
+# (measured: docs/benchmarks.rst, Measurements behind the defaults), so a run first
 # makes NumPy transitions and fuses once it has moved this many points: short default runs on
 # small models never pay for the compile, long runs do so early. Each run counts its own points
 # from 0 (the samplers pass the count to pm_evidence.tempering.kernels.transition), so which

@@ -461,11 +461,9 @@ def flip_step(rng, path: GeometricPath, state: PathState, beta, mask: np.ndarray
 
 
 # Candidate states of a Gibbs block evaluated per call: ``points x entries x values`` rows are
-# built and evaluated about this many at a time, so the copies stay in cache. On the 10x10 grid
-# MRF (prior reference, CPU time per chain-sweep, best of 5) the checkerboard step took 80 us
-# with 512 or 1024 rows, 85-142 with 2048 and 122-153 with 4096 (single sites: 97 at 1600
-# chains, 174 at 100); unchunked, at 10,000 chains, it built 50 million numbers per block and
-# cost 4 times as much as single sites.
+# built and evaluated about this many at a time, so the copies stay in cache: larger chunks,
+# or none, make a block step slower than single sites (measured: docs/benchmarks.rst,
+# Measurements behind the defaults).
 GIBBS_CANDIDATE_ROWS = 1024
 
 

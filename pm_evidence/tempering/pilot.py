@@ -112,8 +112,9 @@ def step_lengths(betas: np.ndarray, delta_sd: np.ndarray) -> np.ndarray:
     measured ``s_j`` and ``s_{j+1}``. A data-dominated path has this shape (the posterior's
     precision grows linearly in ``beta``, so ``sd_beta[Delta]`` falls like ``1/beta``), where a
     linear or trapezoid rule over-states the long first steps several times. The length is
-    ``h s_j s_{j+1} log(s_j / s_{j+1}) / (s_j - s_{j+1})`` (``h s`` when they are equal); on the
-    conjugate normal mean it is within 3% of the exact length from 4 pilot rungs.
+    ``h s_j s_{j+1} log(s_j / s_{j+1}) / (s_j - s_{j+1})`` (``h s`` when they are equal): close
+    to the exact length from a few pilot rungs (measured: docs/benchmarks.rst, Measurements
+    behind the defaults).
     """
     h = np.diff(betas)
     s0, s1 = np.maximum(delta_sd[:-1], 1e-300), np.maximum(delta_sd[1:], 1e-300)

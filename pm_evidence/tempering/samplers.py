@@ -375,7 +375,8 @@ MAX_CATEGORIES_MATMUL = 128  # above this a K x K triangular product costs more 
 def draw_categorical(rng, probs: np.ndarray) -> np.ndarray:
     """One index per row of ``probs (n, K)`` (rows sum to one up to rounding): the number of
     cumulative probabilities below a uniform. For few categories the running sums come from one
-    matrix product (``np.cumsum`` over 30 categories was several times slower)."""
+    matrix product, faster than ``np.cumsum`` (measured: docs/benchmarks.rst, Measurements
+    behind the defaults)."""
     n_cat = probs.shape[1]
     if n_cat <= MAX_CATEGORIES_MATMUL:
         cumulative = np.tri(n_cat) @ probs.T  # (K, n): row k sums categories 0..k
