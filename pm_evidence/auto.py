@@ -119,15 +119,13 @@ def check_precision(check: str, kwargs: dict, estimate: Evidence) -> dict:
     A cross-check is there to detect a disagreement, in combined standard errors
     ``hypot(se_1, se_2)``; an SE far below the estimate's adds nothing to that. So an AIS
     check stops at ``target_se = max(AnnealingOptions().target_se, estimate.se)`` rather than
-    the default 0.005: on the 1,002-parameter hierarchical model of
-    ``pm_evidence.zoo.highdim`` bridge's SE is 0.02-0.03, and AIS to 0.005 took 130 s to over
-    600 s. Where the estimate's SE is below the default (most models) nothing changes; options
-    the user gave (``annealing=`` or ``target_se=``) are kept as given. Where ``auto`` explored
-    from the prior (at most ``EXPLORATION_MAX_DIM`` parameters) AIS starts from the
-    exploration's mixture and runs to its own default instead: it is then the estimate that
-    covers modes NUTS missed, not only a check (on the 10-D Gaussian shells, stopped at bridge's
-    SE of 0.08 it took 5,700 evaluations and came back 0.052 off at SE 0.079; run to its default,
-    760,000 evaluations, 1 s more, and 0.008 off at SE 0.006).
+    the default 0.005, which costs minutes on a model of a thousand parameters where bridge's
+    SE is several times larger. Where the estimate's SE is below the default (most models)
+    nothing changes; options the user gave (``annealing=`` or ``target_se=``) are kept as given.
+    Where ``auto`` explored from the prior (at most ``EXPLORATION_MAX_DIM`` parameters) AIS
+    starts from the exploration's mixture and runs to its own default instead: it is then the
+    estimate that covers modes NUTS missed, not only a check, and stopping it early costs
+    accuracy for little time (measured: docs/benchmarks.rst, Measurements behind the defaults).
     """
     if registry.method(check).run != "annealing" or {"annealing", "target_se"} & set(kwargs):
         return kwargs
