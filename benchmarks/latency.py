@@ -254,7 +254,7 @@ def run_stages(model, seed: int) -> tuple[list[tuple[str, float, float]], object
                 lambda: auto.confirmation_stage(target, plan, seed_seq, False, kwargs),
             )
             # the choice, as auto_evidence makes it (a private helper: no stage of its own)
-            return times, auto._unconfirmed_or_confirmed(b, a, confirmation, facts)
+            return times, auto.confirmed_or_flagged(b, a, confirmation, facts)
         result = auto.cross_checked(first, second)
         result = timed("term_check", lambda: auto.term_check_stage(target, result, plan, seed_seq))
         return times, result

@@ -61,6 +61,7 @@ __all__ = [
     "check_stage_options",
     "confirmation_seed",
     "confirmation_stage",
+    "confirmed_or_flagged",
     "coverage_stage",
     "cross_checked",
     "draws_stage",
@@ -277,7 +278,7 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
                     lambda: confirmation_stage(target, plan, seed, progressbar, kwargs),
                     failures,
                 )
-                chosen = _unconfirmed_or_confirmed(second, first, confirmation, facts)
+                chosen = confirmed_or_flagged(second, first, confirmation, facts)
                 return _with_failures(_with_diagnostics(chosen, facts), failures)
     result = _settled(first, second, primary, check, failures, facts)
     if exploration is None and plan is not None:  # both halves read the NUTS draws: check those
@@ -320,7 +321,7 @@ def confirmation_stage(target, plan, seed, progressbar: bool, kwargs: dict) -> E
     return _with_diagnostics(result, {"exploration_n_modes": exploration.n_modes})
 
 
-def _unconfirmed_or_confirmed(estimate, nuts_estimate, confirmation, facts: dict) -> Evidence:
+def confirmed_or_flagged(estimate, nuts_estimate, confirmation, facts: dict) -> Evidence:
     """``estimate`` (AIS from the exploration's mixture) confirmed by ``confirmation`` where
     ``estimate`` carries no warning and the two agree within ``DISAGREEMENT_Z`` combined SEs:
     the better supported of the two, ``reliable`` unless something else says otherwise. A
