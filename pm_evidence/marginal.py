@@ -18,6 +18,13 @@ from pm_evidence.auto import (
 from pm_evidence.core.evidence import DISAGREEMENT_Z, Evidence, EvidenceSet, format_estimate
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.methods import accepted_options
+from pm_evidence.core.options import (
+    AnnealingOptions,
+    BridgeOptions,
+    PathOptions,
+    PosteriorOptions,
+    TemperingOptions,
+)
 from pm_evidence.core.progress import interruptible, only_the_results_warnings, quiet, status
 from pm_evidence.core.utils import one_blas_thread, root_sequence, warn_user
 from pm_evidence.interop.resolve import resolve_model
@@ -52,6 +59,15 @@ def marginal_likelihood(
     idata=None,
     random_seed=None,
     progressbar: bool = True,
+    posterior: PosteriorOptions | None = None,
+    bridge: BridgeOptions | None = None,
+    path: PathOptions | None = None,
+    annealing: AnnealingOptions | None = None,
+    tempering: TemperingOptions | None = None,
+    draws: int | None = None,
+    tune: int | None = None,
+    chains: int | None = None,
+    sample_kwargs: dict | None = None,
     **kwargs,
 ) -> Evidence | EvidenceSet:
     """Estimate the log marginal likelihood ``log p(y | M)`` of a PyMC model.
@@ -84,12 +100,18 @@ def marginal_likelihood(
     random_seed : int or numpy.random.Generator, optional
     progressbar : bool
         Show progress bars (NUTS, annealing, tempering).
+    posterior, bridge : PosteriorOptions, BridgeOptions, optional
+        The option objects of the methods on posterior draws.
+    path, annealing, tempering : PathOptions, AnnealingOptions, TemperingOptions, optional
+        The option objects of the path methods.
+    draws, tune, chains, sample_kwargs
+        NUTS options, where a method draws from the posterior (``None``: its defaults).
     **kwargs
-        Options: the option objects ``posterior=`` (:class:`~pm_evidence.PosteriorOptions`)
-        and ``bridge=`` (:class:`~pm_evidence.BridgeOptions`) of the methods on posterior
-        draws, ``path=`` (:class:`~pm_evidence.PathOptions`), ``annealing=``
-        (:class:`~pm_evidence.AnnealingOptions`) and ``tempering=``
-        (:class:`~pm_evidence.TemperingOptions`) of the path methods, or any of their fields by
+        Options: the option objects above (``posterior=``
+        :class:`~pm_evidence.PosteriorOptions`, ``bridge=`` :class:`~pm_evidence.BridgeOptions`,
+        ``path=`` :class:`~pm_evidence.PathOptions`, ``annealing=``
+        :class:`~pm_evidence.AnnealingOptions`, ``tempering=``
+        :class:`~pm_evidence.TemperingOptions`), or any of their fields by
         name (``reference="warp3"``, ``n_reference=``, ``target_se=0.005``, ``n_chains=200``);
         the methods' own options ``version`` (ads), ``variant``/``corrected`` (ti); NUTS options
         (``draws``, ``tune``, ``chains``, ``sample_kwargs``). With a list, every method receives
@@ -147,6 +169,12 @@ def marginal_likelihood(
     >>> results.summary()
     """
     methods = _checked_methods(method)
+    explicit = {
+        "posterior": posterior, "bridge": bridge, "path": path, "annealing": annealing,
+        "tempering": tempering, "draws": draws, "tune": tune, "chains": chains,
+        "sample_kwargs": sample_kwargs,
+    }  # fmt: skip
+    kwargs = {**{k: v for k, v in explicit.items() if v is not None}, **kwargs}
     kwargs, only = deprecated_options(methods, kwargs)
     # auto's pair depends on the model (auto_pair): both pairs' options are checked here, the
     # model's own pair once the model is read
