@@ -57,7 +57,6 @@ Each worker runs in its own session, so Ctrl-C reaches only this process, which 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import os
@@ -71,6 +70,8 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
+
+from run_records import source_line, write_csv
 
 RECORD = "LATENCY-RECORD "
 EXACT_MODELS = (
@@ -522,34 +523,8 @@ def _stage_rank(name: str) -> int:
     return STAGE_ORDER.index(name) if name in STAGE_ORDER else len(STAGE_ORDER)
 
 
-def write_csv(rows: list[dict], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
 
 
-def source_line() -> str:
-    """Where the benchmarked pm_evidence comes from, and its commit when it is a checkout
-    (others may edit a shared tree during a run: a fixed commit wants a ``git archive`` of it
-    on ``PYTHONPATH``, which the workers inherit)."""
-    import pm_evidence
-
-    where = os.path.dirname(os.path.dirname(os.path.abspath(pm_evidence.__file__)))
-    try:
-        commit = subprocess.run(
-            ["git", "-C", where, "rev-parse", "--short", "HEAD"],
-            capture_output=True, text=True, check=True,
-        ).stdout.strip()  # fmt: skip
-        dirty = subprocess.run(
-            ["git", "-C", where, "status", "--porcelain", "pm_evidence"],
-            capture_output=True, text=True, check=True,
-        ).stdout.strip()  # fmt: skip
-        state = f"commit {commit}" + (", pm_evidence with uncommitted changes" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        state = "not a git checkout"
-    return f"from {where} ({state})"
 
 
 def main(argv=None) -> int:
@@ -585,7 +560,7 @@ def main(argv=None) -> int:
 
     seeds = [args.seed + r for r in range(args.repeats)]
     print(f"latency: models {args.models}, seeds {seeds}, cold {'no' if args.no_cold else 'yes'}")
-    print(f"pm_evidence {source_line()}; {os.cpu_count()} CPUs; load average "
+    print(f"{source_line()}; {os.cpu_count()} CPUs; load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)  # fmt: skip
     runner = Runner()
     rows: list[dict] = []
@@ -617,7 +592,7 @@ def main(argv=None) -> int:
                 whats = ["auto", "smc"] + (["stages"] if args.cold_stages else [])
                 for what in whats:
                     run_cold(runner, name, seed, what, report)
-            write_csv(rows, args.out)
+            write_csv(rows, args.out, COLUMNS)
     except KeyboardInterrupt:
         interrupted = True
         runner.stop()
@@ -633,7 +608,7 @@ def main(argv=None) -> int:
     print()
     for line in summary(rows):
         print(line)
-    write_csv(rows, args.out)
+    write_csv(rows, args.out, COLUMNS)
     print(f"\nCSV written to {args.out}")
     return 130 if interrupted else 0
 

@@ -62,7 +62,6 @@ Run::
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import os
@@ -74,6 +73,8 @@ import threading
 import time
 import traceback
 import warnings
+
+from run_records import source_line, write_csv
 
 RECORD = "MM-RECORD "
 START = "MM-START "
@@ -426,33 +427,8 @@ def format_row(row: dict) -> str:
     )
 
 
-def write_csv(rows: list[dict], path: str) -> None:
-    with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
 
 
-def source_line() -> str:
-    """Which pm_evidence is benchmarked: its directory, and its git commit with a note of
-    uncommitted changes when it is a checkout (others may be editing the tree while this
-    runs: a baseline wants a fixed commit, e.g. a ``git archive`` on ``PYTHONPATH``)."""
-    import pm_evidence
-
-    where = os.path.dirname(os.path.dirname(os.path.abspath(pm_evidence.__file__)))
-    try:
-        commit = subprocess.run(
-            ["git", "-C", where, "rev-parse", "--short", "HEAD"],
-            capture_output=True, text=True, check=True,
-        ).stdout.strip()  # fmt: skip
-        dirty = subprocess.run(
-            ["git", "-C", where, "status", "--porcelain", "pm_evidence"],
-            capture_output=True, text=True, check=True,
-        ).stdout.strip()  # fmt: skip
-        state = f"commit {commit}" + (", with uncommitted changes" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        state = "not a git checkout"
-    return f"pm_evidence from {where} ({state})"
 
 
 def main(argv=None) -> int:
@@ -502,7 +478,7 @@ def main(argv=None) -> int:
         print(format_row(row), flush=True)
         done.append(row)
         if args.out:
-            write_csv(done, args.out)
+            write_csv(done, args.out, COLUMNS)
 
     # the nested samplers last (the slowest columns, and the reference rather than the subject),
     # every model at the first seed before any at the next
@@ -531,7 +507,7 @@ def main(argv=None) -> int:
         counts[row["status"].split(":")[0]] = counts.get(row["status"].split(":")[0], 0) + 1
     print("status counts:", counts)
     if args.out:
-        write_csv(rows, args.out)
+        write_csv(rows, args.out, COLUMNS)
         print(f"CSV written to {args.out}")
     return 0
 

@@ -25,11 +25,8 @@ unequal_modes_5d            -12.978661          ``2 - 5 log 20``; issue 23's "lo
 trimodal_mixture_1d         -4.512375           closed form (labels enumerated)
 change_point                -105.685049         enumeration over tau, rates in closed form
 funnel_box_10d              -36.253550          1-D quadrature over v
-periodic_1f                 -65.219689          amplitudes exact, frequency by scan + quadrature
-periodic_2f(_ordered)       -67.252728          amplitudes exact, 2-D scan + quadrature
-periodic_3f(_ordered)       -106.315160         amplitudes exact, 3-D scan + quadrature
-mirror_square               -4.649580           1-D quadrature over theta
-hyperbola_branches          -7.835362           b exact, 1-D quadrature over a
+periodic_*, mirror_square,  see :mod:`pm_evidence.zoo.periodic`
+hyperbola_branches
 ==========================  ==================  ==================================================
 
 The last seven (issue 36) live in :mod:`pm_evidence.zoo.periodic`: sums of 1, 2 and 3

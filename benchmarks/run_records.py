@@ -1,0 +1,41 @@
+"""What every benchmark script records beside its numbers: which pm_evidence ran, and its rows
+as CSV (imported by the scripts in this folder, which run as ``python benchmarks/<name>.py``)."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+from pathlib import Path
+
+import pm_evidence
+
+
+def write_csv(rows: list[dict], path: Path, columns: list[str]) -> None:
+    """``rows`` as CSV at ``path`` (folders made), the ``columns`` in order, others left out."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def source_line() -> str:
+    """Which pm_evidence is benchmarked: its directory, and its git commit with a note of
+    uncommitted changes when it is a checkout (others may be editing the tree while a benchmark
+    runs: a baseline wants a fixed commit, e.g. a ``git archive`` of it on ``PYTHONPATH``, which
+    worker processes inherit)."""
+    where = os.path.dirname(os.path.dirname(os.path.abspath(pm_evidence.__file__)))
+    try:
+        commit = subprocess.run(
+            ["git", "-C", where, "rev-parse", "--short", "HEAD"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(
+            ["git", "-C", where, "status", "--porcelain", "pm_evidence"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+        state = f"commit {commit}" + (", pm_evidence with uncommitted changes" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        state = "not a git checkout"
+    return f"pm_evidence from {where} ({state})"
