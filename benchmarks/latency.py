@@ -248,13 +248,13 @@ def run_stages(model, seed: int) -> tuple[list[tuple[str, float, float]], object
             a, b, facts = timed(
                 "coverage", lambda: auto.coverage_stage(first, second, exploration, plan)
             )
-            if facts["exploration_missed_by_nuts"] < auto.MISSED_SHARE:
+            if not facts["exploration_missed_by_nuts"] >= auto.MISSED_SHARE:  # NaN: not judged
                 return times, auto.cross_checked(a, b)
             confirmation = timed(
                 "confirmation",
                 lambda: auto.confirmation_stage(target, plan, seed_seq, False, kwargs),
             )
-            # the choice, as auto_evidence makes it (a private helper: no stage of its own)
+            # the choice, as auto_evidence makes it (auto.confirmed_or_flagged)
             return times, auto.confirmed_or_flagged(b, a, confirmation, facts)
         result = auto.cross_checked(first, second)
         result = timed("term_check", lambda: auto.term_check_stage(target, result, plan, seed_seq))

@@ -37,10 +37,9 @@ from pm_evidence import registry
 from pm_evidence.core.evidence import DISAGREEMENT_Z, Evidence, format_estimate
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.methods import accepted_options
+from pm_evidence.core.options import SAMPLE_KEYS, AnnealingOptions
 from pm_evidence.core.utils import root_sequence, stage_rngs, warn_user
 from pm_evidence.model.draws import posterior_plan, reference_needs_draws
-from pm_evidence.path.plan import SAMPLE_KEYS
-from pm_evidence.path.runs import AnnealingOptions
 from pm_evidence.references import PriorReference
 from pm_evidence.run_methods import (
     EXPLORATION_MAX_DIM,
@@ -272,12 +271,18 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
                 # only the estimate from the exploration covers the mass NUTS missed: a second
                 # exploration, with its own random stream, and AIS from its mixture confirm it
                 # or not
-                confirmation = attempt(
-                    "the confirmation (a second exploration from the prior with its own "
-                    "random stream, and AIS from its mixture)",
-                    lambda: confirmation_stage(target, plan, seed, progressbar, kwargs),
-                    failures,
-                )
+                try:
+                    confirmation = attempt(
+                        "the confirmation (a second exploration from the prior with its own "
+                        "random stream, and AIS from its mixture)",
+                        lambda: confirmation_stage(target, plan, seed, progressbar, kwargs),
+                        failures,
+                    )
+                except KeyboardInterrupt:  # keep what finished: AIS, flagged as unconfirmed
+                    failures["confirmation"] = (
+                        "the confirmation was interrupted (Ctrl-C); AIS is returned unconfirmed"
+                    )
+                    confirmation = None
                 chosen = confirmed_or_flagged(second, first, confirmation, facts)
                 return _with_failures(_with_diagnostics(chosen, facts), failures)
     result = _settled(first, second, primary, check, failures, facts)
@@ -311,14 +316,16 @@ def confirmation_seed(seed: np.random.SeedSequence) -> np.random.SeedSequence:
 def confirmation_stage(target, plan, seed, progressbar: bool, kwargs: dict) -> Evidence:
     """Stage 6, where the NUTS draws missed modes the exploration found: a second exploration
     from the prior and AIS from its mixture, every stream a child of
-    :func:`confirmation_seed` (no randomness shared with stages 1 to 5). Two explorations that
+    :func:`confirmation_seed` (no randomness shared with stages 1 to 5). ``seed``: the call's
+    (an int or a ``numpy.random.SeedSequence``; a Generator is advanced, so stages called
+    alone reproduce a call only from an int or a SeedSequence). Two explorations that
     found the same mass give AIS estimates that agree; one that missed a mode the other found
     gives a lower one (AIS from a mixture without the mode)."""
     child = confirmation_seed(root_sequence(seed))
     exploration = exploration_stage(target, child, progressbar)
     options = check_stage_options(target, kwargs, exploration, plan, "")
     result = estimate_stage("ais", target, plan, child, progressbar, options)
-    return _with_diagnostics(result, {"exploration_n_modes": exploration.n_modes})
+    return _with_diagnostics(result, {"confirmation_n_modes": exploration.n_modes})
 
 
 def confirmed_or_flagged(estimate, nuts_estimate, confirmation, facts: dict) -> Evidence:
@@ -326,7 +333,8 @@ def confirmed_or_flagged(estimate, nuts_estimate, confirmation, facts: dict) -> 
     ``estimate`` carries no warning and the two agree within ``DISAGREEMENT_Z`` combined SEs:
     the better supported of the two, ``reliable`` unless something else says otherwise. A
     warning on the confirmation (heavy-tailed weights: an SE that is too small, if anything)
-    makes the agreement test stricter, not looser; it is kept in the diagnostics. Otherwise
+    does not stop it confirming, since an SE too small can only make a chance agreement less
+    likely; its warnings are kept in the diagnostics (``confirmation_warnings``). Otherwise
     ``estimate`` flagged as unconfirmed, with both numbers. ``nuts_estimate`` (bridge on the
     draws that missed the modes) is kept in the diagnostics only."""
     facts["auto_nuts_method"] = getattr(nuts_estimate, "method", None)

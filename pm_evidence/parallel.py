@@ -47,6 +47,7 @@ from pm_evidence.core.evidence import Evidence, FrozenDict, format_estimate
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.progress import interruptible
 from pm_evidence.core.utils import root_sequence, warn_user
+from pm_evidence.interop.bambi import is_bambi_model
 from pm_evidence.interop.resolve import resolve_model
 from pm_evidence.marginal import auto_pair, check_options, marginal_likelihood
 
@@ -826,7 +827,7 @@ def _is_model(value) -> bool:
     or ``(model, idata)``) rather than a result."""
     if isinstance(value, tuple) and len(value) == 2:
         value = value[0]
-    return isinstance(value, pm.Model) or resolve_model(value)[0] is not value
+    return isinstance(value, pm.Model) or is_bambi_model(value)
 
 
 def compare(

@@ -240,7 +240,7 @@ def _tasks(grid: np.ndarray, built: list[dict]) -> tuple[dict, dict]:
         for name, (model, idata) in models.items():
             identity = (id(model), id(idata))
             if identity not in seen:
-                key = f"{name} @ scale {grid[i]:g}"
+                key = f"{name} @ scale {float(grid[i])!r}"  # exact: nearby scales stay apart
                 tasks[key] = resolve_model(model, idata, argument=f"{name!r} at scale {grid[i]:g}")
                 seen[identity] = key
             keys[i, name] = seen[identity]

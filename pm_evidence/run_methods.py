@@ -21,7 +21,12 @@ from pm_evidence.core.exceptions import (
     NonFiniteLogDensityError,
     OverlapError,
 )
-from pm_evidence.core.methods import OPTION_OBJECTS, option_objects, route_options
+from pm_evidence.core.methods import (
+    OPTION_OBJECTS,
+    accepted_options,
+    option_objects,
+    route_options,
+)
 from pm_evidence.core.options import SAMPLE_KEYS, PathOptions, TemperingOptions
 from pm_evidence.core.progress import status
 from pm_evidence.core.utils import stage_rngs, warn_user
@@ -125,12 +130,33 @@ def _path_estimate(name: str, runs: _PathRuns, kwargs: dict) -> Evidence:
 _DEPRECATED_OPTIONS = {"proposal": ("bridge", "reference")}
 
 
+def _without_other_path_options(methods: list[str], kwargs: dict) -> dict:
+    """``kwargs`` without the options of another path method's run (``tempering=`` or
+    ``n_sweeps=`` with ``method="ais"``), which ``marginal_likelihood`` took and ignored before
+    the options were routed by the method table: a ``FutureWarning`` names them (they will be
+    refused, as every other option no listed method takes)."""
+    path_methods = [m for m in methods if m in registry.PATH_METHODS]
+    if not path_methods:
+        return kwargs
+    taken = accepted_options(methods)
+    other_runs = accepted_options(registry.PATH_METHODS) - taken
+    ignored = sorted(set(kwargs) & other_runs)
+    if ignored:
+        warn_user(
+            f"Options {ignored} belong to another path method's run, not to {path_methods}: "
+            f"they are ignored, and will be refused in a later version; drop them.",
+            FutureWarning,
+        )
+    return {k: v for k, v in kwargs.items() if k not in ignored}
+
+
 def deprecated_options(methods: list[str], kwargs: dict) -> tuple[dict, dict]:
     """``kwargs`` without the deprecated options of :data:`_DEPRECATED_OPTIONS` whose method is
     listed, and those options by method (``{"bridge": {"reference": "warp3"}}``), with a
     ``FutureWarning`` each. A deprecated option whose method is not listed stays in
     ``kwargs``, for :func:`check_options` to refuse."""
     kwargs, only = dict(kwargs), {}
+    kwargs = _without_other_path_options(methods, kwargs)
     for old, (name, option) in _DEPRECATED_OPTIONS.items():
         if old not in kwargs or name not in methods:
             continue
@@ -151,7 +177,7 @@ def for_the_path_methods(kwargs: dict, reference) -> dict:
     ``method="auto"``'s path method starts from it, its bridge keeps its own reference."""
     kwargs = {k: v for k, v in kwargs.items() if k != "reference"}
     path = kwargs.get("path")
-    if path is None or isinstance(path, PathOptions):  # anything else: refused by _options
+    if path is None or isinstance(path, PathOptions):  # anything else: refused by route_options
         kwargs["path"] = replace(path or PathOptions(), reference=reference)
     return kwargs
 

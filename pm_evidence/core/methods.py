@@ -215,14 +215,9 @@ class Routed:
     own: dict
     sampling: dict
 
-    def for_estimate(self) -> dict:
-        """Every option as one keyword dict: objects, own options and NUTS options."""
-        return {**self.objects, **self.own, **self.sampling}
 
 
-_NONE_IS_UNSET = frozenset(
-    {*SAMPLE_KEYS, *OPTION_OBJECTS, *(k for row in METHOD_TABLE.values() for k in row.own)}
-)
+_NONE_IS_UNSET = frozenset({*SAMPLE_KEYS, *OPTION_OBJECTS})
 
 
 def check_choice(option: str, value) -> None:
@@ -272,9 +267,9 @@ def route_options(
     methods : str or sequence of str
         Method names of :data:`~pm_evidence.core.methods.METHOD_TABLE`.
     keywords : mapping
-        The call's keyword options. ``None`` under the keyword of an option object, a NUTS
-        option or an own option counts as not given (the explicit parameters of the model-level
-        functions default to it); a field given by name keeps ``None`` (``target_se=None``).
+        The call's keyword options. ``None`` under the keyword of an option object or a NUTS
+        option counts as not given (the explicit parameters of the model-level functions default
+        to it); a field given by name or an own option keeps ``None`` (``target_se=None``).
     strict : bool
         Refuse a keyword none of ``methods`` takes. ``False``: leave it out (one method's share
         of the options of a list that was checked as a whole).

@@ -250,7 +250,7 @@ def renamed_module_names(namespace: dict, renamed: dict[str, str]):
     module = namespace["__name__"]
 
     def __getattr__(name: str):
-        if name in renamed:
+        if name in renamed and renamed[name] in namespace:
             warn_user(
                 f"{module}.{name} is now {module}.{renamed[name]}; the old name will be removed.",
                 FutureWarning,
@@ -258,6 +258,7 @@ def renamed_module_names(namespace: dict, renamed: dict[str, str]):
             return namespace[renamed[name]]
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
+    __getattr__.renamed = dict(renamed)  # old name -> new name, for a reader (and the tests)
     return __getattr__
 
 

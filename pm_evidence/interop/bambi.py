@@ -204,10 +204,12 @@ def _in_model_dims(pymc_model: pm.Model, posterior: xr.Dataset) -> xr.Dataset:
 def from_bambi(model, idata=None, *, argument: str = "model") -> tuple[pm.Model, Any]:
     """A ``bambi.Model`` (built or not) and its fit as ``(pymc.Model, idata)``.
 
-    The pair is what every function of pm_evidence takes: ``marginal_likelihood`` and the
-    others do this themselves when passed a Bambi model, and
-    :func:`~pm_evidence.compare_models` takes the pair as a value of its dict
-    (``{"M1": pme.from_bambi(model_1, idata_1)}``).
+    The pair is what every function of pm_evidence takes. ``marginal_likelihood``,
+    :func:`~pm_evidence.compare_models` and :func:`~pm_evidence.compare` do this themselves
+    when passed a Bambi model (or ``(bambi_model, fit)``); the model-level functions of one
+    method (``bridge_sampling``, ``annealed_importance_sampling``, ...) take the PyMC model this
+    returns: ``pme.bridge_sampling(*pme.from_bambi(model_1, idata_1))`` is not the form, pass
+    ``model, idata = pme.from_bambi(model_1, idata_1)`` and then ``idata=idata``.
 
     Parameters
     ----------

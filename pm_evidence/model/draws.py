@@ -12,6 +12,7 @@ import numpy as np
 from pymc.exceptions import SamplingError
 
 from pm_evidence.core.exceptions import EvidenceInputError, NonFiniteLogDensityError
+from pm_evidence.core.options import PosteriorOptions  # noqa: F401 (moved there; old imports)
 from pm_evidence.core.progress import pymc_sample
 from pm_evidence.core.utils import spawn_seed
 from pm_evidence.estimators.messages import draws_ess_messages, posterior_messages
@@ -270,7 +271,7 @@ def check_draws_match_model(target: LogDensity, idata, x: np.ndarray) -> None:
     reads each sampler's). It is recomputed at ``LP_CHECK_DRAWS`` draws spread over
     the chains; the draws are another model's where most of them differ by more than rounding
     (``lp_tolerance``). Draws of a model with another prior but the same names and data
-    pass the observed-data check (``adapter.fingerprint``), yet every estimate built on them is
+    pass the observed-data check (``model.fingerprint``), yet every estimate built on them is
     off by many of its own SEs; this check catches them. Draws without a stored log density,
     or with one of another shape than the draws (thinned afterwards), cannot be checked:
     ``draws_source_messages`` says so on the result.

@@ -1,6 +1,7 @@
-"""The target adapter: a PyMC model as a batched, compiled log-density on a flat vector.
+"""``LogDensity``, the model as every estimator sees it (their ``target``): a PyMC model as a
+batched, compiled log-density on a flat vector.
 
-:class:`LogDensity` puts together the small units of :mod:`pm_evidence.adapter`, one job each:
+:class:`LogDensity` puts together the small units of :mod:`pm_evidence.model`, one job each:
 
 - :class:`~pm_evidence.model.layout.Layout`: where each free variable sits in the flat
   unconstrained vector ``x`` (constrained and value shapes, discrete entries);
@@ -130,7 +131,8 @@ class LogDensity:
         if slot is None:
             slot = AdapterSlot()
             setattr(model, ADAPTER_ATTRIBUTE, slot)
-        if slot.held is not None and slot.held[0] == signature:
+        # the adapter of this very model (a copy of a model shares its slot) and its variables
+        if slot.held is not None and slot.held[0] == signature and slot.held[1].model is model:
             return slot.held[1]
         target = cls(model)
         slot.held = (signature, target)

@@ -190,7 +190,9 @@ def _held_out_overlap(name: str, target: LogDensity, flat: np.ndarray, log_f: np
     return float(np.mean(scores))
 
 
-def auto_reference(target: LogDensity, posterior: np.ndarray) -> tuple[Reference, str, dict]:
+def auto_reference(
+    target: LogDensity, posterior: np.ndarray, *, via_gradient: bool = False
+) -> tuple[Reference, str, dict]:
     r"""The default ``p0`` of the path methods for a continuous model: the prior, a normal or a
     Student-t fitted to posterior draws, whichever overlaps the posterior best.
 
@@ -223,6 +225,9 @@ def auto_reference(target: LogDensity, posterior: np.ndarray) -> tuple[Reference
         The model's adapter.
     posterior : numpy.ndarray
         Flat unconstrained posterior draws ``(chain, draw, dim)``.
+    via_gradient : bool
+        Evaluate the model by its value-and-gradient function, as the plan's path does when its
+        kernel needs gradients (:meth:`~pm_evidence.LogDensity.evaluate`).
 
     Returns
     -------
@@ -236,8 +241,8 @@ def auto_reference(target: LogDensity, posterior: np.ndarray) -> tuple[Reference
     """
     flat = posterior.reshape(-1, target.dim)
     n = flat.shape[0]
-    # as the path evaluates it (GeometricPath.via_gradient)
-    log_prior, log_lik = target.evaluate(flat, via_gradient=not target.discrete_mask.all())
+    # as the plan's path evaluates it (GeometricPath.via_gradient)
+    log_prior, log_lik = target.evaluate(flat, via_gradient=via_gradient)
     log_f = log_prior + log_lik
     if not np.all(np.isfinite(log_f)):
         log_density_at_target_draws(target, posterior)  # raises, naming the first bad draw
@@ -363,8 +368,9 @@ def make_plan(
         options.kernel, target, n_leapfrog=options.n_leapfrog, n_flips=options.n_flips,
         blocks=blocks,
     )  # fmt: skip
-    if kernel.needs_grad and not target.discrete_mask.all():
-        target.compile_gradient()  # the evaluations below then need no second compile
+    # the plan's evaluations from the value-and-gradient function where its kernel compiles
+    # that anyway (LogDensity.evaluate): one compile, not two
+    via_gradient = bool(kernel.needs_grad and not target.discrete_mask.all())
     posterior, reason, overlap, messages = None, "", {}, []
     if ref is None or (need_posterior and (idata is not None or not target.has_discrete)):
         posterior = posterior_draws(
@@ -381,7 +387,7 @@ def make_plan(
         messages += posterior_messages(target, symmetry.draws, relabelled=symmetry.relabelled)
         messages += list(symmetry.messages)
         if reference == "auto":
-            ref, reason, overlap = auto_reference(target, symmetry.draws)
+            ref, reason, overlap = auto_reference(target, symmetry.draws, via_gradient=via_gradient)
         else:
             ref = fit_reference(reference, target, symmetry.draws)
             reason = f"{ref.name} fitted to posterior draws (reference={reference!r})"
@@ -396,7 +402,7 @@ def make_plan(
         reason = "prior: the model has discrete variables (no NUTS draws to fit a reference to)"
     else:
         reason = f"given (reference={reference if isinstance(reference, str) else ref.name!r})"
-    path = GeometricPath(target, ref)
+    path = GeometricPath(target, ref, via_gradient=via_gradient)
     kernel_reason, n_block_evaluations = _kernel_reason(kernel, options), 0
     if find_blocks:
         # its own child stream of the pilot's: the pilot's draws stay what they were

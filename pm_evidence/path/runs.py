@@ -39,7 +39,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from pm_evidence.core.exceptions import EvidenceInputError, OverlapError
-from pm_evidence.core.options import AnnealingOptions, TemperingOptions
+from pm_evidence.core.options import (
+    MAX_EVALUATIONS,  # noqa: F401 (moved there; old imports)
+    AnnealingOptions,
+    TemperingOptions,
+)
 from pm_evidence.core.utils import warn_user
 from pm_evidence.estimators.annealed import ais_core
 from pm_evidence.estimators.tempered import rts_core

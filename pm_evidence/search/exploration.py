@@ -71,7 +71,12 @@ from pm_evidence.references import (
     PriorReference,
     Reference,
 )
-from pm_evidence.search.climbing import (
+from pm_evidence.search.climbing import (  # moved there: the old imports keep working
+    CLIMB_WEIGHT_SHARE,  # noqa: F401 (moved; old imports)
+    MAX_CLIMBS,  # noqa: F401 (moved; old imports)
+    MAX_MODE_CANDIDATES,  # noqa: F401 (moved; old imports)
+    TERM_SEARCH_ITERATIONS,  # noqa: F401 (moved; old imports)
+    TERM_SEARCH_STARTS,  # noqa: F401 (moved; old imports)
     climb,
     climbed_modes,
     kept_candidates,
@@ -79,12 +84,15 @@ from pm_evidence.search.climbing import (
     term_modes,
     with_term_modes,
 )
-from pm_evidence.search.coverage import (
+from pm_evidence.search.coverage import (  # moved there: the old imports keep working
+    MISSED_SHARE,  # noqa: F401 (moved; old imports)
     ModeCoverage,
     compare_coverage,
     occupancy_jumps,
 )
-from pm_evidence.search.mixtures import (
+from pm_evidence.search.mixtures import (  # moved there: the old imports keep working
+    ADAPTED_ESS,  # noqa: F401 (moved; old imports)
+    OUTLIER_LEVEL,  # noqa: F401 (moved; old imports)
     adapt_components,
     fit_gaussian_mixture,
     flattened,

@@ -72,9 +72,13 @@ class GeometricPath:
         Normalized ``p0`` on the flat unconstrained space. :class:`PriorReference` uses the
         model's own prior/likelihood split (``Delta`` = log likelihood, no extra evaluations);
         fitted references need ``logpdf`` (and, for HMC, ``grad_logpdf``: ``has_gradient``).
+    via_gradient : bool, optional
+        Evaluate the model by its value-and-gradient function (:meth:`LogDensity.evaluate
+        <pm_evidence.LogDensity.evaluate>`), as a gradient-based kernel compiles it anyway;
+        default: where the model has continuous entries.
     """
 
-    def __init__(self, target, reference: Reference):
+    def __init__(self, target, reference: Reference, *, via_gradient: bool | None = None):
         if isinstance(reference, Warp3Reference):
             raise EvidenceInputError(
                 "warp3 is a bridge-sampling construction (a symmetrized target), not a reference "
@@ -87,9 +91,12 @@ class GeometricPath:
             )
         self.target = target
         self.reference = reference
-        # values from the value-and-gradient function wherever the model has continuous
-        # entries (LogDensity.evaluate): the kernels compile it anyway
-        self.via_gradient = not target.discrete_mask.all()
+        # values from the value-and-gradient function (LogDensity.evaluate) where the path's
+        # kernel compiles it anyway: the caller says (make_plan: its kernel needs gradients);
+        # None: wherever the model has continuous entries (HMC, the default kernel there)
+        if via_gradient is None:
+            via_gradient = not target.discrete_mask.all()
+        self.via_gradient = bool(via_gradient)
         # compiled HMC transitions bound to this path's reference parameters, by leapfrog
         # steps (pm_evidence.tempering.compiled.hmc_transition_function)
         self.bound_transitions: dict = {}
