@@ -47,8 +47,7 @@ from pm_evidence.core.evidence import Evidence, FrozenDict, format_estimate
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.progress import interruptible
 from pm_evidence.core.utils import root_sequence, warn_user
-from pm_evidence.interop.bambi import is_bambi_model
-from pm_evidence.interop.resolve import resolve_model
+from pm_evidence.interop.resolve import is_model, resolve_model
 from pm_evidence.marginal import auto_pair, check_options, marginal_likelihood
 
 __all__ = [
@@ -822,12 +821,12 @@ class _Lines:
         self.write(f"pm_evidence: [{done}/{self.total}] {name!r} {what}")
 
 
-def _is_model(value) -> bool:
+def _is_model_entry(value) -> bool:
     """Whether a value of ``compare``'s mapping is a model to estimate (a PyMC or Bambi model,
     or ``(model, idata)``) rather than a result."""
     if isinstance(value, tuple) and len(value) == 2:
         value = value[0]
-    return isinstance(value, pm.Model) or is_bambi_model(value)
+    return is_model(value)
 
 
 def compare(
@@ -865,7 +864,7 @@ def compare(
         For estimation keywords given with results (there is nothing to estimate), and the
         errors of :func:`pm_evidence.compare.compare` and :func:`compare_models`.
     """
-    models = isinstance(evidences, Mapping) and any(_is_model(v) for v in evidences.values())
+    models = isinstance(evidences, Mapping) and any(_is_model_entry(v) for v in evidences.values())
     if models:
         comparison = compare_models(evidences, **estimation)
         return comparison.compare(prior_prob=prior_prob, reference=reference, check_data=check_data)

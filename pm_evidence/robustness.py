@@ -18,13 +18,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import pymc as pm
 import xarray as xr
 
 from pm_evidence.compare import compare
 from pm_evidence.core.exceptions import EvidenceInputError
-from pm_evidence.interop.bambi import is_bambi_model
-from pm_evidence.interop.resolve import resolve_model
+from pm_evidence.interop.resolve import is_model, resolve_model
 from pm_evidence.parallel import compare_models
 
 __all__ = ["prior_robustness"]
@@ -177,9 +175,6 @@ def _checked_scales(scales) -> np.ndarray:
     return grid
 
 
-def _is_model(value) -> bool:
-    return isinstance(value, pm.Model) or is_bambi_model(value)
-
 
 def _models_at(build_models, scale: float) -> dict[str, tuple[Any, Any]]:
     """``{name: (model, idata)}`` that ``build_models(scale)`` returned, or an error naming the
@@ -197,9 +192,9 @@ def _models_at(build_models, scale: float) -> dict[str, tuple[Any, Any]]:
                     f"build_models(scale={scale:g}) returned a dict with the key {name!r}: "
                     f"model names must be non-empty strings."
                 )
-            if isinstance(value, tuple) and len(value) == 2 and _is_model(value[0]):
+            if isinstance(value, tuple) and len(value) == 2 and is_model(value[0]):
                 entries[name] = value
-            elif _is_model(value):
+            elif is_model(value):
                 entries[name] = (value, None)
             else:
                 raise EvidenceInputError(
@@ -210,7 +205,7 @@ def _models_at(build_models, scale: float) -> dict[str, tuple[Any, Any]]:
         labels = ["H1", "H0"] if len(returned) == 2 else [f"M{i + 1}" for i in range(len(returned))]
         entries = {}
         for label, value in zip(labels, returned, strict=True):
-            if not _is_model(value):
+            if not is_model(value):
                 raise EvidenceInputError(
                     f"build_models(scale={scale:g}) returned a {type(returned).__name__} whose "
                     f"entry {label!r} is a {type(value).__name__}, not a model; {fix}. To pass "

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pm_evidence.core.exceptions import EvidenceInputError
-from pm_evidence.core.methods import COMBINATION_RULES
+from pm_evidence.core.methods import COMBINATION_RULES, check_choice
 from pm_evidence.estimators.base import Estimate
 
 __all__ = ["COMBINATION_RULES", "combine_is_ris_core"]
@@ -32,10 +31,7 @@ def combine_is_ris_core(is_estimate: Estimate, ris_estimate: Estimate, rule: str
     inherit the failures of IS and reverse IS (seed 000 §6), so the reported SE of the weighted
     rules is only as trustworthy as those.
     """
-    if rule not in COMBINATION_RULES:
-        raise EvidenceInputError(
-            f"Requested rule {rule!r} but it must be one of {list(COMBINATION_RULES)}."
-        )
+    check_choice("rule", rule)
     a, b = is_estimate, ris_estimate
     va, vb = a.se**2, b.se**2
     diagnostics = {"log_z_is": a.log_z, "log_z_ris": b.log_z, "se_is": a.se, "se_ris": b.se}

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pymc as pm
+
 from pm_evidence.interop.bambi import from_bambi, is_bambi_model
 
-__all__ = ["resolve_model"]
+__all__ = ["is_model", "resolve_model"]
 
 
 def resolve_model(model: Any, idata: Any = None, *, argument: str = "model") -> tuple[Any, Any]:
@@ -31,3 +33,9 @@ def resolve_model(model: Any, idata: Any = None, *, argument: str = "model") -> 
     if is_bambi_model(model):
         return from_bambi(model, idata, argument=argument)
     return model, idata
+
+
+def is_model(value: Any) -> bool:
+    """Whether ``value`` is a model the public functions estimate: a ``pymc.Model`` or a Bambi
+    model (built or not)."""
+    return isinstance(value, pm.Model) or is_bambi_model(value)

@@ -29,7 +29,7 @@ import xarray as xr
 
 from pm_evidence.core.evidence import Evidence, build_evidence
 from pm_evidence.core.exceptions import EvidenceInputError
-from pm_evidence.core.methods import ADS_VERSIONS, TI_VARIANTS
+from pm_evidence.core.methods import ADS_VERSIONS, TI_VARIANTS, check_choice
 from pm_evidence.core.utils import log_mean_exp, normalized_weights, renamed_module_names
 from pm_evidence.estimators.annealed import (
     ads_binary_core,
@@ -204,10 +204,7 @@ def ads(run: AnnealingRun, version: str = "binary") -> Evidence:
     Evidence
         Diagnostics include ``version`` and ``min_gamma`` (binary) or ``n_iter``.
     """
-    if version not in ADS_VERSIONS:
-        raise EvidenceInputError(
-            f"Requested version {version!r} but it must be one of {list(ADS_VERSIONS)}."
-        )
+    check_choice("version", version)
     _check(run, AnnealingRun, "ads")
     sampler = run.sampler
     outside = int(np.sum(~np.isfinite(sampler.delta[0])))
@@ -345,10 +342,7 @@ def ti(run: TemperingRun, variant: str = "rb", corrected: bool = True) -> Eviden
         ``log_z_rb_corrected``, ``log_z_trapezoid``, ``log_z_trapezoid_corrected``,
         ``log_z_riemann``.
     """
-    if variant not in TI_VARIANTS:
-        raise EvidenceInputError(
-            f"Requested variant {variant!r} but it must be one of {list(TI_VARIANTS)}."
-        )
+    check_choice("variant", variant)
     _check(run, TemperingRun, "ti")
     sampler, betas = run.sampler, run.ladder.betas
     diagnostics, messages = _tempered_common(run)
