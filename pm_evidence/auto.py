@@ -4,14 +4,15 @@ For a continuous model (:func:`auto_evidence`):
 
 1. **exploration** from the prior (:func:`~pm_evidence.search.exploration.explore`; skipped where
    :func:`exploration_skipped` says why);
-2. **posterior draws**: NUTS, or ``idata`` checked against the model (the ``"posterior"``
-   stream);
+2. **posterior draws**: batched HMC (:mod:`pm_evidence.model.batched_hmc`; PyMC's NUTS above
+   50 parameters or with ``sample_kwargs``), or ``idata`` checked against the model (the
+   ``"posterior"`` stream);
 3. **estimate**: bridge sampling on those draws;
 4. **cross-check**: AIS from the exploration's mixture (or from the reference
    :func:`~pm_evidence.path.plan.auto_reference` fits to the draws where it did not explore);
 5. **coverage**: where each side's draws found mass that the other's missed
    (:func:`~pm_evidence.search.coverage.compare_coverage`);
-6. **confirmation**, only where the NUTS draws missed modes the exploration found (so that
+6. **confirmation**, only where the posterior draws missed modes the exploration found (so that
    the estimate on them cannot check AIS): a second exploration and AIS from its mixture, on
    streams no other stage uses (:func:`confirmation_stage`); AIS is returned confirmed where
    the two agree, flagged as unconfirmed otherwise;
@@ -75,12 +76,12 @@ def auto_pair(target) -> tuple[str, str]:
     """The estimator and the cross-check of ``method="auto"`` for a model.
 
     Continuous models: bridge sampling (the most efficient at defaults in
-    ``benchmarks/defaults.py``; NUTS draws and a normal fitted to their first halves) checked
+    ``benchmarks/defaults.py``; posterior draws and a normal fitted to their first halves) checked
     by AIS (its own annealed chains, a stochastic lower bound) from the mixture that
     exploration from the prior found (:func:`~pm_evidence.search.exploration.explore`; see
     :func:`exploration_skipped` for when it is not run and AIS starts from
     :func:`~pm_evidence.path.plan.auto_reference`'s choice).
-    Models with discrete variables (no NUTS draws, no bridge): RTS checked by AIS, two samplers
+    Models with discrete variables (no posterior draws, no bridge): RTS checked by AIS, two samplers
     on one plan (the prior as ``p0``): they share the reference, not the draws.
     """
     return ("rts", "ais") if target.has_discrete else ("bridge", "ais")
@@ -124,7 +125,7 @@ def check_precision(check: str, kwargs: dict, estimate: Evidence) -> dict:
     nothing changes; options the user gave (``annealing=`` or ``target_se=``) are kept as given.
     Where ``auto`` explored from the prior (at most ``EXPLORATION_MAX_DIM`` parameters) AIS
     starts from the exploration's mixture and runs to its own default instead: it is then the
-    estimate that covers modes NUTS missed, not only a check, and stopping it early costs
+    estimate that covers modes the posterior draws missed, not only a check, and stopping it early costs
     accuracy for little time (measured: docs/benchmarks.rst, Measurements behind the defaults).
     """
     if registry.method(check).run != "annealing" or {"annealing", "target_se"} & set(kwargs):
@@ -152,7 +153,7 @@ def estimate_stage(name: str, target, draws, seed, progressbar: bool, kwargs: di
 
 def draws_stage(target, idata, seed, progressbar, kwargs):
     """Stage 2: the posterior plan both halves of ``auto`` read, the draws a list of methods
-    would make (from ``idata``, or NUTS on the ``"posterior"`` stream of ``seed``)."""
+    would make (from ``idata``, or drawn (:func:`~pm_evidence.model.draws.sampled_posterior`) on the ``"posterior"`` stream of ``seed``)."""
     sampling = {k: v for k, v in kwargs.items() if k in SAMPLE_KEYS}
     rng = stage_rngs(seed)["posterior"]
     return posterior_plan(target, idata, rng=rng, progressbar=progressbar, **sampling)
@@ -160,7 +161,7 @@ def draws_stage(target, idata, seed, progressbar, kwargs):
 
 def check_stage_options(target, kwargs: dict, exploration, plan, skipped: str) -> dict | None:
     """The options of stage 4, the cross-check: AIS from the exploration's mixture where it ran; else from
-    the path options given, or the reference fitted to the NUTS draws; where those failed,
+    the path options given, or the reference fitted to the posterior draws; where those failed,
     from the prior (a proper prior that can be sampled), or ``None`` where nothing is left to start
     from."""
     if exploration is not None:
@@ -222,14 +223,14 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
             failures,
         )
     plan = attempt(
-        "the posterior draws (NUTS, or idata)",
+        "the posterior draws (batched HMC or NUTS, or idata)",
         lambda: draws_stage(target, idata, seed, progressbar, kwargs),
         failures,
     )
     first = None
     if plan is not None:
         first = attempt(
-            f"{primary!r} (on the NUTS draws)",
+            f"{primary!r} (on the posterior draws)",
             lambda: estimate_stage(primary, target, plan, seed, progressbar, kwargs),
             failures,
         )
@@ -239,7 +240,7 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
     second = None
     if options is None:
         failures[repr(check)] = (
-            f"{check!r} was not run: its reference is fitted to the NUTS draws, which failed"
+            f"{check!r} was not run: its reference is fitted to the posterior draws, which failed"
             + (f", and the prior cannot be its reference ({skipped})" if skipped else "")
         )
     else:
@@ -268,7 +269,7 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
             first, second, more = covered
             facts.update(more)
             if more["exploration_missed_by_nuts"] >= MISSED_SHARE:
-                # only the estimate from the exploration covers the mass NUTS missed: a second
+                # only the estimate from the exploration covers the mass the posterior draws missed: a second
                 # exploration, with its own random stream, and AIS from its mixture confirm it
                 # or not
                 try:
@@ -286,7 +287,7 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
                 chosen = confirmed_or_flagged(second, first, confirmation, facts)
                 return _with_failures(_with_diagnostics(chosen, facts), failures)
     result = _settled(first, second, primary, check, failures, facts)
-    if exploration is None and plan is not None:  # both halves read the NUTS draws: check those
+    if exploration is None and plan is not None:  # both halves read the posterior draws: check those
         checked = attempt(
             "the term check (modes of the model's log-sum-exp terms)",
             lambda: term_check_stage(target, result, plan, seed),
@@ -314,7 +315,7 @@ def confirmation_seed(seed: np.random.SeedSequence) -> np.random.SeedSequence:
 
 
 def confirmation_stage(target, plan, seed, progressbar: bool, kwargs: dict) -> Evidence:
-    """Stage 6, where the NUTS draws missed modes the exploration found: a second exploration
+    """Stage 6, where the posterior draws missed modes the exploration found: a second exploration
     from the prior and AIS from its mixture, every stream a child of
     :func:`confirmation_seed` (no randomness shared with stages 1 to 5). ``seed``: the call's
     (an int or a ``numpy.random.SeedSequence``; a Generator is advanced, so stages called
@@ -349,7 +350,7 @@ def confirmed_or_flagged(estimate, nuts_estimate, confirmation, facts: dict) -> 
         if z <= DISAGREEMENT_Z and estimate.reliable:
             facts["confirmed_by"] = (
                 "a second exploration from the prior with its own random stream, and AIS from "
-                "its mixture (the NUTS draws missed modes both explorations found)"
+                "its mixture (the posterior draws missed modes both explorations found)"
             )
             return cross_checked(estimate, confirmation)
     found = (
@@ -359,7 +360,7 @@ def confirmed_or_flagged(estimate, nuts_estimate, confirmation, facts: dict) -> 
         f"{format_estimate(estimate.log_z, estimate.se)}"
     )  # fmt: skip
     estimate = _with_warning(estimate, (
-        f"No independent confirmation: the NUTS draws missed modes that tempering from the "
+        f"No independent confirmation: the posterior draws missed modes that tempering from the "
         f"prior found, so this estimate ({estimate.method} from the exploration's mixture) is "
         f"the only one that covers them, and {found}; the exploration can miss modes too "
         f"(narrow ones, or mass in the far tails of the unconstrained space). Compare it with "
@@ -425,16 +426,16 @@ def coverage_stage(estimate: Evidence, check: Evidence, exploration, plan):
     }
     if not unenumerated and coverage.missed_by_draws >= MISSED_SHARE:
         estimate = _with_warning(estimate, (
-            f"The NUTS draws missed part of the posterior: tempering from the prior "
+            f"The posterior draws missed part of the posterior: tempering from the prior "
             f"(pm_evidence.search.exploration) found {exploration.n_modes} components, and "
             f"{coverage.missed_by_draws:.0%} of the posterior's mass (its mixture's weights) "
-            f"lies in components that no NUTS draw visited, so {estimate.method}, which reads "
-            f"the NUTS draws, misses that mass."
+            f"lies in components that no posterior draw visited, so {estimate.method}, which reads "
+            f"the posterior draws, misses that mass."
         ))  # fmt: skip
     if coverage.missed_by_exploration >= MISSED_SHARE:
         check = _with_warning(check, (
             f"Tempering from the prior (pm_evidence.search.exploration) missed part of the "
-            f"posterior: {coverage.missed_by_exploration:.0%} of the NUTS draws lie outside "
+            f"posterior: {coverage.missed_by_exploration:.0%} of the posterior draws lie outside "
             f"every component of the mixture it found, which is {check.method}'s reference."
         ))  # fmt: skip
     return estimate, check, facts

@@ -81,7 +81,7 @@ def marginal_likelihood(
     method : str or list of str
         ``"auto"`` (default): the estimator a numerical expert would pick for this model, checked
         by one of another family that shares neither its draws nor its reference (see
-        ``pm_evidence.marginal.auto_pair``): on continuous models bridge sampling on NUTS draws,
+        ``pm_evidence.marginal.auto_pair``): on continuous models bridge sampling on posterior draws,
         checked by AIS from the mixture found by tempering from the prior
         (``pm_evidence.search.exploration``), and a warning on either result where the other found
         posterior mass it missed; the better-supported of the two is returned, and a
@@ -96,16 +96,21 @@ def marginal_likelihood(
         order.
     idata : xarray.DataTree, optional
         Posterior draws of this model (``pm.sample()`` output, any of its NUTS samplers, or a
-        Bambi model's ``fit()``); drawn with NUTS when needed.
+        Bambi model's ``fit()``); drawn when needed: batched HMC
+        (:mod:`pm_evidence.model.batched_hmc`) on models of at most 50 parameters, PyMC's NUTS
+        on larger ones or where ``sample_kwargs`` is given.
     random_seed : int or numpy.random.Generator, optional
     progressbar : bool
-        Show progress bars (NUTS, annealing, tempering).
+        Show progress bars (posterior draws, annealing, tempering).
     posterior, bridge : PosteriorOptions, BridgeOptions, optional
         The option objects of the methods on posterior draws.
     path, annealing, tempering : PathOptions, AnnealingOptions, TemperingOptions, optional
         The option objects of the path methods.
     draws, tune, chains, sample_kwargs
-        NUTS options, where a method draws from the posterior (``None``: its defaults).
+        Options of the posterior draws, where a method draws them (``None``: the sampler's
+        defaults: batched HMC 16 chains of 400 tuning and 512 kept transitions; PyMC's NUTS 4
+        chains of 1,000 and 1,000). ``sample_kwargs`` (``pm.sample``'s options; ``{}`` for
+        its defaults) selects PyMC's NUTS.
     **kwargs
         Options: the option objects above (``posterior=``
         :class:`~pm_evidence.PosteriorOptions`, ``bridge=`` :class:`~pm_evidence.BridgeOptions`,
@@ -121,7 +126,7 @@ def marginal_likelihood(
         ``posterior=PosteriorOptions(reference=...)`` only those on posterior draws,
         ``path=PathOptions(reference=...)`` only the path methods). An option no requested
         method takes is an error. With ``method="auto"``, ``reference=`` is the path method's
-        reference (AIS's; bridge keeps its normal fitted to NUTS draws, so that the pair
+        reference (AIS's; bridge keeps its normal fitted to posterior draws, so that the pair
         shares no reference). ``proposal=`` (bridge's reference alone) is deprecated: a
         ``FutureWarning``; pass ``reference=``. Bridge's result is labelled by its reference
         when not the default (``"bridge_warp3"``).

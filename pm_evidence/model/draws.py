@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from pymc.exceptions import SamplingError
@@ -16,6 +16,7 @@ from pm_evidence.core.options import PosteriorOptions  # noqa: F401 (moved there
 from pm_evidence.core.progress import pymc_sample
 from pm_evidence.core.utils import spawn_seed
 from pm_evidence.estimators.messages import draws_ess_messages, posterior_messages
+from pm_evidence.model.batched_hmc import BatchedHMCSettings, sample_batched_hmc
 from pm_evidence.model.log_density import LogDensity
 from pm_evidence.model.maps import posterior_dataset
 from pm_evidence.model.model_checks import nan_data_names
@@ -37,6 +38,7 @@ from pm_evidence.references import (
 
 __all__ = [
     "BALANCING_SE",
+    "BATCHED_DRAWS_MAX_DIM",
     "MAX_BALANCING_FACTOR",
     "MAX_REFERENCE_NUMBERS",
     "REFERENCE_DRAWS_PER_POSTERIOR_DRAW",
@@ -46,6 +48,7 @@ __all__ = [
     "check_reference_covers_support",
     "check_reference_log_weights",
     "default_reference_draws",
+    "draws_sampler",
     "draws_source_messages",
     "finite_start_points",
     "fit_and_weigh",
@@ -55,6 +58,7 @@ __all__ = [
     "posterior_plan",
     "reference_log_weights",
     "reference_needs_draws",
+    "sampled_posterior",
     "sampling_options",
     "split_halves",
     "stored_log_density",
@@ -87,12 +91,16 @@ class PosteriorPlan:
     messages : tuple of str
         Warnings about where the draws came from (``draws_source_messages``), for every
         result built on them.
+    facts : dict
+        How the draws were made (``draws_*`` diagnostics of :func:`sampled_posterior`), for
+        every result built on them.
     """
 
     target: LogDensity
     draws: np.ndarray
     search: SymmetrySearch
     messages: tuple[str, ...] = ()
+    facts: dict = field(default_factory=dict)
 
 
 def posterior_plan(
@@ -118,9 +126,9 @@ def posterior_plan(
     """
     if isinstance(idata, PosteriorPlan):
         return _checked_plan(target, idata)
-    x = posterior_draws(target, idata, rng=rng, **sampling)
+    x, facts = sampled_posterior(target, idata, rng=rng, **sampling)
     messages = tuple(draws_source_messages(target, idata))
-    return PosteriorPlan(target, x, find_symmetry(target, spread_points(x)), messages)
+    return PosteriorPlan(target, x, find_symmetry(target, spread_points(x)), messages, facts)
 
 
 def _checked_plan(target: LogDensity, plan: PosteriorPlan) -> PosteriorPlan:
@@ -132,26 +140,61 @@ def _checked_plan(target: LogDensity, plan: PosteriorPlan) -> PosteriorPlan:
     return plan
 
 
-def posterior_draws(
+# Models of at most this many unconstrained parameters draw from the posterior with batched
+# HMC (pm_evidence.model.batched_hmc) unless PyMC's options are given: there PyMC's per-step
+# loop is most of a default call (measured: docs/benchmarks.rst, Latency of a default call);
+# above it each gradient costs more than the loop, and NUTS's adaptive trajectories pay off.
+BATCHED_DRAWS_MAX_DIM = 50
+
+
+def draws_sampler(target: LogDensity, sample_kwargs: dict | None) -> str:
+    """``"batched_hmc"`` or ``"pymc_nuts"``: what draws the posterior of ``target`` when no
+    ``idata`` is given. PyMC's NUTS where ``sample_kwargs`` is given (options of
+    ``pm.sample``, e.g. ``{"nuts_sampler": "nutpie"}``, or ``{}`` for PyMC's defaults) or the
+    model has more than :data:`BATCHED_DRAWS_MAX_DIM` parameters; batched HMC otherwise."""
+    if sample_kwargs is not None or target.dim > BATCHED_DRAWS_MAX_DIM:
+        return "pymc_nuts"
+    return "batched_hmc"
+
+
+def posterior_draws(target: LogDensity, idata=None, *, rng: np.random.Generator, **sampling):
+    """Flat unconstrained posterior draws ``(chain, draw, dim)``: :func:`sampled_posterior`
+    without its facts."""
+    return sampled_posterior(target, idata, rng=rng, **sampling)[0]
+
+
+def sampled_posterior(
     target: LogDensity,
     idata=None,
     *,
     rng: np.random.Generator,
-    draws: int = 1000,
-    tune: int = 1000,
-    chains: int = 4,
+    draws: int | None = None,
+    tune: int | None = None,
+    chains: int | None = None,
     progressbar: bool = True,
     sample_kwargs: dict | None = None,
-) -> np.ndarray:
-    """Flat unconstrained posterior draws ``(chain, draw, dim)``, from ``idata`` or from NUTS.
+) -> tuple[np.ndarray, dict]:
+    """Flat unconstrained posterior draws ``(chain, draw, dim)``, from ``idata`` or drawn,
+    and how they were made (``draws_*`` diagnostics for the result).
 
     ``idata`` may be a DataTree/Dataset of named draws, an array of flat draws, or a
-    :class:`PosteriorPlan` (its draws).
+    :class:`PosteriorPlan` (its draws). Without it, :func:`draws_sampler` chooses: batched
+    HMC (:func:`~pm_evidence.model.batched_hmc.sample_batched_hmc`; ``draws``, ``tune`` and
+    ``chains`` override :class:`~pm_evidence.model.batched_hmc.BatchedHMCSettings`), or
+    PyMC's NUTS (``pm.sample``: 1,000 draws and tuning steps of 4 chains unless given).
     """
     if isinstance(idata, PosteriorPlan):
-        return _checked_plan(target, idata).draws
+        plan = _checked_plan(target, idata)
+        return plan.draws, plan.facts
+    facts = {"draws_sampler": "idata (given)"}
+    if idata is None and draws_sampler(target, sample_kwargs) == "batched_hmc":
+        given = {"draws": draws, "tune": tune, "chains": chains}
+        settings = BatchedHMCSettings(**{k: v for k, v in given.items() if v is not None})
+        x, stats = sample_batched_hmc(target, rng, settings, progressbar=progressbar)
+        return x, stats.diagnostics()
     if idata is None:
         target.require_continuous("NUTS posterior sampling")
+        draws, tune, chains = draws or 1000, 1000 if tune is None else tune, chains or 4
         # PyMC's NUTS unless sample_kwargs names another: pm.sample picks nutpie by itself
         # when it is installed, and the draws (so the estimate) would depend on what else is
         # installed
@@ -170,6 +213,10 @@ def posterior_draws(
             # PyMC's start (the prior's central values, jittered) has zero density: start
             # every chain at a prior draw of finite density instead (tuning forgets the start)
             idata = sample(**kwargs, initvals=finite_start_points(target, rng, chains, err))
+        facts = {
+            "draws_sampler": f"pm.sample ({kwargs['nuts_sampler']})", "draws_chains": chains,
+            "draws_per_chain": draws, "draws_tune": tune,
+        }  # fmt: skip
     if isinstance(idata, np.ndarray):  # flat unconstrained draws, already mapped
         x = idata
         if x.ndim != 3 or x.shape[-1] != target.dim:
@@ -183,7 +230,7 @@ def posterior_draws(
         raise EvidenceInputError(
             f"Need at least 4 draws per chain, got {x.shape[1]}. Draw more posterior samples."
         )
-    return x
+    return x, facts
 
 
 # The draws of idata checked against the model's log density (check_draws_match_model): this
@@ -495,9 +542,10 @@ def fit_and_weigh(
 
     Returns ``(est_half, reference, log_weights_target, messages, diagnostics)``: the
     warnings about the posterior draws (:func:`~pm_evidence.estimators.messages.posterior_messages`) and the symmetry
-    diagnostics of the decision (and the chooser's).
+    diagnostics of the decision (and the chooser's, and how the draws were made:
+    :func:`sampled_posterior`).
     """
-    x = posterior_draws(target, idata, rng=posterior_rng, **sampling)
+    x, facts = sampled_posterior(target, idata, rng=posterior_rng, **sampling)
     decision = symmetry_step(target, x, reference, symmetrize, idata)
     fit_half, est_half = split_halves(decision.draws)
     chosen = {}
@@ -505,7 +553,7 @@ def fit_and_weigh(
         ref = symmetric_reference(fit_reference(reference, target, fit_half), decision)
     else:
         ref, chosen = choose_reference(fit_half, lambda r: symmetric_reference(r, decision))
-    diagnostics = {**symmetry_diagnostics(decision, ref), **chosen}
+    diagnostics = {**symmetry_diagnostics(decision, ref), **chosen, **facts}
     log_f = log_density_at_target_draws(target, est_half)
     messages = posterior_messages(target, decision.draws, relabelled=decision.relabelled)
     messages += draws_source_messages(target, idata)

@@ -395,6 +395,13 @@ class LogDensity:
         """Forward draws of the free variables from the prior (compiled once per model)."""
         return PriorSampler(self.model)
 
+    def initial_point_flat(self) -> np.ndarray:
+        """PyMC's initial point of the model (``model.initial_point()``: the prior's central
+        values, unconstrained) as one flat vector ``(dim,)``."""
+        return np.concatenate(
+            [np.asarray(self._point[v.value_name], dtype=float).ravel() for v in self.layout]
+        )
+
     def sample_prior(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """``n`` flat unconstrained draws ``(n, dim)`` from the prior."""
         return self.to_unconstrained(self.prior.draw(rng, n), batch_ndim=1)

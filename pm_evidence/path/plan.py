@@ -24,6 +24,7 @@ from pm_evidence.core.utils import kish_ess, renamed_parameters, stage_rngs
 from pm_evidence.estimators.messages import posterior_messages
 from pm_evidence.model.draws import (
     check_reference_covers_support,
+    draws_sampler,
     draws_source_messages,
     log_density_at_target_draws,
     posterior_draws,
@@ -48,10 +49,12 @@ from pm_evidence.tempering.samplers import sample_at_beta
 
 __all__ = ["Ladder", "PathPlan", "auto_reference", "make_plan"]
 
-# NUTS for the plan: its draws only fit and choose the reference (the path methods are exact
-# from any reference), so half of bridge sampling's 1000 tuning iterations per chain; as many
-# kept draws, for the same R-hat check (with fewer it raised false alarms; measured:
-# docs/benchmarks.rst, Measurements behind the defaults). Options given by name (draws=, tune=, chains=) replace these.
+# PyMC's NUTS for the plan (where it draws: pm_evidence.model.draws.draws_sampler): its draws
+# only fit and choose the reference (the path methods are exact from any reference), so half of
+# bridge sampling's 1000 tuning iterations per chain; as many kept draws, for the same R-hat
+# check (with fewer it raised false alarms; measured: docs/benchmarks.rst, Measurements behind
+# the defaults). Options given by name (draws=, tune=, chains=) replace these. Batched HMC
+# keeps its own defaults, the draws the methods on posterior draws read.
 PLAN_SAMPLING = {"draws": 1000, "tune": 500, "chains": 4}
 LADDER_NAMES = ("adaptive", *LADDERS)
 
@@ -145,6 +148,14 @@ class PathPlan:
             step_size = np.ones(betas.size)
         return Ladder(betas, step_size, log_z, how)
 
+
+
+def _plan_sampling(target, sampling: dict) -> dict:
+    """The plan's options of the posterior draws: ``PLAN_SAMPLING`` under those given, where
+    PyMC's NUTS draws."""
+    if draws_sampler(target, sampling.get("sample_kwargs")) == "pymc_nuts":
+        return {**PLAN_SAMPLING, **sampling}
+    return sampling
 
 def _plan_lines(plan: PathPlan) -> list[str]:
     """The lines of a plan's repr after its title (also those of a run's repr)."""
@@ -336,8 +347,9 @@ def make_plan(
     idata : xarray.DataTree or numpy.ndarray, optional
         Posterior draws (named, or flat ``(chain, draw, dim)``); drawn by NUTS when needed.
     sampling : dict, optional
-        NUTS options (``draws``, ``tune``, ``chains``, ``sample_kwargs``); defaults
-        ``PLAN_SAMPLING`` (4 chains of 500 tuning and 1000 kept iterations).
+        Options of the posterior draws (``draws``, ``tune``, ``chains``, ``sample_kwargs``);
+        where PyMC's NUTS draws, defaults ``PLAN_SAMPLING`` (4 chains of 500 tuning and 1000
+        kept iterations); batched HMC's own otherwise.
     need_posterior : bool
         Draw posterior draws even when the reference does not need them (RAISE starts from
         them). For models with discrete variables and no ``idata`` they come from the path's
@@ -375,7 +387,7 @@ def make_plan(
     if ref is None or (need_posterior and (idata is not None or not target.has_discrete)):
         posterior = posterior_draws(
             target, idata, rng=rngs["posterior"], progressbar=progressbar,
-            **{**PLAN_SAMPLING, **sampling},
+            **_plan_sampling(target, sampling),
         )  # fmt: skip
         messages += draws_source_messages(target, idata)
     symmetry = None

@@ -48,10 +48,10 @@ from pm_evidence.model.draws import (
     default_reference_draws,
     draws_source_messages,
     fit_and_weigh,
-    posterior_draws,
     posterior_plan,
     reference_log_weights,
     reference_needs_draws,
+    sampled_posterior,
     symmetric_reference,
     symmetry_diagnostics,
     symmetry_step,
@@ -232,10 +232,10 @@ def importance_sampling(
     )
     target, rngs = call.target, call.rngs
     rng = rngs["is"]
-    fit_draws, messages = None, []
+    fit_draws, messages, facts = None, [], {}
     symmetry = {"symmetry": "not checked (no posterior draws)"}
     if reference_needs_draws(reference):
-        x = posterior_draws(target, idata, rng=rngs["posterior"], **call.sampling)
+        x, facts = sampled_posterior(target, idata, rng=rngs["posterior"], **call.sampling)
         decision = symmetry_step(target, x, reference, call.options.symmetrize, idata)
         fit_draws = decision.draws
         messages = posterior_messages(target, fit_draws, relabelled=decision.relabelled)
@@ -249,7 +249,7 @@ def importance_sampling(
     n_fit = 4000 if fit_draws is None else fit_draws.shape[0] * fit_draws.shape[1]
     lw = reference_log_weights(target, ref, rng, call.n_reference(n_fit))
     estimate = importance_core(lw)
-    estimate.diagnostics.update(symmetry, reference=ref.name)
+    estimate.diagnostics.update(symmetry, reference=ref.name, **facts)
     messages += _importance_messages(estimate.diagnostics, n=lw.size)
     messages += se_messages(estimate)
     return build_evidence(

@@ -309,7 +309,10 @@ def test_auto_reports_the_mode_nuts_missed_and_returns_the_covering_estimate():
     model, gold, first_mode = _two_modes_nuts_misses()  # the second holds a third of the mass
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
-        ev = pme.marginal_likelihood(model, random_seed=1, progressbar=False)
+        # PyMC's NUTS (4 chains from 0) stays in the first mode: the case of a missed mode
+        ev = pme.marginal_likelihood(
+            model, random_seed=1, progressbar=False, sample_kwargs={"nuts_sampler": "pymc"}
+        )
     d = ev.diagnostics
     assert d["exploration_n_modes"] >= 2
     assert d["exploration_missed_by_nuts"] > 0.2  # NUTS never left the first mode
@@ -323,6 +326,18 @@ def test_auto_reports_the_mode_nuts_missed_and_returns_the_covering_estimate():
         assert abs(d["confirmation_log_z"] - gold) < 4 * d["confirmation_se"] + 0.01
     else:
         assert any("No independent confirmation" in w for w in ev.warnings)
+
+
+def test_auto_at_defaults_on_the_two_modes():
+    """The same model at defaults: the batched HMC chains (16, jittered starts, tuned step
+    sizes) may cross the barrier that PyMC's NUTS does not; either way ``auto`` is right within
+    4 of its SEs, or flagged."""
+    model, gold, _ = _two_modes_nuts_misses()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ev = pme.marginal_likelihood(model, random_seed=1, progressbar=False)
+    assert ev.diagnostics["exploration_n_modes"] >= 2
+    assert abs(ev.log_z - gold) < 4 * ev.se + 0.01 or not ev.reliable
 
 
 def test_auto_on_the_trimodal_mixture_of_the_multimodal_zoo():

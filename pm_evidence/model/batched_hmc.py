@@ -1,0 +1,394 @@
+r"""Posterior draws from many short HMC chains moved as one batch: the default draws of the
+methods on posterior draws for small continuous models (issue 35).
+
+PyMC's NUTS moves one chain at a time through a Python loop: on a model of a few parameters,
+four chains of 2,000 steps cost 2 to 5 s, almost all of it per-step overhead (measured:
+docs/benchmarks.rst, "Latency of a default call"). Here ``chains`` chains move together: every
+leapfrog step is one call of the model's compiled, batched log-density and gradient
+(:meth:`~pm_evidence.model.log_density.LogDensity.evaluate_with_grad`, the function the path
+methods and the exploration compile anyway), so a step costs about what one chain's step costs.
+
+The kernel is HMC with a diagonal mass matrix (Neal 2011): for scales ``s`` (the posterior's
+standard deviations, estimated in tuning) and step size ``eps``, in the coordinates
+``z = x / s``
+
+.. math::
+    p_{1/2} = p + \tfrac{\epsilon}{2} s \odot \nabla \log f(x), \quad
+    x_{l} = x_{l-1} + \epsilon\, s \odot p_{l-1/2}, \quad
+    p_{l+1/2} = p_{l-1/2} + \epsilon\, s \odot \nabla \log f(x_l),
+
+``p ~ N(0, I)``, ``L`` steps (the last momentum step a half step), accepted with probability
+``min(1, exp(H_0 - H_L))``, ``H = |p|^2 / 2 - log f(x)`` (seed 004 §3's kernel at
+``beta = 1``). A non-finite position or energy is a rejection, counted as a divergence, as is
+an energy error above ``DIVERGENCE_ENERGY``.
+
+Tuning (Stan's windowed adaptation, Carpenter et al. 2017), with statistics taken within
+each chain so that chains in different modes do not inflate them:
+
+* each chain's step size by dual averaging (Hoffman and Gelman 2014, Algorithm 5) of its
+  acceptance probability towards ``target_accept``;
+* the scales ``s`` at the end of each slow window (windows doubling in length, as Stan's):
+  the square root of the chains' mean within-chain variance over the window, regularized
+  towards ``1e-3`` as Stan does (one chain's own variance is too noisy: a chain that spent a
+  window pressed against a boundary of the support would get tiny steps and stall);
+* the trajectory length, one for all chains: ``T = (pi / 2) sqrt(lambda_max)``,
+  ``lambda_max`` the largest eigenvalue of the correlation of the window's draws standardized
+  within each chain (pooled over chains), a quarter period of the slowest direction of a
+  Gaussian with that correlation (where HMC's draws are independent); each transition takes
+  ``L = ceil(u 2 T / eps_med)`` steps (``eps_med`` the chains' median step size,
+  ``u ~ U(0, 1]`` drawn once per transition for all chains: random lengths avoid the periodic
+  returns of a fixed length, Neal 2011, §5.4.2.2), at most ``max_leapfrog``.
+
+Each chain starts at PyMC's initial point jittered by ``U(-1, 1)`` in the unconstrained space,
+as PyMC's default ``init="jitter+adapt_diag"``; a start of non-finite density is replaced by a
+prior draw of finite density. Draws are returned as ``(chain, draw, dim)``; their R-hat and ESS
+are checked by every estimator that reads them
+(:func:`~pm_evidence.estimators.messages.posterior_messages`,
+:func:`~pm_evidence.estimators.messages.draws_ess_messages`), as for NUTS draws, and the
+sampler's own statistics (:class:`BatchedHMCStats`) go on the result.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.progress import interruption, long_run
+from pm_evidence.model.log_density import LogDensity
+from pm_evidence.model.model_checks import nan_data_names
+
+__all__ = [
+    "DIVERGENCE_ENERGY",
+    "BatchedHMCSettings",
+    "BatchedHMCStats",
+    "adaptation_windows",
+    "sample_batched_hmc",
+    "starting_points",
+]
+
+TRAJECTORY_FACTOR = 2.0
+DIVERGENCE_ENERGY = 1000.0  # an energy error above this is a divergence (as PyMC's NUTS)
+START_CANDIDATES = 256  # prior draws searched for starts where the jittered start is not finite
+
+
+@dataclass(frozen=True)
+class BatchedHMCSettings:
+    """How the batched HMC sampler runs.
+
+    Attributes
+    ----------
+    chains : int
+        Chains moved together (each a column of every compiled call).
+    tune : int
+        Tuning transitions per chain (discarded).
+    draws : int
+        Kept transitions per chain.
+    target_accept : float
+        Mean acceptance probability the step size is tuned to.
+    max_leapfrog : int
+        The most leapfrog steps of one transition.
+    """
+
+    chains: int = 16
+    tune: int = 400
+    draws: int = 512
+    target_accept: float = 0.8
+    max_leapfrog: int = 128
+
+    def __post_init__(self):
+        for name in ("chains", "tune", "draws", "max_leapfrog"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+                raise EvidenceInputError(f"{name} must be a positive integer, got {value!r}.")
+        if self.chains < 2 or self.draws < 4:
+            raise EvidenceInputError(
+                f"Batched HMC needs at least 2 chains and 4 draws per chain (R-hat and the "
+                f"halves of every chain), got chains={self.chains}, draws={self.draws}."
+            )
+        if not 0.0 < self.target_accept < 1.0:
+            raise EvidenceInputError(
+                f"target_accept must be in (0, 1), got {self.target_accept!r}."
+            )
+
+
+@dataclass(frozen=True)
+class BatchedHMCStats:
+    """What the sampler did, for the result's diagnostics.
+
+    Attributes
+    ----------
+    chains, draws, tune : int
+    step_size : float
+        The chains' median tuned step size (in units of each chain's scales).
+    mean_leapfrog : float
+        Mean leapfrog steps per kept transition.
+    accept_rate : float
+        Mean acceptance probability over the kept transitions.
+    divergences : int
+        Kept transitions that diverged (non-finite or an energy error above
+        ``DIVERGENCE_ENERGY``).
+    evaluations : int
+        Points at which the log-density and gradient were evaluated (tuning included).
+    """
+
+    chains: int
+    draws: int
+    tune: int
+    step_size: float
+    mean_leapfrog: float
+    accept_rate: float
+    divergences: int
+    evaluations: int
+
+    def diagnostics(self) -> dict:
+        """The statistics as result diagnostics (``draws_*`` keys)."""
+        return {
+            "draws_sampler": "batched HMC",
+            "draws_chains": self.chains,
+            "draws_per_chain": self.draws,
+            "draws_tune": self.tune,
+            "draws_step_size": self.step_size,
+            "draws_mean_leapfrog": self.mean_leapfrog,
+            "draws_accept_rate": self.accept_rate,
+            "draws_divergences": self.divergences,
+            "draws_evaluations": self.evaluations,
+        }
+
+
+def adaptation_windows(tune: int) -> tuple[int, list[int], int]:
+    """Stan's tuning schedule for ``tune`` transitions: an initial fast window (step size only,
+    15%), slow windows doubling from 25 transitions (the last takes what is left) where the
+    scales and the trajectory length are estimated at each window's end, and a final fast
+    window (10%). Short runs (under 40) have a single slow window."""
+    if tune < 40:
+        return 0, [tune], 0
+    first, last = int(0.15 * tune), int(0.1 * tune)
+    middle = tune - first - last
+    windows, size = [], 25
+    while middle > 0:
+        if middle < 3 * size:  # too little left for this window and a doubled one
+            windows.append(middle)
+            break
+        windows.append(size)
+        middle -= size
+        size *= 2
+    return first, windows, last
+
+
+def starting_points(target: LogDensity, rng: np.random.Generator, chains: int) -> np.ndarray:
+    """``(chains, dim)`` starts: the model's initial point plus ``U(-1, 1)`` jitter (PyMC's
+    ``jitter+adapt_diag``); where that has non-finite density, a prior draw of finite density.
+
+    Raises
+    ------
+    EvidenceInputError
+        Where no start of finite density is found.
+    """
+    x = target.initial_point_flat() + rng.uniform(-1.0, 1.0, size=(chains, target.dim))
+    bad = ~np.isfinite(target.log_density(x))
+    if bad.any():
+        try:
+            candidates = target.sample_prior(rng, START_CANDIDATES)
+        except EvidenceInputError:
+            candidates = np.empty((0, target.dim))
+        finite = candidates[np.isfinite(target.log_density(candidates))] if candidates.size else candidates
+        if finite.shape[0] == 0:
+            nan_data = nan_data_names(target.model)
+            if nan_data:
+                raise EvidenceInputError(
+                    f"The model's data hold NaN outside its observed variables: "
+                    f"{'; '.join(nan_data)}. A NaN in a covariate makes the log-density NaN at "
+                    f"every point (PyMC imputes NaN only in observed data). Drop or impute "
+                    f"those rows before building the model."
+                )
+            raise EvidenceInputError(
+                f"The posterior draws cannot start: the model's log-density is not finite at "
+                f"its initial point (jittered), nor at any of {START_CANDIDATES} prior draws. "
+                f"Check the model's support against the data (e.g. an upper bound below the "
+                f"largest observation), or use a method that needs no posterior draws: "
+                f"method='ais', reference='prior'."
+            )
+        x[bad] = finite[np.arange(int(bad.sum())) % finite.shape[0]]
+    return x
+
+
+class _State:
+    """The chains' positions with their log-density and gradient."""
+
+    def __init__(self, target: LogDensity, x: np.ndarray):
+        self.function = target.terms_grad_function  # x (n, dim) -> log p0, log L, gradients
+        self.target = target
+        self.x = x
+        self.log_f, self.grad = self._evaluate(x)
+
+    def _evaluate(self, x):
+        with np.errstate(invalid="ignore", over="ignore"):
+            log_prior, log_lik, g_prior, g_lik = self.function(x)
+            return log_prior + log_lik, g_prior + g_lik
+
+
+def _transition(rng, state: _State, eps: np.ndarray, scale: np.ndarray, n_steps: int):
+    """One HMC transition of every chain (module text) with per-chain step sizes ``eps (c,)``
+    and scales ``scale (c, dim)``; updates ``state`` in place and returns ``(acceptance
+    probabilities, divergent)``."""
+    step = eps[:, None] * scale
+    p = rng.standard_normal(state.x.shape)
+    h0 = 0.5 * np.sum(p * p, axis=1) - state.log_f
+    x, log_f, grad = state.x, state.log_f, state.grad
+    diverged = np.zeros(x.shape[0], dtype=bool)
+    with np.errstate(invalid="ignore", over="ignore"):
+        p = p + 0.5 * step * grad
+        for i in range(n_steps):
+            x_new = x + step * p
+            diverged |= ~np.all(np.isfinite(x_new), axis=1)
+            x = np.where(diverged[:, None], state.x, x_new)  # never evaluate a non-finite x
+            log_f, grad = state._evaluate(x)
+            p = p + (1.0 if i < n_steps - 1 else 0.5) * step * grad
+        h1 = 0.5 * np.sum(p * p, axis=1) - log_f
+        energy_error = h1 - h0
+        diverged |= ~np.isfinite(energy_error) | (energy_error > DIVERGENCE_ENERGY)
+        accept_prob = np.where(diverged, 0.0, np.exp(np.minimum(0.0, -energy_error)))
+    take = (rng.random(x.shape[0]) < accept_prob) & ~diverged
+    state.x = np.where(take[:, None], x, state.x)
+    state.log_f = np.where(take, log_f, state.log_f)
+    state.grad = np.where(take[:, None], grad, state.grad)
+    return accept_prob, diverged
+
+
+class _DualAveraging:
+    """Hoffman and Gelman (2014), Algorithm 5, on each chain's log step size."""
+
+    GAMMA, T0, KAPPA = 0.05, 10.0, 0.75
+
+    def __init__(self, eps: np.ndarray, target_accept: float):
+        self.mu, self.delta = np.log(10.0 * eps), target_accept
+        self.log_eps, self.log_eps_bar = np.log(eps), np.zeros_like(eps)
+        self.h_bar, self.t = np.zeros_like(eps), 0
+
+    def update(self, accept: np.ndarray) -> np.ndarray:
+        self.t += 1
+        w = 1.0 / (self.t + self.T0)
+        self.h_bar = (1.0 - w) * self.h_bar + w * (self.delta - accept)
+        self.log_eps = self.mu - math.sqrt(self.t) / self.GAMMA * self.h_bar
+        eta = self.t**-self.KAPPA
+        self.log_eps_bar = eta * self.log_eps + (1.0 - eta) * self.log_eps_bar
+        return np.exp(self.log_eps)
+
+    @property
+    def final(self) -> np.ndarray:
+        return np.exp(self.log_eps_bar)
+
+
+def _initial_step_size(rng, state: _State, scale: np.ndarray) -> np.ndarray:
+    """Hoffman and Gelman (2014), Algorithm 4, for each chain: double or halve its step size
+    until the acceptance of one leapfrog step crosses 1/2 (``state`` is not moved)."""
+    c = state.x.shape[0]
+    probe = _State.__new__(_State)
+    probe.function, probe.target = state.function, state.target
+
+    def accept(e):
+        probe.x, probe.log_f, probe.grad = state.x, state.log_f, state.grad
+        return _transition(rng, probe, e, scale, 1)[0]
+
+    eps, done = np.ones(c), np.zeros(c, dtype=bool)
+    direction = np.where(accept(eps) > 0.5, 1.0, -1.0)
+    for _ in range(50):
+        new = np.where(done, eps, eps * 2.0**direction)
+        crossed = ((accept(new) > 0.5) != (direction > 0)) & ~done
+        # halving: the first step size accepted above 1/2; doubling: the last one
+        eps = np.where(crossed & (direction < 0), new, np.where(done | crossed, eps, new))
+        done |= crossed
+        if done.all():
+            break
+    return eps
+
+
+def _window_estimates(window: np.ndarray) -> tuple[np.ndarray, float]:
+    """The scales (the square root of the chains' mean within-chain variance, regularized as
+    Stan's, the same for every chain) and the trajectory length ``(pi / 2) sqrt(lambda_max)``, ``lambda_max`` the largest
+    eigenvalue of the correlation of the draws standardized within each chain (so that
+    chains in different modes do not inflate it), from a window's draws
+    ``(transitions, chains, dim)``."""
+    n = window.shape[0]
+    within = np.mean(np.var(window, axis=0), axis=0)  # the chains' mean variance, (dim,)
+    var = (n / (n + 5.0)) * within + 1e-3 * (5.0 / (n + 5.0))
+    scale = np.broadcast_to(np.sqrt(var), window.shape[1:])  # (chains, dim)
+    if window.shape[-1] == 1:
+        return scale, 0.5 * math.pi
+    z = ((window - window.mean(axis=0)) / scale).reshape(-1, window.shape[-1])
+    corr = np.corrcoef(z, rowvar=False)
+    if not np.all(np.isfinite(corr)):
+        return scale, 0.5 * math.pi
+    lam = float(np.max(np.linalg.eigvalsh(corr)))
+    return scale, 0.5 * math.pi * math.sqrt(max(lam, 1.0))
+
+
+def sample_batched_hmc(
+    target: LogDensity,
+    rng: np.random.Generator,
+    settings: BatchedHMCSettings = BatchedHMCSettings(),
+    *,
+    progressbar: bool = True,
+) -> tuple[np.ndarray, BatchedHMCStats]:
+    """Posterior draws ``(chain, draw, dim)`` of ``target`` from ``settings.chains`` HMC chains
+    moved as one batch (module text), and the sampler's statistics.
+
+    Raises
+    ------
+    EvidenceInputError
+        For a model with discrete variables, or where no chain can start.
+    KeyboardInterrupt
+        On Ctrl-C (nothing is returned).
+    """
+    target.require_continuous("batched HMC posterior sampling")
+    c, dim = settings.chains, target.dim
+    state = _State(target, starting_points(target, rng, c))
+    scale = np.ones((c, dim))
+    eps = _initial_step_size(rng, state, scale)
+    length = 0.5 * math.pi  # before the first window: a quarter period of a unit scale
+    averaging = _DualAveraging(eps, settings.target_accept)
+    first, windows, _ = adaptation_windows(settings.tune)  # the last window: step size only
+    ends = np.cumsum([first, *windows])  # a slow window ends at each (tuning transitions)
+    evaluations = 0
+    kept = np.empty((c, settings.draws, dim))
+    accept_sum, leapfrog_sum, divergences = 0.0, 0, 0
+    total = settings.tune + settings.draws
+    window: list[np.ndarray] = []
+    description = f"Batched HMC ({c} chains)"
+    with long_run(total, description, progressbar) as run:
+        for t in range(total):
+            tuning = t < settings.tune
+            # one length for every chain (one batched call per leapfrog step), from the median
+            # chain's step size; a chain with a longer step moves further
+            jittered = rng.uniform(0.0, 1.0) * TRAJECTORY_FACTOR * length / float(np.median(eps))
+            n_steps = int(min(settings.max_leapfrog, max(1, math.ceil(jittered))))
+            accept, diverged = _transition(rng, state, eps, scale, n_steps)
+            evaluations += c * n_steps
+            if tuning:
+                eps = averaging.update(accept)
+                if first <= t < ends[-1]:
+                    window.append(state.x.copy())
+                if t + 1 in ends[1:]:  # the end of a slow window: new scales, restart averaging
+                    scale, length = _window_estimates(np.asarray(window))
+                    window = []
+                    eps = _initial_step_size(rng, state, scale)
+                    averaging = _DualAveraging(eps, settings.target_accept)
+                if t + 1 == settings.tune:
+                    eps = averaging.final
+            else:
+                kept[:, t - settings.tune] = state.x
+                accept_sum += float(np.mean(accept))
+                leapfrog_sum += n_steps
+                divergences += int(diverged.sum())
+            run.advance()
+            if run.interrupted:
+                raise interruption(f"{description} interrupted; nothing to return.")
+    stats = BatchedHMCStats(
+        chains=c, draws=settings.draws, tune=settings.tune, step_size=float(np.median(eps)),
+        mean_leapfrog=leapfrog_sum / settings.draws, accept_rate=accept_sum / settings.draws,
+        divergences=divergences, evaluations=evaluations,
+    )  # fmt: skip
+    return kept, stats

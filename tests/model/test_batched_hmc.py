@@ -1,0 +1,133 @@
+"""Batched HMC, the default posterior draws of small continuous models: right moments on a
+posterior known in closed form, its tuning schedule, its starts, its settings and what the
+result says about it."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pymc as pm
+import pytest
+from arviz_stats.base import array_stats
+
+import pm_evidence as pme
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.utils import RHAT_MAX, max_rhat
+from pm_evidence.model.batched_hmc import (
+    BatchedHMCSettings,
+    adaptation_windows,
+    sample_batched_hmc,
+    starting_points,
+)
+from pm_evidence.model.draws import BATCHED_DRAWS_MAX_DIM, draws_sampler
+from pm_evidence.model.log_density import as_target
+
+
+@pytest.fixture(scope="module")
+def correlated_regression():
+    """``y ~ N(X beta, 1)``, ``beta ~ N(0, I_4)`` with strongly correlated covariates (one
+    posterior direction 30 times narrower than another): posterior ``N(m, S)``,
+    ``S = (X'X + I)^-1``, ``m = S X'y``."""
+    rng = np.random.default_rng(3)
+    z = rng.standard_normal((40, 1))
+    x = np.hstack([z + 0.05 * rng.standard_normal((40, 1)) for _ in range(3)])
+    x = np.hstack([x, rng.standard_normal((40, 1))])
+    y = x @ np.array([0.5, -0.3, 0.2, 1.0]) + rng.standard_normal(40)
+    cov = np.linalg.inv(x.T @ x + np.eye(4))
+    mean = cov @ x.T @ y
+    with pm.Model() as model:
+        beta = pm.Normal("beta", 0.0, 1.0, shape=4)
+        pm.Normal("y", pm.math.dot(x, beta), 1.0, observed=y)
+    return model, mean, cov
+
+
+def test_draws_have_the_exact_posterior_moments(correlated_regression):
+    model, mean, cov = correlated_regression
+    x, stats = sample_batched_hmc(as_target(model), np.random.default_rng(1), progressbar=False)
+    settings = BatchedHMCSettings()
+    assert x.shape == (settings.chains, settings.draws, 4)
+    rhat, _ = max_rhat(x)
+    assert rhat < RHAT_MAX
+    ess = np.asarray(array_stats.ess(x, chain_axis=0, draw_axis=1, method="mean"))
+    flat = x.reshape(-1, 4)
+    sd = np.sqrt(np.diag(cov))
+    z = (flat.mean(axis=0) - mean) / (sd / np.sqrt(ess))  # MCSE of the mean from the ESS
+    assert np.all(np.abs(z) < 4), z
+    # the variance of a Gaussian's sample variance is 2 var^2 / n: the ESS of the squares
+    # stands for n (a conservative bound where the squares mix more slowly)
+    ratio = flat.var(axis=0) / np.diag(cov)
+    assert np.all(np.abs(ratio - 1) < 4 * np.sqrt(2 / ess.min()) + 0.02), ratio
+    assert stats.divergences == 0
+    assert 0.6 < stats.accept_rate < 1.0
+    assert stats.mean_leapfrog > 1  # the narrow direction needs trajectories of several steps
+    assert stats.evaluations > settings.chains * (settings.tune + settings.draws)
+
+
+def test_same_seed_same_draws(correlated_regression):
+    model = correlated_regression[0]
+    small = BatchedHMCSettings(chains=4, tune=50, draws=20)
+    a, _ = sample_batched_hmc(as_target(model), np.random.default_rng(7), small, progressbar=False)
+    b, _ = sample_batched_hmc(as_target(model), np.random.default_rng(7), small, progressbar=False)
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("tune", [10, 39, 40, 100, 400, 1000, 5000])
+def test_adaptation_windows_cover_the_tuning(tune):
+    first, windows, last = adaptation_windows(tune)
+    assert first + sum(windows) + last == tune
+    assert all(w > 0 for w in windows)
+    # each slow window at least doubles the one before (the last takes what is left)
+    assert all(b >= 2 * a for a, b in itertools.pairwise(windows))
+
+
+def test_a_start_of_zero_density_is_replaced_by_a_prior_draw():
+    """``y ~ U(0, u)`` with a largest observation of 9: PyMC's initial point ``u = 5`` (the
+    middle of ``U(0, 10)``), jittered, has zero density; every start must be finite."""
+    with pm.Model() as model:
+        u = pm.Uniform("u", 0.0, 10.0)
+        pm.Uniform("y", 0.0, u, observed=np.array([1.0, 4.0, 9.0]))
+    target = as_target(model)
+    x = starting_points(target, np.random.default_rng(2), 32)
+    assert np.all(np.isfinite(target.log_density(x)))
+    assert np.all(target.to_constrained(x)["u"] > 9.0)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"chains": 1}, "at least 2 chains"),
+        ({"draws": 3}, "4 draws per chain"),
+        ({"tune": 0}, "tune must be a positive integer"),
+        ({"target_accept": 1.0}, "target_accept"),
+    ],
+)
+def test_bad_settings_are_refused(kwargs, match):
+    with pytest.raises(EvidenceInputError, match=match):
+        BatchedHMCSettings(**kwargs)
+
+
+def test_which_sampler_draws_and_the_result_says_so(normal_mean_case):
+    model = normal_mean_case.model
+    target = as_target(model)
+    assert draws_sampler(target, None) == "batched_hmc"
+    assert draws_sampler(target, {}) == "pymc_nuts"  # PyMC's options: PyMC's NUTS
+    with pm.Model() as big:
+        pm.Normal("theta", 0.0, 1.0, shape=BATCHED_DRAWS_MAX_DIM + 1)
+        pm.Normal("y", big["theta"].sum(), 1.0, observed=1.0)
+    assert draws_sampler(as_target(big), None) == "pymc_nuts"
+    ev = pme.bridge_sampling(model, random_seed=1, progressbar=False, draws=40, tune=60)
+    assert ev.diagnostics["draws_sampler"] == "batched HMC"
+    assert ev.diagnostics["draws_per_chain"] == 40 and ev.diagnostics["draws_tune"] == 60
+    ev = pme.bridge_sampling(model, random_seed=1, progressbar=False, draws=40, tune=60,
+                             chains=2, sample_kwargs={})  # fmt: skip
+    assert ev.diagnostics["draws_sampler"] == "pm.sample (pymc)"
+    ev = pme.bridge_sampling(model, idata=normal_mean_case.idata, random_seed=1, progressbar=False)
+    assert ev.diagnostics["draws_sampler"] == "idata (given)"
+
+
+def test_discrete_models_are_refused():
+    with pm.Model() as model:
+        pm.Bernoulli("z", 0.5)
+    with pytest.raises(EvidenceInputError, match="discrete"):
+        sample_batched_hmc(as_target(model), np.random.default_rng(1), progressbar=False)
