@@ -239,8 +239,7 @@ def run_stages(model, seed: int) -> tuple[list[tuple[str, float, float]], object
             "estimate", lambda: auto.estimate_stage(primary, target, plan, seed_seq, False, kwargs)
         )
         options = auto.check_stage_options(target, kwargs, exploration, plan, skipped)
-        if exploration is None:
-            options = auto.check_precision(check, options, first)
+        options = auto.check_precision(check, options, first, exploration, plan)
         second = timed(
             "check", lambda: auto.estimate_stage(check, target, plan, seed_seq, False, options)
         )

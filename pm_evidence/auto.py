@@ -55,6 +55,7 @@ from pm_evidence.search.coverage import MISSED_SHARE, compare_coverage
 from pm_evidence.search.exploration import Exploration, ExplorationOptions, explore
 
 __all__ = [
+    "CHECK_ONLY_SE",
     "auto_evidence",
     "auto_pair",
     "check_precision",
@@ -113,27 +114,54 @@ def exploration_skipped(target, kwargs: dict) -> str:
     return ""
 
 
-def check_precision(check: str, kwargs: dict, estimate: Evidence) -> dict:
+# The precision a pure cross-check of AIS is run to where the posterior draws visited every
+# component the exploration found and the estimate on them has no warning: it only has to see a
+# disagreement (4 combined SEs: 0.08 nats with the estimate's SE far below), not to be returned.
+CHECK_ONLY_SE = 0.02
+
+
+def check_precision(
+    check: str, kwargs: dict, estimate: Evidence, exploration=None, plan=None
+) -> dict:
     """``kwargs`` for the cross-check ``check`` of ``method="auto"``, its annealing run stopped
-    at the precision of the estimate it checks.
+    at the precision the comparison with ``estimate`` needs.
 
     A cross-check is there to detect a disagreement, in combined standard errors
-    ``hypot(se_1, se_2)``; an SE far below the estimate's adds nothing to that. So an AIS
-    check stops at ``target_se = max(AnnealingOptions().target_se, estimate.se)`` rather than
-    the default 0.005, which costs minutes on a model of a thousand parameters where bridge's
-    SE is several times larger. Where the estimate's SE is below the default (most models)
-    nothing changes; options the user gave (``annealing=`` or ``target_se=``) are kept as given.
-    Where ``auto`` explored from the prior (at most ``EXPLORATION_MAX_DIM`` parameters) AIS
-    starts from the exploration's mixture and runs to its own default instead: it is then the
-    estimate that covers modes the posterior draws missed, not only a check, and stopping it early costs
-    accuracy for little time (measured: docs/benchmarks.rst, Measurements behind the defaults).
+    ``hypot(se_1, se_2)``; an SE far below the estimate's adds nothing to that. So where
+    ``auto`` did not explore, an AIS check stops at
+    ``target_se = max(AnnealingOptions().target_se, estimate.se)`` rather than the default
+    0.005, which costs minutes on a model of a thousand parameters where bridge's SE is several
+    times larger. Where it explored (``exploration`` and the posterior ``plan`` given), AIS
+    starts from the exploration's mixture: where the posterior draws missed a component of it,
+    AIS is the estimate that covers that mass, not only a check, and runs to its own default
+    (stopping it early costs accuracy for little time; measured: docs/benchmarks.rst,
+    Measurements behind the defaults). Where the draws visited every component and the
+    estimate has no warning, nothing the check finds can make it the returned result unless it
+    disagrees, so it stops at ``max(CHECK_ONLY_SE, estimate.se)`` (issue 35: on the 10-D
+    hierarchical model AIS to 0.005 was 84% of a warm call). Options the user gave
+    (``annealing=`` or ``target_se=``) are kept as given.
     """
     if registry.method(check).run != "annealing" or {"annealing", "target_se"} & set(kwargs):
         return kwargs
-    default = AnnealingOptions().target_se
-    if not (np.isfinite(estimate.se) and estimate.se > default):
+    floor = AnnealingOptions().target_se
+    if exploration is not None:
+        if not (estimate.reliable and plan is not None and _draws_cover(exploration, plan)):
+            return kwargs
+        floor = CHECK_ONLY_SE
+    target_se = max(floor, float(estimate.se)) if np.isfinite(estimate.se) else floor
+    if target_se <= AnnealingOptions().target_se:
         return kwargs
-    return {**kwargs, "annealing": AnnealingOptions(target_se=float(estimate.se))}
+    return {**kwargs, "annealing": AnnealingOptions(target_se=target_se)}
+
+
+def _draws_cover(exploration, plan) -> bool:
+    """Whether the posterior draws visited every component of the exploration's mixture (of
+    at least ``MISSED_SHARE``; mirror images count where the symmetry group is known)."""
+    group = plan.search.group
+    if plan.search.found and group is None:  # a symmetry whose images cannot be enumerated
+        return False
+    orbit = None if group is None else group.orbit
+    return compare_coverage(exploration, plan.draws, orbit).missed_by_draws < MISSED_SHARE
 
 
 def exploration_stage(target, seed, progressbar: bool) -> Exploration:
@@ -244,8 +272,8 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
             + (f", and the prior cannot be its reference ({skipped})" if skipped else "")
         )
     else:
-        if exploration is None and first is not None:
-            options = check_precision(check, options, first)
+        if first is not None:
+            options = check_precision(check, options, first, exploration, plan)
         try:
             second = attempt(
                 f"{check!r} (from {_start_of(options, exploration)})",
@@ -411,11 +439,15 @@ def _with_failures(ev: Evidence, failures: dict[str, str]) -> Evidence:
 
 def coverage_stage(estimate: Evidence, check: Evidence, exploration, plan):
     """Stage 5: both results with a warning where the other's draws found mass that theirs
-    missed (:func:`~pm_evidence.search.coverage.compare_coverage`), and the facts for the
-    diagnostics."""
+    missed (:func:`~pm_evidence.search.coverage.compare_coverage`: the exploration's
+    components the draws missed by the mixture's weights, the draws outside every component by
+    the posterior mass of where they are), and the facts for the diagnostics."""
     group = plan.search.group
     unenumerated = plan.search.found and group is None
-    coverage = compare_coverage(exploration, plan.draws, None if group is None else group.orbit)
+    coverage = compare_coverage(
+        exploration, plan.draws, None if group is None else group.orbit,
+        log_density=plan.target.log_density, log_z=exploration.log_z,
+    )  # fmt: skip
     facts = {
         "exploration_n_modes": exploration.n_modes,
         "exploration_n_term_modes": exploration.n_term_modes,
@@ -423,6 +455,7 @@ def coverage_stage(estimate: Evidence, check: Evidence, exploration, plan):
         "exploration_log_z": exploration.log_z,
         "exploration_missed_by_nuts": np.nan if unenumerated else coverage.missed_by_draws,
         "exploration_missed_by_exploration": coverage.missed_by_exploration,
+        "exploration_draws_outside": coverage.draws_outside,
     }
     if not unenumerated and coverage.missed_by_draws >= MISSED_SHARE:
         estimate = _with_warning(estimate, (
@@ -435,8 +468,10 @@ def coverage_stage(estimate: Evidence, check: Evidence, exploration, plan):
     if coverage.missed_by_exploration >= MISSED_SHARE:
         check = _with_warning(check, (
             f"Tempering from the prior (pm_evidence.search.exploration) missed part of the "
-            f"posterior: {coverage.missed_by_exploration:.0%} of the posterior draws lie outside "
-            f"every component of the mixture it found, which is {check.method}'s reference."
+            f"posterior: {coverage.draws_outside:.0%} of the posterior draws lie outside "
+            f"every component of the mixture it found, which is {check.method}'s reference, in "
+            f"a region holding about {coverage.missed_by_exploration:.0%} of the posterior's "
+            f"mass (reciprocal importance sampling at those draws)."
         ))  # fmt: skip
     return estimate, check, facts
 

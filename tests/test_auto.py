@@ -3,6 +3,8 @@ stages of one call are the stages run one by one with the same seed."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -23,6 +25,7 @@ def stages(normal_mean_case):
     primary, check = auto.auto_pair(target)
     first = auto.estimate_stage(primary, target, plan, seed, False, {})
     options = auto.check_stage_options(target, {}, exploration, plan, "")
+    options = auto.check_precision(check, options, first, exploration, plan)
     second = auto.estimate_stage(check, target, plan, seed, False, options)
     return {
         "target": target, "seed": seed, "exploration": exploration, "plan": plan,
@@ -40,6 +43,22 @@ def test_each_stage_alone_gives_what_the_next_reads(stages):
     for ev in (first, second):  # right within 4 of their own SEs (plus rounding)
         assert abs(ev.log_z - exact) < 4 * ev.se + 1e-3, (ev.method, ev.log_z, ev.se, exact)
     assert second.diagnostics["reference"].endswith("_explored")  # from the exploration
+
+
+def test_a_pure_cross_check_runs_to_the_precision_a_disagreement_needs(stages):
+    """The draws visited the one component the exploration found and bridge has no warning:
+    AIS only checks it, to ``CHECK_ONLY_SE``; otherwise (a warning on the estimate, or the
+    user's own target) AIS runs as given."""
+    first, exploration, plan = stages["first"], stages["exploration"], stages["plan"]
+    options = auto.check_stage_options(stages["target"], {}, exploration, plan, "")
+    assert first.reliable and first.se < auto.CHECK_ONLY_SE
+    loose = auto.check_precision("ais", options, first, exploration, plan)
+    assert loose["annealing"].target_se == auto.CHECK_ONLY_SE
+    assert stages["second"].diagnostics["target_se"] == auto.CHECK_ONLY_SE
+    flagged = dataclasses.replace(first, warnings=("something",))
+    assert auto.check_precision("ais", options, flagged, exploration, plan) is options
+    given = {**options, "target_se": 0.001}
+    assert auto.check_precision("ais", given, first, exploration, plan) is given
 
 
 def test_the_coverage_stage_finds_nothing_missed_on_a_unimodal_posterior(stages):
