@@ -8,8 +8,6 @@ import os
 import subprocess
 from pathlib import Path
 
-import pm_evidence
-
 
 def write_csv(rows: list[dict], path: Path, columns: list[str]) -> None:
     """``rows`` as CSV at ``path`` (folders made), the ``columns`` in order, others left out."""
@@ -25,6 +23,10 @@ def source_line() -> str:
     uncommitted changes when it is a checkout (others may be editing the tree while a benchmark
     runs: a baseline wants a fixed commit, e.g. a ``git archive`` of it on ``PYTHONPATH``, which
     worker processes inherit)."""
+    # imported here, not at the top: latency.py's cold workers time the import of pm_evidence
+    # themselves, after importing this module
+    import pm_evidence
+
     where = os.path.dirname(os.path.dirname(os.path.abspath(pm_evidence.__file__)))
     try:
         commit = subprocess.run(

@@ -255,6 +255,8 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
         lambda: draws_stage(target, idata, seed, progressbar, kwargs),
         failures,
     )
+    if plan is not None:  # how the draws were made, on whichever result is returned
+        facts.update(plan.facts)
     first = None
     if plan is not None:
         first = attempt(
