@@ -5,7 +5,7 @@ PyMC's NUTS moves one chain at a time through a Python loop: on a model of a few
 four chains of 2,000 steps cost 2 to 5 s, almost all of it per-step overhead (measured:
 docs/benchmarks.rst, "Latency of a default call"). Here ``chains`` chains move together: every
 leapfrog step is one call of the model's compiled, batched log-density and gradient
-(:meth:`~pm_evidence.model.log_density.LogDensity.evaluate_with_grad`, the function the path
+(``LogDensity.terms_grad_function``, the function the path
 methods and the exploration compile anyway), so a step costs about what one chain's step costs.
 
 The kernel is HMC with a diagonal mass matrix (Neal 2011): for scales ``s`` (the posterior's

@@ -92,7 +92,8 @@ class PosteriorPlan:
         Warnings about where the draws came from (``draws_source_messages``), for every
         result built on them.
     facts : dict
-        How the draws were made (``draws_*`` diagnostics of :func:`sampled_posterior`), for
+        How the draws were made (``draws_*`` diagnostics of
+        :func:`~pm_evidence.model.draws.sampled_posterior`), for
         every result built on them.
     """
 
@@ -151,14 +152,14 @@ def draws_sampler(target: LogDensity, sample_kwargs: dict | None) -> str:
     """``"batched_hmc"`` or ``"pymc_nuts"``: what draws the posterior of ``target`` when no
     ``idata`` is given. PyMC's NUTS where ``sample_kwargs`` is given (options of
     ``pm.sample``, e.g. ``{"nuts_sampler": "nutpie"}``, or ``{}`` for PyMC's defaults) or the
-    model has more than :data:`BATCHED_DRAWS_MAX_DIM` parameters; batched HMC otherwise."""
+    model has more than ``BATCHED_DRAWS_MAX_DIM`` parameters; batched HMC otherwise."""
     if sample_kwargs is not None or target.dim > BATCHED_DRAWS_MAX_DIM:
         return "pymc_nuts"
     return "batched_hmc"
 
 
 def posterior_draws(target: LogDensity, idata=None, *, rng: np.random.Generator, **sampling):
-    """Flat unconstrained posterior draws ``(chain, draw, dim)``: :func:`sampled_posterior`
+    """Flat unconstrained posterior draws ``(chain, draw, dim)``: :func:`~pm_evidence.model.draws.sampled_posterior`
     without its facts."""
     return sampled_posterior(target, idata, rng=rng, **sampling)[0]
 
@@ -543,7 +544,7 @@ def fit_and_weigh(
     Returns ``(est_half, reference, log_weights_target, messages, diagnostics)``: the
     warnings about the posterior draws (:func:`~pm_evidence.estimators.messages.posterior_messages`) and the symmetry
     diagnostics of the decision (and the chooser's, and how the draws were made:
-    :func:`sampled_posterior`).
+    :func:`~pm_evidence.model.draws.sampled_posterior`).
     """
     x, facts = sampled_posterior(target, idata, rng=posterior_rng, **sampling)
     decision = symmetry_step(target, x, reference, symmetrize, idata)

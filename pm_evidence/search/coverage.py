@@ -62,7 +62,7 @@ class ModeCoverage:
     missed_by_exploration : float
         The posterior mass of the region the draws visited outside every component (squared
         Mahalanobis distance beyond the chi-square ``1 - OUTLIER_LEVEL`` quantile of each),
-        as a share of ``Z`` (:func:`outside_mass_share`), where the log-density and ``log Z``
+        as a share of ``Z`` (:func:`~pm_evidence.search.coverage.outside_mass_share`), where the log-density and ``log Z``
         were given; else the share of the draws there.
     draws_outside : float
         The share of the draws outside every component.
@@ -97,7 +97,7 @@ def compare_coverage(
     log_density : callable, optional
         ``log f`` at points ``(n, dim)``; with ``log_z`` (an estimate of ``log Z``), what the
         draws found outside every component is weighed by its posterior mass
-        (:func:`outside_mass_share`), not counted by draws: MCMC chains stuck at local maxima
+        (:func:`~pm_evidence.search.coverage.outside_mass_share`), not counted by draws: MCMC chains stuck at local maxima
         that hold a negligible part of the mass are many draws but no mass.
     log_z : float, optional
 
@@ -156,7 +156,7 @@ def outside_mass_share(
     there, so that the ratio's variance stays finite). The share is ``\hat m / Z`` with ``Z``
     from ``log_z``, at most 1. The largest chain's share, not their sum: chains stuck in the same
     local mode each estimate the same mass. A share of the draws is not a share of the mass:
-    on one sinusoid of unknown frequency (:mod:`pm_evidence.zoo.periodic`) chains stuck at
+    on one sinusoid of unknown frequency (``pm_evidence.zoo.periodic``) chains stuck at
     local maxima holding under ``1e-9`` of the mass were a third of the draws (issue 36).
     Chains with too few draws outside count by their share of all draws, as before.
     """
