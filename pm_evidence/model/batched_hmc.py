@@ -62,9 +62,11 @@ from pm_evidence.model.model_checks import nan_data_names
 
 __all__ = [
     "DIVERGENCE_ENERGY",
+    "START_CANDIDATES",
     "BatchedHMCSettings",
     "BatchedHMCStats",
     "adaptation_windows",
+    "finite_prior_points",
     "sample_batched_hmc",
     "starting_points",
 ]
@@ -178,6 +180,30 @@ def adaptation_windows(tune: int) -> tuple[int, list[int], int]:
     return first, windows, last
 
 
+def finite_prior_points(target: LogDensity, rng: np.random.Generator) -> np.ndarray:
+    """The prior draws, of ``START_CANDIDATES``, where the model's log-density is finite
+    (possibly none): starts for chains whose own start has zero density.
+
+    Raises
+    ------
+    EvidenceInputError
+        Where the model's data hold NaN outside its observed variables
+        (``pm_evidence.model.model_checks.nan_data_names``): then no point is finite.
+    """
+    nan_data = nan_data_names(target.model)
+    if nan_data:
+        raise EvidenceInputError(
+            f"The model's data hold NaN outside its observed variables: {'; '.join(nan_data)}. "
+            f"A NaN in a covariate makes the log-density NaN at every point (PyMC imputes NaN "
+            f"only in observed data). Drop or impute those rows before building the model."
+        )
+    try:
+        x = target.sample_prior(rng, START_CANDIDATES)
+    except EvidenceInputError:
+        return np.empty((0, target.dim))
+    return x[np.isfinite(target.log_density(x))]
+
+
 def starting_points(target: LogDensity, rng: np.random.Generator, chains: int) -> np.ndarray:
     """``(chains, dim)`` starts: the model's initial point plus ``U(-1, 1)`` jitter (PyMC's
     ``jitter+adapt_diag``); where that has non-finite density, a prior draw of finite density.
@@ -190,20 +216,8 @@ def starting_points(target: LogDensity, rng: np.random.Generator, chains: int) -
     x = target.initial_point_flat() + rng.uniform(-1.0, 1.0, size=(chains, target.dim))
     bad = ~np.isfinite(target.log_density(x))
     if bad.any():
-        try:
-            candidates = target.sample_prior(rng, START_CANDIDATES)
-        except EvidenceInputError:
-            candidates = np.empty((0, target.dim))
-        finite = candidates[np.isfinite(target.log_density(candidates))] if candidates.size else candidates
+        finite = finite_prior_points(target, rng)
         if finite.shape[0] == 0:
-            nan_data = nan_data_names(target.model)
-            if nan_data:
-                raise EvidenceInputError(
-                    f"The model's data hold NaN outside its observed variables: "
-                    f"{'; '.join(nan_data)}. A NaN in a covariate makes the log-density NaN at "
-                    f"every point (PyMC imputes NaN only in observed data). Drop or impute "
-                    f"those rows before building the model."
-                )
             raise EvidenceInputError(
                 f"The posterior draws cannot start: the model's log-density is not finite at "
                 f"its initial point (jittered), nor at any of {START_CANDIDATES} prior draws. "

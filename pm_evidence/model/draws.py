@@ -16,7 +16,12 @@ from pm_evidence.core.options import PosteriorOptions  # noqa: F401 (moved there
 from pm_evidence.core.progress import pymc_sample
 from pm_evidence.core.utils import spawn_seed
 from pm_evidence.estimators.messages import draws_ess_messages, posterior_messages
-from pm_evidence.model.batched_hmc import BatchedHMCSettings, sample_batched_hmc
+from pm_evidence.model.batched_hmc import (
+    START_CANDIDATES,
+    BatchedHMCSettings,
+    finite_prior_points,
+    sample_batched_hmc,
+)
 from pm_evidence.model.log_density import LogDensity
 from pm_evidence.model.maps import posterior_dataset
 from pm_evidence.model.model_checks import nan_data_names
@@ -402,8 +407,6 @@ def draws_source_messages(target: LogDensity, idata) -> list[str]:
     ]
 
 
-# Prior draws searched for starting points of NUTS where PyMC's initial point has zero density.
-START_CANDIDATES = 256
 
 
 def finite_start_points(target: LogDensity, rng, chains: int, err: Exception) -> list[dict]:
@@ -417,18 +420,10 @@ def finite_start_points(target: LogDensity, rng, chains: int, err: Exception) ->
         no prior draw of ``START_CANDIDATES`` has a finite log-density: naming PyMC's
         report of which variables' log-densities are not finite and the fixes.
     """
-    nan_data = nan_data_names(target.model)
-    if nan_data:
-        raise EvidenceInputError(
-            f"The model's data hold NaN outside its observed variables: {'; '.join(nan_data)}. "
-            f"A NaN in a covariate makes the log-density NaN at every point (PyMC imputes NaN "
-            f"only in observed data). Drop or impute those rows before building the model."
-        ) from err
     try:
-        x = target.sample_prior(rng, START_CANDIDATES)
-    except EvidenceInputError:
-        x = np.empty((0, target.dim))
-    finite = x[np.isfinite(target.log_density(x))] if x.size else x
+        finite = finite_prior_points(target, rng)
+    except EvidenceInputError as nan_data:  # NaN in the data: no point is finite
+        raise nan_data from err
     if finite.shape[0] == 0:
         raise EvidenceInputError(
             f"NUTS cannot start: the model's log-density is not finite at PyMC's initial "
