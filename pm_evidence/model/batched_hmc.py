@@ -71,6 +71,7 @@ __all__ = [
     "starting_points",
 ]
 
+# L = ceil(u TRAJECTORY_FACTOR T / eps), u ~ U(0, 1]: trajectory lengths uniform on (0, 2T]
 TRAJECTORY_FACTOR = 2.0
 DIVERGENCE_ENERGY = 1000.0  # an energy error above this is a divergence (as PyMC's NUTS)
 START_CANDIDATES = 256  # prior draws searched for starts where the jittered start is not finite
@@ -234,9 +235,16 @@ class _State:
 
     def __init__(self, target: LogDensity, x: np.ndarray):
         self.function = target.terms_grad_function  # x (n, dim) -> log p0, log L, gradients
-        self.target = target
         self.x = x
         self.log_f, self.grad = self._evaluate(x)
+
+    def copy(self) -> _State:
+        """The same points, without evaluating them again (a transition moves the copy)."""
+        other = _State.__new__(_State)
+        other.function, other.x, other.log_f, other.grad = (
+            self.function, self.x, self.log_f, self.grad
+        )
+        return other
 
     def _evaluate(self, x):
         with np.errstate(invalid="ignore", over="ignore"):
@@ -300,12 +308,9 @@ def _initial_step_size(rng, state: _State, scale: np.ndarray) -> np.ndarray:
     """Hoffman and Gelman (2014), Algorithm 4, for each chain: double or halve its step size
     until the acceptance of one leapfrog step crosses 1/2 (``state`` is not moved)."""
     c = state.x.shape[0]
-    probe = _State.__new__(_State)
-    probe.function, probe.target = state.function, state.target
 
     def accept(e):
-        probe.x, probe.log_f, probe.grad = state.x, state.log_f, state.grad
-        return _transition(rng, probe, e, scale, 1)[0]
+        return _transition(rng, state.copy(), e, scale, 1)[0]
 
     eps, done = np.ones(c), np.zeros(c, dtype=bool)
     direction = np.where(accept(eps) > 0.5, 1.0, -1.0)
