@@ -91,8 +91,9 @@ def auto_pair(target) -> tuple[str, str]:
 def exploration_skipped(target, kwargs: dict) -> str:
     """Why ``method="auto"`` does not explore from the prior (empty when it does).
 
-    It explores continuous models whose prior is a reference distribution (proper, not
-    restricted by a transform such as ``ordered``) with at most
+    It explores continuous models whose prior is a reference distribution (proper, and
+    restricted by no transform other than an ``ordered`` one on i.i.d. components, drawn by
+    sorting: :class:`~pm_evidence.model.prior.OrderedPrior`) with at most
     :data:`EXPLORATION_MAX_DIM` parameters, unless a reference or path options are given.
     """
     if target.has_discrete:

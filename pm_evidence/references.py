@@ -813,31 +813,16 @@ class SymmetrizedReference(Reference):
         return out
 
 
-def _restricting_transforms(model) -> list[str]:
-    """Free variables whose transform is not their distribution's default one, except a
-    default transform left out (``default_transform=None``, which changes no density)."""
-    from pymc.distributions.transforms import _default_transform
-    from pymc.logprob.transforms import ChainedTransform
-
-    names = []
-    for rv in model.free_RVs:
-        transform = model.rvs_to_transforms.get(rv)
-        if transform is None:
-            continue
-        default = _default_transform(rv.owner.op, rv)
-        parts = transform.transform_list if isinstance(transform, ChainedTransform) else [transform]
-        if any(part is not default and type(part) is not type(default) for part in parts):
-            names.append(rv.name)
-    return names
-
-
 @dataclass(eq=False)
 class PriorReference(Reference):
-    """The model's own prior on the unconstrained space: ``log p0(x) = model.varlogp(x)``.
+    """The model's own prior on the unconstrained space: ``log p0(x) = model.varlogp(x)``
+    (plus ``log K!`` per vector with an ``ordered`` transform: :attr:`log_normalizer`).
 
     Only for proper priors that PyMC can draw from (not ``pm.Flat``/``pm.HalfFlat``). Draws are
     forward samples of the free variables mapped through the transforms (one compiled call per
-    draw, as PyMC's own ``pm.draw`` does); densities are evaluated batched.
+    draw, as PyMC's own ``pm.draw`` does; ``ordered`` variables sorted, exact where their
+    components are i.i.d.: :class:`~pm_evidence.model.prior.OrderedPrior`); densities are
+    evaluated batched.
 
     Parameters
     ----------
@@ -851,7 +836,8 @@ class PriorReference(Reference):
     ------
     EvidenceInputError
         If a free variable has an improper ``Flat``/``HalfFlat`` prior, or a transform that
-        restricts its support (e.g. ``ordered``).
+        restricts its support in a way sorting cannot draw (an ``ordered`` variable whose
+        components are not i.i.d., or another restricting transform).
     """
 
     target: object  # LogDensity
@@ -873,24 +859,24 @@ class PriorReference(Reference):
                 f"reference distribution. Use a fitted reference (reference='student_t' or "
                 f"'normal'), or give those variables proper priors."
             )
-        restricted = _restricting_transforms(model)
-        if restricted:
-            raise EvidenceInputError(
-                f"The variables {restricted} have a transform that restricts their support "
-                f"(e.g. 'ordered'): the model's prior density is then the distribution cut to "
-                f"that region, not normalized, and forward draws ignore the restriction, so the "
-                f"prior cannot be a reference distribution. Use a fitted reference "
-                f"(reference='student_t' or 'normal')."
-            )
+        self.target.prior_ordering.require_sampleable()
+
+    @property
+    def log_normalizer(self) -> float:
+        """``log p0 - model.varlogp``: ``sum log K!`` over vectors with an ``ordered`` transform,
+        whose sorted forward draws have ``K!`` times PyMC's density
+        (:class:`~pm_evidence.model.prior.OrderedPrior`), else 0."""
+        return self.target.prior_ordering.log_normalizer
 
     @property
     def dim(self) -> int:
         return self.target.dim
 
     def logpdf(self, x):
-        """``model.varlogp(x)``; ``-inf`` at a point with a non-finite coordinate."""
+        """``model.varlogp(x) + log_normalizer``; ``-inf`` at a point with a non-finite
+        coordinate."""
         x = np.asarray(x, dtype=float)
-        log_p = self.target.log_prior(x)
+        log_p = self.target.log_prior(x) + self.log_normalizer
         finite = _finite_rows(x)
         return log_p if finite.all() else np.where(finite, log_p, -np.inf)
 

@@ -47,7 +47,7 @@ from pm_evidence.model.graphs import (
 from pm_evidence.model.layout import Layout, VariableSlice
 from pm_evidence.model.maps import ValueMaps, posterior_dataset
 from pm_evidence.model.model_checks import model_messages
-from pm_evidence.model.prior import PriorSampler
+from pm_evidence.model.prior import OrderedPrior, PriorSampler, ordered_prior
 
 # The term searches (LogDensity.log_density_with_terms) evaluate a few hundred points, one
 # L-BFGS step at a time: PyTensor's Python linker after its quick rewrites compiles in a
@@ -391,9 +391,15 @@ class LogDensity:
 
     # ------------------------------------------------------------------ prior draws and maps
     @cached_property
+    def prior_ordering(self) -> OrderedPrior:
+        """Which ``ordered`` variables prior draws sort, and the prior's log normalizer
+        (:func:`~pm_evidence.model.prior.ordered_prior`; nothing is compiled)."""
+        return ordered_prior(self.model)
+
+    @cached_property
     def prior(self) -> PriorSampler:
         """Forward draws of the free variables from the prior (compiled once per model)."""
-        return PriorSampler(self.model)
+        return PriorSampler(self.model, self.prior_ordering)
 
     def initial_point_flat(self) -> np.ndarray:
         """PyMC's initial point of the model (``model.initial_point()``: the prior's central
@@ -403,7 +409,8 @@ class LogDensity:
         )
 
     def sample_prior(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        """``n`` flat unconstrained draws ``(n, dim)`` from the prior."""
+        """``n`` flat unconstrained draws ``(n, dim)`` from the prior (``ordered`` variables
+        sorted: :class:`~pm_evidence.model.prior.OrderedPrior`)."""
         return self.to_unconstrained(self.prior.draw(rng, n), batch_ndim=1)
 
     def to_constrained(self, x) -> dict[str, np.ndarray]:

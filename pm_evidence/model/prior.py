@@ -9,9 +9,17 @@ leading ``n`` in its size, and the rest of the prior graph is vectorized over it
 censored or truncated priors, mixtures, ``CustomDist``) cannot be batched this way; for models
 with them the compiled function draws one point per call inside a loop (``batched`` is then
 False, a property tests check).
+
+Variables declared with an ``ordered`` transform (PyMC's prior density is then the distribution
+cut to ``x_1 < ... < x_K``, not renormalized, and its forward draws ignore the order) are drawn
+by sorting: :func:`ordered_prior` says when that gives the model's prior, renormalized, and by
+what factor (issue 36, part 3).
 """
 
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
 
 import numpy as np
 import pymc as pm
@@ -23,9 +31,136 @@ from pytensor.graph.replace import vectorize_graph
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.op import RandomVariable
 
+from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import spawn_seed
 
-__all__ = ["PriorSampler"]
+__all__ = ["OrderedPrior", "PriorSampler", "ordered_prior"]
+
+
+@dataclass(frozen=True)
+class OrderedPrior:
+    r"""How forward draws become draws of a model's prior where ``ordered`` transforms restrict it.
+
+    For a vector ``x`` of ``K`` components that are i.i.d. with density ``p`` given the
+    variable's parents, declared with ``transform=ordered``, PyMC's prior density is
+    ``prod_i p(x_i)`` on ``x_1 < ... < x_K`` (the ordering's Jacobian on the unconstrained
+    side), a region of prior mass ``1 / K!``. The sorted components of ``K`` i.i.d. draws (the
+    order statistics) have density
+
+    .. math:: p_{(\cdot)}(x) = K! \prod_{i=1}^{K} p(x_i), \qquad x_1 < \dots < x_K,
+
+    so sorting the forward draws samples the model's prior renormalized, whose log density is
+    PyMC's plus ``log_normalizer = sum log K!`` over the ordered vectors, and
+    ``Z = E_sorted[L] / K!`` for the model as written (seed 000 §3: a normalized ``p0``).
+
+    Attributes
+    ----------
+    sorted : tuple of (str, bool)
+        The variables sorted along their last axis, with ``True`` where the order is
+        descending (``Ordered(ascending=False)``).
+    log_normalizer : float
+        ``log`` of the factor from PyMC's prior density to the normalized one (0 without
+        ``ordered`` variables).
+    problems : tuple of str
+        Why the prior cannot be drawn this way (empty when it can): a transform other than the
+        distribution's default and ``ordered``, ``ordered(positive=True)``, components that are
+        not exchangeable, or a free variable that depends on the ordered one.
+    """
+
+    sorted: tuple[tuple[str, bool], ...] = ()
+    log_normalizer: float = 0.0
+    problems: tuple[str, ...] = ()
+
+    def sort(self, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Forward draws ``{name: (n, *shape)}`` with the ordered variables sorted."""
+        values = dict(values)
+        for name, descending in self.sorted:
+            ordered = np.sort(values[name], axis=-1)
+            values[name] = ordered[..., ::-1] if descending else ordered
+        return values
+
+    def require_sampleable(self) -> None:
+        """Raise :class:`EvidenceInputError` naming the problems, if there are any."""
+        if self.problems:
+            raise EvidenceInputError(
+                "The prior cannot be drawn forward as a reference distribution: "
+                + "; ".join(self.problems)
+                + ". Use a fitted reference (reference='student_t' or 'normal')."
+            )
+
+
+def _exchangeable(param, rv_ndim: int, free) -> bool | None:
+    """Whether a distribution parameter is constant along the variable's last axis: by its
+    static shape, else by its value where it depends on no free variable (``None``: cannot
+    tell, it depends on free variables)."""
+    if param.ndim < rv_ndim or param.type.shape[-1] == 1:
+        return True
+    if set(ancestors([param])) & free:
+        return None
+    value = np.asarray(param.eval())
+    return bool(np.all(value == value[..., :1]))
+
+
+def ordered_prior(model: pm.Model) -> OrderedPrior:
+    """:class:`OrderedPrior` of ``model``: which free variables are sorted after a forward draw
+    and the log normalizer, or the problems where sorting does not draw the model's prior.
+
+    Sorting is exact when every transform is the distribution's default, alone or followed by
+    ``ordered`` (monotone increasing maps: the order of the values is the order of their
+    images), the variable is univariate with parameters constant along its last axis (its
+    components i.i.d. given its parents) and no other free variable depends on it (its
+    children's draws would be drawn from the unsorted values)."""
+    from pymc.distributions.transforms import Ordered, _default_transform
+    from pymc.logprob.transforms import ChainedTransform
+
+    free = set(model.free_RVs)
+    sorted_, problems, log_normalizer = [], [], 0.0
+    for rv in model.free_RVs:
+        transform = model.rvs_to_transforms.get(rv)
+        if transform is None:
+            continue
+        default = _default_transform(rv.owner.op, rv)
+        parts = transform.transform_list if isinstance(transform, ChainedTransform) else [transform]
+        other = [
+            p for p in parts
+            if p is not default and type(p) is not type(default) and not isinstance(p, Ordered)
+        ]  # fmt: skip
+        ordered = [p for p in parts if isinstance(p, Ordered)]
+        if other:
+            problems.append(
+                f"{rv.name!r} has a transform that restricts its support "
+                f"({type(other[0]).__name__}): the model's prior density is then the "
+                f"distribution cut to that region, not normalized, and forward draws ignore it"
+            )
+            continue
+        if not ordered:
+            continue
+        reason = ""
+        if len(ordered) > 1 or ordered[0].positive:
+            reason = "only one plain ordered transform is drawn by sorting (not positive=True)"
+        elif not isinstance(rv.owner.op, RandomVariable) or rv.owner.op.ndim_supp != 0:
+            reason = "it is not a univariate distribution, so its components are not i.i.d."
+        elif any(
+            _exchangeable(p, rv.ndim, free) is not True
+            for p in rv.owner.op.dist_params(rv.owner)
+        ):
+            reason = (
+                "its distribution's parameters differ along the ordered axis, so its "
+                "components are not exchangeable"
+            )
+        elif any(rv in ancestors(other_rv.owner.inputs) for other_rv in free - {rv}):
+            reason = "another free variable depends on it"
+        if reason:
+            problems.append(
+                f"{rv.name!r} has an ordered transform and cannot be drawn by sorting "
+                f"independent draws: {reason}"
+            )
+            continue
+        shape = tuple(int(s) for s in model.eval_rv_shapes()[rv.name])
+        n_vectors = math.prod(shape[:-1])
+        sorted_.append((rv.name, not ordered[0].ascending))
+        log_normalizer += n_vectors * math.lgamma(shape[-1] + 1)
+    return OrderedPrior(tuple(sorted_), log_normalizer, tuple(problems))
 
 
 def _root_batched(model: pm.Model, n: pt.TensorVariable, shapes: dict) -> list | None:
@@ -74,10 +209,13 @@ class PriorSampler:
     Parameters
     ----------
     model : pymc.Model
+    ordering : OrderedPrior, optional
+        :func:`ordered_prior` of the model (computed when not given).
     """
 
-    def __init__(self, model: pm.Model):
+    def __init__(self, model: pm.Model, ordering: OrderedPrior | None = None):
         self.var_names = [rv.name for rv in model.free_RVs]
+        self.ordering = ordered_prior(model) if ordering is None else ordering
         n = pt.scalar("n", dtype="int64")
         batched = _root_batched(model, n, model.eval_rv_shapes())
         self.batched = batched is not None
@@ -93,11 +231,14 @@ class PriorSampler:
 
     def draw(self, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
         """``n`` prior draws: ``{name: array (n, *shape)}``; the compiled generators are reseeded
-        from ``rng`` first, so the draws depend on ``rng`` only."""
+        from ``rng`` first, so the draws depend on ``rng`` only. Variables with an ``ordered``
+        transform that :attr:`ordering` can sort are sorted (draws of the prior renormalized to
+        the ordered region; :class:`OrderedPrior`)."""
         reseed_rngs(self._rngs, spawn_seed(rng))
         if self.batched:
             values = self._fn(np.int64(n))
         else:
             draws = [self._fn() for _ in range(n)]
             values = [np.stack([d[i] for d in draws]) for i in range(len(self.var_names))]
-        return {name: np.asarray(v) for name, v in zip(self.var_names, values, strict=True)}
+        named = {name: np.asarray(v) for name, v in zip(self.var_names, values, strict=True)}
+        return self.ordering.sort(named)

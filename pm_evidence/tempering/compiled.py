@@ -71,8 +71,9 @@ def _parameter_inputs(values) -> list:
 def _path_terms(path: GeometricPath, x, reference_inputs):
     """Symbolic ``(log p0, Delta, grad log p0, grad Delta)`` at the rows of ``x``."""
     log_prior, log_lik, g_prior, g_lik = path.target.symbolic_terms_with_grad(x)
-    if path.is_prior:
-        return log_prior, log_lik, g_prior, g_lik
+    if path.is_prior:  # PriorReference.log_normalizer: log K! per ordered vector, else 0
+        c = path.reference.log_normalizer
+        return log_prior + c, log_lik - c, g_prior, g_lik
     placeholder = pt.matrix("x_reference", dtype="float64")
     log_p0 = path.reference.graph_logpdf(placeholder, *reference_inputs)
     g_p0 = pytensor.grad(log_p0.sum(), placeholder)  # rows are independent

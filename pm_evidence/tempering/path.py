@@ -120,8 +120,9 @@ class GeometricPath:
         else:
             log_prior, log_lik = self.target.evaluate(x, via_gradient=self.via_gradient)
             g_prior = g_lik = None
-        if self.is_prior:
-            return PathState(x, log_prior, log_lik, g_prior, g_lik)
+        if self.is_prior:  # log p0 = log prior + c, Delta = log lik - c (c: ordered variables)
+            c = self.reference.log_normalizer
+            return PathState(x, log_prior + c, log_lik - c, g_prior, g_lik)
         log_p0 = self.reference.logpdf(x)
         delta = log_prior + log_lik - log_p0
         if not with_grad:

@@ -62,20 +62,22 @@ def test_round_trip_every_transform(transform_target, rng):
     assert np.all((named["t"] > 0) & (named["t"] < 2))
     back = transform_target.to_unconstrained(named, batch_ndim=1)
     np.testing.assert_allclose(back, x, rtol=1e-9, atol=1e-9)
-    # named -> flat -> named from prior draws (the other direction); PyMC's forward draws
-    # ignore the 'ordered' restriction, so those are sorted first
+    # named -> flat -> named from prior draws (the other direction; 'ordered' draws come sorted)
     draws = transform_target.prior.draw(rng, 5)
-    draws["cuts"] = np.sort(draws["cuts"], axis=-1)
     again = transform_target.to_constrained(transform_target.to_unconstrained(draws))
     for name, value in draws.items():
         np.testing.assert_allclose(again[name], value, rtol=1e-9, atol=1e-12)
 
 
-def test_prior_reference_refuses_a_restricting_transform(transform_target):
+def test_prior_reference_sorts_ordered_draws_and_refuses_other_restrictions(transform_target, rng):
     from pm_evidence.references import PriorReference
 
-    with pytest.raises(EvidenceInputError, match=r"\['cuts'\] have a transform that restricts"):
-        PriorReference(transform_target)
+    draws = transform_target.to_constrained(PriorReference(transform_target).sample(rng, 5))
+    assert np.all(np.diff(draws["cuts"], axis=-1) > 0)  # sorted: tests/model/test_ordered_prior.py
+    with pm.Model() as model:
+        pm.Normal("s", 0.0, 1.0, transform=pm.distributions.transforms.log)  # s > 0 only
+    with pytest.raises(EvidenceInputError, match=r"'s' has a transform that restricts its support"):
+        PriorReference(LogDensity.for_model(model))
 
 
 def test_wrong_shape_names_the_variable(transform_target, rng):
