@@ -70,6 +70,7 @@ __all__ = [
     "exploration_skipped",
     "exploration_stage",
     "term_check_stage",
+    "unconfirmed_draws",
 ]
 
 
@@ -299,10 +300,12 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
         if covered is not None:
             first, second, more = covered
             facts.update(more)
-            if more["exploration_missed_by_nuts"] >= MISSED_SHARE:
-                # only the estimate from the exploration covers the mass the posterior draws missed: a second
-                # exploration, with its own random stream, and AIS from its mixture confirm it
-                # or not
+            why = unconfirmed_draws(first, second, more["exploration_missed_by_nuts"])
+            if why:
+                # only the estimate from the exploration covers the mass the posterior draws
+                # missed (or stands where the estimate on them failed its own diagnostics): a
+                # second exploration, with its own random stream, and AIS from its mixture
+                # confirm it or not
                 try:
                     confirmation = attempt(
                         "the confirmation (a second exploration from the prior with its own "
@@ -315,7 +318,7 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
                         "the confirmation was interrupted (Ctrl-C); AIS is returned unconfirmed"
                     )
                     confirmation = None
-                chosen = confirmed_or_flagged(second, first, confirmation, facts)
+                chosen = confirmed_or_flagged(second, first, confirmation, facts, why)
                 return _with_failures(_with_diagnostics(chosen, facts), failures)
     result = _settled(first, second, primary, check, failures, facts)
     if exploration is None and plan is not None:  # both halves read the posterior draws: check those
@@ -360,7 +363,34 @@ def confirmation_stage(target, plan, seed, progressbar: bool, kwargs: dict) -> E
     return _with_diagnostics(result, {"confirmation_n_modes": exploration.n_modes})
 
 
-def confirmed_or_flagged(estimate, nuts_estimate, confirmation, facts: dict) -> Evidence:
+def unconfirmed_draws(draws_estimate: Evidence, check: Evidence, missed_by_draws: float) -> str:
+    """Why the estimate on the posterior draws cannot confirm AIS from the exploration's
+    mixture (empty where it can), so that a second exploration is needed to confirm it:
+
+    * the draws missed components of the exploration holding at least ``MISSED_SHARE`` of its
+      mass (``missed_by_draws``: :func:`~pm_evidence.search.coverage.compare_coverage`);
+    * or the estimate on them fails its own diagnostics (R-hat, ESS, Pareto k-hat: chains stuck
+      at local modes that a few chains left) and disagrees by more than ``DISAGREEMENT_Z``
+      combined SEs with AIS, which has no warning (issue 36: on two-frequency signals a few of
+      the 16 chains reach the main mode, so no component counts as missed, while bridge on
+      all of them is tens of nats low).
+    """
+    if missed_by_draws >= MISSED_SHARE:
+        return "the posterior draws missed modes that tempering from the prior found"
+    combined = float(np.hypot(draws_estimate.se, check.se))
+    z = abs(draws_estimate.log_z - check.log_z) / combined if combined > 0 else np.inf
+    if not draws_estimate.reliable and check.reliable and not z <= DISAGREEMENT_Z:
+        return (
+            f"the estimate on the posterior draws ({draws_estimate.method}) fails its own "
+            f"diagnostics and disagrees with it by {z:.1f} combined SEs"
+        )
+    return ""
+
+
+def confirmed_or_flagged(
+    estimate, nuts_estimate, confirmation, facts: dict,
+    why: str = "the posterior draws missed modes that tempering from the prior found",
+) -> Evidence:  # fmt: skip
     """``estimate`` (AIS from the exploration's mixture) confirmed by ``confirmation`` where
     ``estimate`` carries no warning and the two agree within ``DISAGREEMENT_Z`` combined SEs:
     the better supported of the two, ``reliable`` unless something else says otherwise. A
@@ -368,7 +398,8 @@ def confirmed_or_flagged(estimate, nuts_estimate, confirmation, facts: dict) -> 
     does not stop it confirming, since an SE too small can only make a chance agreement less
     likely; its warnings are kept in the diagnostics (``confirmation_warnings``). Otherwise
     ``estimate`` flagged as unconfirmed, with both numbers. ``nuts_estimate`` (bridge on the
-    draws that missed the modes) is kept in the diagnostics only."""
+    draws that missed the modes) is kept in the diagnostics only. ``why``: why the draws could
+    not confirm it (:func:`unconfirmed_draws`), in the words of the result."""
     facts["auto_nuts_method"] = getattr(nuts_estimate, "method", None)
     facts["auto_nuts_log_z"] = getattr(nuts_estimate, "log_z", np.nan)
     if confirmation is not None:
@@ -380,8 +411,8 @@ def confirmed_or_flagged(estimate, nuts_estimate, confirmation, facts: dict) -> 
         facts["confirmation_warnings"] = tuple(confirmation.warnings)
         if z <= DISAGREEMENT_Z and estimate.reliable:
             facts["confirmed_by"] = (
-                "a second exploration from the prior with its own random stream, and AIS from "
-                "its mixture (the posterior draws missed modes both explorations found)"
+                f"a second exploration from the prior with its own random stream, and AIS from "
+                f"its mixture ({why})"
             )
             return cross_checked(estimate, confirmation)
     found = (
@@ -391,9 +422,9 @@ def confirmed_or_flagged(estimate, nuts_estimate, confirmation, facts: dict) -> 
         f"{format_estimate(estimate.log_z, estimate.se)}"
     )  # fmt: skip
     estimate = _with_warning(estimate, (
-        f"No independent confirmation: the posterior draws missed modes that tempering from the "
-        f"prior found, so this estimate ({estimate.method} from the exploration's mixture) is "
-        f"the only one that covers them, and {found}; the exploration can miss modes too "
+        f"No independent confirmation: {why}, so this estimate ({estimate.method} from the "
+        f"exploration's mixture) is the only one that covers the posterior, and {found}; "
+        f"the exploration can miss modes too "
         f"(narrow ones, or mass in the far tails of the unconstrained space). Compare it with "
         f"a run from another reference, e.g. method=['ais', 'rts'] with reference='prior'."
     ))  # fmt: skip
@@ -455,6 +486,7 @@ def coverage_stage(estimate: Evidence, check: Evidence, exploration, plan):
         "exploration_n_modes": exploration.n_modes,
         "exploration_n_term_modes": exploration.n_term_modes,
         "exploration_n_evaluations": exploration.n_evaluations,
+        "exploration_passes": exploration.n_passes,
         "exploration_log_z": exploration.log_z,
         "exploration_missed_by_nuts": np.nan if unenumerated else coverage.missed_by_draws,
         "exploration_missed_by_exploration": coverage.missed_by_exploration,

@@ -85,3 +85,26 @@ def test_the_call_is_its_stages(stages):
     other = ev.diagnostics["auto_other_method"]
     assert ev.diagnostics["auto_other_log_z"] == by_method[other].log_z
     assert np.isfinite(ev.diagnostics["exploration_log_z"])
+
+
+def test_the_draws_cannot_confirm_ais_when_they_missed_mass_or_failed_and_disagree():
+    """Issue 36: on a two-frequency signal a few of the 16 chains reach the main mode, so no
+    component of the exploration counts as missed, while bridge on all of them carries an R-hat
+    warning and is tens of nats low; then a second exploration, not bridge, must confirm AIS."""
+    Evidence = pme.Evidence
+    ais = Evidence(log_z=-67.25, se=0.004, method="ais")
+    stuck = Evidence(log_z=-111.2, se=0.2, method="bridge", warnings=("R-hat 6.1 > 1.01",))
+    fine = Evidence(log_z=-67.26, se=0.005, method="bridge")
+    assert "missed modes" in auto.unconfirmed_draws(fine, ais, missed_by_draws=0.5)
+    why = auto.unconfirmed_draws(stuck, ais, missed_by_draws=0.0)
+    assert "bridge" in why and "fails its own diagnostics" in why
+    assert auto.unconfirmed_draws(fine, ais, 0.0) == ""  # they confirm it
+    agreeing = dataclasses.replace(stuck, log_z=-67.3)  # a warning, but no disagreement
+    assert auto.unconfirmed_draws(agreeing, ais, 0.0) == ""
+    flagged_ais = dataclasses.replace(ais, warnings=("k-hat",))  # settled as a disagreement
+    assert auto.unconfirmed_draws(stuck, flagged_ais, 0.0) == ""
+    facts = {}
+    with pytest.warns(UserWarning, match="disagree by"):  # AIS returned, bridge its check
+        unconfirmed = auto.confirmed_or_flagged(ais, stuck, None, facts, why)
+    assert not unconfirmed.reliable
+    assert f"No independent confirmation: {why}" in unconfirmed.warnings[0]

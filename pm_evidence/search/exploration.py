@@ -193,6 +193,16 @@ class ExplorationOptions:
         importance-sampling ESS of a fit to the particles toward that of a fit to NUTS draws,
         and so cut the evaluations AIS from it needs (measured: docs/benchmarks.rst,
         Measurements behind the defaults).
+    second_pass_ess : float
+        A second pass of the whole tempering is made where the final mixture's
+        ``reweighting_ess`` is below this fraction: the particles at ``beta = 1`` then did not
+        follow the posterior (a narrow mode that took over near ``beta = 1`` and was found only
+        by the climbs from visited points, or the shares of the modes far off), so the mixture
+        fitted to them is a poor reference. The second pass proposes, in every rung's jumps,
+        also from the first pass's final mixture (``memory``): every mode found is proposed
+        from ``beta = 0`` on, and its particles' share follows ``f_beta`` at every rung. The
+        pass whose mixture has the larger ``reweighting_ess`` is returned (issue 36, part 1;
+        measured: docs/benchmarks.rst, "Exploration: a second pass"). 0 never makes one.
     reference_df : float or None
         Degrees of freedom of the Student-t components of :meth:`Exploration.reference`
         where the mixture has several components (the same locations and scale matrices as
@@ -214,6 +224,7 @@ class ExplorationOptions:
     max_rungs: int = 1000
     n_final_sweeps: int = 3
     n_reweighting_draws: int = 4096
+    second_pass_ess: float = 0.1
     reference_df: float | None = 5.0
 
     def __post_init__(self):
@@ -269,6 +280,9 @@ class Exploration:
     n_term_modes : int
         Components added at the modes of the terms of the log-density's log-sum-exps
         (:func:`~pm_evidence.search.climbing.term_modes`): narrow modes that no particle visited.
+    n_passes : int
+        Passes of the tempering made (2 where the first one's mixture was a poor reference:
+        :attr:`ExplorationOptions.second_pass_ess`); ``n_evaluations`` counts all of them.
     """
 
     particles: np.ndarray
@@ -282,6 +296,7 @@ class Exploration:
     n_climbed_modes: int = 0
     reference_df: float | None = None
     n_term_modes: int = 0
+    n_passes: int = 1
 
     @property
     def n_modes(self) -> int:
@@ -349,6 +364,7 @@ def _cross_fitted_jumps(
     fit,
     n_jumps: int,
     remembered: MixtureReference | None = None,
+    memory: MixtureReference | None = None,
 ):
     """Independent Metropolis-Hastings moves of every particle, each half of the particles
     (split at random) proposed from the mixture fitted to the other half.
@@ -370,19 +386,24 @@ def _cross_fitted_jumps(
     both proposals have one component (a unimodal posterior) one jump is made. Each half's
     proposal also holds, with half the weight, the mixtures of the rung before
     (``remembered``): a mode that the last resampling emptied is still proposed, and refilled.
+    A second pass of the exploration adds, at every rung and also where the fits have one
+    component, an earlier pass's final mixture (``memory``, fixed: independent of the
+    particles), so that a mode found late is proposed from the first rung on.
 
     ``fit(x) -> MixtureReference``. Returns the moved state, the mean acceptance rate, the
     first half's mixture and the number of jumps made.
     """
     halves = np.array_split(rng.permutation(state.x.shape[0]), 2)
     mixtures = [fit(state.x[half]) for half in halves]
-    if all(q.n_components == 1 for q in mixtures):
+    if memory is None and all(q.n_components == 1 for q in mixtures):
         # one jump from the fitted normals where both halves' fits are single normals (a
         # unimodal posterior): the jumps then only refresh the particles within one mode,
         # which the local moves also do
         proposals, n_jumps = mixtures, 1
     else:
         proposals = [m if remembered is None else pooled(m, remembered) for m in mixtures]
+        if memory is not None:
+            proposals = [pooled(q, memory) for q in proposals]
 
     rates = []
     while len(rates) < n_jumps and sum(rates) < JUMPS_PER_PARTICLE:
@@ -436,7 +457,14 @@ def explore(
     if target.has_discrete:
         raise EvidenceInputError("Exploration from the prior is for continuous models.")
     with one_blas_thread():
-        return _explore(target, rng, options, progressbar)
+        first = _explore(target, rng, options, progressbar)
+        if not first.reweighting_ess < options.second_pass_ess:
+            return first
+        second = _explore(target, rng, options, progressbar, memory=first.mixture)
+        best = first if first.reweighting_ess > second.reweighting_ess else second
+        return dataclasses.replace(
+            best, n_evaluations=first.n_evaluations + second.n_evaluations, n_passes=2
+        )
 
 
 def _log_f_and_grad(path, x):
@@ -504,7 +532,7 @@ def local_moves(rng, path, kernel, walk: Walk, beta: float, n_moves: int, fitted
 
 
 def sweep(rng, path, kernel, options: ExplorationOptions, walk: Walk, beta: float, rate: float,
-          k: int, remembered) -> tuple[Walk, float, tuple]:  # fmt: skip
+          k: int, remembered, memory=None) -> tuple[Walk, float, tuple]:  # fmt: skip
     """One rung's moves at ``beta``: jumps from the mixtures fitted to the other half of the
     particles (``_cross_fitted_jumps``), then ``options.n_moves`` local moves. Returns the
     walk, the jumps' acceptance and the two halves' mixtures.
@@ -519,8 +547,8 @@ def sweep(rng, path, kernel, options: ExplorationOptions, walk: Walk, beta: floa
         return flattened(fit_gaussian_mixture(x, rng, options.max_components, k, search))
 
     state, rate, q, n_jumps = _cross_fitted_jumps(
-        rng, path, walk.state, beta, kernel.needs_grad, fit, options.n_jumps, remembered
-    )
+        rng, path, walk.state, beta, kernel.needs_grad, fit, options.n_jumps, remembered, memory
+    )  # fmt: skip
     fitted = pooled(*q)
     candidates = kept_candidates(walk.candidates, state, fitted)
     jumped = Walk(state, walk.log_step, walk.moved, candidates,
@@ -539,7 +567,11 @@ def tune_at_prior(rng, path, kernel, walk: Walk) -> Walk:
     return dataclasses.replace(tuned, state=walk.state)
 
 
-def _explore(target, rng, options: ExplorationOptions, progressbar: bool) -> Exploration:
+def _explore(
+    target, rng, options: ExplorationOptions, progressbar: bool, memory=None
+) -> Exploration:
+    """One pass of the tempering (:func:`explore`); ``memory``: an earlier pass's final mixture,
+    proposed in every rung's jumps (:func:`_cross_fitted_jumps`)."""
     path = GeometricPath(target, PriorReference(target))
     kernel = make_kernel("auto", target)
     n, dim = options.particles_for(target.dim), target.dim
@@ -554,7 +586,9 @@ def _explore(target, rng, options: ExplorationOptions, progressbar: bool) -> Exp
 
     with long_run(None, "exploration from the prior (rungs)", progressbar) as bar:
         while True:
-            walk, rate, fits = sweep(rng, path, kernel, options, walk, beta, rate, k, remembered)
+            walk, rate, fits = sweep(
+                rng, path, kernel, options, walk, beta, rate, k, remembered, memory
+            )
             k, remembered = fits[0].n_components, pooled(*fits)
             acceptance.append(rate)
             mixtures.append(fits[0])
@@ -586,7 +620,9 @@ def _explore(target, rng, options: ExplorationOptions, progressbar: bool) -> Exp
         # 20 dimensions (measured: docs/benchmarks.rst, Measurements behind the defaults)
         pool, pool_log_f = [walk.state.x], [walk.state.log_p0 + walk.state.delta]
         for _ in range(options.n_final_sweeps):
-            walk, rate, fits = sweep(rng, path, kernel, options, walk, 1.0, rate, k, remembered)
+            walk, rate, fits = sweep(
+                rng, path, kernel, options, walk, 1.0, rate, k, remembered, memory
+            )
             pool.append(walk.state.x)
             pool_log_f.append(walk.state.log_p0 + walk.state.delta)
     state, candidates, n_eval = walk.state, walk.candidates, walk.n_eval

@@ -155,6 +155,57 @@ def test_climbing_adds_the_narrow_mode_a_single_particle_visited():
     assert none_added == 0 and same.n_components == 1
 
 
+def _two_separated_modes():
+    """``x ~ N(0, 5)`` times ``N(x | -3, 0.3) + N(x | 3, 0.3)``: two equal modes 20 SDs apart."""
+    with pm.Model() as model:
+        x = pm.Normal("x", np.float64(0), np.float64(5))
+        pm.Potential("two", pt.logaddexp(pm.logp(pm.Normal.dist(-3.0, 0.3), x),
+                                         pm.logp(pm.Normal.dist(3.0, 0.3), x)))  # fmt: skip
+    return model
+
+
+def test_a_remembered_mixture_refills_a_mode_no_particle_holds():
+    """The second pass's ``memory`` (issue 36, part 1): particles all in the left mode, the
+    fits to them one normal there; jumps that also propose from a mixture holding both modes
+    (fixed, so independent of the particles) move half of them into the right mode, as
+    ``f`` says (binomial SD 0.025 for 400 independent particles); without it none moves."""
+    from pm_evidence.references import PriorReference
+    from pm_evidence.search.exploration import _cross_fitted_jumps
+    from pm_evidence.tempering.path import GeometricPath
+
+    target = as_target(_two_separated_modes())
+    path = GeometricPath(target, PriorReference(target))
+    rng = np.random.default_rng(2)
+    state = path.evaluate(rng.normal(-3.0, 0.3, size=(400, 1)))
+    memory = MixtureReference(np.array([0.5, 0.5]), np.array([[-3.0], [3.0]]),
+                              np.full((2, 1, 1), 0.3))  # fmt: skip
+
+    def fit(x):
+        return MixtureReference.single(x)
+
+    without, *_ = _cross_fitted_jumps(rng, path, state, 1.0, False, fit, 10)
+    assert np.all(without.x < 0)
+    moved, rate, _, n_jumps = _cross_fitted_jumps(rng, path, state, 1.0, False, fit, 10,
+                                                  memory=memory)  # fmt: skip
+    assert n_jumps > 1 and rate > 0.2
+    assert abs(np.mean(moved.x > 0) - 0.5) < 0.1
+
+
+def test_a_second_pass_is_made_below_its_ess_and_the_better_pass_returned():
+    """``second_pass_ess``: 1 forces a second pass (every ESS is below 1), 0 forbids it; the
+    evaluations of both passes are counted. The forced run's first pass is ``one`` (the same
+    stream up to the second pass), so the pass returned has at least its ESS."""
+    target = as_target(_two_separated_modes())
+    one = explore(target, np.random.default_rng(4), ExplorationOptions(second_pass_ess=0.0))
+    two = explore(target, np.random.default_rng(4), ExplorationOptions(second_pass_ess=1.0))
+    assert one.n_passes == 1 and two.n_passes == 2
+    assert two.n_evaluations > one.n_evaluations
+    assert two.reweighting_ess >= one.reweighting_ess
+    for exploration in (one, two):
+        right = exploration.mixture.weights[exploration.mixture.means[:, 0] > 0].sum()
+        assert abs(right - 0.5) < 0.05
+
+
 @pytest.fixture(scope="module")
 def explored_two_modes():
     model, _ = gaussian_mixture_10d()
