@@ -39,6 +39,18 @@ weights; :meth:`Exploration.reference` is AIS's reference in ``method="auto"``
 with NUTS draws. The SMC estimate ``log Z = sum_j log mean_i
 exp((beta_{j+1} - beta_j) L(x_i))`` (seed 000 eq. (8) with resampling) comes with it.
 
+A second pass
+    Where the final mixture is a poor reference (the importance-sampling ESS of its adaptation
+    below :attr:`ExplorationOptions.second_pass_ess`), the particles at ``beta = 1`` did not
+    follow the posterior: on periodic signals the narrow mode that holds the mass takes over
+    only near ``beta = 1``, a few particles or a climb find it, and the shares and shapes of
+    the mixture's components are far off. The whole tempering is then run again, its jumps at
+    every rung proposing also from the first pass's final mixture (fixed, so independent of
+    the particles they move: the moves still leave ``f_beta`` invariant). Every mode found is
+    then proposed from ``beta = 0`` on, and the particles' share of it follows ``f_beta`` as
+    persistent proposals do in nested and persistent samplers; the pass with the better
+    mixture is returned (:attr:`Exploration.n_passes`).
+
 Which modes it cannot find
     A mode whose share of ``f_beta`` stays below about ``1 / n_particles`` at every ``beta``
     where local moves could still enter it is found by chance only: a narrow, high mode that
@@ -111,6 +123,7 @@ __all__ = [
     "climb",
     "climbed_modes",
     "compare_coverage",
+    "cross_fitted_jumps",
     "explore",
     "fit_gaussian_mixture",
     "laplace_covariance",
@@ -355,7 +368,7 @@ def _put(state: PathState, idx: np.ndarray, part: PathState) -> PathState:
     return PathState(*fields)
 
 
-def _cross_fitted_jumps(
+def cross_fitted_jumps(
     rng,
     path,
     state: PathState,
@@ -534,7 +547,7 @@ def local_moves(rng, path, kernel, walk: Walk, beta: float, n_moves: int, fitted
 def sweep(rng, path, kernel, options: ExplorationOptions, walk: Walk, beta: float, rate: float,
           k: int, remembered, memory=None) -> tuple[Walk, float, tuple]:  # fmt: skip
     """One rung's moves at ``beta``: jumps from the mixtures fitted to the other half of the
-    particles (``_cross_fitted_jumps``), then ``options.n_moves`` local moves. Returns the
+    particles (``cross_fitted_jumps``), then ``options.n_moves`` local moves. Returns the
     walk, the jumps' acceptance and the two halves' mixtures.
 
     The number of components is searched for again (by BIC) when the jumps of the rung before
@@ -546,7 +559,7 @@ def sweep(rng, path, kernel, options: ExplorationOptions, walk: Walk, beta: floa
     def fit(x):
         return flattened(fit_gaussian_mixture(x, rng, options.max_components, k, search))
 
-    state, rate, q, n_jumps = _cross_fitted_jumps(
+    state, rate, q, n_jumps = cross_fitted_jumps(
         rng, path, walk.state, beta, kernel.needs_grad, fit, options.n_jumps, remembered, memory
     )  # fmt: skip
     fitted = pooled(*q)
@@ -571,7 +584,7 @@ def _explore(
     target, rng, options: ExplorationOptions, progressbar: bool, memory=None
 ) -> Exploration:
     """One pass of the tempering (:func:`explore`); ``memory``: an earlier pass's final mixture,
-    proposed in every rung's jumps (:func:`_cross_fitted_jumps`)."""
+    proposed in every rung's jumps (:func:`cross_fitted_jumps`)."""
     path = GeometricPath(target, PriorReference(target))
     kernel = make_kernel("auto", target)
     n, dim = options.particles_for(target.dim), target.dim

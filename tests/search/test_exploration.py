@@ -170,7 +170,7 @@ def test_a_remembered_mixture_refills_a_mode_no_particle_holds():
     (fixed, so independent of the particles) move half of them into the right mode, as
     ``f`` says (binomial SD 0.025 for 400 independent particles); without it none moves."""
     from pm_evidence.references import PriorReference
-    from pm_evidence.search.exploration import _cross_fitted_jumps
+    from pm_evidence.search.exploration import cross_fitted_jumps
     from pm_evidence.tempering.path import GeometricPath
 
     target = as_target(_two_separated_modes())
@@ -183,9 +183,9 @@ def test_a_remembered_mixture_refills_a_mode_no_particle_holds():
     def fit(x):
         return MixtureReference.single(x)
 
-    without, *_ = _cross_fitted_jumps(rng, path, state, 1.0, False, fit, 10)
+    without, *_ = cross_fitted_jumps(rng, path, state, 1.0, False, fit, 10)
     assert np.all(without.x < 0)
-    moved, rate, _, n_jumps = _cross_fitted_jumps(rng, path, state, 1.0, False, fit, 10,
+    moved, rate, _, n_jumps = cross_fitted_jumps(rng, path, state, 1.0, False, fit, 10,
                                                   memory=memory)  # fmt: skip
     assert n_jumps > 1 and rate > 0.2
     assert abs(np.mean(moved.x > 0) - 0.5) < 0.1
