@@ -190,12 +190,15 @@ def draws_stage(target, idata, seed, progressbar, kwargs):
 
 
 def check_stage_options(target, kwargs: dict, exploration, plan, skipped: str) -> dict | None:
-    """The options of stage 4, the cross-check: AIS from the exploration's mixture where it ran; else from
+    """The options of stage 4, the cross-check: AIS from the exploration's mixture where it ran
+    (averaged over the model's relabelling symmetry where the posterior plan found one:
+    :meth:`~pm_evidence.search.exploration.Exploration.reference`); else from
     the path options given, or the reference fitted to the posterior draws; where those failed,
     from the prior (a proper prior that can be sampled), or ``None`` where nothing is left to start
     from."""
-    if exploration is not None:
-        return for_the_path_methods(kwargs, exploration.reference())
+    if exploration is not None:  # averaged over the relabellings the plan's search found
+        group = None if plan is None else plan.search.group
+        return for_the_path_methods(kwargs, exploration.reference(group))
     if plan is not None:
         return kwargs
     if "path" in kwargs:  # the user's path options: run them unless they need the failed draws

@@ -297,7 +297,8 @@ def _transform_kind(transform) -> tuple[str, int]:
         return "elementwise", 0
     parts = getattr(transform, "transform_list", [transform])
     names = [type(p).__name__ for p in parts]
-    if all(name in _ELEMENTWISE for name in names):
+    # by class or base class: PyMC's ``Interval`` (Uniform's) subclasses ``IntervalTransform``
+    if all({c.__name__ for c in type(p).__mro__} & set(_ELEMENTWISE) for p in parts):
         return "elementwise", 0
     if len(parts) == 1 and names[0] in _AFFINE_CORE:
         return "affine", int(getattr(parts[0], "ndim_supp", 1))

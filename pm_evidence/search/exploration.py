@@ -48,8 +48,9 @@ A second pass
     every rung proposing also from the first pass's final mixture (fixed, so independent of
     the particles they move: the moves still leave ``f_beta`` invariant). Every mode found is
     then proposed from ``beta = 0`` on, and the particles' share of it follows ``f_beta`` as
-    persistent proposals do in nested and persistent samplers; the pass with the better
-    mixture is returned (:attr:`Exploration.n_passes`).
+    persistent proposals do in nested and persistent samplers. The reference is the
+    components of both passes adapted together (:attr:`Exploration.n_passes`): the second pass,
+    drawn to the modes the first found, can hold fewer mirror images of them than the first.
 
 Which modes it cannot find
     A mode whose share of ``f_beta`` stays below about ``1 / n_particles`` at every ``beta``
@@ -82,6 +83,7 @@ from pm_evidence.references import (
     MultivariateNormalReference,
     PriorReference,
     Reference,
+    SymmetrizedReference,
 )
 from pm_evidence.search.climbing import (  # moved there: the old imports keep working
     CLIMB_WEIGHT_SHARE,  # noqa: F401 (moved; old imports)
@@ -214,8 +216,9 @@ class ExplorationOptions:
         fitted to them is a poor reference. The second pass proposes, in every rung's jumps,
         also from the first pass's final mixture (``memory``): every mode found is proposed
         from ``beta = 0`` on, and its particles' share follows ``f_beta`` at every rung. The
-        pass whose mixture has the larger ``reweighting_ess`` is returned (issue 36, part 1;
-        measured: docs/benchmarks.rst, "Exploration: a second pass"). 0 never makes one.
+        components of both passes' mixtures are then adapted together, so that no mode either
+        pass found is lost (issue 36, part 1; measured: docs/benchmarks.rst, "Exploration: a
+        second pass"). 0 never makes one.
     reference_df : float or None
         Degrees of freedom of the Student-t components of :meth:`Exploration.reference`
         where the mixture has several components (the same locations and scale matrices as
@@ -316,13 +319,28 @@ class Exploration:
         """Components of the mixture fitted at ``beta = 1``."""
         return self.mixture.n_components
 
-    def reference(self) -> Reference:
+    def reference(self, group=None) -> Reference:
         """The reference for a path or an importance sampler: the mixture fitted at
         ``beta = 1``, its components Student-t's with ``reference_df`` degrees of freedom
         (same locations and scale matrices; normals where ``reference_df`` is ``None``), or,
         with one component, that normal (the reference
         :func:`~pm_evidence.path.plan.auto_reference` fits to NUTS draws, and its compiled
-        transitions)."""
+        transitions).
+
+        ``group``: the model's relabelling symmetry (a
+        :class:`~pm_evidence.model.modes.SymmetryGroup` of more than one element, as the
+        posterior plan's symmetry search found it): the reference is then averaged over it,
+        ``q_G(x) = (1/|G|) sum_g q(g x)`` (:class:`~pm_evidence.references.SymmetrizedReference`),
+        which covers every mirror image of each mode found, whether the exploration found
+        one of them or all (issue 36: on three unordered frequencies it found 2 of the 3! = 6
+        images, and AIS from its mixture alone was ``log 3`` low).
+        """
+        base = self._unsymmetrized_reference()
+        if group is None or group.size < 2:
+            return base
+        return SymmetrizedReference(base, group.actions)
+
+    def _unsymmetrized_reference(self) -> Reference:
         m = self.mixture
         if m.n_components == 1:
             return MultivariateNormalReference(m.means[0], m.chols[0], name="normal_explored")
@@ -470,14 +488,34 @@ def explore(
     if target.has_discrete:
         raise EvidenceInputError("Exploration from the prior is for continuous models.")
     with one_blas_thread():
-        first = _explore(target, rng, options, progressbar)
+        first, _ = _explore(target, rng, options, progressbar)
         if not first.reweighting_ess < options.second_pass_ess:
             return first
-        second = _explore(target, rng, options, progressbar, memory=first.mixture)
-        best = first if first.reweighting_ess > second.reweighting_ess else second
-        return dataclasses.replace(
-            best, n_evaluations=first.n_evaluations + second.n_evaluations, n_passes=2
-        )
+        second, rungs = _explore(target, rng, options, progressbar, memory=first.mixture)
+        return _united(target, rng, options, first, second, rungs)
+
+
+def _united(target, rng, options: ExplorationOptions, first, second, rungs) -> Exploration:
+    """The second pass with the components of both passes' mixtures, adapted together
+    (:func:`~pm_evidence.search.mixtures.adapt_components`): a mode either pass found stays in
+    the reference, since the second pass, drawn to the modes the first found, can lose mirror
+    images the first held (three unordered frequencies: the first pass held 2 of the 3! = 6,
+    the second 1)."""
+    log_f = CountedLogDensity(GeometricPath(target, PriorReference(target)))
+    union = pooled(first.mixture, second.mixture)
+    ess = np.nan
+    if options.n_reweighting_draws > 0:
+        union, ess = adapt_components(union, log_f, rng, options.n_reweighting_draws)
+    return dataclasses.replace(
+        second,
+        mixture=union,
+        reweighting_ess=ess,
+        occupancy=np.array([union.occupancy(q.means, q.weights) for q in rungs]),
+        n_evaluations=first.n_evaluations + second.n_evaluations + log_f.evaluations,
+        n_climbed_modes=first.n_climbed_modes + second.n_climbed_modes,
+        n_term_modes=first.n_term_modes + second.n_term_modes,
+        n_passes=2,
+    )
 
 
 def _log_f_and_grad(path, x):
@@ -582,9 +620,10 @@ def tune_at_prior(rng, path, kernel, walk: Walk) -> Walk:
 
 def _explore(
     target, rng, options: ExplorationOptions, progressbar: bool, memory=None
-) -> Exploration:
-    """One pass of the tempering (:func:`explore`); ``memory``: an earlier pass's final mixture,
-    proposed in every rung's jumps (:func:`cross_fitted_jumps`)."""
+) -> tuple[Exploration, list]:
+    """One pass of the tempering (:func:`explore`) and the mixtures fitted at its rungs;
+    ``memory``: an earlier pass's final mixture, proposed in every rung's jumps
+    (:func:`cross_fitted_jumps`)."""
     path = GeometricPath(target, PriorReference(target))
     kernel = make_kernel("auto", target)
     n, dim = options.particles_for(target.dim), target.dim
@@ -657,7 +696,7 @@ def _explore(
         )
         n_eval += log_f.evaluations
     occupancy = np.array([mixture.occupancy(q.means, q.weights) for q in mixtures])
-    return Exploration(
+    exploration = Exploration(
         state.x,
         mixture,
         np.asarray(betas),
@@ -670,5 +709,6 @@ def _explore(
         options.reference_df,
         n_term_modes,
     )
+    return exploration, mixtures
 
 
