@@ -122,6 +122,24 @@ def test_detector_finds_the_joint_relabelling_of_a_dirichlet_mixture():
     np.testing.assert_allclose(moved["w"][:, order], constrained["w"], rtol=1e-9)
 
 
+def test_detector_relabels_uniform_components():
+    """PyMC's ``Interval`` transform (a Uniform's) subclasses ``IntervalTransform``: it is
+    elementwise, so frequencies with i.i.d. uniform priors are relabelled jointly with their
+    amplitudes (issue 36: before, ``f`` was left out and the three-frequency signal's 3! = 6
+    mirror modes went unseen)."""
+    rng = np.random.default_rng(4)
+    t = np.linspace(0.0, 10.0, 30)
+    y = np.sin(1.4 * t) + 0.5 * np.sin(3.9 * t) + rng.normal(0, 0.5, t.size)
+    with pm.Model() as model:
+        f = pm.Uniform("f", f64(0.2), f64(12), shape=2)
+        a = pm.Normal("a", f64(0), f64(1), shape=2)
+        pm.Normal("y", (a[:, None] * pm.math.sin(f[:, None] * t)).sum(0), f64(0.5), observed=y)
+    target = LogDensity(model)
+    search = find_symmetry(target, target.sample_prior(rng, 16))
+    assert search.size == 2 and search.unchecked == ()
+    assert search.describe() == "relabelling the 2 components of f and a"
+
+
 def test_detector_respects_ordered_transforms_and_partial_symmetries():
     target = LogDensity(_hand_made_mixture(ordered=True))
     points = np.random.default_rng(1).normal(0.0, 0.7, size=(6, target.dim))
