@@ -162,6 +162,11 @@ PRIOR_TUNING_MOVES = 10
 # average (at most ExplorationOptions.n_jumps jumps).
 JUMPS_PER_PARTICLE = 3.0
 
+# The exploration's reference is averaged over the model's relabelling group
+# (:meth:`Exploration.reference`) unless its density at every mirror image of a component's mean
+# is at least 1 / MIRROR_DENSITY_RATIO of that at the mean: the images are then already covered.
+MIRROR_DENSITY_RATIO = 1000.0
+
 
 @dataclass(frozen=True)
 class ExplorationOptions:
@@ -333,12 +338,25 @@ class Exploration:
         ``q_G(x) = (1/|G|) sum_g q(g x)`` (:class:`~pm_evidence.references.SymmetrizedReference`),
         which covers every mirror image of each mode found, whether the exploration found
         one of them or all (issue 36: on three unordered frequencies it found 2 of the 3! = 6
-        images, and AIS from its mixture alone was ``log 3`` low).
+        images, and AIS from its mixture alone was ``log 3`` low); not where the mixture
+        already covers the images (:data:`MIRROR_DENSITY_RATIO`).
         """
         base = self._unsymmetrized_reference()
-        if group is None or group.size < 2:
+        if group is None or group.size < 2 or self._covers_mirror_images(group):
             return base
         return SymmetrizedReference(base, group.actions)
+
+    def _covers_mirror_images(self, group) -> bool:
+        """Whether the mixture already holds every mirror image of its components: its
+        density at each image ``g mu_k`` of a component's mean is at least
+        ``1 / MIRROR_DENSITY_RATIO`` of that at ``mu_k`` (a mode fixed by the group, as the
+        corners of a symmetric trap, or images the exploration found as modes of their own,
+        as the eggbox's). Averaging over the group then adds nothing but cost: ``|G|``
+        evaluations of the mixture per point (120 for five exchangeable coordinates)."""
+        means = self.mixture.means
+        log_q = self.mixture.logpdf(means)
+        images = np.stack([self.mixture.logpdf(action(means)) for action in group.actions[1:]])
+        return bool(np.all(images >= log_q - np.log(MIRROR_DENSITY_RATIO)))
 
     def _unsymmetrized_reference(self) -> Reference:
         m = self.mixture
