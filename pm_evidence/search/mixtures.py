@@ -25,6 +25,7 @@ __all__ = [
     "flattened",
     "pooled",
     "with_lost_components",
+    "with_mirror_images",
 ]
 
 # A point is outside a normal component where its squared Mahalanobis distance is beyond the
@@ -251,3 +252,39 @@ def adapt_components(
             means[j] = mean
         mixture = MixtureReference(weights / weights.sum(), means, chols, mixture.df)
     return best, best_ess
+
+
+def with_mirror_images(
+    mixture: MixtureReference, actions, density_ratio: float
+) -> MixtureReference:
+    r"""``mixture`` with a component at each mirror image it misses: for every component
+    ``N(mu_k, L_k L_k^T)`` and group element ``g: x -> A x + c`` (volume-preserving, e.g.
+    :attr:`pm_evidence.model.modes.SymmetryGroup.actions`, the identity first) where the
+    mixture's density at ``g mu_k`` is below ``1 / density_ratio`` of that at ``mu_k``, the
+    component ``N(A mu_k + c, A L_k L_k^T A^T)`` is added, and ``w_k`` is shared equally by
+    the component and its added images. The result is a mixture (a normalized reference of
+    the same kind), which covers the images of every mode the mixture holds, as
+    ``(1/|G|) sum_g q(g x)`` does (:class:`~pm_evidence.references.SymmetrizedReference`), at
+    the cost of the images it lacked only, and with the mixture's compiled log-density.
+    Returns ``mixture`` itself where it misses none."""
+    means, chols = mixture.means, mixture.chols
+    log_q = mixture.logpdf(means)
+    images = {k: [] for k in range(mixture.n_components)}
+    for action in actions[1:]:
+        moved = action(means)
+        offset = action(np.zeros(mixture.dim))
+        for k in np.flatnonzero(mixture.logpdf(moved) < log_q - np.log(density_ratio)):
+            linear = (action(chols[k].T) - offset).T  # A L_k, column by column
+            images[k].append((moved[k], np.linalg.cholesky(linear @ linear.T)))
+    if not any(images.values()):
+        return mixture
+    weights, new_means, new_chols = [], [], []
+    for k in range(mixture.n_components):
+        share = mixture.weights[k] / (1 + len(images[k]))
+        for mean, chol in [(means[k], chols[k]), *images[k]]:
+            weights.append(share)
+            new_means.append(mean)
+            new_chols.append(chol)
+    return MixtureReference(
+        np.array(weights), np.array(new_means), np.array(new_chols), mixture.df
+    )

@@ -246,32 +246,37 @@ def test_exploration_reference_has_student_t_components_where_there_are_several(
     assert isinstance(single, MultivariateNormalReference)
 
 
-def test_exploration_reference_is_averaged_over_a_relabelling_group(explored_two_modes):
-    """With the model's symmetry group (as the posterior plan's search finds it), the reference
-    is ``(1/|G|) sum_g q(g x)``: invariant under the group, still normalized (a draw of it is
-    a draw of ``q`` moved by a random element); without one, or with the identity alone, as
-    before."""
+def test_exploration_reference_gets_the_mirror_images_it_misses(explored_two_modes):
+    """With the model's symmetry group (as the posterior plan's search finds it), each mirror
+    image of a component that the mixture misses gets a component of its own, sharing the
+    original's weight (``with_mirror_images``); images it covers, or no group, change nothing.
+    The two modes sit at ``x_0 = 0`` and ``x_0 = 5``: swapping ``x_0`` and ``x_1`` moves the
+    second to ``x_1 = 5``, where the mixture has no mass."""
     from pm_evidence.model.modes import AffineAction, SymmetryGroup
-    from pm_evidence.references import SymmetrizedReference
 
     target, exploration = explored_two_modes
+    identity = AffineAction(np.arange(target.dim))
     swap = np.arange(target.dim)
     swap[[0, 1]] = [1, 0]
-    identity = AffineAction(np.arange(target.dim))
-    group = SymmetryGroup((), (identity, AffineAction(swap)))
-    reference = exploration.reference(group)
-    assert isinstance(reference, SymmetrizedReference) and reference.size == 2
-    x = reference.sample(np.random.default_rng(1), 200)
-    np.testing.assert_allclose(reference.logpdf(x), reference.logpdf(x[:, swap]), rtol=1e-12)
+    reference = exploration.reference(SymmetryGroup((), (identity, AffineAction(swap))))
     base = exploration.reference()
-    assert not np.allclose(base.logpdf(x), base.logpdf(x[:, swap]))  # the mixture alone is not
-    assert type(exploration.reference(SymmetryGroup((), (identity,)))) is type(base)
+    assert isinstance(reference, MixtureReference) and reference.df == base.df
+    assert reference.n_components == base.n_components + 1
+    image = np.flatnonzero(reference.means[:, 1] > 2.5)
+    assert image.size == 1 and reference.means[image[0], 0] < 2.5
+    second = np.flatnonzero(reference.means[:, 0] > 2.5)
+    assert reference.weights[image[0]] == pytest.approx(reference.weights[second[0]])
+    np.testing.assert_allclose(reference.chols[image[0]] @ reference.chols[image[0]].T,
+                               (reference.chols[second[0]] @ reference.chols[second[0]].T)[
+                                   np.ix_(swap, swap)], atol=1e-10)  # fmt: skip
+    x = reference.sample(np.random.default_rng(1), 4000)
+    assert np.mean(x[:, 1] > 2.5) == pytest.approx(reference.weights[image[0]], abs=0.03)
     # a relabelling the mixture already covers (both modes sit on the swapped axes' diagonal)
-    # costs nothing: the reference is left as it is
     fixed = np.arange(target.dim)
     fixed[[2, 3]] = [3, 2]
     covered = exploration.reference(SymmetryGroup((), (identity, AffineAction(fixed))))
-    assert type(covered) is type(base)
+    assert covered.n_components == base.n_components
+    assert type(exploration.reference(SymmetryGroup((), (identity,)))) is type(base)
 
 
 @pytest.mark.parametrize("df", [0.0, -3.0, np.inf, np.nan])
