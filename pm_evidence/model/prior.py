@@ -232,7 +232,7 @@ class PriorSampler:
     def draw(self, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
         """``n`` prior draws: ``{name: array (n, *shape)}``; the compiled generators are reseeded
         from ``rng`` first, so the draws depend on ``rng`` only. Variables with an ``ordered``
-        transform that :attr:`ordering` can sort are sorted (draws of the prior renormalized to
+        transform that ``ordering`` can sort are sorted (draws of the prior renormalized to
         the ordered region; :class:`OrderedPrior`)."""
         reseed_rngs(self._rngs, spawn_seed(rng))
         if self.batched:

@@ -333,10 +333,10 @@ class Exploration:
         transitions).
 
         ``group``: the model's relabelling symmetry (a
-        :class:`~pm_evidence.model.modes.SymmetryGroup` of more than one element, as the
+        ``pm_evidence.model.modes.SymmetryGroup`` of more than one element, as the
         posterior plan's symmetry search found it): the mixture then gets a component at each
         mirror image of a component that it misses
-        (:func:`~pm_evidence.search.mixtures.with_mirror_images`, :data:`MIRROR_DENSITY_RATIO`),
+        (:func:`~pm_evidence.search.mixtures.with_mirror_images`, ``MIRROR_DENSITY_RATIO``),
         so that it covers every image of each mode found, whether the exploration found one of
         them or all (issue 36: on three unordered frequencies it found 2 of the 3! = 6
         images, and AIS from its mixture alone was ``log 3`` low). Averaging the mixture over

@@ -259,12 +259,12 @@ def with_mirror_images(
 ) -> MixtureReference:
     r"""``mixture`` with a component at each mirror image it misses: for every component
     ``N(mu_k, L_k L_k^T)`` and group element ``g: x -> A x + c`` (volume-preserving, e.g.
-    :attr:`pm_evidence.model.modes.SymmetryGroup.actions`, the identity first) where the
+    ``pm_evidence.model.modes.SymmetryGroup.actions``, the identity first) where the
     mixture's density at ``g mu_k`` is below ``1 / density_ratio`` of that at ``mu_k``, the
     component ``N(A mu_k + c, A L_k L_k^T A^T)`` is added, and ``w_k`` is shared equally by
     the component and its added images. The result is a mixture (a normalized reference of
     the same kind), which covers the images of every mode the mixture holds, as
-    ``(1/|G|) sum_g q(g x)`` does (:class:`~pm_evidence.references.SymmetrizedReference`), at
+    ``(1/|G|) sum_g q(g x)`` does (``pm_evidence.references.SymmetrizedReference``), at
     the cost of the images it lacked only, and with the mixture's compiled log-density.
     Returns ``mixture`` itself where it misses none."""
     means, chols = mixture.means, mixture.chols
