@@ -255,7 +255,7 @@ def adapt_components(
 
 
 def with_mirror_images(
-    mixture: MixtureReference, actions, density_ratio: float
+    mixture: MixtureReference, actions, density_ratio: float, light_share: float = 1e-4
 ) -> MixtureReference:
     r"""``mixture`` with a component at each mirror image it misses: for every component
     ``N(mu_k, L_k L_k^T)`` and group element ``g: x -> A x + c`` (volume-preserving, e.g.
@@ -266,14 +266,21 @@ def with_mirror_images(
     the same kind), which covers the images of every mode the mixture holds, as
     ``(1/|G|) sum_g q(g x)`` does (``pm_evidence.references.SymmetrizedReference``), at
     the cost of the images it lacked only, and with the mixture's compiled log-density.
-    Returns ``mixture`` itself where it misses none."""
+    The lightest components, together less than ``light_share`` of the weight, get no images:
+    they would add components evaluated at every step of AIS for at most
+    ``(|G| - 1) light_share`` of the mass (5e-4 nats of ``log Z`` for three exchangeable
+    frequencies). Returns ``mixture`` itself where it misses none."""
     means, chols = mixture.means, mixture.chols
     log_q = mixture.logpdf(means)
+    order = np.argsort(mixture.weights)
+    light = np.zeros(mixture.n_components, dtype=bool)
+    light[order] = np.cumsum(mixture.weights[order]) < light_share
     images = {k: [] for k in range(mixture.n_components)}
     for action in actions[1:]:
         moved = action(means)
         offset = action(np.zeros(mixture.dim))
-        for k in np.flatnonzero(mixture.logpdf(moved) < log_q - np.log(density_ratio)):
+        missing = (mixture.logpdf(moved) < log_q - np.log(density_ratio)) & ~light
+        for k in np.flatnonzero(missing):
             linear = (action(chols[k].T) - offset).T  # A L_k, column by column
             images[k].append((moved[k], np.linalg.cholesky(linear @ linear.T)))
     if not any(images.values()):
