@@ -191,12 +191,12 @@ def draws_stage(target, idata, seed, progressbar, kwargs):
 
 def check_stage_options(target, kwargs: dict, exploration, plan, skipped: str) -> dict | None:
     """The options of stage 4, the cross-check: AIS from the exploration's mixture where it ran
-    (averaged over the model's relabelling symmetry where the posterior plan found one:
-    :meth:`~pm_evidence.search.exploration.Exploration.reference`); else from
+    (with a component at each mirror image it misses under the relabelling symmetry the
+    posterior plan found: :meth:`~pm_evidence.search.exploration.Exploration.reference`); else from
     the path options given, or the reference fitted to the posterior draws; where those failed,
     from the prior (a proper prior that can be sampled), or ``None`` where nothing is left to start
     from."""
-    if exploration is not None:  # averaged over the relabellings the plan's search found
+    if exploration is not None:  # the mirror images under the plan's relabellings covered
         group = None if plan is None else plan.search.group
         return for_the_path_methods(kwargs, exploration.reference(group))
     if plan is not None:
@@ -380,8 +380,7 @@ def unconfirmed_draws(draws_estimate: Evidence, check: Evidence, missed_by_draws
     """
     if missed_by_draws >= MISSED_SHARE:
         return "the posterior draws missed modes that tempering from the prior found"
-    combined = float(np.hypot(draws_estimate.se, check.se))
-    z = abs(draws_estimate.log_z - check.log_z) / combined if combined > 0 else np.inf
+    z = combined_z(draws_estimate, check)
     if not draws_estimate.reliable and check.reliable and not z <= DISAGREEMENT_Z:
         return (
             f"the estimate on the posterior draws ({draws_estimate.method}) fails its own "
@@ -408,8 +407,7 @@ def confirmed_or_flagged(
     if confirmation is not None:
         facts["confirmation_log_z"] = confirmation.log_z
         facts["confirmation_se"] = confirmation.se
-        combined = float(np.hypot(estimate.se, confirmation.se))
-        z = abs(estimate.log_z - confirmation.log_z) / combined if combined > 0 else np.inf
+        z = combined_z(estimate, confirmation)
         facts["confirmation_z"] = z
         facts["confirmation_warnings"] = tuple(confirmation.warnings)
         if z <= DISAGREEMENT_Z and estimate.reliable:
@@ -522,6 +520,13 @@ def _with_diagnostics(ev: Evidence, facts: dict) -> Evidence:
     return dataclasses.replace(ev, diagnostics={**ev.diagnostics, **facts})
 
 
+def combined_z(a: Evidence, b: Evidence) -> float:
+    """``|log Z_a - log Z_b| / hypot(se_a, se_b)``: the difference in combined standard errors
+    (``inf`` where both SEs are 0)."""
+    combined = float(np.hypot(a.se, b.se))
+    return abs(a.log_z - b.log_z) / combined if combined > 0 else np.inf
+
+
 def cross_checked(estimate: Evidence, check: Evidence, prefer_first: bool = False) -> Evidence:
     """The better-supported of an estimate and its cross-check, carrying the comparison.
 
@@ -544,8 +549,7 @@ def cross_checked(estimate: Evidence, check: Evidence, prefer_first: bool = Fals
     Evidence
     """
     a, b = estimate, check
-    combined = float(np.hypot(a.se, b.se))
-    z = abs(a.log_z - b.log_z) / combined if combined > 0 else np.inf
+    z = combined_z(a, b)
     better = prefer_first or (not a.reliable, a.se) <= (not b.reliable, b.se)
     chosen, other = (a, b) if better else (b, a)
     diagnostics = {
