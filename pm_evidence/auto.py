@@ -399,7 +399,11 @@ def confirmed_or_flagged(
     warning on the confirmation (heavy-tailed weights: an SE that is too small, if anything)
     does not stop it confirming, since an SE too small can only make a chance agreement less
     likely; its warnings are kept in the diagnostics (``confirmation_warnings``). Otherwise
-    ``estimate`` flagged as unconfirmed, with both numbers. ``nuts_estimate`` (bridge on the
+    ``estimate`` flagged as unconfirmed, with both numbers; where ``estimate`` fails its own
+    diagnostics and the confirmation does not, the confirmation is the one returned, flagged
+    likewise (``confirmation_log_z`` then holds the first; issue 36: on three ordered
+    frequencies at seed 3 the first exploration missed the main mode, AIS from it 14 nats low
+    with an ESS of 1, and the second was 0.005 from the gold). ``nuts_estimate`` (bridge on the
     draws that missed the modes) is kept in the diagnostics only. ``why``: why the draws could
     not confirm it (:func:`unconfirmed_draws`), in the words of the result."""
     facts["auto_nuts_method"] = getattr(nuts_estimate, "method", None)
@@ -422,6 +426,13 @@ def confirmed_or_flagged(
         f"{format_estimate(confirmation.log_z, confirmation.se)} against "
         f"{format_estimate(estimate.log_z, estimate.se)}"
     )  # fmt: skip
+    if confirmation is not None and confirmation.reliable and not estimate.reliable:
+        # the first exploration's AIS fails its own diagnostics (its mixture missed the mode
+        # that holds the mass: AIS is a lower bound, its weights degenerate): the second one,
+        # without a warning, is the better supported, still unconfirmed
+        facts["confirmation_log_z"], facts["confirmation_se"] = estimate.log_z, estimate.se
+        estimate = confirmation
+        found += " (the first fails its own diagnostics; the second is returned)"
     estimate = _with_warning(estimate, (
         f"No independent confirmation: {why}, so this estimate ({estimate.method} from the "
         f"exploration's mixture) is the only one that covers the posterior, and {found}; "

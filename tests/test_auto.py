@@ -108,3 +108,22 @@ def test_the_draws_cannot_confirm_ais_when_they_missed_mass_or_failed_and_disagr
         unconfirmed = auto.confirmed_or_flagged(ais, stuck, None, facts, why)
     assert not unconfirmed.reliable
     assert f"No independent confirmation: {why}" in unconfirmed.warnings[0]
+
+
+def test_an_unconfirmed_ais_that_fails_its_diagnostics_gives_way_to_the_confirmation():
+    """Issue 36 (three ordered frequencies, seed 3): the first exploration missed the main
+    mode (AIS 14 nats low, weights' ESS 1), the second found it (no warning). Unconfirmed
+    either way, but the second is returned, the first kept in ``confirmation_log_z``."""
+    Evidence = pme.Evidence
+    degenerate = Evidence(log_z=-120.67, se=0.99, method="ais", warnings=("ESS 1.0",))
+    second = Evidence(log_z=-106.31, se=0.004, method="ais")
+    facts = {}
+    why = "the posterior draws missed modes that tempering from the prior found"
+    result = auto.confirmed_or_flagged(degenerate, None, second, facts, why)
+    assert result.log_z == second.log_z and not result.reliable
+    assert "the second is returned" in result.warnings[-1]
+    assert facts["confirmation_log_z"] == degenerate.log_z
+    # both without warnings and disagreeing: the first stays, flagged
+    kept = auto.confirmed_or_flagged(dataclasses.replace(degenerate, warnings=()), None, second,
+                                     {}, why)  # fmt: skip
+    assert kept.log_z == degenerate.log_z and not kept.reliable
