@@ -366,6 +366,11 @@ def confirmation_stage(target, plan, seed, progressbar: bool, kwargs: dict) -> E
     return _with_diagnostics(result, {"confirmation_n_modes": exploration.n_modes})
 
 
+# Why the posterior draws cannot confirm AIS from the exploration, the usual case, in the words
+# of the result (unconfirmed_draws gives the other).
+DRAWS_MISSED_MODES = "the posterior draws missed modes that tempering from the prior found"
+
+
 def unconfirmed_draws(draws_estimate: Evidence, check: Evidence, missed_by_draws: float) -> str:
     """Why the estimate on the posterior draws cannot confirm AIS from the exploration's
     mixture (empty where it can), so that a second exploration is needed to confirm it:
@@ -379,7 +384,7 @@ def unconfirmed_draws(draws_estimate: Evidence, check: Evidence, missed_by_draws
       all of them is tens of nats low).
     """
     if missed_by_draws >= MISSED_SHARE:
-        return "the posterior draws missed modes that tempering from the prior found"
+        return DRAWS_MISSED_MODES
     z = combined_z(draws_estimate, check)
     if not draws_estimate.reliable and check.reliable and not z <= DISAGREEMENT_Z:
         return (
@@ -391,7 +396,7 @@ def unconfirmed_draws(draws_estimate: Evidence, check: Evidence, missed_by_draws
 
 def confirmed_or_flagged(
     estimate, nuts_estimate, confirmation, facts: dict,
-    why: str = "the posterior draws missed modes that tempering from the prior found",
+    why: str = DRAWS_MISSED_MODES,
 ) -> Evidence:  # fmt: skip
     """``estimate`` (AIS from the exploration's mixture) confirmed by ``confirmation`` where
     ``estimate`` carries no warning and the two agree within ``DISAGREEMENT_Z`` combined SEs:

@@ -114,6 +114,7 @@ def ordered_prior(model: pm.Model) -> OrderedPrior:
     from pymc.logprob.transforms import ChainedTransform
 
     free = set(model.free_RVs)
+    shapes = {}
     sorted_, problems, log_normalizer = [], [], 0.0
     for rv in model.free_RVs:
         transform = model.rvs_to_transforms.get(rv)
@@ -156,7 +157,8 @@ def ordered_prior(model: pm.Model) -> OrderedPrior:
                 f"independent draws: {reason}"
             )
             continue
-        shape = tuple(int(s) for s in model.eval_rv_shapes()[rv.name])
+        shapes = shapes or model.eval_rv_shapes()  # one evaluation, for the first ordered one
+        shape = tuple(int(s) for s in shapes[rv.name])
         n_vectors = math.prod(shape[:-1])
         sorted_.append((rv.name, not ordered[0].ascending))
         log_normalizer += n_vectors * math.lgamma(shape[-1] + 1)
