@@ -11,6 +11,7 @@ from pathlib import Path
 
 def write_csv(rows: list[dict], path: Path, columns: list[str]) -> None:
     """``rows`` as CSV at ``path`` (folders made), the ``columns`` in order, others left out."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")

@@ -62,6 +62,11 @@ class Reference:
             f"The {self.name!r} reference has no gradient of its log-density (has_gradient=False)."
         )
 
+    def logpdf_and_grad(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(logpdf(x), grad_logpdf(x))``; a reference whose two share work (a mixture's
+        whitened points) computes them together."""
+        return self.logpdf(x), self.grad_logpdf(x)
+
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
@@ -84,6 +89,9 @@ class Reference:
         raise NotImplementedError
 
 
+# Numbers of whitened points (points x components x dim) a mixture holds at once: its
+# evaluation goes in chunks of points so that memory stays near 8 * WHITENED_CHUNK bytes.
+WHITENED_CHUNK = 2_000_000
 # Shrinkage intensities tried by shrunk_covariance (0: the sample covariance; 1: its diagonal).
 SHRINKAGE_GRID = (0.0, 0.01, 0.03, 0.1, 0.2, 0.3, 0.5, 0.7, 0.85, 1.0)
 # Ranks of the low-rank part tried by shrunk_covariance, in this order while the held-out score
@@ -658,16 +666,43 @@ class MixtureReference(Reference):
             return -0.5 * m2
         return -0.5 * (self.df + self.dim) * np.log1p(m2 / self.df)
 
+    @cached_property
+    def _whitening(self) -> tuple[np.ndarray, np.ndarray]:
+        """``W (dim, K dim)``, the ``L_k^{-T}`` side by side, and ``L_k^{-1} mu_k`` as one row
+        ``(K dim,)``: the whitened points of every component are one matrix product,
+        ``z_k = L_k^{-1} (x - mu_k) = (x W - b)_k``."""
+        inverses = np.stack([_inverse_lower(c) for c in self.chols])  # (K, dim, dim)
+        w = np.transpose(inverses, (2, 0, 1)).reshape(self.dim, -1)
+        b = np.einsum("ked,kd->ke", inverses, self.means).reshape(-1)
+        return w, b
+
+    def _whitened(self, rows: np.ndarray) -> np.ndarray:
+        """``z_k = L_k^{-1} (x - mu_k)`` for finite rows ``(n, dim)``: shape ``(n, K, dim)``."""
+        w, b = self._whitening
+        return (rows @ w - b).reshape(rows.shape[0], self.n_components, self.dim)
+
+    def _chunks(self, x) -> tuple[np.ndarray, np.ndarray, int]:
+        """``x`` as finite rows ``(n, dim)`` (non-finite ones zeroed), which rows were finite,
+        and a chunk length that keeps the whitened points of a chunk (``n K dim`` numbers)
+        near ``WHITENED_CHUNK``."""
+        rows = np.asarray(x, dtype=float).reshape(-1, self.dim)
+        finite = _finite_rows(rows)
+        if not finite.all():
+            rows = np.where(finite[:, None], rows, 0.0)
+        step = max(1, WHITENED_CHUNK // (self.n_components * self.dim))
+        return rows, finite, step
+
     def mahalanobis_sq(self, x) -> np.ndarray:
-        """Squared Mahalanobis distance of ``x`` to each component, shape ``(..., K)``."""
+        """Squared Mahalanobis distance of ``x`` to each component, shape ``(..., K)``;
+        ``+inf`` at a point with a non-finite coordinate."""
         x = np.asarray(x, dtype=float)
-        return np.stack(
-            [
-                _mahalanobis_sq(x, mean, chol)
-                for mean, chol in zip(self.means, self.chols, strict=True)
-            ],
-            axis=-1,
-        )
+        rows, finite, step = self._chunks(x)
+        out = np.empty((rows.shape[0], self.n_components))
+        for start in range(0, rows.shape[0], step):
+            z = self._whitened(rows[start : start + step])
+            out[start : start + step] = np.einsum("nkd,nkd->nk", z, z)
+        out[~finite] = np.inf
+        return out.reshape(*x.shape[:-1], self.n_components)
 
     def component_logpdfs(self, x) -> np.ndarray:
         """``log w_k + log q_k(x)``, shape ``(..., K)``."""
@@ -690,18 +725,32 @@ class MixtureReference(Reference):
 
     def grad_logpdf(self, x):
         """``-sum_k r_k(x) c_k(x) Sigma_k^{-1} (x - mu_k)``, ``c_k = 1`` for normal components
-        and ``(df + dim) / (df + m_k^2)`` for Student-t ones."""
+        and ``(df + dim) / (df + m_k^2)`` for Student-t ones (:meth:`logpdf_and_grad`)."""
+        return self.logpdf_and_grad(x)[1]
+
+    def logpdf_and_grad(self, x):
+        """``log q(x)`` and its gradient from one whitening per chunk of points:
+        with ``z_k = L_k^{-1} (x - mu_k)``, ``m_k^2 = |z_k|^2`` and responsibilities ``r_k``,
+        ``grad log q = -sum_k r_k c_k L_k^{-T} z_k`` (:meth:`grad_logpdf`), one matrix product
+        ``-(r c z) W^T``. Zero gradient and ``-inf`` at a point with a non-finite
+        coordinate."""
         x = np.asarray(x, dtype=float)
-        with np.errstate(invalid="ignore"):  # -inf - (-inf) at non-finite points, zeroed below
-            r = self.responsibilities(x)
-            grad = np.zeros_like(x)
-            for k in range(self.n_components):
-                scale = r[..., k]
-                if self.df is not None:
-                    m2 = _mahalanobis_sq(x, self.means[k], self.chols[k])
-                    scale = scale * (self.df + self.dim) / (self.df + m2)
-                grad -= scale[..., None] * _precision_times_centred(x, self.means[k], self.chols[k])
-        return _zero_nonfinite_rows(x, grad)
+        rows, finite, step = self._chunks(x)
+        w, _ = self._whitening
+        log_q = np.empty(rows.shape[0])
+        grad = np.empty_like(rows)
+        for start in range(0, rows.shape[0], step):
+            z = self._whitened(rows[start : start + step])
+            m2 = np.einsum("nkd,nkd->nk", z, z)
+            log_qk = self._log_norms + self._kernel(m2)
+            log_q[start : start + step] = logsumexp(log_qk, axis=-1)
+            scale = np.exp(log_qk - log_q[start : start + step, None])
+            if self.df is not None:
+                scale = scale * (self.df + self.dim) / (self.df + m2)
+            grad[start : start + step] = -(scale[..., None] * z).reshape(z.shape[0], -1) @ w.T
+        log_q[~finite] = -np.inf
+        grad[~finite] = 0.0
+        return log_q.reshape(x.shape[:-1]), grad.reshape(x.shape)
 
     def graph_parameters(self):
         """``(log w_k + log normalizers, means, L_k^{-1}, df)`` (``df = inf`` for normal

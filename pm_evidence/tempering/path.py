@@ -123,18 +123,17 @@ class GeometricPath:
         if self.is_prior:  # log p0 = log prior + c, Delta = log lik - c (c: ordered variables)
             c = self.reference.log_normalizer
             return PathState(x, log_prior + c, log_lik - c, g_prior, g_lik)
-        log_p0 = self.reference.logpdf(x)
-        delta = log_prior + log_lik - log_p0
         if not with_grad:
-            return PathState(x, log_p0, delta)
+            log_p0 = self.reference.logpdf(x)
+            return PathState(x, log_p0, log_prior + log_lik - log_p0)
         if not self.reference.has_gradient:
             raise EvidenceInputError(
                 f"HMC needs the gradient of the reference's log-density, and the "
                 f"{self.reference.name!r} reference has none (has_gradient=False). Use "
                 f"kernel='rwm'."
             )
-        g_p0 = self.reference.grad_logpdf(x)
-        return PathState(x, log_p0, delta, g_p0, g_prior + g_lik - g_p0)
+        log_p0, g_p0 = self.reference.logpdf_and_grad(x)
+        return PathState(x, log_p0, log_prior + log_lik - log_p0, g_p0, g_prior + g_lik - g_p0)
 
     def sample_reference(self, rng: np.random.Generator, n: int, *, with_grad: bool = False):
         """``n`` exact draws from ``p0`` (``beta = 0``) as a ``PathState``."""
