@@ -92,3 +92,23 @@ def test_budget_is_validated():
     with pytest.raises(pme.EvidenceInputError, match="max_evaluations must be a positive"):
         pme.TemperingOptions(max_evaluations=2.5)
     assert pme.TemperingOptions(max_evaluations=None).max_evaluations is None
+
+
+def test_annealing_stops_where_its_weights_are_too_heavy_tailed_for_any_budget():
+    """A reference far narrower than the posterior and three rungs: AIS's weights have a Pareto
+    k-hat above 1, beyond what max_chains chains can make reliable (10^(1/(1 - k)) draws, Vehtari
+    et al. 2024), so the run grows at most tenfold per batch, stops at HEAVY_TAIL_CHAINS with
+    ``stopped_by="heavy_tails"`` instead of running max_chains, and the result is flagged."""
+    model, _ = normal_mean()
+    target = pme.LogDensity(model)
+    narrow = pme.MultivariateNormalReference(np.zeros(target.dim), 0.01 * np.eye(target.dim))
+    plan = pme.make_plan(
+        target, pme.PathOptions(reference=narrow), random_seed=3, progressbar=False
+    )  # fmt: skip
+    run = _anneal(plan, first_batch=100, n_rungs=3, target_se=1e-4, max_chains=20_000)
+    with pytest.warns(UserWarning, match="Pareto k-hat"):
+        ev = path_estimators.ais(run)
+    assert run.stopped_by == "heavy_tails"
+    assert 1000 <= run.sampler.log_weights.size <= 1100
+    assert ev.diagnostics["pareto_k"] > 1 - 1 / np.log10(20_000)
+    assert not ev.reliable and any("Pareto k-hat" in w for w in ev.warnings)
