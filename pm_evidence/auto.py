@@ -15,7 +15,8 @@ For a continuous model (:func:`auto_evidence`):
 6. **confirmation**, only where the posterior draws missed modes the exploration found (so that
    the estimate on them cannot check AIS): a second exploration and AIS from its mixture, on
    streams no other stage uses (:func:`confirmation_stage`); AIS is returned confirmed where
-   the two agree, flagged as unconfirmed otherwise;
+   the two agree and the two explorations found the same modes
+   (:func:`~pm_evidence.search.coverage.unshared_mass`), flagged as unconfirmed otherwise;
 7. **choice**: the better supported of the two (:func:`cross_checked`), a disagreement over
    4 combined SEs a warning on it; where no exploration ran, the **term check**
    (:mod:`pm_evidence.search.term_check`).
@@ -51,7 +52,7 @@ from pm_evidence.run_methods import (
     nothing_left,
     term_checked,
 )
-from pm_evidence.search.coverage import MISSED_SHARE, compare_coverage
+from pm_evidence.search.coverage import MISSED_SHARE, compare_coverage, unshared_mass
 from pm_evidence.search.exploration import Exploration, ExplorationOptions, explore
 
 __all__ = [
@@ -313,7 +314,9 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
                     confirmation = attempt(
                         "the confirmation (a second exploration from the prior with its own "
                         "random stream, and AIS from its mixture)",
-                        lambda: confirmation_stage(target, plan, seed, progressbar, kwargs),
+                        lambda: confirmation_stage(
+                            target, plan, seed, progressbar, kwargs, options["path"].reference
+                        ),
                         failures,
                     )
                 except KeyboardInterrupt:  # keep what finished: AIS, flagged as unconfirmed
@@ -351,19 +354,33 @@ def confirmation_seed(seed: np.random.SeedSequence) -> np.random.SeedSequence:
     return np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, CONFIRMATION_STREAM))
 
 
-def confirmation_stage(target, plan, seed, progressbar: bool, kwargs: dict) -> Evidence:
+def confirmation_stage(
+    target, plan, seed, progressbar: bool, kwargs: dict, first_reference=None
+) -> Evidence:
     """Stage 6, where the posterior draws missed modes the exploration found: a second exploration
     from the prior and AIS from its mixture, every stream a child of
     :func:`confirmation_seed` (no randomness shared with stages 1 to 5). ``seed``: the call's
     (an int or a ``numpy.random.SeedSequence``; a Generator is advanced, so stages called
     alone reproduce a call only from an int or a SeedSequence). Two explorations that
     found the same mass give AIS estimates that agree; one that missed a mode the other found
-    gives a lower one (AIS from a mixture without the mode)."""
+    gives a lower one (AIS from a mixture without the mode). Two that each missed the same
+    amount of mass agree too (each found one mirror image of a mode under a symmetry the
+    relabelling search did not detect): with ``first_reference`` (the first AIS's start) the
+    result's diagnostics hold ``confirmation_unshared_mass``, the posterior mass either
+    mixture holds where the other has no component
+    (:func:`~pm_evidence.search.coverage.unshared_mass`, on the ``"mode_sets"`` stream of the
+    confirmation's seed), which :func:`confirmed_or_flagged` reads."""
     child = confirmation_seed(root_sequence(seed))
     exploration = exploration_stage(target, child, progressbar)
     options = check_stage_options(target, kwargs, exploration, plan, "")
     result = estimate_stage("ais", target, plan, child, progressbar, options)
-    return _with_diagnostics(result, {"confirmation_n_modes": exploration.n_modes})
+    facts = {"confirmation_n_modes": exploration.n_modes}
+    if first_reference is not None:
+        facts["confirmation_unshared_mass"] = unshared_mass(
+            first_reference, options["path"].reference, target.log_density,
+            stage_rngs(child)["mode_sets"],
+        )  # fmt: skip
+    return _with_diagnostics(result, facts)
 
 
 # Why the posterior draws cannot confirm AIS from the exploration, the usual case, in the words
@@ -399,7 +416,9 @@ def confirmed_or_flagged(
     why: str = DRAWS_MISSED_MODES,
 ) -> Evidence:  # fmt: skip
     """``estimate`` (AIS from the exploration's mixture) confirmed by ``confirmation`` where
-    ``estimate`` carries no warning and the two agree within ``DISAGREEMENT_Z`` combined SEs:
+    ``estimate`` carries no warning, the two agree within ``DISAGREEMENT_Z`` combined SEs and
+    the two explorations found the same modes (the confirmation's
+    ``confirmation_unshared_mass`` below ``MISSED_SHARE``: :func:`confirmation_stage`):
     the better supported of the two, ``reliable`` unless something else says otherwise. A
     warning on the confirmation (heavy-tailed weights: an SE that is too small, if anything)
     does not stop it confirming, since an SE too small can only make a chance agreement less
@@ -413,13 +432,16 @@ def confirmed_or_flagged(
     not confirm it (:func:`unconfirmed_draws`), in the words of the result."""
     facts["auto_nuts_method"] = getattr(nuts_estimate, "method", None)
     facts["auto_nuts_log_z"] = getattr(nuts_estimate, "log_z", np.nan)
+    unshared = np.nan
     if confirmation is not None:
         facts["confirmation_log_z"] = confirmation.log_z
         facts["confirmation_se"] = confirmation.se
         z = combined_z(estimate, confirmation)
         facts["confirmation_z"] = z
         facts["confirmation_warnings"] = tuple(confirmation.warnings)
-        if z <= DISAGREEMENT_Z and estimate.reliable:
+        unshared = confirmation.diagnostics.get("confirmation_unshared_mass", np.nan)
+        facts["confirmation_unshared_mass"] = unshared
+        if z <= DISAGREEMENT_Z and estimate.reliable and not unshared >= MISSED_SHARE:
             facts["confirmed_by"] = (
                 f"a second exploration from the prior with its own random stream, and AIS from "
                 f"its mixture ({why})"
@@ -431,6 +453,13 @@ def confirmed_or_flagged(
         f"{format_estimate(confirmation.log_z, confirmation.se)} against "
         f"{format_estimate(estimate.log_z, estimate.se)}"
     )  # fmt: skip
+    if unshared >= MISSED_SHARE:  # agreeing or not, they did not cover the same mass
+        found += (
+            f", but the two explorations found different modes: {unshared:.0%} of the "
+            f"posterior mass one of them holds lies where the other has no component (two "
+            f"estimates that each miss the same mass agree, e.g. each on one mirror image of "
+            f"a symmetric posterior)"
+        )
     if confirmation is not None and confirmation.reliable and not estimate.reliable:
         # the first exploration's AIS fails its own diagnostics (its mixture missed the mode
         # that holds the mass: AIS is a lower bound, its weights degenerate): the second one,

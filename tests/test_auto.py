@@ -7,6 +7,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from scipy import stats
 
 import pm_evidence as pme
 from pm_evidence import auto
@@ -127,3 +128,43 @@ def test_an_unconfirmed_ais_that_fails_its_diagnostics_gives_way_to_the_confirma
     kept = auto.confirmed_or_flagged(dataclasses.replace(degenerate, warnings=()), None, second,
                                      {}, why)  # fmt: skip
     assert kept.log_z == degenerate.log_z and not kept.reliable
+
+
+def test_two_explorations_on_different_mirror_images_do_not_confirm_each_other():
+    """Issue 36: two explorations that each found one mirror image of a symmetric posterior (a
+    symmetry the relabelling search does not detect) give AIS estimates that agree on
+    ``log Z - log 2``. The posterior mass outside every component of one mixture, estimated by
+    importance sampling from the other (``unshared_mass``), is then 1/2 (over 8 seeds 0.43 to
+    0.67: the Student-t tails of one image's component reach the other), and the agreement
+    confirms nothing; two mixtures holding both images leave none."""
+    from pm_evidence.references import MixtureReference
+    from pm_evidence.search.coverage import MISSED_SHARE, unshared_mass
+
+    def log_f(x):  # two unit normals at -3 and +3 in 2-D, Z = 1
+        return np.logaddexp(
+            stats.multivariate_normal([-3.0, 0.0]).logpdf(x),
+            stats.multivariate_normal([3.0, 0.0]).logpdf(x),
+        ) - np.log(2)
+
+    def mixture(*centres):
+        k = len(centres)
+        return MixtureReference(np.full(k, 1 / k), np.array(centres, float),
+                                np.stack([1.1 * np.eye(2)] * k), df=5.0)  # fmt: skip
+
+    rng = np.random.default_rng(0)
+    left, right, both = mixture([-3, 0]), mixture([3, 0]), mixture([-3, 0], [3, 0])
+    assert unshared_mass(left, right, log_f, rng) > 0.3
+    assert unshared_mass(both, mixture([3, 0], [-3, 0]), log_f, rng) < MISSED_SHARE
+    assert unshared_mass(left, both, log_f, rng) > 0.3  # `both` holds mass `left` lacks
+
+    Evidence = pme.Evidence
+    estimate = Evidence(log_z=-np.log(2) + 0.001, se=0.004, method="ais")
+    agreeing = Evidence(log_z=-np.log(2) - 0.002, se=0.004, method="ais",
+                        diagnostics={"confirmation_unshared_mass": 0.998})  # fmt: skip
+    why = "the posterior draws missed modes that tempering from the prior found"
+    facts = {}
+    result = auto.confirmed_or_flagged(estimate, None, agreeing, facts, why)
+    assert not result.reliable and "found different modes: 100%" in result.warnings[-1]
+    assert facts["confirmation_unshared_mass"] == 0.998 and "confirmed_by" not in facts
+    shared = dataclasses.replace(agreeing, diagnostics={"confirmation_unshared_mass": 0.001})
+    assert auto.confirmed_or_flagged(estimate, None, shared, {}, why).reliable

@@ -90,7 +90,7 @@ def as_generator(random_seed: int | np.random.Generator | np.random.SeedSequence
 # other stages run or in which order (a method in a list gets exactly what it gets alone).
 STAGES = (
     "posterior", "pilot", "annealing", "reverse_annealing", "tempering",
-    "is", "ris", "ds", "bridge", "is_ris", "exploration", "term_check",
+    "is", "ris", "ds", "bridge", "is_ris", "exploration", "term_check", "mode_sets",
 )  # fmt: skip
 
 

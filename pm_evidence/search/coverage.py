@@ -16,6 +16,7 @@ from scipy.special import logsumexp
 from pm_evidence.search.mixtures import OUTLIER_LEVEL
 
 if TYPE_CHECKING:
+    from pm_evidence.references import MixtureReference
     from pm_evidence.search.exploration import Exploration
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "compare_coverage",
     "occupancy_jumps",
     "outside_mass_share",
+    "unshared_mass",
 ]
 
 
@@ -180,3 +182,54 @@ def outside_mass_share(
         log_mass = -(logsumexp(log_ratio) - np.log(log_ratio.size))
         share = max(share, float(np.exp(min(0.0, log_mass - log_z))))
     return share
+
+
+def unshared_mass(
+    first: MixtureReference,
+    second: MixtureReference,
+    log_density: Callable[[np.ndarray], np.ndarray],
+    rng: np.random.Generator,
+    n_draws: int = 4096,
+) -> float:
+    r"""The posterior mass outside every component of one of two explorations' mixtures, as
+    seen from the other: the larger of the two ways, as a share of ``Z``.
+
+    For ``x_i ~ a`` with self-normalized importance weights ``u_i \propto f(x_i) / a(x_i)``,
+    ``sum_i u_i [x_i outside b]`` estimates the posterior mass outside ``b``, a point being
+    outside ``b`` where its squared Mahalanobis distance to every component of ``b`` is beyond
+    the chi-square ``1 - OUTLIER_LEVEL`` quantile; then the same with ``a`` and ``b`` swapped.
+    Two explorations that found the same modes give a share near 0; where each found one of
+    ``|G|`` mirror images of the mode that holds the mass, ``1 - 1/|G|``.
+
+    Why it is needed: AIS from each mixture estimates the mass that mixture covers, so two
+    explorations that each missed the same amount of mass agree on a wrong ``log Z``. With a
+    symmetry the relabelling search does not detect, each may find one mirror image of the
+    main mode, and both give ``log Z - log |G|`` (issue 36: on three unordered frequencies
+    before their relabelling was detected, both explorations held one of the six images, and
+    ``auto`` returned ``-log 6`` from the gold as confirmed). The images they found then
+    differ (unless both found the same one), and this share is far above ``MISSED_SHARE``.
+
+    Parameters
+    ----------
+    first, second : MixtureReference
+        The references AIS started from (mirror images added where the group is known).
+    log_density : callable
+        ``log f`` at points ``(n, dim)`` (unnormalized).
+    rng : numpy.random.Generator
+    n_draws : int
+        Draws from each mixture (one evaluation of ``log f`` each).
+    """
+    limit = stats.chi2.ppf(1 - OUTLIER_LEVEL, first.dim)
+
+    def outside(a: MixtureReference, b: MixtureReference) -> float:
+        x = a.sample(rng, n_draws)
+        log_u = np.asarray(log_density(x), dtype=float) - a.logpdf(x)
+        log_u = np.where(np.isnan(log_u), -np.inf, log_u)
+        if not np.isfinite(log_u).any():
+            return float("nan")
+        u = np.exp(log_u - logsumexp(log_u))
+        far = np.all(b.mahalanobis_sq(x) > limit, axis=-1)
+        return float(u @ far)
+
+    shares = [outside(first, second), outside(second, first)]
+    return float(np.nan if np.isnan(shares).all() else np.nanmax(shares))
