@@ -20,9 +20,9 @@ tempering: stretches of sweeps, each sized from the standard error so far) until
    depend on the machine's speed);
 5. AIS only: its weights, over at least ``HEAVY_TAIL_CHAINS`` chains, rest on a few chains
    and have a tail beyond what ``max_chains`` chains could make reliable
-   (``"heavy_tails"``: :func:`_hopeless`); while its weights look heavy-tailed (k-hat above
-   :func:`~pm_evidence.core.utils.good_pareto_k`) a run grows at most ``HEAVY_TAIL_GROWTH``
-   times per batch.
+   (``"heavy_tails"``: :func:`_hopeless`); while its weights' k-hat is above the PSIS
+   threshold (:func:`~pm_evidence.core.utils.good_pareto_k`) and their ESS below half the
+   chains, a run grows at most ``HEAVY_TAIL_GROWTH`` times per batch.
 
 The last batch or stretch is cut to end within the caps and the budget. What a run needs before
 it has an estimate always runs: AIS's first batch (``first_batch`` chains), tempering's
@@ -291,15 +291,15 @@ def run_annealing(
             time.perf_counter() - start > options.time_limit
         )
         done = run.log_weights.size
-        k_hat = pareto_khat(run.log_weights)
+        ess_share, k_hat = _weights_tail(run.log_weights)
         stopped_by = _stop_reason(reached, done >= max_chains, cap_name, out_of_time, se)
-        if stopped_by is None and _hopeless(run.log_weights, k_hat, max_chains):
+        if stopped_by is None and _hopeless(ess_share, k_hat, done, max_chains):
             stopped_by = "heavy_tails"
         if stopped_by is not None:
             break
         needed = math.ceil(1.1 * done * (se / options.target_se) ** 2) - done
-        if k_hat > good_pareto_k(done):  # heavy tails so far: look again before going far
-            needed = min(needed, (HEAVY_TAIL_GROWTH - 1) * done)
+        if k_hat > good_pareto_k(done) and ess_share < HEAVY_TAIL_LOOK_AGAIN_ESS:
+            needed = min(needed, (HEAVY_TAIL_GROWTH - 1) * done)  # look again before going far
         n_batch = int(min(max(needed, first // 2), max_chains - done))
     return AnnealingRun(
         plan, ladder, run, options, target_se_reached=reached, stopped_by=stopped_by,
@@ -309,32 +309,39 @@ def run_annealing(
 
 # AIS's chains from which its weights are judged (a Pareto k-hat fit then has
 # min(n / 5, 3 sqrt(n)) = 95 tail draws); the Kish ESS, as a share of the chains, below which
-# a few chains carry the weight; and the factor by which a run whose weights look
-# heavy-tailed grows per batch at most, so that it is looked at again before it spends its
-# budget.
+# a few chains carry the weight; and, for a run whose weights' k-hat is above the PSIS
+# threshold with an ESS below HEAVY_TAIL_LOOK_AGAIN_ESS of its chains, the factor by which it
+# grows per batch at most, so that it is looked at again before it spends its budget (a
+# heavy tail's ESS share falls as chains are added: 12% of 100 chains, 0.1% of 20,000 on a
+# reference far narrower than the posterior).
 HEAVY_TAIL_CHAINS = 1000
 HEAVY_TAIL_ESS = 0.05
+HEAVY_TAIL_LOOK_AGAIN_ESS = 0.5
 HEAVY_TAIL_GROWTH = 10
 
 
-def _hopeless(log_weights: np.ndarray, k_hat: float, max_chains: int) -> bool:
-    r"""Whether ``max_chains`` chains cannot make AIS's estimate reliable: over at least
-    ``HEAVY_TAIL_CHAINS`` chains, a few carry the weight (Kish ESS below ``HEAVY_TAIL_ESS`` of
-    them) and the weights' Pareto k-hat is beyond ``1 - 1/log10(max_chains)`` (0.77 for
-    20,000 chains), the tail index at which a reliable mean needs about
-    ``10^{1 / (1 - k)}`` > ``max_chains`` draws (Vehtari, Simpson, Gelman, Yao and Gabry
-    2024, §3.2). A run there stops (``stopped_by="heavy_tails"``): more chains of the same
-    annealing do not make it reliable, and its result is flagged by its ESS and k-hat either
-    way (issue 36: on three frequencies, AIS from a mixture whose main-mode components were
-    misshapen ran 20,000 chains in 409 s for an ESS of 38 and k-hat 0.96, 0.28 nats off,
-    flagged; at 1,000 chains: ESS 12.5, k-hat 1.13). k-hat alone is not enough: on the eggbox
-    the weights of 1,000 chains have k-hat 0.90 with an ESS of 93% of them, and k-hat falls
-    to 0.65 by 20,000 chains (measured)."""
-    n = log_weights.size
-    if n < HEAVY_TAIL_CHAINS or not k_hat > 1.0 - 1.0 / math.log10(max_chains):
-        return False
+def _weights_tail(log_weights: np.ndarray) -> tuple[float, float]:
+    """The Kish ESS of AIS's weights as a share of its chains, and their Pareto k-hat."""
     u = np.exp(log_weights - np.max(log_weights))
-    return bool(np.sum(u) ** 2 / np.sum(u**2) < HEAVY_TAIL_ESS * n)
+    return float(np.sum(u) ** 2 / np.sum(u**2) / u.size), pareto_khat(log_weights)
+
+
+def _hopeless(ess_share: float, k_hat: float, n_chains: int, max_chains: int) -> bool:
+    r"""Whether ``max_chains`` chains cannot make AIS's estimate reliable: over at least
+    ``HEAVY_TAIL_CHAINS`` chains, a few carry the weight (a Kish ESS below ``HEAVY_TAIL_ESS``
+    of them) and the weights' Pareto k-hat is beyond ``1 - 1/log10(max_chains)`` (0.77 for
+    20,000 chains), the tail index at which a reliable mean needs about ``10^{1 / (1 - k)}``
+    > ``max_chains`` draws (Vehtari, Simpson, Gelman, Yao and Gabry 2024, §3.2). A run there
+    stops (``stopped_by="heavy_tails"``): more chains of the same annealing do not make it
+    reliable, and its result is flagged by its ESS and k-hat either way (issue 36: on three
+    frequencies, AIS from a mixture whose main-mode components were misshapen ran 20,000
+    chains in 409 s for an ESS of 38 and k-hat 0.96, 0.28 nats off, flagged; at 1,000 chains:
+    ESS 12.5, k-hat 1.13). k-hat alone is not enough: on the eggbox the weights of 1,000
+    chains have k-hat 0.90 with an ESS of 93% of them, and k-hat falls to 0.65 by 20,000
+    chains (measured); such runs keep their batches as before."""
+    if n_chains < HEAVY_TAIL_CHAINS or not ess_share < HEAVY_TAIL_ESS:
+        return False
+    return bool(k_hat > 1.0 - 1.0 / math.log10(max_chains))
 
 
 def _budget_count(budget: int | None, spent: int, per_unit: int) -> int | float:

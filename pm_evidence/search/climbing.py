@@ -22,6 +22,7 @@ __all__ = [
     "climbed_modes",
     "kept_candidates",
     "laplace_covariance",
+    "laplace_polished",
     "term_modes",
     "with_term_modes",
 ]
@@ -41,6 +42,13 @@ CLIMB_WEIGHT_SHARE = 0.1
 
 
 MAX_CLIMBS = 8
+
+
+# laplace_polished climbs from the heaviest components of the mixture that together hold this
+# share of the posterior mass (by importance sampling from the mixture), at most
+# MAX_POLISHED of them.
+POLISHED_SHARE = 0.99
+MAX_POLISHED = 16
 
 
 # Each term search (:func:`term_modes`) starts from the best, under its surrogate, of this many
@@ -259,3 +267,75 @@ def with_term_modes(target, rng, mixture, pool, log_f_and_grad):
     candidates = (found, log_f, log_f - mixture.logpdf(found))
     mixture, added, climb_evaluations = climbed_modes(mixture, candidates, pool, log_f_and_grad)
     return mixture, added, n_eval + found.shape[0] + climb_evaluations
+
+
+def laplace_polished(
+    mixture: MixtureReference,
+    log_f,
+    log_f_and_grad,
+    rng: np.random.Generator,
+    n_draws: int,
+) -> tuple[MixtureReference, int, int]:
+    r"""``mixture`` with a Laplace component ``N(mode, (-H)^{-1})`` at the local mode of each
+    of its heaviest components: for a mixture whose components sit at the right modes with the
+    wrong shapes.
+
+    With ``x_i ~ q`` (``n_draws`` of them), self-normalized importance weights ``u_i`` and
+    responsibilities ``r_ik``, a component's posterior share is ``s_k = sum_i u_i r_ik``. From
+    the heaviest components, together ``POLISHED_SHARE`` of the shares (at most
+    ``MAX_POLISHED``), L-BFGS climbs from the draw of largest ``u_i r_ik``; at each mode
+    reached (one per mode: a mode within ``dim`` squared Mahalanobis units of one already
+    found is skipped) a component with the Laplace covariance
+    (:func:`laplace_covariance`) is added with weight ``1 / K``;
+    :func:`~pm_evidence.search.mixtures.adapt_components` then sets the weights. A narrow
+    mode's shape is set by the posterior's curvature there, which few particles fit well:
+    on three frequencies of a periodic signal (issue 36, seed 2) the mixture of both passes
+    had its components at the main mode and its mirror images but an importance-sampling ESS
+    of 0.2% (log weights spread over 3 nats within the mode); the Laplace components at the
+    12 modes climbed, adapted, gave an ESS of 54% and ``log Z`` 0.0004 from the gold.
+
+    Returns
+    -------
+    MixtureReference, int, int
+        The mixture, the number of components added and the log-density evaluations.
+    """
+    x = mixture.sample(rng, n_draws)
+    log_u = np.nan_to_num(np.asarray(log_f(x), dtype=float) - mixture.logpdf(x), nan=-np.inf)
+    n_eval = n_draws
+    if not np.isfinite(log_u).any():
+        return mixture, 0, n_eval
+    u = np.exp(log_u - special.logsumexp(log_u))
+    weighted = u[:, None] * mixture.responsibilities(x)  # (n, K)
+    shares = weighted.sum(axis=0)
+    order = np.argsort(shares)[::-1]
+    heavy = order[: np.searchsorted(np.cumsum(shares[order]), POLISHED_SHARE) + 1]
+    modes, covariances = [], []
+    for k in heavy[:MAX_POLISHED]:
+        mode, mode_log_f, evaluations = climb(log_f_and_grad, x[np.argmax(weighted[:, k])])
+        n_eval += evaluations
+        if not (np.all(np.isfinite(mode)) and np.isfinite(mode_log_f)):
+            continue
+        found = zip(modes, covariances, strict=True)
+        if any(_mahalanobis_sq(mode, m, c) < mode.size for m, c in found):
+            continue  # a mode found from another component
+        covariance = laplace_covariance(mode, log_f_and_grad)
+        n_eval += 2 * mode.size
+        if covariance is not None:
+            modes.append(mode)
+            covariances.append(covariance)
+    if not modes:
+        return mixture, 0, n_eval
+    weights = np.append(mixture.weights, np.full(len(modes), 1.0 / mixture.n_components))
+    polished = MixtureReference.from_components(
+        weights / weights.sum(),
+        np.concatenate([mixture.means, np.array(modes)]),
+        np.concatenate([mixture.chols @ np.swapaxes(mixture.chols, -1, -2), covariances]),
+        mixture.df,
+    )
+    return polished, len(modes), n_eval
+
+
+def _mahalanobis_sq(x: np.ndarray, mean: np.ndarray, covariance: np.ndarray) -> float:
+    """``(x - mean)^T covariance^{-1} (x - mean)``."""
+    centred = x - mean
+    return float(centred @ np.linalg.solve(covariance, centred))

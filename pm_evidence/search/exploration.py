@@ -51,6 +51,11 @@ A second pass
     persistent proposals do in nested and persistent samplers. The reference is the
     components of both passes adapted together (:attr:`Exploration.n_passes`): the second pass,
     drawn to the modes the first found, can hold fewer mirror images of them than the first.
+    Where that mixture is still a poor reference, its components are at the right modes with
+    the wrong shapes more often than not (narrow modes that few particles fit): a Laplace
+    component is added at the mode of each of its heaviest components and the mixture adapted
+    again (:func:`~pm_evidence.search.climbing.laplace_polished`,
+    :attr:`Exploration.n_laplace_modes`), kept where it raises the reweighting ESS.
 
 Which modes it cannot find
     A mode whose share of ``f_beta`` stays below about ``1 / n_particles`` at every ``beta``
@@ -94,6 +99,7 @@ from pm_evidence.search.climbing import (  # moved there: the old imports keep w
     climbed_modes,
     kept_candidates,
     laplace_covariance,
+    laplace_polished,
     term_modes,
     with_term_modes,
 )
@@ -304,6 +310,11 @@ class Exploration:
     n_passes : int
         Passes of the tempering made (2 where the first one's mixture was a poor reference:
         :attr:`ExplorationOptions.second_pass_ess`); ``n_evaluations`` counts all of them.
+    n_laplace_modes : int
+        Laplace components added at the modes of the heaviest components where the mixture of
+        both passes was still a poor reference
+        (:func:`~pm_evidence.search.climbing.laplace_polished`; 0 where none was added or
+        they did not raise ``reweighting_ess``).
     """
 
     particles: np.ndarray
@@ -318,6 +329,7 @@ class Exploration:
     reference_df: float | None = None
     n_term_modes: int = 0
     n_passes: int = 1
+    n_laplace_modes: int = 0
 
     @property
     def n_modes(self) -> int:
@@ -500,7 +512,42 @@ def explore(
         if not first.reweighting_ess < options.second_pass_ess:
             return first
         second, rungs = _explore(target, rng, options, progressbar, memory=first.mixture)
-        return _united(target, rng, options, first, second, rungs)
+        united = _united(target, rng, options, first, second, rungs)
+        if not united.reweighting_ess < options.second_pass_ess:
+            return united
+        return _polished(target, rng, options, united, rungs)
+
+
+def _polished(target, rng, options: ExplorationOptions, exploration, rungs) -> Exploration:
+    """``exploration`` with Laplace components at the modes of its heaviest components
+    (:func:`~pm_evidence.search.climbing.laplace_polished`), adapted, where that raises the
+    reweighting ESS: after both passes, for a mixture still a poor reference."""
+    path = GeometricPath(target, PriorReference(target))
+    mixture, added, n_eval = laplace_polished(
+        exploration.mixture, lambda x: _log_f(path, x), functools.partial(_log_f_and_grad, path),
+        rng, options.n_reweighting_draws,
+    )  # fmt: skip
+    if not added:
+        return exploration
+    log_f = CountedLogDensity(path)
+    mixture, ess = adapt_components(mixture, log_f, rng, options.n_reweighting_draws)
+    n_eval += log_f.evaluations
+    if not ess > exploration.reweighting_ess:
+        return dataclasses.replace(exploration, n_evaluations=exploration.n_evaluations + n_eval)
+    return dataclasses.replace(
+        exploration,
+        mixture=mixture,
+        reweighting_ess=ess,
+        occupancy=np.array([mixture.occupancy(q.means, q.weights) for q in rungs]),
+        n_evaluations=exploration.n_evaluations + n_eval,
+        n_laplace_modes=added,
+    )
+
+
+def _log_f(path, x):
+    """``log f`` at ``beta = 1`` at the rows of ``x``."""
+    at = path.evaluate(x)
+    return at.log_p0 + at.delta
 
 
 def _united(target, rng, options: ExplorationOptions, first, second, rungs) -> Exploration:
@@ -542,8 +589,7 @@ class CountedLogDensity:
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         self.evaluations += x.shape[0]
-        at = self.path.evaluate(x)
-        return at.log_p0 + at.delta
+        return _log_f(self.path, x)
 
 
 @dataclass(frozen=True)

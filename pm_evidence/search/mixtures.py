@@ -38,6 +38,9 @@ OUTLIER_LEVEL = 1e-4
 # it the updates gain little for their evaluations, below it they pay (measured:
 # docs/benchmarks.rst, Measurements behind the defaults).
 ADAPTED_ESS = 0.95
+# Effective draws below which adapt_components updates nothing; between this and 10 K (K
+# components) it updates the weights only (K shares need fewer draws than K covariances).
+WEIGHTS_ONLY_ESS = 100
 
 
 def fit_gaussian_mixture(
@@ -231,7 +234,8 @@ def adapt_components(
         ess_fraction = float(1.0 / np.sum(u**2) / n_draws)
         if not ess_fraction <= best_ess:
             best, best_ess = mixture, ess_fraction
-        if ess_fraction * n_draws < 10 * k or iteration == n_iterations - 1:
+        n_effective = ess_fraction * n_draws
+        if n_effective < WEIGHTS_ONLY_ESS or iteration == n_iterations - 1:
             break
         if ess_fraction >= ADAPTED_ESS:
             break  # nearly flat weights: little left to gain, for n_draws evaluations
@@ -239,7 +243,7 @@ def adapt_components(
         shares = ur.sum(axis=0)
         weights = np.maximum(shares, 1e-3 / k)
         means, chols = mixture.means.copy(), mixture.chols.copy()
-        for j in range(k):
+        for j in range(k if n_effective >= 10 * k else 0):  # moments: 10 K effective draws
             if shares[j] <= 0 or shares[j] ** 2 / np.sum(ur[:, j] ** 2) < 5 * (dim + 1):
                 continue
             mean = ur[:, j] @ x / shares[j]
