@@ -81,7 +81,7 @@ import numpy as np
 
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.progress import long_run
-from pm_evidence.core.utils import one_blas_thread, renamed_module_names
+from pm_evidence.core.utils import one_blas_thread, pareto_khat, renamed_module_names
 from pm_evidence.model.log_density import LogDensity
 from pm_evidence.references import (
     MixtureReference,
@@ -240,6 +240,15 @@ class ExplorationOptions:
         normal component's tail covers. Student-t components make the heaviest weights at
         the bounds far lighter and the error smaller there, and change little elsewhere
         (measured: docs/benchmarks.rst, Measurements behind the defaults).
+    heavy_reference_df : float or None
+        Degrees of freedom of the reference's components where importance sampling from
+        components with ``reference_df`` gives weights whose Pareto k-hat is above the PSIS
+        threshold and from these a smaller one (``None``: ``reference_df`` always). Heavier
+        tails cost AIS chains and rungs everywhere (2 instead of 5: 3 times the chains on the
+        5-D trap, 7 times the evaluations on two frequencies), so they are taken only where
+        the lighter ones leave the weights heavy-tailed: on the eggbox, AIS's weights from
+        df = 5 had k-hat 0.87-1.00 on seeds 1-3 (right, flagged), from df = 2 0.58-0.60
+        (right, reliable; measured: docs/benchmarks.rst, issue 36 round 3).
     """
 
     n_particles: int | None = None
@@ -253,6 +262,7 @@ class ExplorationOptions:
     n_reweighting_draws: int = 4096
     second_pass_ess: float = 0.1
     reference_df: float | None = 5.0
+    heavy_reference_df: float | None = 2.0
 
     def __post_init__(self):
         if self.reference_df is not None and not (
@@ -262,6 +272,14 @@ class ExplorationOptions:
                 f"ExplorationOptions(reference_df={self.reference_df!r}): the degrees of freedom "
                 f"of the reference's Student-t components must be a positive finite number "
                 f"(default 5.0), or None for normal components."
+            )
+        if self.heavy_reference_df is not None and not (
+            np.isfinite(self.heavy_reference_df) and self.heavy_reference_df > 0
+        ):
+            raise EvidenceInputError(
+                f"ExplorationOptions(heavy_reference_df={self.heavy_reference_df!r}): the "
+                f"degrees of freedom tried where the reference's weights are heavy-tailed must "
+                f"be a positive finite number (default 2.0), or None to keep reference_df."
             )
 
     def particles_for(self, dim: int) -> int:
@@ -310,6 +328,10 @@ class Exploration:
     n_passes : int
         Passes of the tempering made (2 where the first one's mixture was a poor reference:
         :attr:`ExplorationOptions.second_pass_ess`); ``n_evaluations`` counts all of them.
+    reference_k_hat : float
+        Pareto k-hat of importance sampling from :meth:`reference` (without mirror images), by
+        which its components' degrees of freedom were chosen
+        (:attr:`ExplorationOptions.heavy_reference_df`); NaN where no choice was made.
     n_laplace_modes : int
         Laplace components added at the modes of the heaviest components where the mixture of
         both passes was still a poor reference
@@ -330,6 +352,7 @@ class Exploration:
     n_term_modes: int = 0
     n_passes: int = 1
     n_laplace_modes: int = 0
+    reference_k_hat: float = np.nan
 
     @property
     def n_modes(self) -> int:
@@ -508,14 +531,65 @@ def explore(
     if target.has_discrete:
         raise EvidenceInputError("Exploration from the prior is for continuous models.")
     with one_blas_thread():
-        first, _ = _explore(target, rng, options, progressbar)
-        if not first.reweighting_ess < options.second_pass_ess:
-            return first
-        second, rungs = _explore(target, rng, options, progressbar, memory=first.mixture)
-        united = _united(target, rng, options, first, second, rungs)
-        if not united.reweighting_ess < options.second_pass_ess:
-            return united
-        return _polished(target, rng, options, united, rungs)
+        return _with_tails(target, rng, options, _passes(target, rng, options, progressbar))
+
+
+def _passes(target, rng, options: ExplorationOptions, progressbar: bool) -> Exploration:
+    """The first pass; the second where the first's mixture is a poor reference; the Laplace
+    components where both together still are."""
+    first, _ = _explore(target, rng, options, progressbar)
+    if not first.reweighting_ess < options.second_pass_ess:
+        return first
+    second, rungs = _explore(target, rng, options, progressbar, memory=first.mixture)
+    united = _united(target, rng, options, first, second, rungs)
+    if not united.reweighting_ess < options.second_pass_ess:
+        return united
+    return _polished(target, rng, options, united, rungs)
+
+
+# A Pareto k-hat at or above this: importance weights without a finite variance (Vehtari,
+# Simpson, Gelman, Yao and Gabry 2024, §3), where _with_tails takes the heavier tails.
+FINITE_VARIANCE_K = 0.5
+
+
+def _with_tails(target, rng, options: ExplorationOptions, exploration) -> Exploration:
+    """``exploration`` with the degrees of freedom of its reference's components chosen by the
+    Pareto k-hat of importance sampling from it (``n_reweighting_draws`` draws): the default
+    ``reference_df``, or ``heavy_reference_df`` where the weights from the default have a
+    k-hat of at least ``FINITE_VARIANCE_K`` (weights without a finite variance: Vehtari et
+    al. 2024, §3) and those from the heavier tails a smaller one
+    (:attr:`Exploration.reference_k_hat` holds the k-hat of the one chosen). AIS's weights
+    from a reference are heavier-tailed than importance sampling's from it (its chains drift
+    into the tails the reference lacks: on the eggbox, into the box's edges), so the lighter
+    tails are kept only where importance sampling's weights have a finite variance; on the
+    multimodal zoo (seeds 1-3) that is every model but the eggbox (k-hat 0.70-0.99) and one
+    seed of the one-dimensional three-component mixture."""
+    heavy, n = options.heavy_reference_df, options.n_reweighting_draws
+    if (
+        heavy is None or options.reference_df is None or n == 0
+        or exploration.mixture.n_components < 2
+    ):  # fmt: skip
+        return exploration
+    log_f = CountedLogDensity(GeometricPath(target, PriorReference(target)))
+    k_hat = _importance_k_hat(exploration.reference(), log_f, rng, n)
+    chosen = exploration.reference_df
+    if not k_hat < FINITE_VARIANCE_K:
+        heavier = dataclasses.replace(exploration, reference_df=heavy)
+        k_heavy = _importance_k_hat(heavier.reference(), log_f, rng, n)
+        if k_heavy < k_hat:
+            chosen, k_hat = heavy, k_heavy
+    return dataclasses.replace(
+        exploration,
+        reference_df=chosen,
+        reference_k_hat=k_hat,
+        n_evaluations=exploration.n_evaluations + log_f.evaluations,
+    )
+
+
+def _importance_k_hat(reference, log_f, rng, n: int) -> float:
+    """Pareto k-hat of the importance weights ``f / q`` of ``n`` draws from ``q``."""
+    x = reference.sample(rng, n)
+    return pareto_khat(log_f(x) - reference.logpdf(x))
 
 
 def _polished(target, rng, options: ExplorationOptions, exploration, rungs) -> Exploration:
