@@ -20,7 +20,7 @@ tempering: stretches of sweeps, each sized from the standard error so far) until
    depend on the machine's speed);
 5. AIS only: its weights, over at least ``HEAVY_TAIL_CHAINS`` chains, rest on a few chains
    and have a tail beyond what ``max_chains`` chains could make reliable
-   (``"heavy_tails"``: :func:`_hopeless`); while its weights' k-hat is above the PSIS
+   (``"heavy_tails"``: ``_hopeless``); while its weights' k-hat is above the PSIS
    threshold (:func:`~pm_evidence.core.utils.good_pareto_k`) and their ESS below half the
    chains, a run grows at most ``HEAVY_TAIL_GROWTH`` times per batch.
 
