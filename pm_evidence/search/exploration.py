@@ -265,22 +265,8 @@ class ExplorationOptions:
     heavy_reference_df: float | None = 2.0
 
     def __post_init__(self):
-        if self.reference_df is not None and not (
-            np.isfinite(self.reference_df) and self.reference_df > 0
-        ):
-            raise EvidenceInputError(
-                f"ExplorationOptions(reference_df={self.reference_df!r}): the degrees of freedom "
-                f"of the reference's Student-t components must be a positive finite number "
-                f"(default 5.0), or None for normal components."
-            )
-        if self.heavy_reference_df is not None and not (
-            np.isfinite(self.heavy_reference_df) and self.heavy_reference_df > 0
-        ):
-            raise EvidenceInputError(
-                f"ExplorationOptions(heavy_reference_df={self.heavy_reference_df!r}): the "
-                f"degrees of freedom tried where the reference's weights are heavy-tailed must "
-                f"be a positive finite number (default 2.0), or None to keep reference_df."
-            )
+        _check_df("reference_df", self.reference_df, "5.0", "for normal components")
+        _check_df("heavy_reference_df", self.heavy_reference_df, "2.0", "to keep reference_df")
 
     def particles_for(self, dim: int) -> int:
         """The particles to start with in ``dim`` dimensions: ``n_particles``, or by default
@@ -288,6 +274,16 @@ class ExplorationOptions:
         if self.n_particles is not None:
             return self.n_particles
         return int(np.clip(8192 / max(dim, 1) ** 1.5, 512, max(512, self.max_particles)))
+
+
+def _check_df(name: str, df: float | None, default: str, none_means: str) -> None:
+    """Refuse degrees of freedom that are not a positive finite number or None."""
+    if df is not None and not (np.isfinite(df) and df > 0):
+        raise EvidenceInputError(
+            f"ExplorationOptions({name}={df!r}): the degrees of freedom of the reference's "
+            f"Student-t components must be a positive finite number (default {default}), or "
+            f"None {none_means}."
+        )
 
 
 @dataclass(frozen=True)
