@@ -242,8 +242,9 @@ class ExplorationOptions:
         (measured: docs/benchmarks.rst, Measurements behind the defaults).
     heavy_reference_df : float or None
         Degrees of freedom of the reference's components where importance sampling from
-        components with ``reference_df`` gives weights whose Pareto k-hat is above the PSIS
-        threshold and from these a smaller one (``None``: ``reference_df`` always). Heavier
+        components with ``reference_df`` gives weights whose Pareto k-hat is at least
+        ``FINITE_VARIANCE_K`` (0.5: no finite variance) and from these a smaller one
+        (``None``: ``reference_df`` always). Heavier
         tails cost AIS chains and rungs everywhere (2 instead of 5: 3 times the chains on the
         5-D trap, 7 times the evaluations on two frequencies), so they are taken only where
         the lighter ones leave the weights heavy-tailed: on the eggbox, AIS's weights from
