@@ -667,11 +667,16 @@ class MixtureReference(Reference):
         return -0.5 * (self.df + self.dim) * np.log1p(m2 / self.df)
 
     @cached_property
+    def _chol_inverses(self) -> np.ndarray:
+        """``L_k^{-1}``, shape ``(K, dim, dim)``."""
+        return np.stack([_inverse_lower(c) for c in self.chols])
+
+    @cached_property
     def _whitening(self) -> tuple[np.ndarray, np.ndarray]:
         """``W (dim, K dim)``, the ``L_k^{-T}`` side by side, and ``L_k^{-1} mu_k`` as one row
         ``(K dim,)``: the whitened points of every component are one matrix product,
         ``z_k = L_k^{-1} (x - mu_k) = (x W - b)_k``."""
-        inverses = np.stack([_inverse_lower(c) for c in self.chols])  # (K, dim, dim)
+        inverses = self._chol_inverses
         w = np.transpose(inverses, (2, 0, 1)).reshape(self.dim, -1)
         b = np.einsum("ked,kd->ke", inverses, self.means).reshape(-1)
         return w, b
@@ -755,9 +760,8 @@ class MixtureReference(Reference):
     def graph_parameters(self):
         """``(log w_k + log normalizers, means, L_k^{-1}, df)`` (``df = inf`` for normal
         components)."""
-        inverses = np.stack([_inverse_lower(c) for c in self.chols])
         df = np.float64(np.inf if self.df is None else self.df)
-        return self._log_norms, self.means, inverses, df
+        return self._log_norms, self.means, self._chol_inverses, df
 
     @staticmethod
     def graph_logpdf(x, log_norms, means, chol_invs, df):

@@ -595,7 +595,8 @@ def _polished(target, rng, options: ExplorationOptions, exploration, rungs) -> E
     reweighting ESS: after both passes, for a mixture still a poor reference."""
     path = GeometricPath(target, PriorReference(target))
     mixture, added, n_eval = laplace_polished(
-        exploration.mixture, lambda x: _log_f(path, x), functools.partial(_log_f_and_grad, path),
+        exploration.mixture, functools.partial(_log_f, path),
+        functools.partial(_log_f_and_grad, path),
         rng, options.n_reweighting_draws,
     )  # fmt: skip
     if not added:
@@ -835,5 +836,3 @@ def _explore(
         n_term_modes,
     )
     return exploration, mixtures
-
-
