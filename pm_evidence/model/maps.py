@@ -11,7 +11,10 @@ PyTensor's Python linker (``PYTHON_LINKER``: the full graph rewrites, each opera
 NumPy) instead of the default Numba backend: it compiles many times faster and maps slower,
 with the same values to rounding (measured: docs/benchmarks.rst, Measurements behind the
 defaults). The named-to-flat
-map reads every ``idata`` and every prior draw of a prior reference, so it keeps the default.
+map reads every ``idata`` and every prior draw of a prior reference: it takes the Python linker
+only where every transform is elementwise (``ELEMENTWISE_TRANSFORMS``: it then compiles in a
+fraction of a second instead of 3.8 s from an empty cache on a linear regression, and maps as
+fast), the default otherwise.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
+from pymc.logprob.transforms import IntervalTransform, LogOddsTransform, LogTransform
 from pytensor.compile.mode import Mode
 from pytensor.graph.replace import graph_replace, vectorize_graph
 
@@ -30,11 +34,18 @@ from pm_evidence.core.exceptions import EvidenceInputError, NonFiniteLogDensityE
 from pm_evidence.model.graphs import vectorize_batched
 from pm_evidence.model.layout import Layout
 
-__all__ = ["PYTHON_LINKER", "ValueMaps", "posterior_dataset"]
+__all__ = ["ELEMENTWISE_TRANSFORMS", "PYTHON_LINKER", "ValueMaps", "posterior_dataset"]
 
 # Full rewrites (stabilization included), operations run by NumPy: compiles in a fraction of a
 # second, for functions that are not on a hot path.
 PYTHON_LINKER = Mode(linker="py", optimizer="fast_run")
+
+
+# PyMC's transforms whose forward graph is elementwise: the map from named draws to flat vectors
+# of a model with only these (and untransformed variables) runs as fast on the Python linker,
+# NumPy's vectorized operations over each whole batch. Others (simplex, LKJ Cholesky, ordered,
+# zero-sum) run row by row there: 400 ms for 4,096 draws of the transform zoo instead of 1 ms.
+ELEMENTWISE_TRANSFORMS = (LogTransform, IntervalTransform, LogOddsTransform)
 
 
 class ValueMaps:
@@ -81,9 +92,14 @@ class ValueMaps:
         flat_batched = vectorize_graph(
             flat, replace=dict(zip(placeholders, batched_inputs, strict=True))
         )
-        return pytensor.function(
-            batched_inputs, flat_batched, on_unused_input="ignore", allow_input_downcast=True
+        elementwise = all(
+            transform is None or isinstance(transform, ELEMENTWISE_TRANSFORMS)
+            for transform in (model.rvs_to_transforms.get(rv) for rv in model.free_RVs)
         )
+        return pytensor.function(
+            batched_inputs, flat_batched, on_unused_input="ignore", allow_input_downcast=True,
+            mode=PYTHON_LINKER if elementwise else None,
+        )  # fmt: skip
 
     def to_constrained(self, flat: np.ndarray, batch_shape: tuple) -> dict[str, np.ndarray]:
         """Flat unconstrained rows ``(n, dim)`` to named constrained values ``(*batch, *shape)``."""
