@@ -17,6 +17,9 @@ For a continuous model (:func:`auto_evidence`):
    streams no other stage uses (:func:`confirmation_stage`); AIS is returned confirmed where
    the two agree and the two explorations found the same modes
    (:func:`~pm_evidence.search.coverage.unshared_mass`), flagged as unconfirmed otherwise;
+   where the first exploration's AIS failed its own diagnostics and the confirmation's is
+   returned in its place, the **arbiter**, a third exploration and AIS on streams of its own
+   (:func:`arbiter_stage`), confirms it or not (:func:`arbitrated`);
 7. **choice**: the better supported of the two (:func:`cross_checked`), a disagreement over
    4 combined SEs a warning on it; where no exploration ran, the **term check**
    (:mod:`pm_evidence.search.term_check`).
@@ -52,11 +55,19 @@ from pm_evidence.run_methods import (
     nothing_left,
     term_checked,
 )
-from pm_evidence.search.coverage import MISSED_SHARE, compare_coverage, unshared_mass
+from pm_evidence.search.coverage import (
+    MISSED_SHARE,
+    compare_coverage,
+    held_and_missed,
+    unshared_mass,
+)
 from pm_evidence.search.exploration import Exploration, ExplorationOptions, explore
 
 __all__ = [
+    "ARBITER_STREAM",
     "CHECK_ONLY_SE",
+    "arbiter_stage",
+    "arbitrated",
     "auto_evidence",
     "auto_pair",
     "check_precision",
@@ -70,6 +81,7 @@ __all__ = [
     "estimate_stage",
     "exploration_skipped",
     "exploration_stage",
+    "returns_the_confirmation",
     "term_check_stage",
     "unconfirmed_draws",
     "unresolved_mass",
@@ -311,21 +323,10 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
                 # missed (or stands where the estimate on them failed its own diagnostics): a
                 # second exploration, with its own random stream, and AIS from its mixture
                 # confirm it or not
-                try:
-                    confirmation = attempt(
-                        "the confirmation (a second exploration from the prior with its own "
-                        "random stream, and AIS from its mixture)",
-                        lambda: confirmation_stage(
-                            target, plan, seed, progressbar, kwargs, options["path"].reference
-                        ),
-                        failures,
-                    )
-                except KeyboardInterrupt:  # keep what finished: AIS, flagged as unconfirmed
-                    failures["confirmation"] = (
-                        "the confirmation was interrupted (Ctrl-C); AIS is returned unconfirmed"
-                    )
-                    confirmation = None
-                chosen = confirmed_or_flagged(second, first, confirmation, facts, why)
+                chosen = _confirmed(
+                    target, plan, seed, progressbar, kwargs, (second, first),
+                    options["path"].reference, why, facts, failures,
+                )  # fmt: skip
                 return _with_failures(_with_diagnostics(chosen, facts), failures)
     result = _settled(first, second, primary, check, failures, facts)
     if exploration is None and plan is not None:  # both halves read the posterior draws: check those
@@ -336,6 +337,45 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
         )
         result = _with_failures(result if checked is None else checked, failures)
     return result
+
+
+def _confirmed(
+    target, plan, seed, progressbar, kwargs, estimates, first_reference, why, facts, failures
+) -> Evidence:
+    """Stages 6 and 6b: AIS from the exploration (``estimates[0]``, next to the estimate on the
+    posterior draws) confirmed by a second exploration, or flagged
+    (:func:`confirmed_or_flagged`); where the confirmation is returned in its place, the
+    arbiter's verdict on it (:func:`arbitrated`). Ctrl-C during either keeps what finished."""
+    ais, on_draws = estimates
+    confirmed = _interruptible(
+        "the confirmation (a second exploration from the prior with its own random stream, "
+        "and AIS from its mixture)",
+        lambda: _explored_ais(target, plan, seed, progressbar, kwargs, first_reference),
+        failures, "AIS is returned unconfirmed",
+    )  # fmt: skip
+    confirmation, confirmation_reference = confirmed or (None, None)
+    chosen = confirmed_or_flagged(ais, on_draws, confirmation, facts, why)
+    if not returns_the_confirmation(ais, confirmation):
+        return chosen
+    arbiter = _interruptible(
+        "the arbiter (a third exploration from the prior with its own random stream, and AIS "
+        "from its mixture)",
+        lambda: arbiter_stage(
+            target, plan, seed, progressbar, kwargs, first_reference, confirmation_reference
+        ),
+        failures, "the second exploration's AIS is returned unconfirmed",
+    )  # fmt: skip
+    return arbitrated(chosen, confirmation, arbiter, facts)
+
+
+def _interruptible(stage: str, run, failures: dict, kept: str):
+    """:func:`~pm_evidence.run_methods.attempt`, with Ctrl-C recorded as the stage's failure
+    (``kept``: what the result is then) instead of ending the call."""
+    try:
+        return attempt(stage, run, failures)
+    except KeyboardInterrupt:
+        failures[stage] = f"{stage} was interrupted (Ctrl-C); {kept}"
+        return None
 
 
 def term_check_stage(target, result: Evidence, plan, seed) -> Evidence:
@@ -350,9 +390,12 @@ def term_check_stage(target, result: Evidence, plan, seed) -> Evidence:
 CONFIRMATION_STREAM = 1000
 
 
-def confirmation_seed(seed: np.random.SeedSequence) -> np.random.SeedSequence:
-    """The seed of the confirmation: a child of ``seed`` that no stage stream is."""
-    return np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, CONFIRMATION_STREAM))
+def confirmation_seed(
+    seed: np.random.SeedSequence, stream: int = CONFIRMATION_STREAM
+) -> np.random.SeedSequence:
+    """The seed of the confirmation (or, at ``ARBITER_STREAM``, of the arbiter): a child of
+    ``seed`` that no stage stream is."""
+    return np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, stream))
 
 
 def confirmation_stage(
@@ -371,17 +414,59 @@ def confirmation_stage(
     mixture holds where the other has no component
     (:func:`~pm_evidence.search.coverage.unshared_mass`, on the ``"mode_sets"`` stream of the
     confirmation's seed), which :func:`confirmed_or_flagged` reads."""
-    child = confirmation_seed(root_sequence(seed))
+    return _explored_ais(target, plan, seed, progressbar, kwargs, first_reference)[0]
+
+
+def _explored_ais(
+    target, plan, seed, progressbar: bool, kwargs: dict, first_reference,
+    stream: int = CONFIRMATION_STREAM, earlier_reference=None,
+):  # fmt: skip
+    """AIS from a further exploration's mixture, every stream a child of
+    :func:`confirmation_seed` at ``stream``, and the mixture AIS started from. The result's
+    diagnostics hold ``confirmation_unshared_mass`` against ``first_reference``
+    (:func:`~pm_evidence.search.coverage.unshared_mass`) and, with ``earlier_reference``,
+    ``earlier_mass_missed``: the posterior mass ``earlier_reference``'s components hold and
+    this mixture's do not (:func:`~pm_evidence.search.coverage.held_and_missed`), both on the
+    ``"mode_sets"`` stream of ``stream``'s seed."""
+    child = confirmation_seed(root_sequence(seed), stream)
     exploration = exploration_stage(target, child, progressbar)
     options = check_stage_options(target, kwargs, exploration, plan, "")
     result = estimate_stage("ais", target, plan, child, progressbar, options)
+    reference = options["path"].reference
     facts = {"confirmation_n_modes": exploration.n_modes}
+    rng = stage_rngs(child)["mode_sets"]
     if first_reference is not None:
         facts["confirmation_unshared_mass"] = unshared_mass(
-            first_reference, options["path"].reference, target.log_density,
-            stage_rngs(child)["mode_sets"],
-        )  # fmt: skip
-    return _with_diagnostics(result, facts)
+            first_reference, reference, target.log_density, rng
+        )
+    if earlier_reference is not None:
+        facts["earlier_mass_missed"] = held_and_missed(
+            earlier_reference, reference, target.log_density, rng
+        )
+    return _with_diagnostics(result, facts), reference
+
+
+# The arbiter's streams: the children of the call's seed at this position, beyond the
+# confirmation's.
+ARBITER_STREAM = CONFIRMATION_STREAM + 1
+
+
+def arbiter_stage(
+    target, plan, seed, progressbar: bool, kwargs: dict, first_reference, confirmation_reference
+) -> Evidence:
+    """Stage 6b, where the first exploration's AIS failed its own diagnostics and the
+    confirmation's, which did not, disagrees with it (:func:`returns_the_confirmation`): a third
+    exploration and AIS from its mixture, every stream a child of :func:`confirmation_seed` at
+    ``ARBITER_STREAM`` (no randomness shared with the stages or the confirmation). Its
+    diagnostics hold ``confirmation_unshared_mass`` against the confirmation's mixture
+    (``confirmation_reference``), as the confirmation's against the first's, and
+    ``earlier_mass_missed``: the posterior mass that the first exploration's mixture
+    (``first_reference``) holds and this one lacks, mass the first's estimate may have seen and
+    two later explorations missed. :func:`arbitrated` reads both."""
+    return _explored_ais(
+        target, plan, seed, progressbar, kwargs, confirmation_reference, ARBITER_STREAM,
+        first_reference,
+    )[0]  # fmt: skip
 
 
 # Why the posterior draws cannot confirm AIS from the exploration, the usual case, in the words
@@ -463,7 +548,7 @@ def confirmed_or_flagged(
             f"estimates that each miss the same mass agree, e.g. each on one mirror image of "
             f"a symmetric posterior)"
         )
-    if confirmation is not None and confirmation.reliable and not estimate.reliable:
+    if returns_the_confirmation(estimate, confirmation):
         # the first exploration's AIS fails its own diagnostics (its mixture missed the mode
         # that holds the mass: AIS is a lower bound, its weights degenerate): the second one,
         # without a warning, is the better supported, still unconfirmed
@@ -480,6 +565,55 @@ def confirmed_or_flagged(
     if nuts_estimate is None:
         return estimate
     return cross_checked(estimate, nuts_estimate, prefer_first=True)
+
+
+def returns_the_confirmation(estimate: Evidence, confirmation: Evidence | None) -> bool:
+    """Whether :func:`confirmed_or_flagged` returns the confirmation in place of ``estimate``
+    (AIS from the first exploration's mixture): where ``estimate`` fails its own diagnostics
+    and the confirmation does not. The arbiter (:func:`arbiter_stage`) then runs."""
+    return confirmation is not None and confirmation.reliable and not estimate.reliable
+
+
+def arbitrated(
+    flagged: Evidence, confirmation: Evidence, arbiter: Evidence | None, facts: dict
+) -> Evidence:
+    """The confirmation confirmed by the arbiter (a third exploration's AIS,
+    :func:`arbiter_stage`), or ``flagged`` (what :func:`confirmed_or_flagged` returned: the
+    confirmation, flagged as unconfirmed) where it does not confirm it.
+
+    The arbiter confirms where, as for a confirmation (:func:`confirmed_or_flagged`), the two
+    agree within ``DISAGREEMENT_Z`` combined SEs and the two explorations found the same modes
+    (``confirmation_unshared_mass`` within what the comparison resolves,
+    :func:`unresolved_mass`), and also where the posterior mass that the first exploration's
+    mixture holds and the arbiter's lacks (``earlier_mass_missed``) is within it too: the
+    first's estimate failed its own diagnostics, but its mixture may have held a mode that the
+    later two both missed, which their agreement would not show. Issue 36: on three ordered
+    frequencies at seed 3, the first exploration missed the main mode (AIS 14 nats low, an ESS
+    of 1) and the second was 0.005 from the gold, returned unconfirmed until now. The result's
+    diagnostics hold the arbiter's numbers (``arbiter_log_z``, ``arbiter_se``, ``arbiter_z``,
+    ``arbiter_unshared_mass``, ``arbiter_first_mass_missed``, ``arbiter_warnings``) and, in
+    ``confirmation_log_z``, the first's estimate."""
+    if arbiter is None:
+        return flagged
+    unshared = arbiter.diagnostics.get("confirmation_unshared_mass", np.nan)
+    missed = arbiter.diagnostics.get("earlier_mass_missed", np.nan)
+    z = combined_z(confirmation, arbiter)
+    facts.update({
+        "arbiter_log_z": arbiter.log_z, "arbiter_se": arbiter.se, "arbiter_z": z,
+        "arbiter_unshared_mass": unshared, "arbiter_first_mass_missed": missed,
+        "arbiter_warnings": tuple(arbiter.warnings),
+    })  # fmt: skip
+    agree = z <= DISAGREEMENT_Z
+    same_modes = not unresolved_mass(unshared, confirmation, arbiter)
+    first_modes_kept = not unresolved_mass(missed, confirmation, arbiter)
+    if agree and same_modes and first_modes_kept:
+        facts["confirmed_by"] = (
+            "a third exploration from the prior with its own random stream, and AIS from its "
+            "mixture (the first exploration's AIS failed its own diagnostics; the second and "
+            "the third agree and found the same modes)"
+        )
+        return cross_checked(confirmation, arbiter)
+    return flagged
 
 
 def _start_of(options: dict, exploration) -> str:

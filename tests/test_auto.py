@@ -130,6 +130,65 @@ def test_an_unconfirmed_ais_that_fails_its_diagnostics_gives_way_to_the_confirma
     assert kept.log_z == degenerate.log_z and not kept.reliable
 
 
+def test_a_third_exploration_confirms_the_second_where_the_first_failed_its_diagnostics():
+    """Issue 36 (three ordered frequencies, seed 3): the confirmation returned in place of a
+    first AIS that failed its own diagnostics is confirmed by the arbiter (a third
+    exploration's AIS) where the two agree and found the same modes, and the first's mixture
+    held no mass that the third's lacks; otherwise it stays flagged."""
+    Evidence = pme.Evidence
+    degenerate = Evidence(log_z=-120.67, se=0.99, method="ais", warnings=("ESS 1.0",))
+    second = Evidence(log_z=-106.311, se=0.004, method="ais")
+    why = "the posterior draws missed modes that tempering from the prior found"
+    assert auto.returns_the_confirmation(degenerate, second)
+    assert not auto.returns_the_confirmation(second, degenerate)
+    assert not auto.returns_the_confirmation(degenerate, None)
+    facts = {}
+    flagged = auto.confirmed_or_flagged(degenerate, None, second, facts, why)
+    assert not flagged.reliable
+    same = {"confirmation_unshared_mass": 0.001, "earlier_mass_missed": 0.0}
+    third = Evidence(log_z=-106.305, se=0.0045, method="ais", diagnostics=same)
+    confirmed = auto.arbitrated(flagged, second, third, facts)
+    assert confirmed.reliable and "third exploration" in facts["confirmed_by"]
+    assert abs(confirmed.log_z - second.log_z) < 0.01 and facts["arbiter_log_z"] == third.log_z
+    assert facts["confirmation_log_z"] == degenerate.log_z  # the first's, kept
+    # each reason to withhold it: a disagreement, different modes, the first's mode missed
+    for changed in (
+        dataclasses.replace(third, log_z=-106.25),
+        dataclasses.replace(third, diagnostics={**same, "confirmation_unshared_mass": 0.5}),
+        dataclasses.replace(third, diagnostics={**same, "earlier_mass_missed": 0.3}),
+    ):
+        facts = {}
+        assert auto.arbitrated(flagged, second, changed, facts) is flagged
+        assert "confirmed_by" not in facts
+    assert auto.arbitrated(flagged, second, None, {}) is flagged  # the arbiter failed
+
+
+def test_held_and_missed_is_one_way_of_the_unshared_mass():
+    """``held_and_missed(a, b)`` is the mass ``a`` holds that ``b`` lacks: half the mass for
+    one image against the other, none for both images against one (``both`` holds what
+    ``left`` holds), and ``unshared_mass`` is the larger of the two ways on the same draws."""
+    from pm_evidence.references import MixtureReference
+    from pm_evidence.search.coverage import MISSED_SHARE, held_and_missed, unshared_mass
+
+    def log_f(x):  # two unit normals at -3 and +3 in 2-D, Z = 1
+        return np.logaddexp(
+            stats.multivariate_normal([-3.0, 0.0]).logpdf(x),
+            stats.multivariate_normal([3.0, 0.0]).logpdf(x),
+        ) - np.log(2)
+
+    def mixture(*centres):
+        k = len(centres)
+        return MixtureReference(np.full(k, 1 / k), np.array(centres, float),
+                                np.stack([1.1 * np.eye(2)] * k), df=5.0)  # fmt: skip
+
+    left, both = mixture([-3, 0]), mixture([-3, 0], [3, 0])
+    assert held_and_missed(left, both, log_f, np.random.default_rng(1)) < MISSED_SHARE
+    assert held_and_missed(both, left, log_f, np.random.default_rng(1)) > 0.3
+    rng = np.random.default_rng(2)
+    ways = [held_and_missed(left, both, log_f, rng), held_and_missed(both, left, log_f, rng)]
+    assert unshared_mass(left, both, log_f, np.random.default_rng(2)) == max(ways)
+
+
 def test_two_explorations_on_different_mirror_images_do_not_confirm_each_other():
     """Issue 36: two explorations that each found one mirror image of a symmetric posterior (a
     symmetry the relabelling search does not detect) give AIS estimates that agree on

@@ -24,6 +24,7 @@ __all__ = [
     "MISSED_SHARE",
     "ModeCoverage",
     "compare_coverage",
+    "held_and_missed",
     "occupancy_jumps",
     "outside_mass_share",
     "unshared_mass",
@@ -221,18 +222,31 @@ def unshared_mass(
     n_draws : int
         Draws from each mixture (one evaluation of ``log f`` each).
     """
-    limit = stats.chi2.ppf(1 - OUTLIER_LEVEL, first.dim)
-
-    def outside(a: MixtureReference, b: MixtureReference) -> float:
-        x = a.sample(rng, n_draws)
-        log_u = np.asarray(log_density(x), dtype=float) - a.logpdf(x)
-        log_u = np.where(np.isnan(log_u), -np.inf, log_u)
-        if not np.isfinite(log_u).any():
-            return float("nan")
-        u = np.exp(log_u - logsumexp(log_u))
-        held = np.any(a.mahalanobis_sq(x) <= limit, axis=-1)  # not the tails beyond a's own
-        missed = np.all(b.mahalanobis_sq(x) > limit, axis=-1)
-        return float(u @ (held & missed))
-
-    shares = [outside(first, second), outside(second, first)]
+    shares = [
+        held_and_missed(first, second, log_density, rng, n_draws),
+        held_and_missed(second, first, log_density, rng, n_draws),
+    ]
     return float(np.nan if np.isnan(shares).all() else np.nanmax(shares))
+
+
+def held_and_missed(
+    a: MixtureReference,
+    b: MixtureReference,
+    log_density: Callable[[np.ndarray], np.ndarray],
+    rng: np.random.Generator,
+    n_draws: int = 4096,
+) -> float:
+    r"""The posterior mass that ``a``'s components hold and ``b``'s do not, as a share of
+    ``Z``: ``sum_i u_i [x_i inside a, outside b]`` over ``x_i ~ a`` with self-normalized
+    importance weights ``u_i \propto f(x_i) / a(x_i)`` (one way of :func:`unshared_mass`;
+    inside and outside as there). NaN where no draw has a finite weight."""
+    limit = stats.chi2.ppf(1 - OUTLIER_LEVEL, a.dim)
+    x = a.sample(rng, n_draws)
+    log_u = np.asarray(log_density(x), dtype=float) - a.logpdf(x)
+    log_u = np.where(np.isnan(log_u), -np.inf, log_u)
+    if not np.isfinite(log_u).any():
+        return float("nan")
+    u = np.exp(log_u - logsumexp(log_u))
+    held = np.any(a.mahalanobis_sq(x) <= limit, axis=-1)  # not the tails beyond a's own
+    missed = np.all(b.mahalanobis_sq(x) > limit, axis=-1)
+    return float(u @ (held & missed))
