@@ -163,23 +163,30 @@ def test_a_third_exploration_confirms_the_second_where_the_first_failed_its_diag
     assert auto.arbitrated(flagged, second, None, {}) is flagged  # the arbiter failed
 
 
+def two_images_log_f(x):
+    """Two unit normals at -3 and +3 (first coordinate) in 2-D, equal weights: ``Z = 1``."""
+    return np.logaddexp(
+        stats.multivariate_normal([-3.0, 0.0]).logpdf(x),
+        stats.multivariate_normal([3.0, 0.0]).logpdf(x),
+    ) - np.log(2)
+
+
+def image_mixture(*centres):
+    """A Student-t mixture (df 5, scale 1.1) with a component at each of ``centres``."""
+    from pm_evidence.references import MixtureReference
+
+    k = len(centres)
+    return MixtureReference(np.full(k, 1 / k), np.array(centres, float),
+                            np.stack([1.1 * np.eye(2)] * k), df=5.0)  # fmt: skip
+
+
 def test_held_and_missed_is_one_way_of_the_unshared_mass():
     """``held_and_missed(a, b)`` is the mass ``a`` holds that ``b`` lacks: half the mass for
     one image against the other, none for both images against one (``both`` holds what
     ``left`` holds), and ``unshared_mass`` is the larger of the two ways on the same draws."""
-    from pm_evidence.references import MixtureReference
     from pm_evidence.search.coverage import MISSED_SHARE, held_and_missed, unshared_mass
 
-    def log_f(x):  # two unit normals at -3 and +3 in 2-D, Z = 1
-        return np.logaddexp(
-            stats.multivariate_normal([-3.0, 0.0]).logpdf(x),
-            stats.multivariate_normal([3.0, 0.0]).logpdf(x),
-        ) - np.log(2)
-
-    def mixture(*centres):
-        k = len(centres)
-        return MixtureReference(np.full(k, 1 / k), np.array(centres, float),
-                                np.stack([1.1 * np.eye(2)] * k), df=5.0)  # fmt: skip
+    log_f, mixture = two_images_log_f, image_mixture
 
     left, both = mixture([-3, 0]), mixture([-3, 0], [3, 0])
     assert held_and_missed(left, both, log_f, np.random.default_rng(1)) < MISSED_SHARE
@@ -196,19 +203,9 @@ def test_two_explorations_on_different_mirror_images_do_not_confirm_each_other()
     importance sampling from the other (``unshared_mass``), is then 1/2 (over 8 seeds 0.43 to
     0.67: the Student-t tails of one image's component reach the other), and the agreement
     confirms nothing; two mixtures holding both images leave none."""
-    from pm_evidence.references import MixtureReference
     from pm_evidence.search.coverage import MISSED_SHARE, unshared_mass
 
-    def log_f(x):  # two unit normals at -3 and +3 in 2-D, Z = 1
-        return np.logaddexp(
-            stats.multivariate_normal([-3.0, 0.0]).logpdf(x),
-            stats.multivariate_normal([3.0, 0.0]).logpdf(x),
-        ) - np.log(2)
-
-    def mixture(*centres):
-        k = len(centres)
-        return MixtureReference(np.full(k, 1 / k), np.array(centres, float),
-                                np.stack([1.1 * np.eye(2)] * k), df=5.0)  # fmt: skip
+    log_f, mixture = two_images_log_f, image_mixture
 
     rng = np.random.default_rng(0)
     left, right, both = mixture([-3, 0]), mixture([3, 0]), mixture([-3, 0], [3, 0])
