@@ -17,9 +17,9 @@ For a continuous model (:func:`auto_evidence`):
    streams no other stage uses (:func:`confirmation_stage`); AIS is returned confirmed where
    the two agree and the two explorations found the same modes
    (:func:`~pm_evidence.search.coverage.unshared_mass`), flagged as unconfirmed otherwise;
-   where the first exploration's AIS failed its own diagnostics and the confirmation's is
-   returned in its place, the **arbiter**, a third exploration and AIS on streams of its own
-   (:func:`arbiter_stage`), confirms it or not (:func:`arbitrated`);
+   where the confirmation neither confirms nor fails and one of the two passes its own
+   diagnostics, the **arbiter**, a third exploration and AIS on streams of its own
+   (:func:`arbiter_stage`), confirms the one it agrees with, or neither (:func:`arbitrated`);
 7. **choice**: the better supported of the two (:func:`cross_checked`), a disagreement over
    4 combined SEs a warning on it; where no exploration ran, the **term check**
    (:mod:`pm_evidence.search.term_check`).
@@ -81,6 +81,7 @@ __all__ = [
     "estimate_stage",
     "exploration_skipped",
     "exploration_stage",
+    "needs_arbiter",
     "returns_the_confirmation",
     "term_check_stage",
     "unconfirmed_draws",
@@ -345,17 +346,18 @@ def _confirmed(
     """Stages 6 and 6b: AIS from the exploration (``estimates[0]``, next to the estimate on the
     posterior draws) confirmed by a second exploration, or flagged
     (:func:`confirmed_or_flagged`); where the confirmation is returned in its place, the
-    arbiter's verdict on it (:func:`arbitrated`). Ctrl-C during either keeps what finished."""
+    arbiter's verdict (:func:`arbitrated`) where the confirmation did not confirm it. Ctrl-C
+    during either keeps what finished."""
     ais, on_draws = estimates
     confirmed = _interruptible(
         "the confirmation (a second exploration from the prior with its own random stream, "
         "and AIS from its mixture)",
-        lambda: _explored_ais(target, plan, seed, progressbar, kwargs, first_reference),
+        lambda: _confirmation(target, plan, seed, progressbar, kwargs, first_reference),
         failures, "AIS is returned unconfirmed",
     )  # fmt: skip
     confirmation, confirmation_reference = confirmed or (None, None)
     chosen = confirmed_or_flagged(ais, on_draws, confirmation, facts, why)
-    if not returns_the_confirmation(ais, confirmation):
+    if not needs_arbiter(ais, confirmation, facts):
         return chosen
     arbiter = _interruptible(
         "the arbiter (a third exploration from the prior with its own random stream, and AIS "
@@ -363,9 +365,9 @@ def _confirmed(
         lambda: arbiter_stage(
             target, plan, seed, progressbar, kwargs, first_reference, confirmation_reference
         ),
-        failures, "the second exploration's AIS is returned unconfirmed",
+        failures, "the result is returned unconfirmed",
     )  # fmt: skip
-    return arbitrated(chosen, confirmation, arbiter, facts)
+    return arbitrated(chosen, (ais, confirmation), arbiter, facts)
 
 
 def _interruptible(stage: str, run, failures: dict, kept: str):
@@ -414,36 +416,33 @@ def confirmation_stage(
     mixture holds where the other has no component
     (:func:`~pm_evidence.search.coverage.unshared_mass`, on the ``"mode_sets"`` stream of the
     confirmation's seed), which :func:`confirmed_or_flagged` reads."""
-    return _explored_ais(target, plan, seed, progressbar, kwargs, first_reference)[0]
+    return _confirmation(target, plan, seed, progressbar, kwargs, first_reference)[0]
 
 
-def _explored_ais(
-    target, plan, seed, progressbar: bool, kwargs: dict, first_reference,
-    stream: int = CONFIRMATION_STREAM, earlier_reference=None,
-):  # fmt: skip
-    """AIS from a further exploration's mixture, every stream a child of
-    :func:`confirmation_seed` at ``stream``, and the mixture AIS started from. The result's
-    diagnostics hold ``confirmation_unshared_mass`` against ``first_reference``
-    (:func:`~pm_evidence.search.coverage.unshared_mass`) and, with ``earlier_reference``,
-    ``earlier_mass_missed``: the posterior mass ``earlier_reference``'s components hold and
-    this mixture's do not (:func:`~pm_evidence.search.coverage.held_and_missed`), both on the
-    ``"mode_sets"`` stream of ``stream``'s seed."""
-    child = confirmation_seed(root_sequence(seed), stream)
-    exploration = exploration_stage(target, child, progressbar)
-    options = check_stage_options(target, kwargs, exploration, plan, "")
-    result = estimate_stage("ais", target, plan, child, progressbar, options)
-    reference = options["path"].reference
-    facts = {"confirmation_n_modes": exploration.n_modes}
-    rng = stage_rngs(child)["mode_sets"]
+def _confirmation(target, plan, seed, progressbar, kwargs, first_reference):
+    """:func:`confirmation_stage`, and the mixture its AIS started from."""
+    result, reference, rng = _explored_ais(
+        target, plan, seed, progressbar, kwargs, CONFIRMATION_STREAM
+    )
+    facts = {}
     if first_reference is not None:
         facts["confirmation_unshared_mass"] = unshared_mass(
             first_reference, reference, target.log_density, rng
         )
-    if earlier_reference is not None:
-        facts["earlier_mass_missed"] = held_and_missed(
-            earlier_reference, reference, target.log_density, rng
-        )
     return _with_diagnostics(result, facts), reference
+
+
+def _explored_ais(target, plan, seed, progressbar: bool, kwargs: dict, stream: int):
+    """AIS from a further exploration's mixture, every stream a child of
+    :func:`confirmation_seed` at ``stream``; the mixture AIS started from; and the
+    ``"mode_sets"`` stream of that seed, for comparing mixtures. The result's diagnostics hold
+    the exploration's number of modes (``confirmation_n_modes``)."""
+    child = confirmation_seed(root_sequence(seed), stream)
+    exploration = exploration_stage(target, child, progressbar)
+    options = check_stage_options(target, kwargs, exploration, plan, "")
+    result = estimate_stage("ais", target, plan, child, progressbar, options)
+    result = _with_diagnostics(result, {"confirmation_n_modes": exploration.n_modes})
+    return result, options["path"].reference, stage_rngs(child)["mode_sets"]
 
 
 # The arbiter's streams: the children of the call's seed at this position, beyond the
@@ -454,19 +453,29 @@ ARBITER_STREAM = CONFIRMATION_STREAM + 1
 def arbiter_stage(
     target, plan, seed, progressbar: bool, kwargs: dict, first_reference, confirmation_reference
 ) -> Evidence:
-    """Stage 6b, where the first exploration's AIS failed its own diagnostics and the
-    confirmation's, which did not, disagrees with it (:func:`returns_the_confirmation`): a third
+    """Stage 6b, where the confirmation neither confirmed AIS from the first exploration nor
+    failed, and one of the two passes its own diagnostics (:func:`needs_arbiter`): a third
     exploration and AIS from its mixture, every stream a child of :func:`confirmation_seed` at
     ``ARBITER_STREAM`` (no randomness shared with the stages or the confirmation). Its
-    diagnostics hold ``confirmation_unshared_mass`` against the confirmation's mixture
-    (``confirmation_reference``), as the confirmation's against the first's, and
-    ``earlier_mass_missed``: the posterior mass that the first exploration's mixture
-    (``first_reference``) holds and this one lacks, mass the first's estimate may have seen and
-    two later explorations missed. :func:`arbitrated` reads both."""
-    return _explored_ais(
-        target, plan, seed, progressbar, kwargs, confirmation_reference, ARBITER_STREAM,
-        first_reference,
-    )[0]  # fmt: skip
+    diagnostics hold, for the first exploration's mixture (``first_reference``) and the
+    confirmation's (``confirmation_reference``), the posterior mass that mixture holds and
+    this one lacks (``arbiter_first_mass_missed``, ``arbiter_second_mass_missed``) and the
+    mass this one holds and that mixture lacks (``arbiter_first_mass_added``,
+    ``arbiter_second_mass_added``; :func:`~pm_evidence.search.coverage.held_and_missed`), as
+    shares of the ``Z`` this AIS estimates (a mixture that missed the main mode covers minor
+    modes only: their share of the mass it covers is near 1, their share of ``Z`` is not),
+    which :func:`arbitrated` reads."""
+    result, reference, rng = _explored_ais(target, plan, seed, progressbar, kwargs, ARBITER_STREAM)
+    log_z = result.log_z if np.isfinite(result.log_z) else None
+    facts = {}
+    for name, other in (("first", first_reference), ("second", confirmation_reference)):
+        facts[f"arbiter_{name}_mass_missed"] = held_and_missed(
+            other, reference, target.log_density, rng, log_z=log_z
+        )
+        facts[f"arbiter_{name}_mass_added"] = held_and_missed(
+            reference, other, target.log_density, rng, log_z=log_z
+        )
+    return _with_diagnostics(result, facts)
 
 
 # Why the posterior draws cannot confirm AIS from the exploration, the usual case, in the words
@@ -570,50 +579,71 @@ def confirmed_or_flagged(
 def returns_the_confirmation(estimate: Evidence, confirmation: Evidence | None) -> bool:
     """Whether :func:`confirmed_or_flagged` returns the confirmation in place of ``estimate``
     (AIS from the first exploration's mixture): where ``estimate`` fails its own diagnostics
-    and the confirmation does not. The arbiter (:func:`arbiter_stage`) then runs."""
+    and the confirmation does not."""
     return confirmation is not None and confirmation.reliable and not estimate.reliable
 
 
-def arbitrated(
-    flagged: Evidence, confirmation: Evidence, arbiter: Evidence | None, facts: dict
-) -> Evidence:
-    """The confirmation confirmed by the arbiter (a third exploration's AIS,
-    :func:`arbiter_stage`), or ``flagged`` (what :func:`confirmed_or_flagged` returned: the
-    confirmation, flagged as unconfirmed) where it does not confirm it.
+def needs_arbiter(estimate: Evidence, confirmation: Evidence | None, facts: dict) -> bool:
+    """Whether the arbiter (:func:`arbiter_stage`) runs: where the confirmation ran, did not
+    confirm ``estimate`` (no ``confirmed_by`` in ``facts``, which :func:`confirmed_or_flagged`
+    filled), and one of the two passes its own diagnostics, so that a third exploration can
+    say which of them it agrees with."""
+    return (
+        confirmation is not None
+        and "confirmed_by" not in facts
+        and (estimate.reliable or confirmation.reliable)
+    )
 
-    The arbiter confirms where, as for a confirmation (:func:`confirmed_or_flagged`), the two
-    agree within ``DISAGREEMENT_Z`` combined SEs and the two explorations found the same modes
-    (``confirmation_unshared_mass`` within what the comparison resolves,
-    :func:`unresolved_mass`), and also where the posterior mass that the first exploration's
-    mixture holds and the arbiter's lacks (``earlier_mass_missed``) is within it too: the
-    first's estimate failed its own diagnostics, but its mixture may have held a mode that the
-    later two both missed, which their agreement would not show. Issue 36: on three ordered
-    frequencies at seed 3, the first exploration missed the main mode (AIS 14 nats low, an ESS
-    of 1) and the second was 0.005 from the gold, returned unconfirmed until now. The result's
-    diagnostics hold the arbiter's numbers (``arbiter_log_z``, ``arbiter_se``, ``arbiter_z``,
-    ``arbiter_unshared_mass``, ``arbiter_first_mass_missed``, ``arbiter_warnings``) and, in
-    ``confirmation_log_z``, the first's estimate."""
+
+def arbitrated(
+    flagged: Evidence, estimates: tuple[Evidence, Evidence], arbiter: Evidence | None,
+    facts: dict,
+) -> Evidence:  # fmt: skip
+    """The one of ``estimates`` (AIS from the first exploration, the confirmation's AIS) that
+    the arbiter (a third exploration's AIS, :func:`arbiter_stage`) confirms, or ``flagged``
+    (what :func:`confirmed_or_flagged` returned) where it confirms neither or both.
+
+    The arbiter confirms an estimate that passes its own diagnostics where, as a confirmation
+    does (:func:`confirmed_or_flagged`), the two agree within ``DISAGREEMENT_Z`` combined SEs
+    and their explorations found the same modes (the mass either mixture holds and the other
+    lacks within what the comparison resolves, :func:`unresolved_mass`), and also where the
+    mass that the other estimate's mixture holds and the arbiter's lacks is within it: two
+    explorations that agree may both have missed a mode the third found, which their agreement
+    would not show. Issue 36: on three ordered frequencies at seed 3 the first exploration
+    missed the main mode (AIS 14 nats low, an ESS of 1); on three unordered frequencies at
+    seed 2 the confirmation missed it (25 nats low, no warning of its own); both were
+    flagged, right, before the arbiter. The result's diagnostics hold the arbiter's numbers
+    (``arbiter_log_z``, ``arbiter_se``, ``arbiter_z`` against the one confirmed, the four
+    masses, ``arbiter_warnings``)."""
     if arbiter is None:
         return flagged
-    unshared = arbiter.diagnostics.get("confirmation_unshared_mass", np.nan)
-    missed = arbiter.diagnostics.get("earlier_mass_missed", np.nan)
-    z = combined_z(confirmation, arbiter)
+    masses = {key: value for key, value in arbiter.diagnostics.items() if "_mass_" in key}
     facts.update({
-        "arbiter_log_z": arbiter.log_z, "arbiter_se": arbiter.se, "arbiter_z": z,
-        "arbiter_unshared_mass": unshared, "arbiter_first_mass_missed": missed,
-        "arbiter_warnings": tuple(arbiter.warnings),
+        "arbiter_log_z": arbiter.log_z, "arbiter_se": arbiter.se,
+        "arbiter_warnings": tuple(arbiter.warnings), **masses,
     })  # fmt: skip
-    agree = z <= DISAGREEMENT_Z
-    same_modes = not unresolved_mass(unshared, confirmation, arbiter)
-    first_modes_kept = not unresolved_mass(missed, confirmation, arbiter)
-    if agree and same_modes and first_modes_kept:
-        facts["confirmed_by"] = (
-            "a third exploration from the prior with its own random stream, and AIS from its "
-            "mixture (the first exploration's AIS failed its own diagnostics; the second and "
-            "the third agree and found the same modes)"
-        )
-        return cross_checked(confirmation, arbiter)
-    return flagged
+    confirmed = []
+    for name, other in (("first", "second"), ("second", "first")):
+        estimate = estimates[0] if name == "first" else estimates[1]
+        either_way = np.fmax(masses[f"arbiter_{name}_mass_missed"],
+                             masses[f"arbiter_{name}_mass_added"])  # fmt: skip
+        if (
+            estimate.reliable
+            and combined_z(estimate, arbiter) <= DISAGREEMENT_Z
+            and not unresolved_mass(either_way, estimate, arbiter)
+            and not unresolved_mass(masses[f"arbiter_{other}_mass_missed"], estimate, arbiter)
+        ):  # fmt: skip
+            confirmed.append((name, estimate))
+    if len(confirmed) != 1:
+        return flagged
+    name, estimate = confirmed[0]
+    facts["arbiter_z"] = combined_z(estimate, arbiter)
+    facts["confirmed_by"] = (
+        f"a third exploration from the prior with its own random stream, and AIS from its "
+        f"mixture: it agrees with the {name} exploration's AIS and found the same modes, and "
+        f"the other exploration's mixture holds no mass it lacks"
+    )
+    return cross_checked(estimate, arbiter)
 
 
 def _start_of(options: dict, exploration) -> str:

@@ -130,37 +130,51 @@ def test_an_unconfirmed_ais_that_fails_its_diagnostics_gives_way_to_the_confirma
     assert kept.log_z == degenerate.log_z and not kept.reliable
 
 
-def test_a_third_exploration_confirms_the_second_where_the_first_failed_its_diagnostics():
-    """Issue 36 (three ordered frequencies, seed 3): the confirmation returned in place of a
-    first AIS that failed its own diagnostics is confirmed by the arbiter (a third
-    exploration's AIS) where the two agree and found the same modes, and the first's mixture
-    held no mass that the third's lacks; otherwise it stays flagged."""
+def test_a_third_exploration_confirms_the_one_it_agrees_with():
+    """Issue 36: where the confirmation neither confirmed AIS from the first exploration nor
+    failed, the arbiter (a third exploration's AIS) confirms the one of the two that passes
+    its own diagnostics, agrees with it, found the same modes, and lacks no mass the other's
+    mixture holds; otherwise the flagged result stands. Three ordered frequencies at seed 3:
+    the first missed the main mode (14 nats low, ESS 1); three unordered frequencies at seed
+    2: the confirmation missed it (25 nats low, no warning of its own)."""
     Evidence = pme.Evidence
+    right = Evidence(log_z=-106.311, se=0.004, method="ais")
     degenerate = Evidence(log_z=-120.67, se=0.99, method="ais", warnings=("ESS 1.0",))
-    second = Evidence(log_z=-106.311, se=0.004, method="ais")
+    low = Evidence(log_z=-131.73, se=0.005, method="ais")  # missed the mode, no warning
     why = "the posterior draws missed modes that tempering from the prior found"
-    assert auto.returns_the_confirmation(degenerate, second)
-    assert not auto.returns_the_confirmation(second, degenerate)
-    assert not auto.returns_the_confirmation(degenerate, None)
-    facts = {}
-    flagged = auto.confirmed_or_flagged(degenerate, None, second, facts, why)
-    assert not flagged.reliable
-    same = {"confirmation_unshared_mass": 0.001, "earlier_mass_missed": 0.0}
-    third = Evidence(log_z=-106.305, se=0.0045, method="ais", diagnostics=same)
-    confirmed = auto.arbitrated(flagged, second, third, facts)
-    assert confirmed.reliable and "third exploration" in facts["confirmed_by"]
-    assert abs(confirmed.log_z - second.log_z) < 0.01 and facts["arbiter_log_z"] == third.log_z
-    assert facts["confirmation_log_z"] == degenerate.log_z  # the first's, kept
-    # each reason to withhold it: a disagreement, different modes, the first's mode missed
-    for changed in (
-        dataclasses.replace(third, log_z=-106.25),
-        dataclasses.replace(third, diagnostics={**same, "confirmation_unshared_mass": 0.5}),
-        dataclasses.replace(third, diagnostics={**same, "earlier_mass_missed": 0.3}),
-    ):
+    shared = {f"arbiter_{name}_mass_{way}": 0.0001
+              for name in ("first", "second") for way in ("missed", "added")}  # fmt: skip
+    third = Evidence(log_z=-106.305, se=0.0045, method="ais", diagnostics=shared)
+    assert auto.returns_the_confirmation(degenerate, right)
+    assert not auto.returns_the_confirmation(right, low)
+    for first, second, winner in ((degenerate, right, "second"), (right, low, "first")):
         facts = {}
-        assert auto.arbitrated(flagged, second, changed, facts) is flagged
-        assert "confirmed_by" not in facts
-    assert auto.arbitrated(flagged, second, None, {}) is flagged  # the arbiter failed
+        flagged = auto.confirmed_or_flagged(first, None, second, facts, why)
+        assert not flagged.reliable and auto.needs_arbiter(first, second, facts)
+        # the loser's mixture lacks the mode: the arbiter holds mass it lacks, both ways
+        loser = "first" if winner == "second" else "second"
+        masses = {**shared, f"arbiter_{loser}_mass_added": 0.99}
+        arbiter = dataclasses.replace(third, diagnostics=masses)
+        confirmed = auto.arbitrated(flagged, (first, second), arbiter, facts)
+        assert confirmed.reliable and f"the {winner} exploration" in facts["confirmed_by"]
+        assert abs(confirmed.log_z - right.log_z) < 0.01
+        assert facts["arbiter_log_z"] == third.log_z
+        # each reason to withhold it: a disagreement, different modes, the other's mode missed
+        for changed in (
+            dataclasses.replace(arbiter, log_z=-106.25),
+            dataclasses.replace(arbiter, diagnostics={**masses,
+                                                      f"arbiter_{winner}_mass_added": 0.5}),
+            dataclasses.replace(arbiter, diagnostics={**masses,
+                                                      f"arbiter_{loser}_mass_missed": 0.3}),
+        ):  # fmt: skip
+            facts = {}
+            assert auto.arbitrated(flagged, (first, second), changed, facts) is flagged
+            assert "confirmed_by" not in facts
+        assert auto.arbitrated(flagged, (first, second), None, {}) is flagged  # it failed
+    # no arbiter where the confirmation confirmed, failed, or both fail their diagnostics
+    assert not auto.needs_arbiter(right, right, {"confirmed_by": "a second exploration"})
+    assert not auto.needs_arbiter(right, None, {})
+    assert not auto.needs_arbiter(degenerate, degenerate, {})
 
 
 def two_images_log_f(x):
@@ -171,19 +185,21 @@ def two_images_log_f(x):
     ) - np.log(2)
 
 
-def image_mixture(*centres):
-    """A Student-t mixture (df 5, scale 1.1) with a component at each of ``centres``."""
+def image_mixture(*centres, df=5.0):
+    """A Student-t mixture (``df``, scale 1.1; ``None``: normal) with a component at each of
+    ``centres``."""
     from pm_evidence.references import MixtureReference
 
     k = len(centres)
     return MixtureReference(np.full(k, 1 / k), np.array(centres, float),
-                            np.stack([1.1 * np.eye(2)] * k), df=5.0)  # fmt: skip
+                            np.stack([1.1 * np.eye(2)] * k), df=df)  # fmt: skip
 
 
 def test_held_and_missed_is_one_way_of_the_unshared_mass():
     """``held_and_missed(a, b)`` is the mass ``a`` holds that ``b`` lacks: half the mass for
     one image against the other, none for both images against one (``both`` holds what
-    ``left`` holds), and ``unshared_mass`` is the larger of the two ways on the same draws."""
+    ``left`` holds), and ``unshared_mass`` is the larger of the two ways on the same draws.
+    Given ``log Z``, the share is of ``Z``, not of the mass ``a`` covers."""
     from pm_evidence.search.coverage import MISSED_SHARE, held_and_missed, unshared_mass
 
     log_f, mixture = two_images_log_f, image_mixture
@@ -194,6 +210,12 @@ def test_held_and_missed_is_one_way_of_the_unshared_mass():
     rng = np.random.default_rng(2)
     ways = [held_and_missed(left, both, log_f, rng), held_and_missed(both, left, log_f, rng)]
     assert unshared_mass(left, both, log_f, np.random.default_rng(2)) == max(ways)
+    # normal components, whose draws do not reach the other image: a share of the mass
+    # `left` covers (all of it lies away from `right`), or of Z = 1 (half)
+    left, right = mixture([-3, 0], df=None), mixture([3, 0], df=None)
+    assert held_and_missed(left, right, log_f, np.random.default_rng(3)) > 0.8
+    share_of_z = held_and_missed(left, right, log_f, np.random.default_rng(3), log_z=0.0)
+    assert abs(share_of_z - 0.5) < 0.05
 
 
 def test_two_explorations_on_different_mirror_images_do_not_confirm_each_other():
