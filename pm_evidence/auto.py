@@ -623,8 +623,8 @@ def arbitrated(
         "arbiter_warnings": tuple(arbiter.warnings), **masses,
     })  # fmt: skip
     confirmed = []
-    for name, other in (("first", "second"), ("second", "first")):
-        estimate = estimates[0] if name == "first" else estimates[1]
+    names = (("first", "second"), ("second", "first"))  # each estimate's and the other's
+    for estimate, (name, other) in zip(estimates, names, strict=True):
         either_way = np.fmax(masses[f"arbiter_{name}_mass_missed"],
                              masses[f"arbiter_{name}_mass_added"])  # fmt: skip
         if (
