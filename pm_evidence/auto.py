@@ -343,11 +343,11 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
 def _confirmed(
     target, plan, seed, progressbar, kwargs, estimates, first_reference, why, facts, failures
 ) -> Evidence:
-    """Stages 6 and 6b: AIS from the exploration (``estimates[0]``, next to the estimate on the
-    posterior draws) confirmed by a second exploration, or flagged
-    (:func:`confirmed_or_flagged`); where the confirmation is returned in its place, the
-    arbiter's verdict (:func:`arbitrated`) where the confirmation did not confirm it. Ctrl-C
-    during either keeps what finished."""
+    """Stages 6 and 6b: AIS from the exploration (``estimates[0]``; ``estimates[1]`` is the
+    estimate on the posterior draws) confirmed by a second exploration, or flagged
+    (:func:`confirmed_or_flagged`); where that second exploration did not confirm it, the
+    arbiter's verdict (:func:`needs_arbiter`, :func:`arbitrated`). Ctrl-C during either keeps
+    what finished."""
     ais, on_draws = estimates
     confirmed = _interruptible(
         "the confirmation (a second exploration from the prior with its own random stream, "
@@ -617,7 +617,8 @@ def arbitrated(
     masses, ``arbiter_warnings``)."""
     if arbiter is None:
         return flagged
-    masses = {key: value for key, value in arbiter.diagnostics.items() if "_mass_" in key}
+    masses = {key: value for key, value in arbiter.diagnostics.items()
+              if key.startswith("arbiter_")}  # fmt: skip
     facts.update({
         "arbiter_log_z": arbiter.log_z, "arbiter_se": arbiter.se,
         "arbiter_warnings": tuple(arbiter.warnings), **masses,
