@@ -24,7 +24,7 @@ import numpy as np
 
 from pm_evidence.core.utils import warn_user
 
-__all__ = ["MAX_BLOCK_ELEMENTS", "BlockedFunction", "block_size_for"]
+__all__ = ["MAX_BLOCK_ELEMENTS", "BlockedFunction", "FlatRowsFunction", "block_size_for"]
 
 # What a numerical routine raises at a bad point (LinAlgError and PyMC's ParameterValueError are
 # ValueErrors). Anything else (a RuntimeError from a broken compiled function, an interrupt) is
@@ -38,6 +38,90 @@ MAX_BLOCK_ROWS = 1024
 def block_size_for(n_observations: int, max_rows: int = MAX_BLOCK_ROWS) -> int:
     """Rows per compiled call: ``MAX_BLOCK_ELEMENTS / n_observations``, between 1 and ``max_rows``."""
     return int(np.clip(MAX_BLOCK_ELEMENTS // max(int(n_observations), 1), 1, max_rows))
+
+
+class FlatRowsFunction:
+    """A compiled function of one input per variable, called on rows of the flat vector.
+
+    The model's functions are compiled with each value variable an input of its own
+    (:func:`~pm_evidence.model.graphs.batched_by_variable`); the samplers and estimators hold
+    points as rows ``x (n, dim)`` of the flat vector. A call splits ``x`` into one contiguous
+    array ``(n, *value_shape)`` per variable (cast to its dtype: ``0.``/``1.`` floats of a
+    Bernoulli entry become integers), calls the function, passes its first ``n_values``
+    outputs on, and joins each following group of per-variable gradients into one ``(n, dim)``
+    array, with 0 at the entries not differentiated (discrete ones).
+
+    Parameters
+    ----------
+    function : pytensor.compile.Function
+        The compiled function; kept as ``function``, for inspecting its graph.
+    variables : sequence of VariableSlice
+        Where each input sits in the flat vector (:class:`~pm_evidence.model.layout.Layout`).
+    dtypes : sequence of str
+        The dtype of each input.
+    n_values : int
+        Outputs passed on as they are (one number per row).
+    differentiated : sequence of bool, optional
+        Which variables have a gradient output in each group (all, by default).
+    """
+
+    def __init__(self, function, variables, dtypes, n_values: int, differentiated=None):
+        self.function = function
+        self.function.trust_input = True  # the inputs are made here, of the types it expects
+        self.n_values = int(n_values)
+        variables = tuple(variables)
+        if differentiated is None:
+            differentiated = [True] * len(variables)
+        self.dim = variables[-1].stop if variables else 0
+        # per input: its columns of x (an index for a scalar, a slice otherwise) and dtype;
+        # inputs of more than one dimension are reshaped from (n, size) to (n, *value_shape)
+        self._columns = [
+            (v.start if v.value_shape == () else slice(v.start, v.stop), np.dtype(dtype))
+            for v, dtype in zip(variables, dtypes, strict=True)
+        ]
+        self._reshaped = [
+            (k, v.value_shape) for k, v in enumerate(variables) if len(v.value_shape) > 1
+        ]
+        # one float64 vector variable: x itself is the input
+        self._whole = (
+            len(variables) == 1
+            and variables[0].value_shape == (self.dim,)
+            and (self._columns[0][1] == np.float64)
+        )
+        # per differentiated variable: its columns of x, and whether its gradient is (n,)
+        self._gradients = [
+            (slice(v.start, v.stop), v.value_shape == ())
+            for v, d in zip(variables, differentiated, strict=True)
+            if d
+        ]
+        self._gradients_cover_x = len(self._gradients) == len(variables)
+
+    def __call__(self, x: np.ndarray) -> list[np.ndarray]:
+        n = x.shape[0]
+        if self._whole:
+            rows = [np.ascontiguousarray(x)]
+        else:
+            rows = [x[:, columns].astype(dtype, order="C") for columns, dtype in self._columns]
+            for k, shape in self._reshaped:
+                rows[k] = rows[k].reshape((n, *shape))
+        outputs = self.function(*rows)
+        k = len(self._gradients)
+        joined = [
+            self._joined(outputs[i : i + k], n) for i in range(self.n_values, len(outputs), k)
+        ]
+        return [*outputs[: self.n_values], *joined]
+
+    def _joined(self, group, n: int) -> np.ndarray:
+        flat = [
+            g[:, None] if scalar else g.reshape(n, -1)
+            for (_, scalar), g in zip(self._gradients, group, strict=True)
+        ]
+        if self._gradients_cover_x:
+            return np.concatenate(flat, axis=1) if len(flat) > 1 else flat[0]
+        joined = np.zeros((n, self.dim))
+        for (columns, _), gradient in zip(self._gradients, flat, strict=True):
+            joined[:, columns] = gradient
+        return joined
 
 
 class BlockedFunction:

@@ -1,14 +1,18 @@
-"""Symbolic graphs of a PyMC model's log-density terms as functions of one flat vector ``x``.
+"""Symbolic graphs of a PyMC model's log-density terms, as functions of its value variables
+and of one flat vector ``x``.
 
-Three steps, each a pure function of graphs:
+Each step a pure function of graphs:
 
-1. :func:`flat_graphs` replaces the model's value variables by slices of one flat vector ``x``
-   (PyMC's ``join_nonshared_inputs``) and makes the graphs *total*: every parameter check of
+1. :func:`flat_graphs` makes the model's graphs *total*: every parameter check of
    PyMC (``sigma > 0``, ``posdef covariance``, ...) becomes ``-inf`` where it fails instead of an
    exception (PyMC's own ``local_check_parameter_to_ninf_switch``, applied to every check). A
-   proposal outside the support is then an ordinary rejected point.
-2. :func:`vectorize_batched` vectorizes such graphs over the rows of a matrix ``x_batch`` and
-   unwraps the ``Blockwise(OpFromGraph)`` nodes that vectorization creates.
+   proposal outside the support is then an ordinary rejected point. It holds them as graphs
+   of the value variables and, with each value variable a slice of ``x`` (PyMC's
+   ``join_nonshared_inputs``), of ``x``.
+2. :func:`batched_by_variable` vectorizes graphs of the value variables over rows of one input
+   per variable (what is compiled), :func:`vectorize_batched` graphs of ``x`` over the rows of
+   a matrix ``x_batch`` (for larger graphs built around the model's); both unwrap the
+   ``Blockwise(OpFromGraph)`` nodes that vectorization creates.
 3. :func:`relaxed_bernoulli_terms` writes all-binary models with a log-density linear in ``x``,
    for gradient-informed flips.
 4. :func:`term_choice_graphs` lets each log-sum-exp of the log-density (``pt.logaddexp``,
@@ -40,6 +44,7 @@ __all__ = [
     "MAX_TERMS",
     "LogDensityGraphs",
     "TermChoiceGraphs",
+    "batched_by_variable",
     "flat_graphs",
     "graph_size",
     "relaxed_bernoulli_terms",
@@ -74,26 +79,34 @@ def make_total(outputs: list) -> list:
 
 
 class LogDensityGraphs:
-    """The model's log prior and log likelihood as total graphs of one flat vector ``x``.
+    """The model's log prior and log likelihood as total graphs of its value variables, and of
+    one flat vector ``x``.
 
     Attributes
     ----------
+    values : list of TensorVariable
+        The model's value variables (``model.value_vars``: unconstrained, in flat-vector order).
+    terms : list of TensorVariable
+        ``[log_prior, log_lik]`` as graphs of ``values``: ``model.varlogp`` (free variables,
+        Jacobians included) and ``model.datalogp`` (observed variables and potentials),
+        ``-inf`` where a parameter check fails.
     x : TensorVariable
         The flat unconstrained vector (float64, or int64 for all-integer models).
     log_prior, log_lik : TensorVariable
-        ``model.varlogp`` (free variables, Jacobians included) and ``model.datalogp``
-        (observed variables and potentials), ``-inf`` where a parameter check fails.
+        The same two terms as graphs of ``x`` (each value variable a slice of ``x``, PyMC's
+        ``join_nonshared_inputs``), for graphs built around the model's (a fused HMC
+        transition, the term searches).
     """
 
     def __init__(self, model: pm.Model, point: dict):
-        (log_prior, log_lik), x = join_nonshared_inputs(
-            point, [model.varlogp, model.datalogp], model.value_vars
+        self.values = list(model.value_vars)
+        self.terms = make_total([model.varlogp, model.datalogp])
+        (self.log_prior, self.log_lik), self.x = join_nonshared_inputs(
+            point, self.terms, self.values
         )
-        self.x = x
-        self.log_prior, self.log_lik = make_total([log_prior, log_lik])
 
     def with_grads(self) -> list:
-        """``[log_prior, log_lik, grad log_prior, grad log_lik]``; a flat prior (or no
+        """``[log_prior, log_lik, grad log_prior, grad log_lik]`` in ``x``; a flat prior (or no
         likelihood) is disconnected from ``x`` and gets a zero gradient."""
         grads = [
             pytensor.grad(term, self.x, disconnected_inputs="ignore")
@@ -101,9 +114,20 @@ class LogDensityGraphs:
         ]
         return [self.log_prior, self.log_lik, *grads]
 
+    def with_grads_by_variable(self, wrt) -> list:
+        """``[log_prior, log_lik, *grads of log_prior, *grads of log_lik]``, one gradient per
+        value variable in ``wrt`` and term (zero where disconnected), as graphs of ``values``
+        for :func:`batched_by_variable`."""
+        grads = [
+            grad
+            for term in self.terms
+            for grad in pytensor.grad(term, list(wrt), disconnected_inputs="ignore")
+        ]
+        return [*self.terms, *grads]
+
 
 def flat_graphs(model: pm.Model, point: dict) -> LogDensityGraphs:
-    """The total log prior and log likelihood graphs of ``model`` on a flat vector."""
+    """The total log prior and log likelihood graphs of ``model`` (by variable and flat)."""
     return LogDensityGraphs(model, point)
 
 
@@ -131,22 +155,46 @@ def _blockwise_inner_graph_to_batched(fgraph, node):
     return vectorize_graph(inner, replace=dict(zip(core_inputs, node.inputs, strict=True)))
 
 
-def vectorize_batched(outputs, x, x_batch):
-    """``outputs``, graphs of one flat vector ``x``, vectorized over the rows of ``x_batch``,
-    with batched inner graphs unwrapped (see ``_blockwise_inner_graph_to_batched``).
-
-    An output that does not depend on ``x`` (a likelihood with no free parameter, say) is
-    broadcast to one value per row, so every output has the rows of ``x_batch``.
-    """
-    batched = vectorize_graph(outputs, replace={x: x_batch})
+def _vectorized(outputs, replace: dict, n_rows) -> list:
+    """``outputs`` vectorized over one leading dimension of ``n_rows`` rows of the inputs in
+    ``replace`` (core input -> batched input), with batched inner graphs unwrapped (see
+    ``_blockwise_inner_graph_to_batched``); an output that does not depend on those inputs is
+    broadcast to one value per row."""
+    batched = vectorize_graph(outputs, replace=replace)
     batched = [
-        pt.broadcast_to(b, (x_batch.shape[0], *o.shape)) if b.ndim == o.ndim else b
+        pt.broadcast_to(b, (n_rows, *o.shape)) if b.ndim == o.ndim else b
         for o, b in zip(outputs, batched, strict=True)
     ]
     return rewrite_graph(
         batched, include=(), custom_rewrite=dfs_rewriter(_blockwise_inner_graph_to_batched),
         clone=True,
     )  # fmt: skip
+
+
+def vectorize_batched(outputs, x, x_batch):
+    """``outputs``, graphs of one flat vector ``x``, vectorized over the rows of ``x_batch``
+    (see ``_vectorized``)."""
+    return _vectorized(outputs, {x: x_batch}, x_batch.shape[0])
+
+
+def batched_by_variable(outputs, values, value_shapes) -> tuple[list, list]:
+    """``outputs``, graphs of the value variables ``values``, vectorized over a leading
+    dimension of rows of one input per variable: returns ``(inputs, batched outputs)``, the
+    ``k``-th input of shape ``(n, *value_shapes[k])`` and the dtype of ``values[k]``.
+
+    What :class:`~pm_evidence.model.log_density.LogDensity` compiles. Taking each variable as
+    an input of its own, rather than slicing one flat matrix inside the graph, keeps every
+    array of the compiled function contiguous and the graph free of slicing, reshaping and
+    shape checks: Numba then compiles a regression's value-and-gradient function in a third of
+    the time (measured: docs/benchmarks.rst, "Where a cold first call compiles"). The caller
+    splits the flat rows and joins the gradients (``LogDensity``'s ``ByVariable``).
+    """
+    inputs = [
+        pt.tensor(dtype=v.dtype, shape=(None, *shape), name=f"{v.name}_rows")
+        for v, shape in zip(values, value_shapes, strict=True)
+    ]
+    replace = dict(zip(values, inputs, strict=True))
+    return inputs, _vectorized(outputs, replace, inputs[0].shape[0])
 
 
 def graph_size(outputs) -> int:

@@ -6,9 +6,12 @@ batched, compiled log-density on a flat vector.
 - :class:`~pm_evidence.model.layout.Layout`: where each free variable sits in the flat
   unconstrained vector ``x`` (constrained and value shapes, discrete entries);
 - :mod:`~pm_evidence.model.graphs`: the log prior (with the Jacobians of the transforms) and the
-  log likelihood (observed terms plus ``pm.Potential`` terms) as *total* graphs of ``x``
-  (``-inf`` wherever PyMC's parameter checks fail), vectorized over any number of points with
-  :func:`pytensor.graph.replace.vectorize_graph`;
+  log likelihood (observed terms plus ``pm.Potential`` terms) as *total* graphs (``-inf``
+  wherever PyMC's parameter checks fail), vectorized over any number of points with
+  :func:`pytensor.graph.replace.vectorize_graph` and compiled with one input per value
+  variable (:func:`~pm_evidence.model.graphs.batched_by_variable`);
+- :class:`~pm_evidence.model.batched.FlatRowsFunction`: those functions called on rows of the
+  flat vector ``x``;
 - :class:`~pm_evidence.model.batched.BlockedFunction`: compiled calls on blocks of points sized
   to the data (a million observations and a thousand points never meet in one array);
 - :class:`~pm_evidence.model.prior.PriorSampler`: forward draws from the prior, a batch per call;
@@ -31,13 +34,14 @@ import pytensor.tensor as pt
 
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import warn_user
-from pm_evidence.model.batched import BlockedFunction, block_size_for
+from pm_evidence.model.batched import BlockedFunction, FlatRowsFunction, block_size_for
 from pm_evidence.model.fingerprint import (
     check_draws_match_data,
     n_observations,
     observed_fingerprint,
 )
 from pm_evidence.model.graphs import (
+    batched_by_variable,
     flat_graphs,
     graph_size,
     relaxed_bernoulli_terms,
@@ -211,15 +215,18 @@ class LogDensity:
     def _graphs(self):
         return flat_graphs(self.model, self._point)
 
-    def _compile_batched(self, outputs, x, fill_values=None) -> BlockedFunction:
-        """Compile ``outputs(x)`` vectorized over one leading batch dimension of ``x``."""
-        x_batch = pt.matrix("x_batch", dtype=x.dtype)
-        batched = vectorize_batched(outputs, x, x_batch)
-        # integer variables make x an integer vector: accept 0./1. floats for them
-        fn = pytensor.function(
-            [x_batch], batched, on_unused_input="ignore", allow_input_downcast=True
+    def _compile_by_variable(self, outputs, n_values: int, fill_values, differentiated=None):
+        """Compile ``outputs``, graphs of the value variables (``n_values`` numbers per point,
+        then groups of per-variable gradients), vectorized over rows of one input per variable
+        (:func:`~pm_evidence.model.graphs.batched_by_variable`), as a function of flat rows
+        ``x (n, dim)`` called in blocks."""
+        values = self._graphs.values
+        inputs, batched = batched_by_variable(outputs, values, [v.value_shape for v in self.layout])
+        fn = pytensor.function(inputs, batched, on_unused_input="ignore")
+        flat = FlatRowsFunction(
+            fn, self.layout, [v.dtype for v in values], n_values, differentiated
         )
-        return BlockedFunction(fn, self.block_size, fill_values)
+        return BlockedFunction(flat, self.block_size, fill_values)
 
     def blocked(self, fn) -> BlockedFunction:
         """A compiled function of row-aligned arrays called in blocks of ``block_size`` rows."""
@@ -227,8 +234,7 @@ class LogDensity:
 
     @cached_property
     def _terms_fn(self):
-        g = self._graphs
-        return self._compile_batched([g.log_prior, g.log_lik], g.x, (-np.inf, -np.inf))
+        return self._compile_by_variable(self._graphs.terms, 2, (-np.inf, -np.inf))
 
     def _require_gradient(self) -> None:
         """Gradients are taken with respect to the continuous entries (the discrete entries of
@@ -240,23 +246,21 @@ class LogDensity:
             )
 
     @cached_property
-    def _grad_fn(self):
-        self._require_gradient()
-        g = self._graphs
-        logp = g.log_prior + g.log_lik
-        return self._compile_batched([logp, pytensor.grad(logp, g.x)], g.x, (-np.inf, 0.0))
-
-    @cached_property
     def _terms_grad_fn(self):
         self._require_gradient()
         g = self._graphs
-        return self._compile_batched(g.with_grads(), g.x, (-np.inf, -np.inf, 0.0, 0.0))
+        continuous = [not v.discrete for v in self.layout]
+        wrt = [value for value, c in zip(g.values, continuous, strict=True) if c]
+        return self._compile_by_variable(
+            g.with_grads_by_variable(wrt), 2, (-np.inf, -np.inf, 0.0, 0.0), continuous
+        )
 
     @property
     def terms_grad_function(self) -> BlockedFunction:
         """The compiled value-and-gradient function, ``x (n, dim) -> [log_prior, log_lik, grad
         log_prior, grad log_lik]`` in blocks of rows (compiled on first access, once per model);
-        its ``fn`` is the PyTensor function itself, for inspecting the compiled graph."""
+        its ``fn.function`` is the PyTensor function itself (one input per value variable), for
+        inspecting the compiled graph."""
         return self._terms_grad_fn
 
     @cached_property
@@ -282,7 +286,11 @@ class LogDensity:
                 "entries. Use kernel='gibbs' or a custom kernel."
             )
         outputs, x = relaxed_bernoulli_terms(self.model, self._point)
-        return self._compile_batched(outputs, x, (-np.inf, -np.inf, 0.0, 0.0))
+        x_batch = pt.matrix("x_batch", dtype=x.dtype)
+        fn = pytensor.function(
+            [x_batch], vectorize_batched(outputs, x, x_batch), on_unused_input="ignore"
+        )
+        return BlockedFunction(fn, self.block_size, (-np.inf, -np.inf, 0.0, 0.0))
 
     # ------------------------------------------------------------------ evaluation
     def _check_x(self, x) -> tuple[np.ndarray, tuple[int, ...]]:
@@ -338,8 +346,10 @@ class LogDensity:
         return log_prior + log_lik
 
     def log_density_and_grad(self, x) -> tuple[np.ndarray, np.ndarray]:
-        """``log f(x)`` and its gradient with respect to ``x``."""
-        return self._evaluate(self._grad_fn, x, ((), (self.dim,)))
+        """``log f(x)`` and its gradient with respect to ``x`` (the sums of
+        :meth:`evaluate_with_grad`'s terms)."""
+        log_prior, log_lik, grad_prior, grad_lik = self.evaluate_with_grad(x)
+        return log_prior + log_lik, grad_prior + grad_lik
 
     def evaluate_with_grad(self, x) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(log_prior, log_likelihood, grad log_prior, grad log_likelihood)`` at ``x``.

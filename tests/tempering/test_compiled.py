@@ -92,7 +92,7 @@ def test_compiled_hmc_not_used_where_unsupported(walled_target):
 
 
 def test_batched_graphs_have_no_blockwise_inner_graphs(walled_target, rng):
-    fn = walled_target.terms_grad_function.fn
+    fn = walled_target.terms_grad_function.fn.function
     wrapped = [
         node for node in fn.maker.fgraph.apply_nodes
         if isinstance(node.op, Blockwise) and isinstance(node.op.core_op, OpFromGraph)
