@@ -190,7 +190,7 @@ def batched_by_variable(outputs, values, value_shapes) -> tuple[list, list]:
     splits the flat rows and joins the gradients (``LogDensity``'s ``ByVariable``).
     """
     inputs = [
-        pt.tensor(dtype=v.dtype, shape=(None, *shape), name=f"{v.name}_rows")
+        pt.TensorType(v.dtype, shape=(None, *shape))(name=f"{v.name}_rows")
         for v, shape in zip(values, value_shapes, strict=True)
     ]
     replace = dict(zip(values, inputs, strict=True))
