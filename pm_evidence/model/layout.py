@@ -13,11 +13,40 @@ from dataclasses import dataclass
 
 import numpy as np
 import pymc as pm
+import pytensor
+import pytensor.tensor as pt
 from pymc.distributions.discrete import DiscreteUniformRV
 from pymc.exceptions import NotConstantValueError
+from pymc.util import get_transformed_name
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
-__all__ = ["Layout", "VariableSlice"]
+__all__ = ["Layout", "VariableSlice", "variable_shapes"]
+
+# Shapes are a handful of integers: PyTensor's Python linker evaluates them without compiling
+# (PyMC's own model.eval_rv_shapes uses a VM linker, whose first use in a process costs about
+# a second and a half of importing and, from empty caches, building PyTensor's C loop).
+SHAPES_MODE = pytensor.compile.mode.Mode(linker="py", optimizer="fast_compile")
+
+
+def variable_shapes(model: pm.Model) -> dict[str, tuple[int, ...]]:
+    """The shapes of the free variables, constrained and unconstrained, by name: what PyMC's
+    ``model.eval_rv_shapes()`` returns, evaluated on the Python linker (``SHAPES_MODE``)."""
+    names, outputs = [], []
+    for rv in model.free_RVs:
+        transform = model.rvs_to_transforms[rv]
+        if transform is not None:
+            names.append(get_transformed_name(rv.name, transform))
+            outputs.append(pt.as_tensor(transform.forward(rv, *rv.owner.inputs).shape))
+        names.append(rv.name)
+        outputs.append(pt.as_tensor(rv.shape))
+    shapes = pytensor.function(
+        inputs=[],
+        outputs=outputs,
+        givens=[(obs, model.rvs_to_values[obs]) for obs in model.observed_RVs],
+        mode=SHAPES_MODE,
+        on_unused_input="ignore",
+    )()
+    return {name: tuple(int(s) for s in shape) for name, shape in zip(names, shapes, strict=True)}
 
 
 @dataclass(frozen=True)
@@ -90,7 +119,7 @@ class Layout:
 
     @classmethod
     def from_model(cls, model: pm.Model) -> Layout:
-        shapes = model.eval_rv_shapes()  # constrained and value shapes, one cheap compile
+        shapes = variable_shapes(model)
         discrete_values = set(model.discrete_value_vars)
         variables, start = [], 0
         for rv in model.free_RVs:

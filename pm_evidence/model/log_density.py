@@ -31,6 +31,8 @@ import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
+from pytensor.compile.mode import get_default_mode
+from pytensor.gradient import NullTypeGradError
 
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import warn_user
@@ -41,6 +43,8 @@ from pm_evidence.model.fingerprint import (
     observed_fingerprint,
 )
 from pm_evidence.model.graphs import (
+    CONTIGUOUS_CONSTANTS_POSITION,
+    ContiguousConstants,
     batched_by_variable,
     flat_graphs,
     graph_size,
@@ -222,7 +226,10 @@ class LogDensity:
         ``x (n, dim)`` called in blocks."""
         values = self._graphs.values
         inputs, batched = batched_by_variable(outputs, values, [v.value_shape for v in self.layout])
-        fn = pytensor.function(inputs, batched, on_unused_input="ignore")
+        # constants C-contiguous: numba compiles one implementation per memory layout, and
+        # PyTensor folds a transposed design matrix into a Fortran-ordered one
+        mode = get_default_mode().register((ContiguousConstants(), CONTIGUOUS_CONSTANTS_POSITION))
+        fn = pytensor.function(inputs, batched, on_unused_input="ignore", mode=mode)
         flat = FlatRowsFunction(
             fn, self.layout, [v.dtype for v in values], n_values, differentiated
         )
@@ -246,13 +253,31 @@ class LogDensity:
             )
 
     @cached_property
-    def _terms_grad_fn(self):
+    def _gradient_graphs(self) -> list:
+        """``[log_prior, log_lik, *their gradients]`` in the continuous value variables
+        (:meth:`~pm_evidence.model.graphs.LogDensityGraphs.with_grads_by_variable`)."""
         self._require_gradient()
         g = self._graphs
+        wrt = [value for value, v in zip(g.values, self.layout, strict=True) if not v.discrete]
+        return g.with_grads_by_variable(wrt)
+
+    @cached_property
+    def has_gradient(self) -> bool:
+        """Whether the log-density has a gradient: a continuous entry, and every operation of
+        the graph differentiable (PyTensor builds the gradient graph; nothing is compiled)."""
+        if self.discrete_mask.all():
+            return False
+        try:
+            self._gradient_graphs  # noqa: B018 (a cached property: builds the graphs)
+        except (NullTypeGradError, NotImplementedError):
+            return False
+        return True
+
+    @cached_property
+    def _terms_grad_fn(self):
         continuous = [not v.discrete for v in self.layout]
-        wrt = [value for value, c in zip(g.values, continuous, strict=True) if c]
         return self._compile_by_variable(
-            g.with_grads_by_variable(wrt), 2, (-np.inf, -np.inf, 0.0, 0.0), continuous
+            self._gradient_graphs, 2, (-np.inf, -np.inf, 0.0, 0.0), continuous
         )
 
     @property
@@ -312,16 +337,20 @@ class LogDensity:
             for o, core in zip(outs, core_dims, strict=True)
         )
 
-    def evaluate(self, x, *, via_gradient: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    def evaluate(self, x, *, via_gradient: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Return ``(log_prior, log_likelihood)`` at points ``x`` of shape ``(..., dim)``.
 
-        ``via_gradient``: from the value-and-gradient function (the gradients dropped) instead
-        of the value-only one. The path family sets it on models with continuous entries
-        (:class:`~pm_evidence.tempering.path.GeometricPath`): their kernels compile that
-        function anyway, and a second compile costs seconds. The choice is the caller's, never
-        what happens to be compiled already, so a result does not depend on what ran before it
+        ``via_gradient``: from the value-and-gradient function (the gradients dropped) or from
+        the value-only one. By default (``None``) the value-and-gradient function wherever the
+        model has one (:attr:`has_gradient`): one compiled function per model, which every
+        stage of ``auto`` needs anyway, and whose gradients cost little next to a second
+        compile (seconds, on a first call; measured: docs/benchmarks.rst, "Where a cold first
+        call compiles"). The choice follows from the model and the caller, never from what
+        happens to be compiled already, so a result does not depend on what ran before it
         (the two functions may differ in the last bit).
         """
+        if via_gradient is None:
+            via_gradient = self.has_gradient
         if via_gradient:
             outs = self._evaluate(self._terms_grad_fn, x, ((), (), (self.dim,), (self.dim,)))
             return outs[0], outs[1]

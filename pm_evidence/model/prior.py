@@ -33,6 +33,7 @@ from pytensor.tensor.random.op import RandomVariable
 
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import spawn_seed
+from pm_evidence.model.layout import variable_shapes
 from pm_evidence.model.maps import PYTHON_LINKER
 
 __all__ = ["OrderedPrior", "PriorSampler", "ordered_prior"]
@@ -158,7 +159,7 @@ def ordered_prior(model: pm.Model) -> OrderedPrior:
                 f"independent draws: {reason}"
             )
             continue
-        shapes = shapes or model.eval_rv_shapes()  # one evaluation, for the first ordered one
+        shapes = shapes or variable_shapes(model)  # one evaluation, for the first ordered one
         shape = tuple(int(s) for s in shapes[rv.name])
         n_vectors = math.prod(shape[:-1])
         sorted_.append((rv.name, not ordered[0].ascending))
@@ -227,7 +228,7 @@ class PriorSampler:
         self.var_names = [rv.name for rv in model.free_RVs]
         self.ordering = ordered_prior(model) if ordering is None else ordering
         n = pt.scalar("n", dtype="int64")
-        batched = _root_batched(model, n, model.eval_rv_shapes())
+        batched = _root_batched(model, n, variable_shapes(model))
         self.batched = batched is not None
         if self.batched:
             self._fn, updates = pm_compile(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 from scipy import stats
 
@@ -159,3 +160,36 @@ def test_one_input_per_variable_equals_pymc_on_every_value_shape(rng):
     )
     np.testing.assert_array_equal(grad[:, 7], 0.0)
     np.testing.assert_allclose(target.evaluate(x)[0], log_prior, rtol=1e-14)
+
+
+def test_values_come_from_the_one_gradient_function_where_there_is_one(ig_target, rng):
+    """By default values are read from the value-and-gradient function (one compile per
+    model), exactly; the value-only function agrees to rounding. A model whose graph has no
+    gradient (a Bessel function of a free variable) evaluates with the value-only one."""
+    x = rng.normal(size=(7, ig_target.dim))
+    assert ig_target.has_gradient
+    by_default = ig_target.evaluate(x)
+    np.testing.assert_array_equal(by_default, ig_target.evaluate(x, via_gradient=True))
+    np.testing.assert_allclose(by_default, ig_target.evaluate(x, via_gradient=False), rtol=1e-13)
+    with pm.Model() as model:
+        nu = pm.HalfNormal("nu", 1.0)
+        pm.Potential("bessel", pt.log(pt.iv(nu, 2.0)))
+    target = LogDensity(model)
+    assert not target.has_gradient
+    u = rng.normal(size=(4, 1))
+    logp = model.compile_logp()
+    np.testing.assert_allclose(
+        target.log_density(u), [logp({"nu_log__": ui[0]}) for ui in u], rtol=1e-12
+    )
+
+
+def test_compiled_constants_are_c_contiguous(ig_target):
+    """PyTensor folds the design matrix's transpose into a Fortran-ordered constant; the
+    compiled functions hold C-ordered copies (numba compiles one implementation per layout)."""
+    fgraph = ig_target.terms_grad_function.fn.function.maker.fgraph
+    constants = [
+        var.data for var in fgraph.variables
+        if isinstance(var, pt.TensorConstant) and var.data.ndim > 1
+    ]  # fmt: skip
+    assert constants  # the design matrix and its transpose
+    assert all(c.flags.c_contiguous for c in constants)
