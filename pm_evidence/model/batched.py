@@ -55,7 +55,7 @@ class FlatRowsFunction:
     ----------
     function : pytensor.compile.Function
         The compiled function; kept as ``function``, for inspecting its graph.
-    variables : sequence of VariableSlice
+    variables : sequence of pm_evidence.model.layout.VariableSlice
         Where each input sits in the flat vector (:class:`~pm_evidence.model.layout.Layout`).
     dtypes : sequence of str
         The dtype of each input.

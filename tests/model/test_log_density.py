@@ -147,7 +147,9 @@ def test_one_input_per_variable_equals_pymc_on_every_value_shape(rng):
     assert [v.value_shape for v in target.layout] == [(2, 3), (), (), (2,)]
     x = rng.normal(size=(5, target.dim))
     x[:, 7] = rng.integers(0, 2, size=5)  # k's entry holds its values, 0. or 1.
-    logp_fn, dlogp_fn = model.compile_logp(), model.compile_dlogp(vars=[w, sigma, b])
+    # PyMC's own functions on its Python VM: references, nothing to compile for numba
+    logp_fn = model.compile_logp(mode="FAST_COMPILE")
+    dlogp_fn = model.compile_dlogp(vars=[w, sigma, b], mode="FAST_COMPILE")
     points = [
         {"w": row[:6].reshape(2, 3), "sigma_log__": row[6], "k": int(row[7]), "b": row[8:]}
         for row in x
@@ -177,7 +179,7 @@ def test_values_come_from_the_one_gradient_function_where_there_is_one(ig_target
     target = LogDensity(model)
     assert not target.has_gradient
     u = rng.normal(size=(4, 1))
-    logp = model.compile_logp()
+    logp = model.compile_logp(mode="FAST_COMPILE")
     np.testing.assert_allclose(
         target.log_density(u), [logp({"nu_log__": ui[0]}) for ui in u], rtol=1e-12
     )
