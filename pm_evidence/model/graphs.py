@@ -22,6 +22,7 @@ Each step a pure function of graphs:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,8 +38,10 @@ from pytensor.graph.rewriting.basic import GraphRewriter, dfs_rewriter, node_rew
 from pytensor.graph.rewriting.utils import rewrite_graph
 from pytensor.graph.traversal import ancestors
 from pytensor.scalar import basic as ps
+from pytensor.tensor.basic import MakeVector, ScalarFromTensor
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.math import All
 from pytensor.tensor.special import LogAddExp, LogSumExp
 
 __all__ = [
@@ -60,16 +63,38 @@ __all__ = [
 MAX_TERMS = 16
 
 
+def _conjuncts(condition) -> list:
+    """The conditions whose ``and`` is ``condition``, where it is PyMC's ``check_parameters``
+    form ``all([all(c_1), ..., all(c_k)])`` (a ``MakeVector`` of the conditions reduced by
+    ``All``); ``[condition]`` otherwise.
+
+    Written as ``all(c_1) & ... & all(c_k)``, the graph has no stacked vector: vectorized over
+    points, the stack becomes a ``Join`` of broadcast copies reduced along its second axis, a
+    partial reduction that Numba compiles in seconds (numba's ``array.transpose``; measured:
+    docs/benchmarks.rst, "One input per variable, one compiled function"). The value is the
+    same.
+    """
+    owner = condition.owner
+    if owner is not None and isinstance(owner.op, ScalarFromTensor):
+        return _conjuncts(owner.inputs[0])
+    if owner is not None and isinstance(owner.op, All) and owner.op.axis is None:
+        (stacked,) = owner.inputs
+        if stacked.owner is not None and isinstance(stacked.owner.op, MakeVector):
+            return [c for inner in stacked.owner.inputs for c in _conjuncts(inner)]
+    return [condition]
+
+
 @node_rewriter([CheckParameterValue])
 def _check_to_ninf(fgraph, node):
-    """``CheckParameterValue(logp, *conditions)`` -> ``switch(all(conditions), logp, -inf)``.
+    """``CheckParameterValue(logp, *conditions)`` -> ``switch(all(c_1) & ... & all(c_k), logp, -inf)``.
 
     PyMC's ``local_check_parameter_to_ninf_switch`` leaves checks marked as not replaceable
     (those of inverse CDFs, which a log-density graph does not contain); here every check of a
     log-density is a support condition, so all of them become ``-inf``.
     """
     logp, *conditions = node.inputs
-    condition = pt.all(conditions) if len(conditions) > 1 else conditions[0]
+    conjuncts = [c for condition in conditions for c in _conjuncts(condition)]
+    condition = functools.reduce(pt.and_, conjuncts)
     out = pt.switch(condition, logp, -np.inf)
     return [pt.cast(out, node.outputs[0].dtype)]
 

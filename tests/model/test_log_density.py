@@ -195,3 +195,27 @@ def test_compiled_constants_are_c_contiguous(ig_target):
     ]  # fmt: skip
     assert constants  # the design matrix and its transpose
     assert all(c.flags.c_contiguous for c in constants)
+
+
+def test_parameter_checks_become_one_and_of_their_conditions(rng):
+    """PyMC's ``check_parameters`` stacks its conditions (``all([all(c_1), ...])``); the
+    compiled graph has them as one ``and`` instead (no ``Join``, ``MakeVector`` or ``All``
+    node, each slow to compile for numba once vectorized), with the same values, ``-inf``
+    where a check fails."""
+    model, _ = exact_models.beta_binomial()
+    target = LogDensity(model)
+    x = rng.normal(size=(6, target.dim))
+    logp = model.compile_logp(mode="FAST_COMPILE")
+    name = target.layout[0].value_name
+    np.testing.assert_allclose(target.log_density(x), [logp({name: xi[0]}) for xi in x], rtol=1e-12)
+    ops = {
+        type(node.op).__name__
+        for node in target.terms_grad_function.fn.function.maker.fgraph.apply_nodes
+    }
+    assert not ops & {"Join", "MakeVector", "All"}, ops
+    with pm.Model() as walled:
+        a = pm.Normal("a", 0.0, 1.0)
+        pm.Binomial("k", n=5, p=a, observed=[2, 3])  # p outside [0, 1] fails the check
+    total = LogDensity(walled)
+    log_f = total.log_density(np.array([[-0.5], [0.5], [1.5]]))
+    assert np.isneginf(log_f[0]) and np.isfinite(log_f[1]) and np.isneginf(log_f[2])
