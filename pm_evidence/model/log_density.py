@@ -348,8 +348,8 @@ class LogDensity:
         the value-only one. By default (``None``) the value-and-gradient function wherever the
         model has one (:attr:`has_gradient`): one compiled function per model, which every
         stage of ``auto`` needs anyway, and whose gradients cost little next to a second
-        compile (seconds, on a first call; measured: docs/benchmarks.rst, "Where a cold first
-        call compiles"). The choice follows from the model and the caller, never from what
+        compile (seconds, on a first call; measured: docs/benchmarks.rst, "One input per
+        variable, one compiled function"). The choice follows from the model and the caller, never from what
         happens to be compiled already, so a result does not depend on what ran before it
         (the two functions may differ in the last bit).
         """
