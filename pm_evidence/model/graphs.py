@@ -32,9 +32,8 @@ import pytensor.tensor as pt
 from pymc.logprob.utils import CheckParameterValue
 from pymc.pytensorf import join_nonshared_inputs
 from pytensor.compile.builders import OpFromGraph, SymbolicOp
-from pytensor.graph.features import ReplaceValidate
 from pytensor.graph.replace import clone_replace, vectorize_graph
-from pytensor.graph.rewriting.basic import GraphRewriter, dfs_rewriter, node_rewriter
+from pytensor.graph.rewriting.basic import dfs_rewriter, node_rewriter
 from pytensor.graph.rewriting.utils import rewrite_graph
 from pytensor.graph.traversal import ancestors
 from pytensor.scalar import basic as ps
@@ -45,9 +44,7 @@ from pytensor.tensor.math import All
 from pytensor.tensor.special import LogAddExp, LogSumExp
 
 __all__ = [
-    "CONTIGUOUS_CONSTANTS_POSITION",
     "MAX_TERMS",
-    "ContiguousConstants",
     "LogDensityGraphs",
     "TermChoiceGraphs",
     "batched_by_variable",
@@ -223,35 +220,6 @@ def batched_by_variable(outputs, values, value_shapes) -> tuple[list, list]:
     ]
     replace = dict(zip(values, inputs, strict=True))
     return inputs, _vectorized(outputs, replace, inputs[0].shape[0])
-
-
-# After constant folding and before the fusion of elementwise operations (PyTensor's optdb
-# position 49) and the in-place rewrites.
-CONTIGUOUS_CONSTANTS_POSITION = 48.5
-
-
-class ContiguousConstants(GraphRewriter):
-    """Replace every constant array that is not C-contiguous by a C-contiguous copy.
-
-    PyTensor folds ``X.T`` of a design matrix ``X`` into a Fortran-ordered constant; Numba
-    compiles one implementation of an operation per memory layout of its arguments, so a
-    regression's gradient compiled ``np.dot`` twice (C and Fortran order, about 2.5 s each
-    from empty caches). With every constant C-ordered the second is the first. The values are
-    the same; only the memory order changes.
-    """
-
-    def add_requirements(self, fgraph):
-        fgraph.attach_feature(ReplaceValidate())
-
-    def apply(self, fgraph):
-        for var in list(fgraph.variables):
-            if (
-                isinstance(var, pt.TensorConstant)
-                and var.data.ndim > 1
-                and not var.data.flags.c_contiguous
-            ):
-                copy = pt.TensorConstant(var.type, np.ascontiguousarray(var.data), name=var.name)
-                fgraph.replace_validate(var, copy, reason="contiguous_constants")
 
 
 def graph_size(outputs) -> int:

@@ -31,20 +31,18 @@ import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
-from pytensor.compile.mode import get_default_mode
 from pytensor.gradient import NullTypeGradError
 
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import warn_user
 from pm_evidence.model.batched import BlockedFunction, FlatRowsFunction, block_size_for
+from pm_evidence.model.compile_mode import model_function_mode
 from pm_evidence.model.fingerprint import (
     check_draws_match_data,
     n_observations,
     observed_fingerprint,
 )
 from pm_evidence.model.graphs import (
-    CONTIGUOUS_CONSTANTS_POSITION,
-    ContiguousConstants,
     batched_by_variable,
     flat_graphs,
     graph_size,
@@ -230,10 +228,9 @@ class LogDensity:
         ``x (n, dim)`` called in blocks."""
         values = self._graphs.values
         inputs, batched = batched_by_variable(outputs, values, [v.value_shape for v in self.layout])
-        # constants C-contiguous: numba compiles one implementation per memory layout, and
-        # PyTensor folds a transposed design matrix into a Fortran-ordered one
-        mode = get_default_mode().register((ContiguousConstants(), CONTIGUOUS_CONSTANTS_POSITION))
-        fn = pytensor.function(inputs, batched, on_unused_input="ignore", mode=mode)
+        fn = pytensor.function(
+            inputs, batched, on_unused_input="ignore", mode=model_function_mode()
+        )
         flat = FlatRowsFunction(
             fn, self.layout, [v.dtype for v in values], n_values, differentiated
         )
@@ -317,7 +314,10 @@ class LogDensity:
         outputs, x = relaxed_bernoulli_terms(self.model, self._point)
         x_batch = pt.matrix("x_batch", dtype=x.dtype)
         fn = pytensor.function(
-            [x_batch], vectorize_batched(outputs, x, x_batch), on_unused_input="ignore"
+            [x_batch],
+            vectorize_batched(outputs, x, x_batch),
+            on_unused_input="ignore",
+            mode=model_function_mode(),
         )
         return BlockedFunction(fn, self.block_size, (-np.inf, -np.inf, 0.0, 0.0))
 

@@ -197,6 +197,33 @@ def test_compiled_constants_are_c_contiguous(ig_target):
     assert all(c.flags.c_contiguous for c in constants)
 
 
+def test_compiled_graph_has_no_shape_checks_and_contiguous_products(ig_target, rng):
+    """The gradient of a regression with its design matrix in ``pm.Data`` carries a
+    ``SpecifyShape`` and products of transposes: compiled, the check is an unchecked
+    ``AssumedShape`` and every computed operand of a product is a ``ContiguousCopy``; values
+    and gradients still equal PyMC's own (FAST_COMPILE: no rewrite of ours)."""
+    from pytensor.tensor.math import Dot
+    from pytensor.tensor.shape import SpecifyShape
+
+    from pm_evidence.model.compile_mode import AssumedShape, ContiguousCopy
+
+    nodes = ig_target.terms_grad_function.fn.function.maker.fgraph.toposort()
+    assert not any(isinstance(n.op, SpecifyShape) for n in nodes)
+    assert any(isinstance(n.op, AssumedShape) for n in nodes)
+    products = [n for n in nodes if isinstance(n.op, Dot)]
+    assert products
+    for product in products:
+        for operand in product.inputs:
+            assert operand.owner is None or isinstance(operand.owner.op, ContiguousCopy)
+    x = rng.normal(size=(5, ig_target.dim)) * 0.5
+    _, grad = ig_target.log_density_and_grad(x)
+    model = ig_target.model
+    dlogp = model.compile_dlogp(mode="FAST_COMPILE")
+    names = [v.name for v in model.value_vars]
+    points = [dict(zip(names, (row[0], row[1:]), strict=True)) for row in x]
+    np.testing.assert_allclose(grad, [dlogp(p) for p in points], rtol=1e-10, atol=1e-12)
+
+
 def test_parameter_checks_become_one_and_of_their_conditions(rng):
     """PyMC's ``check_parameters`` stacks its conditions (``all([all(c_1), ...])``); the
     compiled graph has them as one ``and`` instead (no ``Join``, ``MakeVector`` or ``All``

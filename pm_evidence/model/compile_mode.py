@@ -1,0 +1,192 @@
+"""The compile mode of the model's functions: PyTensor's default mode, plus rewrites that spare
+Numba compile time without changing a value.
+
+Numba compiles one implementation of an operation per memory layout of its arguments, and the
+first call of a model's function from empty caches is mostly that compile (measured with
+numba's own compile events: docs/benchmarks.rst, "Where a cold first call compiles"). The
+rewrites run after constant folding and before the fusion of elementwise operations
+(PyTensor's optdb position 49) and the in-place rewrites:
+
+- :class:`ContiguousConstants` (every linker): every constant array C-ordered. PyTensor folds
+  ``X.T`` of a design matrix into a Fortran-ordered constant, so ``np.dot`` was compiled twice
+  (C and Fortran order, about 2.5 s each).
+- :class:`UncheckedShapes` (Numba's linker): every ``SpecifyShape`` (a run-time check that an
+  array has the shape the graph already knows; vectorized gradients of matrix products carry
+  one) becomes :class:`AssumedShape`, the same static type without the check. Numba compiles
+  the check's error message (string formatting of integers) for each array type: 3.3-4 s of
+  the 17 s compile of a regression's gradient with its design matrix in ``pm.Data``. The
+  shapes are the graph's own (the graph is vectorized by
+  :func:`~pm_evidence.model.graphs.batched_by_variable`; the rows are split from one array), so
+  the check cannot fail there.
+- :class:`ContiguousDotOperands` (Numba's linker): every computed operand of a matrix product
+  C-ordered, so that ``np.dot`` is compiled for one pair of layouts.
+
+The term searches' functions (Python linker) do not use it.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+import pytensor.tensor as pt
+from pytensor.compile.mode import Mode, get_default_mode
+from pytensor.graph.basic import Apply
+from pytensor.graph.features import ReplaceValidate
+from pytensor.graph.op import Op
+from pytensor.graph.rewriting.basic import GraphRewriter
+from pytensor.link.numba.dispatch.basic import numba_njit, register_funcify_default_op_cache_key
+from pytensor.link.numba.linker import NumbaLinker
+from pytensor.tensor.math import Dot
+from pytensor.tensor.shape import SpecifyShape
+
+__all__ = [
+    "REWRITES_POSITION",
+    "AssumedShape",
+    "ContiguousConstants",
+    "ContiguousCopy",
+    "ContiguousDotOperands",
+    "UncheckedShapes",
+    "model_function_mode",
+]
+
+# After constant folding and before the fusion of elementwise operations (PyTensor's optdb
+# position 49) and the in-place rewrites.
+REWRITES_POSITION = 48.5
+
+
+class ContiguousConstants(GraphRewriter):
+    """Replace every constant array that is not C-contiguous by a C-contiguous copy.
+
+    PyTensor folds ``X.T`` of a design matrix ``X`` into a Fortran-ordered constant; Numba
+    compiles one implementation of an operation per memory layout of its arguments, so a
+    regression's gradient compiled ``np.dot`` twice (C and Fortran order, about 2.5 s each
+    from empty caches). With every constant C-ordered the second is the first. The values are
+    the same; only the memory order changes.
+    """
+
+    def add_requirements(self, fgraph):
+        fgraph.attach_feature(ReplaceValidate())
+
+    def apply(self, fgraph):
+        for var in list(fgraph.variables):
+            if (
+                isinstance(var, pt.TensorConstant)
+                and var.data.ndim > 1
+                and not var.data.flags.c_contiguous
+            ):
+                copy = pt.TensorConstant(var.type, np.ascontiguousarray(var.data), name=var.name)
+                fgraph.replace_validate(var, copy, reason="contiguous_constants")
+
+
+class AssumedShape(Op):
+    """``x`` with the static shape of a ``SpecifyShape(x, *shape)`` node, unchecked: the
+    output is the input (a view), typed as ``SpecifyShape``'s output. The shape inputs are kept
+    so that the node reads as the one it replaces; they are not used."""
+
+    __props__ = ()
+    view_map: ClassVar = {0: [0]}
+
+    def make_node(self, x, *shape):
+        raise NotImplementedError("AssumedShape nodes are made by UncheckedShapes only.")
+
+    def node_like(self, node: Apply) -> Apply:
+        """An ``AssumedShape`` node with the inputs and output type of ``SpecifyShape``'s
+        ``node``."""
+        return Apply(self, list(node.inputs), [node.outputs[0].type()])
+
+    def perform(self, node, inputs, output_storage):
+        output_storage[0][0] = inputs[0]
+
+    def infer_shape(self, node, shapes):
+        return [shapes[0]]
+
+
+@register_funcify_default_op_cache_key(AssumedShape)
+def _numba_funcify_assumed_shape(op, node, **kwargs):
+    n_shape = len(node.inputs) - 1
+
+    # one signature per number of shape inputs (numba needs a fixed arity); no check
+    @numba_njit
+    def assumed_shape(x, *shape):
+        return x
+
+    return assumed_shape, n_shape
+
+
+class UncheckedShapes(GraphRewriter):
+    """Replace every ``SpecifyShape`` by :class:`AssumedShape` (same output type, no run-time
+    check): see the module's docstring."""
+
+    def add_requirements(self, fgraph):
+        fgraph.attach_feature(ReplaceValidate())
+
+    def apply(self, fgraph):
+        for node in list(fgraph.toposort()):
+            if isinstance(node.op, SpecifyShape):
+                assumed = AssumedShape().node_like(node).outputs[0]
+                fgraph.replace_validate(node.outputs[0], assumed, reason="unchecked_shapes")
+
+
+class ContiguousCopy(Op):
+    """``np.ascontiguousarray(x)``: ``x`` itself if C-contiguous, else a C-ordered copy."""
+
+    __props__ = ()
+
+    def make_node(self, x):
+        x = pt.as_tensor_variable(x)
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, output_storage):
+        output_storage[0][0] = np.ascontiguousarray(inputs[0])
+
+    def infer_shape(self, node, shapes):
+        return [shapes[0]]
+
+
+@register_funcify_default_op_cache_key(ContiguousCopy)
+def _numba_funcify_contiguous_copy(op, node, **kwargs):
+    @numba_njit
+    def contiguous_copy(x):
+        return np.ascontiguousarray(x)
+
+    return contiguous_copy
+
+
+def _computed(var) -> bool:
+    return var.owner is not None and not isinstance(var.owner.op, ContiguousCopy)
+
+
+class ContiguousDotOperands(GraphRewriter):
+    """Give every computed operand of a matrix product (``Dot``) a C-ordered copy
+    (:class:`ContiguousCopy`); inputs and constants are C-ordered already
+    (:class:`ContiguousConstants`, and the rows are split contiguous).
+
+    A transpose (``X.T`` of data in ``pm.Data``, or of an intermediate array) is a
+    Fortran-ordered view, and so is an elementwise result of transposes; Numba compiles
+    ``np.dot`` once per pair of memory layouts: a regression's gradient with its design matrix
+    in ``pm.Data`` compiled it for (C, F) and (F, F), 2.6 s and 1.6 s from empty caches, besides
+    (C, C). The copy (none where the operand is C-ordered already) costs one pass over the
+    operand per call, against the product's one pass per column of the other operand.
+    """
+
+    def add_requirements(self, fgraph):
+        fgraph.attach_feature(ReplaceValidate())
+
+    def apply(self, fgraph):
+        for node in list(fgraph.toposort()):
+            if isinstance(node.op, Dot) and any(_computed(v) for v in node.inputs):
+                operands = [ContiguousCopy()(v) if _computed(v) else v for v in node.inputs]
+                product = node.op(*operands)
+                fgraph.replace_validate(node.outputs[0], product, reason="contiguous_dot")
+
+
+def model_function_mode() -> Mode:
+    """PyTensor's default mode, with :class:`ContiguousConstants` and, under the Numba linker,
+    :class:`UncheckedShapes` registered at ``REWRITES_POSITION``."""
+    mode = get_default_mode()
+    mode = mode.register((ContiguousConstants(), REWRITES_POSITION))
+    if isinstance(mode.linker, NumbaLinker):
+        mode = mode.register((UncheckedShapes(), REWRITES_POSITION))
+        mode = mode.register((ContiguousDotOperands(), REWRITES_POSITION))
+    return mode
