@@ -88,6 +88,7 @@ class AssumedShape(Op):
     view_map: ClassVar = {0: [0]}
 
     def make_node(self, x, *shape):
+        """Not used: nodes are made from ``SpecifyShape`` nodes (``node_like``)."""
         raise NotImplementedError("AssumedShape nodes are made by UncheckedShapes only.")
 
     def node_like(self, node: Apply) -> Apply:
@@ -96,22 +97,21 @@ class AssumedShape(Op):
         return Apply(self, list(node.inputs), [node.outputs[0].type()])
 
     def perform(self, node, inputs, output_storage):
+        """The input itself (PyTensor's Python and C linkers)."""
         output_storage[0][0] = inputs[0]
 
     def infer_shape(self, node, shapes):
+        """The input's shape."""
         return [shapes[0]]
 
 
 @register_funcify_default_op_cache_key(AssumedShape)
 def _numba_funcify_assumed_shape(op, node, **kwargs):
-    n_shape = len(node.inputs) - 1
-
-    # one signature per number of shape inputs (numba needs a fixed arity); no check
     @numba_njit
-    def assumed_shape(x, *shape):
+    def assumed_shape(x, *shape):  # the shape inputs are ignored: no check
         return x
 
-    return assumed_shape, n_shape
+    return assumed_shape
 
 
 class UncheckedShapes(GraphRewriter):
@@ -134,13 +134,16 @@ class ContiguousCopy(Op):
     __props__ = ()
 
     def make_node(self, x):
+        """A node of ``x``'s type."""
         x = pt.as_tensor_variable(x)
         return Apply(self, [x], [x.type()])
 
     def perform(self, node, inputs, output_storage):
+        """``np.ascontiguousarray`` of the input (PyTensor's Python and C linkers)."""
         output_storage[0][0] = np.ascontiguousarray(inputs[0])
 
     def infer_shape(self, node, shapes):
+        """The input's shape."""
         return [shapes[0]]
 
 
@@ -183,7 +186,8 @@ class ContiguousDotOperands(GraphRewriter):
 
 def model_function_mode() -> Mode:
     """PyTensor's default mode, with :class:`ContiguousConstants` and, under the Numba linker,
-    :class:`UncheckedShapes` registered at ``REWRITES_POSITION``."""
+    :class:`UncheckedShapes` and :class:`ContiguousDotOperands`, registered at
+    ``REWRITES_POSITION``."""
     mode = get_default_mode()
     mode = mode.register((ContiguousConstants(), REWRITES_POSITION))
     if isinstance(mode.linker, NumbaLinker):
