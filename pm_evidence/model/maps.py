@@ -14,7 +14,8 @@ defaults). The named-to-flat
 map reads every ``idata`` and every prior draw of a prior reference: it takes the Python linker
 only where every transform is elementwise (``ELEMENTWISE_TRANSFORMS``: it then compiles in a
 fraction of a second instead of 3.8 s from an empty cache on a linear regression, and maps as
-fast), the default otherwise.
+fast), the model's compile mode otherwise
+(:func:`~pm_evidence.model.compile_mode.model_function_mode`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pytensor.compile.mode import Mode
 from pytensor.graph.replace import graph_replace, vectorize_graph
 
 from pm_evidence.core.exceptions import EvidenceInputError, NonFiniteLogDensityError
+from pm_evidence.model.compile_mode import model_function_mode
 from pm_evidence.model.graphs import vectorize_batched
 from pm_evidence.model.layout import Layout
 
@@ -98,7 +100,7 @@ class ValueMaps:
         )
         return pytensor.function(
             batched_inputs, flat_batched, on_unused_input="ignore", allow_input_downcast=True,
-            mode=PYTHON_LINKER if elementwise else None,
+            mode=PYTHON_LINKER if elementwise else model_function_mode(),
         )  # fmt: skip
 
     def to_constrained(self, flat: np.ndarray, batch_shape: tuple) -> dict[str, np.ndarray]:
