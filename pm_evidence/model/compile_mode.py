@@ -1,5 +1,5 @@
 """The compile mode of the model's functions: PyTensor's default mode, plus rewrites that spare
-Numba compile time without changing a value.
+Numba compile time without changing a value (beyond the order in which a sum adds its terms).
 
 Numba compiles one implementation of an operation per memory layout of its arguments, and the
 first call of a model's function from empty caches is mostly that compile (measured with
@@ -20,6 +20,10 @@ rewrites run after constant folding and before the fusion of elementwise operati
   the check cannot fail there.
 - :class:`ContiguousDotOperands` (Numba's linker): every computed operand of a matrix product
   C-ordered, so that ``np.dot`` is compiled for one pair of layouts.
+- ``REDUCTIONS_ACROSS_EXPAND_DIMS`` (Numba's linker): two reductions separated by an
+  ``ExpandDims`` merged into one, which the elementwise fusion then takes in (a mixture's
+  gradient: 9.5 s of compile instead of 23-25 s). The sums are then added in another order, so
+  values can differ in their last bits.
 
 The term searches' functions (Python linker) do not use it.
 """
@@ -34,13 +38,21 @@ from pytensor.compile.mode import Mode, get_default_mode
 from pytensor.graph.basic import Apply
 from pytensor.graph.features import ReplaceValidate
 from pytensor.graph.op import Op
-from pytensor.graph.rewriting.basic import GraphRewriter
+from pytensor.graph.rewriting.basic import (
+    GraphRewriter,
+    SequentialNodeRewriter,
+    WalkingGraphRewriter,
+    node_rewriter,
+)
 from pytensor.link.numba.dispatch.basic import numba_njit, register_funcify_default_op_cache_key
 from pytensor.link.numba.linker import NumbaLinker
+from pytensor.tensor.elemwise import CAReduce, DimShuffle
 from pytensor.tensor.math import Dot
+from pytensor.tensor.rewriting.math import local_reduce_chain
 from pytensor.tensor.shape import SpecifyShape
 
 __all__ = [
+    "REDUCTIONS_ACROSS_EXPAND_DIMS",
     "REWRITES_POSITION",
     "AssumedShape",
     "ContiguousConstants",
@@ -184,13 +196,64 @@ class ContiguousDotOperands(GraphRewriter):
                 fgraph.replace_validate(node.outputs[0], product, reason="contiguous_dot")
 
 
+@node_rewriter([CAReduce])
+def _reduce_before_expand_dims(fgraph, node):
+    """``reduce(expand_dims(x), axes)`` -> ``expand_dims(reduce(x, axes'))``, where none of
+    ``axes`` is one of the new (length-1) axes."""
+    (expanded,) = node.inputs
+    if expanded.owner is None or not isinstance(expanded.owner.op, DimShuffle):
+        return None
+    expand = expanded.owner.op
+    if not expand.is_expand_dims:
+        return None
+    axes = range(expanded.ndim) if node.op.axis is None else node.op.axis
+    if any(expand.new_order[a] == "x" for a in axes):
+        return None
+    (x,) = expanded.owner.inputs
+    reduced_axes = {expand.new_order[a] for a in axes}
+    reduced = node.op.clone(axis=tuple(sorted(reduced_axes)))(x)
+    # the kept axes of x, numbered after the reduction, and the new axes where they were
+    kept = [d for d in range(x.ndim) if d not in reduced_axes]
+    order = [
+        o if o == "x" else kept.index(o) for i, o in enumerate(expand.new_order) if i not in axes
+    ]
+    return [reduced.dimshuffle(order)]
+
+
+@node_rewriter([DimShuffle])
+def _merge_dimshuffles(fgraph, node):
+    """``dimshuffle(dimshuffle(x))`` -> one dimshuffle of ``x``, or ``x`` itself."""
+    inner = node.inputs[0].owner
+    if inner is None or not isinstance(inner.op, DimShuffle):
+        return None
+    order = [o if o == "x" else inner.op.new_order[o] for o in node.op.new_order]
+    (x,) = inner.inputs
+    if order == list(range(x.ndim)):
+        return [x]
+    return [x.dimshuffle(order)]
+
+
+# Reductions chained across an ExpandDims, ``sum(expand_dims(sum(x, 1), 1), 2)``: the gradient of
+# a mixture's log-density in its location (points x observations x components, summed over
+# both) has this shape after vectorization. Moved below the ExpandDims, the two reductions merge
+# into one (PyTensor's ``local_reduce_chain``) that the fusion of elementwise operations then
+# takes into its loop; left apart, the outer one was a reduction of a strided view of its own,
+# which numba took 11-12 s to compile. The 3-component mixture's value-and-gradient function
+# from empty caches: 22.6 and 25.5 s before, 9.6 and 9.5 s after.
+REDUCTIONS_ACROSS_EXPAND_DIMS = WalkingGraphRewriter(
+    SequentialNodeRewriter(_reduce_before_expand_dims, _merge_dimshuffles, local_reduce_chain),
+    order="in_to_out",
+)
+
+
 def model_function_mode() -> Mode:
     """PyTensor's default mode, with :class:`ContiguousConstants` and, under the Numba linker,
-    :class:`UncheckedShapes` and :class:`ContiguousDotOperands`, registered at
-    ``REWRITES_POSITION``."""
+    :class:`UncheckedShapes`, :class:`ContiguousDotOperands` and
+    ``REDUCTIONS_ACROSS_EXPAND_DIMS``, registered at ``REWRITES_POSITION``."""
     mode = get_default_mode()
     mode = mode.register((ContiguousConstants(), REWRITES_POSITION))
     if isinstance(mode.linker, NumbaLinker):
         mode = mode.register((UncheckedShapes(), REWRITES_POSITION))
         mode = mode.register((ContiguousDotOperands(), REWRITES_POSITION))
+        mode = mode.register((REDUCTIONS_ACROSS_EXPAND_DIMS, REWRITES_POSITION))
     return mode

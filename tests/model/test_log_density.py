@@ -224,6 +224,27 @@ def test_compiled_graph_has_no_shape_checks_and_contiguous_products(ig_target, r
     np.testing.assert_allclose(grad, [dlogp(p) for p in points], rtol=1e-10, atol=1e-12)
 
 
+def test_a_mixtures_reductions_are_fused(rng):
+    """The gradient of a mixture's log-density in its location sums over observations and
+    components with an ``ExpandDims`` between the two sums; compiled, no reduction stands
+    alone (one fused loop), and values and gradients equal PyMC's own."""
+    from pytensor.tensor.elemwise import CAReduce
+
+    from pm_evidence.zoo.multimodal import trimodal_mixture
+
+    model, _ = trimodal_mixture()
+    target = LogDensity(model)
+    nodes = target.terms_grad_function.fn.function.maker.fgraph.toposort()
+    assert not [n for n in nodes if isinstance(n.op, CAReduce)]
+    x = rng.normal(0.0, 3.0, size=(6, 1))
+    logp, grad = target.log_density_and_grad(x)
+    points = [{model.value_vars[0].name: row[0]} for row in x]
+    logp_fn = model.compile_logp(mode="FAST_COMPILE")
+    np.testing.assert_allclose(logp, [logp_fn(p) for p in points], rtol=1e-12)
+    dlogp = model.compile_dlogp(mode="FAST_COMPILE")
+    np.testing.assert_allclose(grad[:, 0], [dlogp(p)[0] for p in points], rtol=1e-10, atol=1e-12)
+
+
 def test_parameter_checks_become_one_and_of_their_conditions(rng):
     """PyMC's ``check_parameters`` stacks its conditions (``all([all(c_1), ...])``); the
     compiled graph has them as one ``and`` instead (no ``Join``, ``MakeVector`` or ``All``
