@@ -67,7 +67,14 @@ __all__ = [
 REWRITES_POSITION = 48.5
 
 
-class ContiguousConstants(GraphRewriter):
+class _Replacing(GraphRewriter):
+    """A graph rewriter that replaces variables with ``fgraph.replace_validate``."""
+
+    def add_requirements(self, fgraph):
+        fgraph.attach_feature(ReplaceValidate())
+
+
+class ContiguousConstants(_Replacing):
     """Replace every constant array that is not C-contiguous by a C-contiguous copy.
 
     PyTensor folds ``X.T`` of a design matrix ``X`` into a Fortran-ordered constant; Numba
@@ -76,9 +83,6 @@ class ContiguousConstants(GraphRewriter):
     from empty caches). With every constant C-ordered the second is the first. The values are
     the same; only the memory order changes.
     """
-
-    def add_requirements(self, fgraph):
-        fgraph.attach_feature(ReplaceValidate())
 
     def apply(self, fgraph):
         for var in list(fgraph.variables):
@@ -126,12 +130,9 @@ def _numba_funcify_assumed_shape(op, node, **kwargs):
     return assumed_shape
 
 
-class UncheckedShapes(GraphRewriter):
+class UncheckedShapes(_Replacing):
     """Replace every ``SpecifyShape`` by :class:`AssumedShape` (same output type, no run-time
     check): see the module's docstring."""
-
-    def add_requirements(self, fgraph):
-        fgraph.attach_feature(ReplaceValidate())
 
     def apply(self, fgraph):
         for node in list(fgraph.toposort()):
@@ -172,7 +173,7 @@ def _computed(var) -> bool:
     return var.owner is not None and not isinstance(var.owner.op, ContiguousCopy)
 
 
-class ContiguousDotOperands(GraphRewriter):
+class ContiguousDotOperands(_Replacing):
     """Give every computed operand of a matrix product (``Dot``) a C-ordered copy
     (:class:`ContiguousCopy`); inputs and constants are C-ordered already
     (:class:`ContiguousConstants`, and the rows are split contiguous).
@@ -184,9 +185,6 @@ class ContiguousDotOperands(GraphRewriter):
     (C, C). The copy (none where the operand is C-ordered already) costs one pass over the
     operand per call, against the product's one pass per column of the other operand.
     """
-
-    def add_requirements(self, fgraph):
-        fgraph.attach_feature(ReplaceValidate())
 
     def apply(self, fgraph):
         for node in list(fgraph.toposort()):
