@@ -25,7 +25,8 @@ rewrites run after constant folding and before the fusion of elementwise operati
   gradient: 9.5 s of compile instead of 23-25 s). The sums are then added in another order, so
   values can differ in their last bits.
 
-The term searches' functions (Python linker) do not use it.
+The functions off the hot paths run on PyTensor's Python linker instead (``PYTHON_LINKER``,
+``QUICK_PYTHON_LINKER``).
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ from pytensor.tensor.rewriting.math import local_reduce_chain
 from pytensor.tensor.shape import SpecifyShape
 
 __all__ = [
+    "PYTHON_LINKER",
+    "QUICK_PYTHON_LINKER",
     "REDUCTIONS_ACROSS_EXPAND_DIMS",
     "REWRITES_POSITION",
     "AssumedShape",
@@ -65,6 +68,19 @@ __all__ = [
 # After constant folding and before the fusion of elementwise operations (PyTensor's optdb
 # position 49) and the in-place rewrites.
 REWRITES_POSITION = 48.5
+
+# For functions off the hot paths, PyTensor's Python linker (each operation run by NumPy) compiles
+# in a fraction of numba's seconds:
+# - PYTHON_LINKER, with the full rewrites (stabilization included): the flat-to-named maps and
+#   the prior's forward draws, called on whole batches;
+# - QUICK_PYTHON_LINKER, with the quick rewrites only: the free variables' shapes (a handful of
+#   integers; PyMC's own model.eval_rv_shapes uses a VM linker, whose first use in a process
+#   costs about a second and a half) and the term searches (a few hundred points, one L-BFGS
+#   step at a time). The quick rewrites leave OpFromGraph nodes (pt.logsumexp, pt.logaddexp)
+#   whole, and each then compiles its inner graph with C thunks (g++: 15 s for a mixture from
+#   empty caches): "inline_ofg" inlines them first.
+PYTHON_LINKER = Mode(linker="py", optimizer="fast_run")
+QUICK_PYTHON_LINKER = Mode(linker="py", optimizer="fast_compile").including("inline_ofg")
 
 
 class _Replacing(GraphRewriter):

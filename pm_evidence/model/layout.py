@@ -20,17 +20,15 @@ from pymc.exceptions import NotConstantValueError
 from pymc.util import get_transformed_name
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
-__all__ = ["Layout", "VariableSlice", "variable_shapes"]
+from pm_evidence.model.compile_mode import QUICK_PYTHON_LINKER
 
-# Shapes are a handful of integers: PyTensor's Python linker evaluates them without compiling
-# (PyMC's own model.eval_rv_shapes uses a VM linker, whose first use in a process costs about
-# a second and a half of importing and, from empty caches, building PyTensor's C loop).
-SHAPES_MODE = pytensor.compile.mode.Mode(linker="py", optimizer="fast_compile")
+__all__ = ["Layout", "VariableSlice", "variable_shapes"]
 
 
 def variable_shapes(model: pm.Model) -> dict[str, tuple[int, ...]]:
     """The shapes of the free variables, constrained and unconstrained, by name: what PyMC's
-    ``model.eval_rv_shapes()`` returns, evaluated on the Python linker (``SHAPES_MODE``)."""
+    ``model.eval_rv_shapes()`` returns, evaluated on the Python linker
+    (``compile_mode.QUICK_PYTHON_LINKER``)."""
     names, outputs = [], []
     for rv in model.free_RVs:
         transform = model.rvs_to_transforms[rv]
@@ -43,7 +41,7 @@ def variable_shapes(model: pm.Model) -> dict[str, tuple[int, ...]]:
         inputs=[],
         outputs=outputs,
         givens=[(obs, model.rvs_to_values[obs]) for obs in model.observed_RVs],
-        mode=SHAPES_MODE,
+        mode=QUICK_PYTHON_LINKER,
         on_unused_input="ignore",
     )()
     return {name: tuple(int(s) for s in shape) for name, shape in zip(names, shapes, strict=True)}

@@ -36,7 +36,7 @@ from pytensor.gradient import NullTypeGradError
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import warn_user
 from pm_evidence.model.batched import BlockedFunction, FlatRowsFunction, block_size_for
-from pm_evidence.model.compile_mode import model_function_mode
+from pm_evidence.model.compile_mode import QUICK_PYTHON_LINKER, model_function_mode
 from pm_evidence.model.fingerprint import (
     check_draws_match_data,
     n_observations,
@@ -54,15 +54,6 @@ from pm_evidence.model.layout import Layout, VariableSlice
 from pm_evidence.model.maps import ValueMaps, posterior_dataset
 from pm_evidence.model.model_checks import model_messages
 from pm_evidence.model.prior import OrderedPrior, PriorSampler, ordered_prior
-
-# The term searches (LogDensity.log_density_with_terms) evaluate a few hundred points, one
-# L-BFGS step at a time: PyTensor's Python linker after its quick rewrites compiles in a
-# fraction of the Numba backend's seconds and is fast enough for that. The quick rewrites leave
-# OpFromGraph nodes (pt.logsumexp, pt.logaddexp) whole, and each compiles its inner graph with
-# C thunks (g++: 15 s for a mixture from empty caches); "inline_ofg" inlines them first.
-TERM_SEARCH_MODE = pytensor.compile.mode.Mode(linker="py", optimizer="fast_compile").including(
-    "inline_ofg"
-)
 
 __all__ = [
     "LogDensity",
@@ -349,9 +340,9 @@ class LogDensity:
         model has one (:attr:`has_gradient`): one compiled function per model, which every
         stage of ``auto`` needs anyway, and whose gradients cost little next to a second
         compile (seconds, on a first call; measured: docs/benchmarks.rst, "One input per
-        variable, one compiled function"). The choice follows from the model and the caller, never from what
-        happens to be compiled already, so a result does not depend on what ran before it
-        (the two functions may differ in the last bit).
+        variable, one compiled function"). The choice follows from the model and the caller,
+        never from what happens to be compiled already, so a result does not depend on what
+        ran before it (the two functions may differ in the last bit).
         """
         if via_gradient is None:
             via_gradient = self.has_gradient
@@ -414,7 +405,7 @@ class LogDensity:
         x_batch = pt.matrix("x_batch", dtype=g.x.dtype)
         batched = vectorize_batched([g.log_density, g.grad], g.x, x_batch)
         fn = pytensor.function(
-            [x_batch, g.choice], batched, on_unused_input="ignore", mode=TERM_SEARCH_MODE
+            [x_batch, g.choice], batched, on_unused_input="ignore", mode=QUICK_PYTHON_LINKER
         )
         return fn
 

@@ -28,20 +28,14 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 from pymc.logprob.transforms import IntervalTransform, LogOddsTransform, LogTransform
-from pytensor.compile.mode import Mode
 from pytensor.graph.replace import graph_replace, vectorize_graph
 
 from pm_evidence.core.exceptions import EvidenceInputError, NonFiniteLogDensityError
-from pm_evidence.model.compile_mode import model_function_mode
+from pm_evidence.model.compile_mode import PYTHON_LINKER, model_function_mode
 from pm_evidence.model.graphs import vectorize_batched
 from pm_evidence.model.layout import Layout
 
-__all__ = ["ELEMENTWISE_TRANSFORMS", "PYTHON_LINKER", "ValueMaps", "posterior_dataset"]
-
-# Full rewrites (stabilization included), operations run by NumPy: compiles in a fraction of a
-# second, for functions that are not on a hot path.
-PYTHON_LINKER = Mode(linker="py", optimizer="fast_run")
-
+__all__ = ["ELEMENTWISE_TRANSFORMS", "ValueMaps", "posterior_dataset"]
 
 # PyMC's transforms whose forward graph is elementwise: the map from named draws to flat vectors
 # of a model with only these (and untransformed variables) runs as fast on the Python linker,

@@ -33,8 +33,8 @@ from pytensor.tensor.random.op import RandomVariable
 
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import spawn_seed
+from pm_evidence.model.compile_mode import PYTHON_LINKER
 from pm_evidence.model.layout import variable_shapes
-from pm_evidence.model.maps import PYTHON_LINKER
 
 __all__ = ["OrderedPrior", "PriorSampler", "ordered_prior"]
 
