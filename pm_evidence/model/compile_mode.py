@@ -1,5 +1,6 @@
-"""The compile mode of the model's functions: PyTensor's default mode, plus rewrites that spare
-Numba compile time without changing a value (beyond the order in which a sum adds its terms).
+"""The compile modes of the model's functions. ``model_function_mode()``, for everything on a hot
+path, is PyTensor's default mode plus rewrites that spare Numba compile time without changing a
+value (beyond the order in which a sum adds its terms).
 
 Numba compiles one implementation of an operation per memory layout of its arguments, and the
 first call of a model's function from empty caches is mostly that compile (measured with
