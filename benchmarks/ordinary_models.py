@@ -100,8 +100,7 @@ def many_scales(rng):
     return model, sum(_many_scales_group_log_z(row) for row in y)
 
 
-def beta_binomial_groups(rng):
-    groups = 100
+def beta_binomial_groups(rng, groups: int = 100):
     trials = rng.integers(5, 30, groups)
     y = rng.binomial(trials, rng.beta(2, 5, groups))
     with pm.Model() as model:
@@ -124,6 +123,33 @@ def _error(log_z: float, se: float, exact: float | None) -> str:
     return f"  error {log_z - exact:+.4f} ({(log_z - exact) / se:+.1f} SE)"
 
 
+def compare_with_smc(name: str, model: pm.Model, exact: float | None) -> None:
+    """Print ``auto``'s first (seed 0) and warm (seed 1) calls and SMC's warm call (seed 1, after
+    a seed-0 call) on ``model``: wall seconds, log Z and SE, the error where ``exact`` is given."""
+    exact_text = "no exact value" if exact is None else f"exact log Z {exact:.4f}"
+    n_parameters = sum(np.size(v) for v in model.initial_point().values())
+    print(f"\n{name}: {n_parameters} parameters, {exact_text}", flush=True)
+    start = time.perf_counter()
+    first = pme.marginal_likelihood(model, random_seed=0, progressbar=False)
+    first_s = time.perf_counter() - start
+    start = time.perf_counter()
+    warm = pme.marginal_likelihood(model, random_seed=1, progressbar=False)
+    warm_s = time.perf_counter() - start
+    with model:
+        pm.sample_smc(progressbar=False, random_seed=0)
+        start = time.perf_counter()
+        trace = pm.sample_smc(progressbar=False, random_seed=1)
+        smc_s = time.perf_counter() - start
+    smc = pme.from_smc(trace, model)
+    for label, seconds, result in (("auto first", first_s, first), ("auto warm", warm_s, warm)):
+        print(f"  {label:10s} {seconds:6.1f} s  log Z {result.log_z:.4f} ± {result.se:.4f}"
+              f"{_error(result.log_z, result.se, exact)}  {result.method}, "
+              f"reliable {result.reliable}")
+    print(f"  {'SMC warm':10s} {smc_s:6.1f} s  log Z {smc.log_z:.4f} ± {smc.se:.4f}"
+          f"{_error(smc.log_z, smc.se, exact)}")
+    print(f"  warm auto/SMC {warm_s / smc_s:.2f}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
@@ -131,29 +157,7 @@ def main() -> None:
     rng = np.random.default_rng(3)
     built = {name: build(rng) for name, build in MODELS.items()}  # one stream, fixed order
     for name in args.models:
-        model, exact = built[name]
-        exact_text = "no exact value" if exact is None else f"exact log Z {exact:.4f}"
-        n_parameters = sum(np.size(v) for v in model.initial_point().values())
-        print(f"\n{name}: {n_parameters} parameters, {exact_text}", flush=True)
-        start = time.perf_counter()
-        first = pme.marginal_likelihood(model, random_seed=0, progressbar=False)
-        first_s = time.perf_counter() - start
-        start = time.perf_counter()
-        warm = pme.marginal_likelihood(model, random_seed=1, progressbar=False)
-        warm_s = time.perf_counter() - start
-        with model:
-            pm.sample_smc(progressbar=False, random_seed=0)
-            start = time.perf_counter()
-            trace = pm.sample_smc(progressbar=False, random_seed=1)
-            smc_s = time.perf_counter() - start
-        smc = pme.from_smc(trace, model)
-        for label, seconds, result in (("auto first", first_s, first), ("auto warm", warm_s, warm)):
-            print(f"  {label:10s} {seconds:6.1f} s  log Z {result.log_z:.4f} ± {result.se:.4f}"
-                  f"{_error(result.log_z, result.se, exact)}  {result.method}, "
-                  f"reliable {result.reliable}")
-        print(f"  {'SMC warm':10s} {smc_s:6.1f} s  log Z {smc.log_z:.4f} ± {smc.se:.4f}"
-              f"{_error(smc.log_z, smc.se, exact)}")
-        print(f"  warm auto/SMC {warm_s / smc_s:.2f}", flush=True)
+        compare_with_smc(name, *built[name])
 
 
 if __name__ == "__main__":

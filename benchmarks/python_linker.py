@@ -8,8 +8,9 @@ Python; unfused, each operation is one NumPy call on the whole array. This print
 ``--n`` Beta and ``--n`` Uniform parameters, the seconds of ``--draws`` prior draws and of the
 maps both ways under each mode (built here, the mode's only difference being the fusion), and
 then, for a beta-binomial model of ``--groups`` groups (exact log Z: a product of beta-binomial
-evidences), ``marginal_likelihood`` at its defaults (warm: the second call in the process)
-against ``pm.sample_smc`` at its defaults, with each one's error against the exact value.
+evidences; data from seed 0), ``marginal_likelihood`` at its defaults (first and warm calls)
+against ``pm.sample_smc`` at its defaults, with each one's error against the exact value
+(``ordinary_models.compare_with_smc``).
 
 Run from the repository root::
 
@@ -24,10 +25,11 @@ import time
 
 import numpy as np
 import pymc as pm
-from pytensor.compile.mode import Mode
-from scipy.special import betaln, gammaln
 
-import pm_evidence as pme
+# benchmarks/ (this script's folder, first on sys.path when it is run as a script)
+from ordinary_models import beta_binomial_groups, compare_with_smc
+from pytensor.compile.mode import Mode
+
 import pm_evidence.model.maps as maps
 import pm_evidence.model.prior as prior
 from pm_evidence.model.log_density import LogDensity
@@ -61,18 +63,6 @@ def time_draws_and_maps(n: int, draws: int, mode: Mode) -> tuple[float, float, f
     return drawn - start, constrained - drawn, time.perf_counter() - constrained
 
 
-def beta_binomial_groups(groups: int, seed: int = 0) -> tuple[pm.Model, float]:
-    rng = np.random.default_rng(seed)
-    trials = rng.integers(5, 30, groups)
-    y = rng.binomial(trials, rng.beta(2, 5, groups))
-    with pm.Model() as model:
-        p = pm.Beta("p", np.float64(2), np.float64(5), shape=groups)
-        pm.Binomial("y", trials, p, observed=y)
-    log_choose = gammaln(trials + 1) - gammaln(y + 1) - gammaln(trials - y + 1)
-    exact = float((log_choose + betaln(y + 2, trials - y + 5) - betaln(2, 5)).sum())
-    return model, exact
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=200, help="Beta and Uniform parameters each")
@@ -86,24 +76,8 @@ def main() -> None:
         print(f"  {name:26s} " + " ".join(f"{s:8.3f}" for s in seconds))
     prior.PYTHON_LINKER = maps.PYTHON_LINKER = MODES["unfused (PYTHON_LINKER)"]
 
-    model, exact = beta_binomial_groups(args.groups)
-    print(f"\nbeta-binomial, {args.groups} groups, exact log Z {exact:.4f}; warm wall seconds:")
-    pme.marginal_likelihood(model, random_seed=0, progressbar=False)
-    start = time.perf_counter()
-    result = pme.marginal_likelihood(model, random_seed=1, progressbar=False)
-    auto_s = time.perf_counter() - start
-    with model:
-        pm.sample_smc(progressbar=False, random_seed=0)
-        start = time.perf_counter()
-        trace = pm.sample_smc(progressbar=False, random_seed=1)
-        smc_s = time.perf_counter() - start
-    smc = pme.from_smc(trace, model)
-    print(f"  auto {auto_s:6.1f} s  log Z {result.log_z:.4f} ± {result.se:.4f}  error "
-          f"{result.log_z - exact:+.4f} ({(result.log_z - exact) / result.se:+.1f} SE), "
-          f"{result.method}, reliable {result.reliable}")
-    print(f"  SMC  {smc_s:6.1f} s  log Z {smc.log_z:.4f} ± {smc.se:.4f}  error "
-          f"{smc.log_z - exact:+.4f} ({(smc.log_z - exact) / smc.se:+.1f} SE)")
-    print(f"  auto/SMC {auto_s / smc_s:.2f}")
+    model, exact = beta_binomial_groups(np.random.default_rng(0), args.groups)
+    compare_with_smc(f"beta_binomial_groups ({args.groups} groups)", model, exact)
 
 
 if __name__ == "__main__":
