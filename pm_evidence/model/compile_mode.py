@@ -77,7 +77,7 @@ REWRITES_POSITION = 48.5
 #   batches. The Python linker runs a fused Composite one element at a time in Python; unfused,
 #   each operation is one NumPy call on the whole array (4,096 prior draws of 400 bounded
 #   parameters and their maps: 0.2 s instead of 100 s; ``auto`` on a 100-group beta-binomial
-#   model, warm: 10-13 s instead of 24 s);
+#   model, warm: 10-15 s instead of 24 s);
 # - QUICK_PYTHON_LINKER, with the quick rewrites only: the free variables' shapes (a handful of
 #   integers; PyMC's own model.eval_rv_shapes uses a VM linker, whose first use in a process
 #   costs about a second and a half) and the term searches (a few hundred points, one L-BFGS

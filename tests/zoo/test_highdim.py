@@ -12,10 +12,8 @@ import numpy as np
 import pytest
 from scipy import integrate, linalg, special, stats
 
-from pm_evidence.model.compile_mode import PYTHON_LINKER
 from pm_evidence.zoo import highdim as hd
 from pm_evidence.zoo.testing import Gold, ZooModel, hierarchical_log_evidence_given_tau
-from tests.zoo_support import short_name
 
 ENTRIES = {entry.name: entry for entry in hd.HIGHDIM_ZOO}
 N_PARAMETERS = {
@@ -39,29 +37,21 @@ def test_registry():
 
 @pytest.mark.filterwarnings("ignore:Cannot cache compiled function")
 @pytest.mark.parametrize("entry", hd.HIGHDIM_ZOO, ids=lambda m: m.name)
-def test_log_joint_is_pymc_logp(entry):
+def test_log_joint_is_pymc_logp(entry, compiled):
     """``model.logp(jacobian=False)`` equals the hand-written ``log_joint`` at the initial point
     and two perturbations of it; the Jacobian term is ``sum log(value)`` of the log-transformed
     scales (HalfNormal); the builder's gold is the entry's gold."""
-    model, log_z = entry.build()
-    assert log_z == entry.gold().log_z
-    start = model.initial_point()
+    cm = compiled(entry)  # PyMC's logp, compiled once (tests.zoo_support)
+    assert cm.log_z == entry.gold().log_z
+    start = cm.model.initial_point()
     assert sum(np.size(v) for v in start.values()) == N_PARAMETERS[entry.name]
-    constrained = model.replace_rvs_by_values(model.free_RVs)
-    fn = model.compile_fn(  # the Python linker: PyMC's values, no numba compile
-        [model.logp(), model.logp(jacobian=False), *constrained], point_fn=True, mode=PYTHON_LINKER
-    )
-    names = [short_name(rv.name) for rv in model.free_RVs]
-    log_transformed = [
-        short_name(rv.name) for rv in model.free_RVs if model.rvs_to_transforms[rv] is not None
-    ]
-    assert all(model.rvs_to_transforms[rv].name == "log" for rv in model.free_RVs
-               if model.rvs_to_transforms[rv] is not None)  # fmt: skip
+    transformed = [t for t in cm.transforms if t is not None]
+    assert all(t.name == "log" for t in transformed)
+    log_transformed = [n for n, t in zip(cm.names, cm.transforms, strict=True) if t is not None]
     rng = np.random.default_rng(0)
     for scale in (0.0, 0.3, 0.6):
         point = {k: v + scale * rng.normal(size=np.shape(v)) for k, v in start.items()}
-        logp, logp_nojac, *values = fn(point)
-        values = dict(zip(names, values, strict=True))
+        logp, logp_nojac, values = cm(point)
         mine = entry.log_joint(values)
         assert np.isfinite(mine)
         assert abs(logp_nojac - mine) <= 1e-10 * (1 + abs(mine)), (entry.name, logp_nojac, mine)
