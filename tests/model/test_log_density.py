@@ -273,6 +273,30 @@ def test_a_mixtures_reductions_are_fused(rng):
     np.testing.assert_allclose(grad[:, 0], [dlogp(p)[0] for p in points], rtol=1e-10, atol=1e-12)
 
 
+def test_a_dirichlets_gradient_splits_all_rows_at_once(rng):
+    """The gradient of a Dirichlet's simplex transform splits an array whose split sizes
+    vectorization left with a batch dimension of length one; compiled, the split is one
+    ``Split`` along the rows' second axis, not a ``Blockwise`` loop over rows, and values and
+    gradients equal PyMC's own."""
+    from pytensor.tensor.basic import Split
+    from pytensor.tensor.blockwise import Blockwise, BlockwiseWithCoreShape
+
+    model, _ = exact_models.dirichlet_categorical()
+    target = LogDensity(model)
+    nodes = target.terms_grad_function.fn.function.maker.fgraph.apply_nodes
+    # (the Numba linker wraps a Blockwise left in the graph as BlockwiseWithCoreShape)
+    assert not [n for n in nodes if isinstance(n.op, Blockwise | BlockwiseWithCoreShape)]
+    assert [n for n in nodes if isinstance(n.op, Split)]
+    x = rng.normal(size=(6, target.dim))
+    logp, grad = target.log_density_and_grad(x)
+    name = target.layout[0].value_name
+    points = [{name: row} for row in x]
+    logp_fn = model.compile_logp(mode="FAST_COMPILE")
+    np.testing.assert_allclose(logp, [logp_fn(p) for p in points], rtol=1e-12)
+    dlogp = model.compile_dlogp(mode="FAST_COMPILE")
+    np.testing.assert_allclose(grad, [dlogp(p) for p in points], rtol=1e-10, atol=1e-12)
+
+
 def test_parameter_checks_become_one_and_of_their_conditions(rng):
     """PyMC's ``check_parameters`` stacks its conditions (``all([all(c_1), ...])``); the
     compiled graph has them as one ``and`` instead (no ``Join``, ``MakeVector`` or ``All``
