@@ -6,16 +6,13 @@ Dirichlet (``K`` values to ``K - 1``), the packed-Cholesky transform of ``LKJCho
 ``ordered`` and the zero-sum transform of ``ZeroSumNormal``. Both maps are compiled once per
 model and vectorized over a leading batch dimension.
 
-The flat-to-named map serves messages and users, never a sampler's loop, so it is built with
-PyTensor's Python linker (``PYTHON_LINKER``: the full graph rewrites, each operation run by
-NumPy) instead of the default Numba backend: it compiles many times faster and maps slower,
-with the same values to rounding (measured: docs/benchmarks.rst, Measurements behind the
-defaults). The named-to-flat
-map reads every ``idata`` and every prior draw of a prior reference: it takes the Python linker
-only where every transform is elementwise (``ELEMENTWISE_TRANSFORMS``: it then compiles in a
-fraction of a second instead of 3.8 s from an empty cache on a linear regression, and maps as
-fast), the model's compile mode otherwise
-(:func:`~pm_evidence.model.compile_mode.model_function_mode`).
+Neither map serves a sampler's loop (the flat-to-named map serves messages and users, the
+named-to-flat map reads every ``idata`` and every prior draw of a prior reference, on whole
+batches), so both are built with PyTensor's Python linker (``PYTHON_LINKER``: the full graph
+rewrites, each operation run by NumPy on the whole batch) instead of the default Numba backend:
+they compile in a tenth of a second instead of seconds from empty caches, and map as fast, with
+the same values to rounding (measured: docs/benchmarks.rst, "Where a cold first call
+compiles" and "The Python linker without fusion").
 """
 
 from __future__ import annotations
@@ -27,21 +24,14 @@ import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
-from pymc.logprob.transforms import IntervalTransform, LogOddsTransform, LogTransform
 from pytensor.graph.replace import graph_replace, vectorize_graph
 
 from pm_evidence.core.exceptions import EvidenceInputError, NonFiniteLogDensityError
-from pm_evidence.model.compile_mode import PYTHON_LINKER, model_function_mode
+from pm_evidence.model.compile_mode import PYTHON_LINKER
 from pm_evidence.model.graphs import vectorize_batched
 from pm_evidence.model.layout import Layout
 
-__all__ = ["ELEMENTWISE_TRANSFORMS", "ValueMaps", "posterior_dataset"]
-
-# PyMC's transforms whose forward graph is elementwise: the map from named draws to flat vectors
-# of a model with only these (and untransformed variables) runs as fast on the Python linker,
-# NumPy's vectorized operations over each whole batch. Others (simplex, LKJ Cholesky, ordered,
-# zero-sum) run row by row there: 400 ms for 4,096 draws of the transform zoo instead of 1 ms.
-ELEMENTWISE_TRANSFORMS = (LogTransform, IntervalTransform, LogOddsTransform)
+__all__ = ["ValueMaps", "posterior_dataset"]
 
 
 class ValueMaps:
@@ -88,13 +78,9 @@ class ValueMaps:
         flat_batched = vectorize_graph(
             flat, replace=dict(zip(placeholders, batched_inputs, strict=True))
         )
-        elementwise = all(
-            transform is None or isinstance(transform, ELEMENTWISE_TRANSFORMS)
-            for transform in (model.rvs_to_transforms.get(rv) for rv in model.free_RVs)
-        )
         return pytensor.function(
             batched_inputs, flat_batched, on_unused_input="ignore", allow_input_downcast=True,
-            mode=PYTHON_LINKER if elementwise else model_function_mode(),
+            mode=PYTHON_LINKER,
         )  # fmt: skip
 
     def to_constrained(self, flat: np.ndarray, batch_shape: tuple) -> dict[str, np.ndarray]:
