@@ -78,7 +78,7 @@ def mixture_draws(mixture):
     }
 
 
-def _hand_made_mixture(ordered: bool = False):
+def _hand_made_mixture():
     """``y ~ sum_k w_k N(mu_k, 1)`` with ``w ~ Dirichlet(1, 1, 1)`` (simplex transform) and
     ``mu_k ~ N(0, 5^2)``, next to an unrelated regression on ``beta`` (also of length 3)."""
     rng = np.random.default_rng(5)
@@ -86,11 +86,7 @@ def _hand_made_mixture(ordered: bool = False):
     x = rng.normal(size=(8, 3))
     with pm.Model() as model:
         w = pm.Dirichlet("w", a=np.ones(3))
-        if ordered:
-            mu = pm.Normal("mu", f64(0), f64(5), shape=3, initval=np.array([-1.0, 0.0, 1.0]),
-                           transform=pm.distributions.transforms.ordered)  # fmt: skip
-        else:
-            mu = pm.Normal("mu", f64(0), f64(5), shape=3)
+        mu = pm.Normal("mu", f64(0), f64(5), shape=3)
         beta = pm.Normal("beta", f64(0), f64(1), shape=3)
         pm.NormalMixture("y", w=w, mu=mu, sigma=f64(1), observed=y)
         pm.Normal("z", pm.math.dot(x, beta), f64(1), observed=rng.normal(size=8))
@@ -140,19 +136,26 @@ def test_detector_relabels_uniform_components():
     assert search.describe() == "relabelling the 2 components of f and a"
 
 
-def test_detector_respects_ordered_transforms_and_partial_symmetries():
-    target = LogDensity(_hand_made_mixture(ordered=True))
-    points = np.random.default_rng(1).normal(0.0, 0.7, size=(6, target.dim))
-    assert find_symmetry(target, points).describe() == "none"  # ordered breaks it on purpose
-
+def _fixed_weights_mixture(ordered: bool):
+    """A mixture whose weights (0.5, 0.25, 0.25) make only components 1 and 2 exchangeable."""
     y = np.array([-3.0, -2.5, 0.1, 2.9, 3.3, 0.4])
-    with pm.Model() as fixed_weights:  # only components 1 and 2 are exchangeable
-        mu = pm.Normal("mu", f64(0), f64(5), shape=3)
+    order = {"transform": pm.distributions.transforms.ordered,
+             "initval": np.array([-1.0, 0.0, 1.0])} if ordered else {}  # fmt: skip
+    with pm.Model() as model:
+        mu = pm.Normal("mu", f64(0), f64(5), shape=3, **order)
         pm.NormalMixture("y", w=np.array([0.5, 0.25, 0.25]), mu=mu, sigma=f64(1), observed=y)
-    target = LogDensity(fixed_weights)
+    return model
+
+
+def test_detector_respects_ordered_transforms_and_partial_symmetries():
+    target = LogDensity(_fixed_weights_mixture(ordered=False))
     search = find_symmetry(target, np.random.default_rng(2).normal(size=(6, 3)))
     assert search.size == 2 and search.factors[0].blocks == ((1, 2),)
     assert search.describe() == "relabelling components {1, 2} of mu"
+    # the same model with mu ordered: no relabelling (ordered breaks it on purpose)
+    target = LogDensity(_fixed_weights_mixture(ordered=True))
+    points = np.random.default_rng(1).normal(0.0, 0.7, size=(6, target.dim))
+    assert find_symmetry(target, points).describe() == "none"
 
 
 def test_detector_finds_the_mirror_modes_of_the_label_switching_mixture(mixture, mixture_draws):
