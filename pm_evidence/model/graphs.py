@@ -17,7 +17,8 @@ Each step a pure function of graphs:
    for gradient-informed flips.
 4. :func:`term_choice_graphs` lets each log-sum-exp of the log-density (``pt.logaddexp``,
    ``pt.logsumexp``, the mixture densities of ``pm.Mixture``) be replaced by one of its terms,
-   for a search of each term's modes.
+   for a search of each term's modes; those ``log f`` decreases in (a softmax's normalizer)
+   are no mixtures and are left out.
 """
 
 from __future__ import annotations
@@ -35,13 +36,22 @@ from pytensor.compile.builders import OpFromGraph, SymbolicOp
 from pytensor.graph.replace import clone_replace, vectorize_graph
 from pytensor.graph.rewriting.basic import dfs_rewriter, node_rewriter
 from pytensor.graph.rewriting.utils import rewrite_graph
-from pytensor.graph.traversal import ancestors
+from pytensor.graph.traversal import ancestors, toposort
 from pytensor.scalar import basic as ps
-from pytensor.tensor.basic import MakeVector, ScalarFromTensor
+from pytensor.tensor.basic import (
+    Alloc,
+    Join,
+    MakeVector,
+    ScalarFromTensor,
+    get_underlying_scalar_constant_value,
+)
 from pytensor.tensor.blockwise import Blockwise
-from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
+from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.math import All
+from pytensor.tensor.shape import Reshape, SpecifyShape
 from pytensor.tensor.special import LogAddExp, LogSumExp
+from pytensor.tensor.subtensor import Subtensor
 
 __all__ = [
     "MAX_TERMS",
@@ -332,6 +342,81 @@ def _log_sum_exp_terms(node, max_terms: int) -> list:
     return [pt.take(node.inputs[0], k, axis=axis) for k in range(n)]
 
 
+# Operations whose first input the output selects, reshapes or broadcasts (the others are
+# indices or shapes): log f depends on that input with the sign it depends on the output.
+_SELECTING = (DimShuffle, Subtensor, Reshape, SpecifyShape, Alloc)
+
+
+def _constant_sign(var) -> int | None:
+    """The sign of ``var`` where it is a constant (shapes folded), else ``None``."""
+    try:
+        value = get_underlying_scalar_constant_value(var)
+    except NotScalarConstantError:
+        return None
+    return int(np.sign(value)) if np.isfinite(value) else None
+
+
+def _input_signs(node, sign: int) -> list:
+    """The signs with which ``log f`` depends on each input of ``node``, given that it depends
+    on its output with ``sign`` (+1 increasing, -1 decreasing); ``None`` where unknown."""
+    op = node.op
+    unknown = [None] * len(node.inputs)
+    if isinstance(op, CAReduce):
+        return [sign] if isinstance(op.scalar_op, ps.Add) else unknown
+    if isinstance(op, _SELECTING):
+        return [sign, *unknown[1:]]
+    if isinstance(op, Join):  # the first input is the axis
+        return [None, *[sign] * (len(node.inputs) - 1)]
+    if isinstance(op, MakeVector):
+        return [sign] * len(node.inputs)
+    if not isinstance(op, Elemwise):
+        return unknown
+    scalar = op.scalar_op
+    if isinstance(scalar, ps.Add):
+        return [sign] * len(node.inputs)
+    if isinstance(scalar, ps.Second):  # the second input broadcast to the first's shape
+        return [None, sign]
+    if isinstance(scalar, ps.Sub):
+        return [sign, -sign]
+    if isinstance(scalar, ps.Neg):
+        return [-sign]
+    if isinstance(scalar, ps.Switch):
+        return [None, sign, sign]
+    if isinstance(scalar, ps.Cast | ps.Identity):
+        return [sign]
+    if isinstance(scalar, ps.Mul | ps.TrueDiv):
+        constants = [_constant_sign(v) for v in node.inputs]
+        signs = []
+        for i in range(len(node.inputs)):
+            others = [c for j, c in enumerate(constants) if j != i]
+            if (isinstance(scalar, ps.TrueDiv) and i == 1) or None in others or 0 in others:
+                signs.append(None)
+            else:
+                signs.append(sign * int(np.prod(others)))
+        return signs
+    return unknown
+
+
+def _signs_in(outputs) -> dict:
+    """For each variable of the graphs ``outputs``, the sign with which their sum ``log f``
+    depends on it: +1 where ``log f`` is non-decreasing in it through every path (sums,
+    selections, additions, multiplications by positive constants, an even number of
+    negations), -1 where non-increasing (an odd number: a normalizer ``x - log sum exp(x)``),
+    ``None`` where unknown or mixed."""
+    signs: dict = dict.fromkeys(outputs, 1)
+    for node in reversed(list(toposort(outputs))):
+        known = [signs.get(out, 0) for out in node.outputs]  # 0: log f does not use it
+        used = [k for k in known if k != 0]
+        if not used:
+            continue
+        sign = used[0] if all(k == used[0] for k in used) else None
+        for inp, s in zip(node.inputs, _input_signs(node, sign) if sign else
+                          [None] * len(node.inputs), strict=True):  # fmt: skip
+            before = signs.get(inp, 0)
+            signs[inp] = s if before == 0 else (before if before == s else None)
+    return signs
+
+
 def term_choice_graphs(
     graphs: LogDensityGraphs, max_terms: int = MAX_TERMS
 ) -> TermChoiceGraphs | None:
@@ -348,11 +433,18 @@ def term_choice_graphs(
     the prior's mass). Each selected node's output becomes
     ``stack([lse, t_0, ..., t_{K-1}])[choice_j + 1]``, ``lse`` a copy of the node. A
     log-sum-exp nested in another's terms keeps its sum inside that term.
+
+    A log-sum-exp on which ``log f`` provably decreases (:func:`_signs_in`: the normalizer of a
+    softmax, ``x_k - log sum_j exp(x_j)``, such as the Jacobian of a Dirichlet's simplex
+    transform) is left out: ``f`` has no mode near its terms' modes, and replacing it by one
+    term makes a surrogate that may be unbounded. Where the sign is unknown it is kept.
     """
     outputs = [graphs.log_prior, graphs.log_lik]
+    signs = _signs_in(outputs)
     nodes = [
-        v.owner for v in ancestors(outputs) if v.owner is not None and _is_log_sum_exp(v.owner)
-    ]
+        v.owner for v in ancestors(outputs)
+        if v.owner is not None and _is_log_sum_exp(v.owner) and signs.get(v) != -1
+    ]  # fmt: skip
     listed = [(node, _log_sum_exp_terms(node, max_terms)) for node in nodes]
     listed = [(node, terms) for node, terms in listed if terms]
     if not listed:

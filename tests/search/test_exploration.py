@@ -465,8 +465,9 @@ def test_auto_on_the_unequal_modes_trap_finds_the_narrow_mode():
 
 def test_term_modes_find_each_terms_mode_from_anywhere():
     """Each term of the trap's ``pt.logaddexp`` has its own mode found by L-BFGS from prior
-    draws (none near the narrow mode); a model without a log-sum-exp has no terms, and
-    ``pm.NormalMixture``'s likelihood has one per component."""
+    draws (none near the narrow mode); a model without a log-sum-exp has no terms,
+    ``pm.NormalMixture``'s likelihood has one per component, and a normalizer's log-sum-exp
+    (entering log f with a minus sign) is none."""
     model, _ = zoo_multimodal.unequal_modes()
     target = as_target(model)
     assert target.term_counts == (2,)
@@ -488,6 +489,16 @@ def test_term_modes_find_each_terms_mode_from_anywhere():
     with pm.Model() as plain:
         pm.Normal("y", pm.Normal("m", 0.0, 1.0), 1.0, observed=[0.1, 0.2])
     assert as_target(plain).term_counts == ()
+    # a Dirichlet's simplex transform has a log-sum-exp with a minus sign in its Jacobian
+    # (log f falls as it rises: a normalizer, not a mixture): its terms are not searched
+    with pm.Model() as weighted:
+        w = pm.Dirichlet("w", a=np.ones(2))
+        mu = pm.Normal("mu", 0.0, 5.0, shape=2)
+        pm.NormalMixture("y", w=w, mu=mu, sigma=1.0, observed=[0.1, 2.0, 4.0])
+    assert as_target(weighted).term_counts == (2,)
+    with pm.Model() as categorical:
+        pm.Categorical("k", p=pm.Dirichlet("p", a=np.ones(3)), observed=[0, 1, 2, 2])
+    assert as_target(categorical).term_counts == ()
 
 
 def test_laplace_polished_reshapes_components_at_the_right_modes():
