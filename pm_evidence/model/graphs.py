@@ -434,7 +434,7 @@ def term_choice_graphs(
     ``stack([lse, t_0, ..., t_{K-1}])[choice_j + 1]``, ``lse`` a copy of the node. A
     log-sum-exp nested in another's terms keeps its sum inside that term.
 
-    A log-sum-exp on which ``log f`` provably decreases (:func:`_signs_in`: the normalizer of a
+    A log-sum-exp on which ``log f`` provably decreases (``_signs_in``: the normalizer of a
     softmax, ``x_k - log sum_j exp(x_j)``, such as the Jacobian of a Dirichlet's simplex
     transform) is left out: ``f`` has no mode near its terms' modes, and replacing it by one
     term makes a surrogate that may be unbounded. Where the sign is unknown it is kept.
