@@ -440,11 +440,12 @@ def term_choice_graphs(
     term makes a surrogate that may be unbounded. Where the sign is unknown it is kept.
     """
     outputs = [graphs.log_prior, graphs.log_lik]
-    signs = _signs_in(outputs)
     nodes = [
-        v.owner for v in ancestors(outputs)
-        if v.owner is not None and _is_log_sum_exp(v.owner) and signs.get(v) != -1
-    ]  # fmt: skip
+        v.owner for v in ancestors(outputs) if v.owner is not None and _is_log_sum_exp(v.owner)
+    ]
+    if nodes:
+        signs = _signs_in(outputs)
+        nodes = [node for node in nodes if signs.get(node.outputs[0]) != -1]
     listed = [(node, _log_sum_exp_terms(node, max_terms)) for node in nodes]
     listed = [(node, terms) for node, terms in listed if terms]
     if not listed:
