@@ -410,8 +410,8 @@ def _signs_in(outputs) -> dict:
         if not used:
             continue
         sign = used[0] if all(k == used[0] for k in used) else None
-        for inp, s in zip(node.inputs, _input_signs(node, sign) if sign else
-                          [None] * len(node.inputs), strict=True):  # fmt: skip
+        input_signs = _input_signs(node, sign) if sign else [None] * len(node.inputs)
+        for inp, s in zip(node.inputs, input_signs, strict=True):
             before = signs.get(inp, 0)
             signs[inp] = s if before == 0 else (before if before == s else None)
     return signs
