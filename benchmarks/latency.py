@@ -21,9 +21,9 @@ For each model (gold ``log Z`` computed without PyMC: :mod:`pm_evidence.zoo.test
 
 Modes:
 
-* ``first``: the first call in a fresh worker process (one per model and method), PyTensor's
-  and numba's caches on disk as they are (usually warm from earlier runs): a second run of a
-  user's script;
+* ``first``: the first call in a fresh worker process (one per model, method and seed),
+  PyTensor's and numba's caches on disk as they are (usually warm from earlier runs): a second
+  run of a user's script;
 * ``warm``: the second call, same process, same model, same seed (the adapter and compiled
   functions kept); the stages alone run after it, warm too;
 * ``cold``: the first call in a fresh process with EMPTY caches (``PYTENSOR_FLAGS`` with
@@ -607,10 +607,11 @@ def main(argv=None) -> int:
         for i, name in enumerate(args.models):
             print(f"[{i + 1}/{len(args.models)}] {name} (gold {golds[name]:.4f}), "
                   f"{time.perf_counter() - t0:.0f} s so far", flush=True)  # fmt: skip
-            for method in ("auto", "smc"):  # each in its own process: a fair "first" call
-                warm_args = ["--worker", "warm", name, "--seed", str(args.seed)]
-                warm_args += ["--repeats", str(args.repeats), "--methods", method]
-                runner.run(warm_args, None, report)
+            for seed in seeds:  # each method and seed in its own process: a "first" call
+                for method in ("auto", "smc"):
+                    warm_args = ["--worker", "warm", name, "--seed", str(seed)]
+                    warm_args += ["--methods", method]
+                    runner.run(warm_args, None, report)
             if args.no_cold:
                 continue
             for seed in seeds:
