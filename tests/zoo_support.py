@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pm_evidence.model.compile_mode import PYTHON_LINKER
+from pm_evidence.model.compile_mode import PYTHON_LINKER, without_c_compiler
 
 
 def short_name(name: str) -> str:
@@ -36,14 +36,21 @@ class CompiledZooModel:
         model = self.model
         constrained = model.replace_rvs_by_values(model.free_RVs)
         # PyTensor's Python linker (NumPy per operation, the full rewrites): the same values as
-        # the numba linker, without its compile (about 5 s per model from empty caches)
-        self.fn = model.compile_fn(
-            [model.logp(), model.logp(jacobian=False), *constrained], point_fn=True,
-            mode=PYTHON_LINKER,
-        )
+        # the numba linker, without its compile (about 5 s per model from empty caches), and no
+        # C for inner functions (without_c_compiler)
+        with without_c_compiler():
+            self.fn = model.compile_fn(
+                [model.logp(), model.logp(jacobian=False), *constrained], point_fn=True,
+                mode=PYTHON_LINKER,
+            )
+            self._initial_point = model.initial_point()  # PyMC compiles it on each call
         self.names = [short_name(rv.name) for rv in model.free_RVs]
         self.value_names = [v.name for v in model.value_vars]
         self.transforms = [model.rvs_to_transforms[rv] for rv in model.free_RVs]
+
+    def initial_point(self) -> dict[str, np.ndarray]:
+        """A copy of PyMC's initial point of the model (computed once, with no C compiled)."""
+        return {k: np.array(v, copy=True) for k, v in self._initial_point.items()}
 
     def __call__(self, point):
         out = self.fn(point)

@@ -36,7 +36,11 @@ from pytensor.gradient import NullTypeGradError
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import warn_user
 from pm_evidence.model.batched import BlockedFunction, FlatRowsFunction, block_size_for
-from pm_evidence.model.compile_mode import QUICK_PYTHON_LINKER, model_function_mode
+from pm_evidence.model.compile_mode import (
+    QUICK_PYTHON_LINKER,
+    model_function_mode,
+    without_c_compiler,
+)
 from pm_evidence.model.fingerprint import (
     check_draws_match_data,
     n_observations,
@@ -108,7 +112,8 @@ class LogDensity:
                 "random variable, or evaluate model.compile_logp()({}) directly."
             )
         self.model = model
-        self._point = model.initial_point()
+        with without_c_compiler():  # PyMC compiles the initial point anew on each call
+            self._point = model.initial_point()
         self.layout_info = Layout.from_model(model)
         self.layout: tuple[VariableSlice, ...] = self.layout_info.variables
         self.dim: int = self.layout_info.dim
@@ -404,10 +409,10 @@ class LogDensity:
         g = self._term_graphs
         x_batch = pt.matrix("x_batch", dtype=g.x.dtype)
         batched = vectorize_batched([g.log_density, g.grad], g.x, x_batch)
-        fn = pytensor.function(
-            [x_batch, g.choice], batched, on_unused_input="ignore", mode=QUICK_PYTHON_LINKER
-        )
-        return fn
+        with without_c_compiler():
+            return pytensor.function(
+                [x_batch, g.choice], batched, on_unused_input="ignore", mode=QUICK_PYTHON_LINKER
+            )
 
     def log_density_with_terms(self, x, choice) -> tuple[np.ndarray, np.ndarray]:
         """``log f(x)`` and its gradient with the ``j``-th log-sum-exp replaced by its term

@@ -33,7 +33,7 @@ from pytensor.tensor.random.op import RandomVariable
 
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import spawn_seed
-from pm_evidence.model.compile_mode import PYTHON_LINKER
+from pm_evidence.model.compile_mode import PYTHON_LINKER, without_c_compiler
 from pm_evidence.model.layout import variable_shapes
 
 __all__ = ["OrderedPrior", "PriorSampler", "ordered_prior"]
@@ -231,10 +231,11 @@ class PriorSampler:
         batched = _root_batched(model, n, variable_shapes(model))
         self.batched = batched is not None
         if self.batched:
-            self._fn, updates = pm_compile(
-                inputs=[n], outputs=batched, random_seed=False, return_updates=True,
-                mode=PYTHON_LINKER,
-            )  # fmt: skip
+            with without_c_compiler():
+                self._fn, updates = pm_compile(
+                    inputs=[n], outputs=batched, random_seed=False, return_updates=True,
+                    mode=PYTHON_LINKER,
+                )  # fmt: skip
         else:
             self._fn, updates = pm_compile(
                 inputs=[], outputs=model.free_RVs, random_seed=False, return_updates=True

@@ -10,9 +10,24 @@ from scipy import special, stats
 
 from pm_evidence import LogDensity
 from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.model.compile_mode import without_c_compiler
 from pm_evidence.zoo import testing as exact_models
 
 A, B, V0 = 3.0, 2.0, 1.0
+
+
+def reference_logp(model):
+    """PyMC's own log density on its Python VM (``FAST_COMPILE``), a reference: nothing to
+    compile for numba, and no C for the inner functions of its log-sum-exps
+    (``without_c_compiler``)."""
+    with without_c_compiler():
+        return model.compile_logp(mode="FAST_COMPILE")
+
+
+def reference_dlogp(model, **kwargs):
+    """PyMC's own gradient, built as :func:`reference_logp` is."""
+    with without_c_compiler():
+        return model.compile_dlogp(mode="FAST_COMPILE", **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -176,8 +191,8 @@ def test_one_input_per_variable_equals_pymc_on_every_value_shape(rng):
     x = rng.normal(size=(5, target.dim))
     x[:, 7] = rng.integers(0, 2, size=5)  # k's entry holds its values, 0. or 1.
     # PyMC's own functions on its Python VM: references, nothing to compile for numba
-    logp_fn = model.compile_logp(mode="FAST_COMPILE")
-    dlogp_fn = model.compile_dlogp(vars=[w, sigma, b], mode="FAST_COMPILE")
+    logp_fn = reference_logp(model)
+    dlogp_fn = reference_dlogp(model, vars=[w, sigma, b])
     points = [
         {"w": row[:6].reshape(2, 3), "sigma_log__": row[6], "k": int(row[7]), "b": row[8:]}
         for row in x
@@ -207,7 +222,7 @@ def test_values_come_from_the_one_gradient_function_where_there_is_one(ig_target
     target = LogDensity(model)
     assert not target.has_gradient
     u = rng.normal(size=(4, 1))
-    logp = model.compile_logp(mode="FAST_COMPILE")
+    logp = reference_logp(model)
     np.testing.assert_allclose(
         target.log_density(u), [logp({"nu_log__": ui[0]}) for ui in u], rtol=1e-12
     )
@@ -246,7 +261,7 @@ def test_compiled_graph_has_no_shape_checks_and_contiguous_products(ig_target, r
     x = rng.normal(size=(5, ig_target.dim)) * 0.5
     _, grad = ig_target.log_density_and_grad(x)
     model = ig_target.model
-    dlogp = model.compile_dlogp(mode="FAST_COMPILE")
+    dlogp = reference_dlogp(model)
     names = [v.name for v in model.value_vars]
     points = [dict(zip(names, (row[0], row[1:]), strict=True)) for row in x]
     np.testing.assert_allclose(grad, [dlogp(p) for p in points], rtol=1e-10, atol=1e-12)
@@ -267,9 +282,9 @@ def test_a_mixtures_reductions_are_fused(rng):
     x = rng.normal(0.0, 3.0, size=(6, 1))
     logp, grad = target.log_density_and_grad(x)
     points = [{model.value_vars[0].name: row[0]} for row in x]
-    logp_fn = model.compile_logp(mode="FAST_COMPILE")
+    logp_fn = reference_logp(model)
     np.testing.assert_allclose(logp, [logp_fn(p) for p in points], rtol=1e-12)
-    dlogp = model.compile_dlogp(mode="FAST_COMPILE")
+    dlogp = reference_dlogp(model)
     np.testing.assert_allclose(grad[:, 0], [dlogp(p)[0] for p in points], rtol=1e-10, atol=1e-12)
 
 
@@ -291,9 +306,9 @@ def test_a_dirichlets_gradient_splits_all_rows_at_once(rng):
     logp, grad = target.log_density_and_grad(x)
     name = target.layout[0].value_name
     points = [{name: row} for row in x]
-    logp_fn = model.compile_logp(mode="FAST_COMPILE")
+    logp_fn = reference_logp(model)
     np.testing.assert_allclose(logp, [logp_fn(p) for p in points], rtol=1e-12)
-    dlogp = model.compile_dlogp(mode="FAST_COMPILE")
+    dlogp = reference_dlogp(model)
     np.testing.assert_allclose(grad, [dlogp(p) for p in points], rtol=1e-10, atol=1e-12)
 
 
@@ -305,7 +320,7 @@ def test_parameter_checks_become_one_and_of_their_conditions(rng):
     model, _ = exact_models.beta_binomial()
     target = LogDensity(model)
     x = rng.normal(size=(6, target.dim))
-    logp = model.compile_logp(mode="FAST_COMPILE")
+    logp = reference_logp(model)
     name = target.layout[0].value_name
     np.testing.assert_allclose(target.log_density(x), [logp({name: xi[0]}) for xi in x], rtol=1e-12)
     ops = {

@@ -43,7 +43,7 @@ def test_log_joint_is_pymc_logp(entry, compiled):
     scales (HalfNormal); the builder's gold is the entry's gold."""
     cm = compiled(entry)  # PyMC's logp, compiled once (tests.zoo_support)
     assert cm.log_z == entry.gold().log_z
-    start = cm.model.initial_point()
+    start = cm.initial_point()
     assert sum(np.size(v) for v in start.values()) == N_PARAMETERS[entry.name]
     transformed = [t for t in cm.transforms if t is not None]
     assert all(t.name == "log" for t in transformed)

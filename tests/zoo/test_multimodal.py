@@ -38,7 +38,7 @@ def _points(cm, n=4, seed=0):
     """The initial point and random unconstrained perturbations (scale 1), crossed with the
     tested states of the discrete variables."""
     rng = np.random.default_rng(seed)
-    start = cm.model.initial_point()
+    start = cm.initial_point()
     states = [{}]
     if cm.entry.name == "change_point":
         key = next(k for k in start if k.endswith("tau"))

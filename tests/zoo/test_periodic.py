@@ -143,7 +143,7 @@ def test_ordered_prior_is_proper_and_gold_shared(k, compiled):
     ordered, unordered = _entry(f"periodic_{k}f_ordered"), _entry(f"periodic_{k}f")
     assert ordered.gold() == unordered.gold()
     cm = compiled(ordered)
-    point = cm.model.initial_point()
+    point = cm.initial_point()
     _, logp_nojac, values = cm(point)
     a, b = values["a"], values["b"]
     t, y, sigma = _data(f"periodic_{k}f")

@@ -48,8 +48,7 @@ def _points(compiled_model, n_continuous=3, seed=0):
     """The initial point and random perturbations of its continuous coordinates, crossed with
     the model's discrete states."""
     rng = np.random.default_rng(seed)
-    model = compiled_model.model
-    start = model.initial_point()
+    start = compiled_model.initial_point()
     prefix = {short_name(k): k for k in start}
     continuous = []
     for i in range(n_continuous):
@@ -95,7 +94,7 @@ def test_zero_sum_transform_spans_the_plane_isometrically(compiled):
     """PyMC's zerosum backward map is linear with J J^T = I - 11^T / n and J^T J = I: the
     prior of ``a`` is ``s^2 (I - 11^T / n)``, as the closed-form gold assumes."""
     cm = compiled(zoo(["zero_sum_normal"])[0])
-    start = cm.model.initial_point()
+    start = cm.initial_point()
     key = next(k for k in start if k.endswith("a_zerosum__"))
     n_free = start[key].size
     J = np.column_stack(
