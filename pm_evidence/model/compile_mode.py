@@ -100,7 +100,6 @@ PYTHON_LINKER = Mode(linker="py", optimizer="fast_run").excluding("fusion")
 QUICK_PYTHON_LINKER = Mode(linker="py", optimizer="fast_compile").including("inline_ofg")
 
 
-
 def without_c_compiler() -> AbstractContextManager:
     """PyTensor's C++ compiler off (``config.cxx = ""``) while a function off the hot paths is
     built, PyMC's initial point included.
@@ -114,6 +113,7 @@ def without_c_compiler() -> AbstractContextManager:
     0.14 s, the same values). The thunks are made when the function is built, so the setting is
     needed only then."""
     return config.change_flags(cxx="")
+
 
 class _Replacing(GraphRewriter):
     """A graph rewriter that replaces variables with ``fgraph.replace_validate``."""
