@@ -287,21 +287,20 @@ def emit(row: dict) -> None:
     print(RECORD + json.dumps(row), flush=True)
 
 
-def worker_warm(name: str, seeds: list[int], methods: list[str]) -> None:
-    """In one process: each method's first and second call on one model, then the stages."""
-    entry = entry_of(name)
-    model = entry.build()[0]
-    for seed in seeds:
-        calls = {}
-        for method in methods:
-            call = call_auto if method == "auto" else call_smc
-            for mode in ("first", "warm"):
-                calls[method, mode] = out = call(model, seed)
-                emit(_row(name, method, mode, seed, **out))
-        if "auto" in methods:
-            times, result = run_stages(model, seed)
-            for row in stage_rows(name, seed, "warm", times, result, calls["auto", "warm"]):
-                emit(row)
+def worker_warm(name: str, seed: int, methods: list[str]) -> None:
+    """In one process: each method's first and second call on one model with one seed, then
+    the stages."""
+    model = entry_of(name).build()[0]
+    calls = {}
+    for method in methods:
+        call = call_auto if method == "auto" else call_smc
+        for mode in ("first", "warm"):
+            calls[method, mode] = out = call(model, seed)
+            emit(_row(name, method, mode, seed, **out))
+    if "auto" in methods:
+        times, result = run_stages(model, seed)
+        for row in stage_rows(name, seed, "warm", times, result, calls["auto", "warm"]):
+            emit(row)
 
 
 def worker_cold(name: str, seed: int, what: str, model_file: str | None = None) -> None:
@@ -333,13 +332,11 @@ def worker_cold(name: str, seed: int, what: str, model_file: str | None = None) 
         return
     out = call_auto(model, seed) if what == "auto" else call_smc(model, seed)
     extra["import_s"] = imported_pymc.wall + (imported_pme.wall if what == "auto" else 0.0)
-    imports = (
-        f"import pymc {imported_pymc.wall:.1f} s, pm_evidence {imported_pme.wall:.1f} s more"
-        if what == "auto"
-        else f"import pymc {imported_pymc.wall:.1f} s, pm_evidence "
-        + ("imported before the call (by the pickled model)" if before else "after the call")
-    )
-    out["note"] = f"{imports}; {out['note']}"
+    if what == "auto":
+        pme_import = f"{imported_pme.wall:.1f} s more"
+    else:
+        pme_import = "imported before the call (by the pickled model)" if before else "after the call"
+    out["note"] = f"import pymc {imported_pymc.wall:.1f} s, pm_evidence {pme_import}; {out['note']}"
     emit(_row(name, what, "cold", seed, **out, **extra))
 
 
@@ -571,7 +568,7 @@ def main(argv=None) -> int:
     if args.worker:
         kind, name = args.worker
         if kind == "warm":
-            worker_warm(name, [args.seed + r for r in range(args.repeats)], args.methods)
+            worker_warm(name, args.seed, args.methods)
         else:
             worker_cold(name, args.seed, args.what, args.model_file)
         return 0
