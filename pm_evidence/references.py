@@ -19,10 +19,9 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 from scipy import linalg, special
-from scipy.special import logsumexp
 
 from pm_evidence.core.exceptions import EvidenceInputError
-from pm_evidence.core.utils import renamed_parameters
+from pm_evidence.core.utils import log_sum_exp, renamed_parameters
 
 __all__ = [
     "BernoulliProductReference",
@@ -714,12 +713,12 @@ class MixtureReference(Reference):
         return self._log_norms + self._kernel(self.mahalanobis_sq(x))
 
     def logpdf(self, x):
-        return logsumexp(self.component_logpdfs(x), axis=-1)
+        return log_sum_exp(self.component_logpdfs(x), axis=-1)
 
     def responsibilities(self, x) -> np.ndarray:
         """``P(component k | x)``, shape ``(..., K)``."""
         log_q = self.component_logpdfs(x)
-        return np.exp(log_q - logsumexp(log_q, axis=-1, keepdims=True))
+        return np.exp(log_q - log_sum_exp(log_q, axis=-1)[..., None])
 
     def occupancy(self, x, weights=None) -> np.ndarray:
         """The share of the points ``x (n, dim)`` (weighted by ``weights``, default equal)
@@ -748,7 +747,7 @@ class MixtureReference(Reference):
             z = self._whitened(rows[start : start + step])
             m2 = np.einsum("nkd,nkd->nk", z, z)
             log_qk = self._log_norms + self._kernel(m2)
-            log_q[start : start + step] = logsumexp(log_qk, axis=-1)
+            log_q[start : start + step] = log_sum_exp(log_qk, axis=-1)
             scale = np.exp(log_qk - log_q[start : start + step, None])
             if self.df is not None:
                 scale = scale * (self.df + self.dim) / (self.df + m2)
@@ -841,7 +840,7 @@ class SymmetrizedReference(Reference):
         return np.stack([self.base.logpdf(action(x)) for action in self.actions])
 
     def logpdf(self, x):
-        return logsumexp(self._component_logpdfs(x), axis=0) - np.log(self.size)
+        return log_sum_exp(self._component_logpdfs(x), axis=0) - np.log(self.size)
 
     def grad_logpdf(self, x):
         """``sum_g r_g(x) A_g^T grad log q(g x)`` with responsibilities ``r_g = q(g x) / sum``;
@@ -849,7 +848,7 @@ class SymmetrizedReference(Reference):
         x = np.asarray(x, dtype=float)
         log_q = self._component_logpdfs(x)
         with np.errstate(invalid="ignore"):  # -inf - (-inf) at non-finite points, zeroed below
-            weights = np.exp(log_q - logsumexp(log_q, axis=0))
+            weights = np.exp(log_q - log_sum_exp(log_q, axis=0))
             grad = np.zeros_like(x)
             for weight, action in zip(weights, self.actions, strict=True):
                 grad += weight[..., None] * action.transpose(self.base.grad_logpdf(action(x)))

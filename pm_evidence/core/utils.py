@@ -127,15 +127,16 @@ def spawn_seed(rng: np.random.Generator) -> int:
 def log_sum_exp(values, axis: int | None = None):
     """``log sum exp(values)`` over ``axis``, computed without overflow.
 
-    What ``scipy.special.logsumexp(values, axis)`` gives for real input, a slice of ``-inf``
-    giving ``-inf``, in plain NumPy: scipy's array-API dispatch has a fixed cost per call that
-    dominated AIS's time on small runs (measured: docs/benchmarks.rst, Measurements behind the
-    defaults).
+    What ``scipy.special.logsumexp(values, axis)`` gives for real input (to rounding), a slice of
+    ``-inf`` or an empty one giving ``-inf``, in plain NumPy: scipy's array-API dispatch has a
+    fixed cost per call that dominated AIS's time on small runs, and the mixture references'
+    densities in the exploration's jumps (3 to 10 times NumPy's time on ``(n, K)`` arrays;
+    measured: docs/benchmarks.rst, Measurements behind the defaults and issue 35, step 7).
     """
     values = np.asarray(values, dtype=float)
-    top = np.max(values, axis=axis, keepdims=True)
+    top = np.max(values, axis=axis, keepdims=True, initial=-np.inf)  # -inf for an empty slice
     top[~np.isfinite(top)] = 0.0  # a slice of -inf stays -inf; +inf and NaN propagate
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):  # (+inf or NaN: the others may overflow)
         out = np.log(np.sum(np.exp(values - top), axis=axis, keepdims=True)) + top
     return np.squeeze(out, axis=axis)[()]
 

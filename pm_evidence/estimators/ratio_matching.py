@@ -30,10 +30,10 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import expit, logsumexp
+from scipy.special import expit
 
 from pm_evidence.core.exceptions import ConvergenceError, EvidenceInputError, OverlapError
-from pm_evidence.core.utils import normalized_weights
+from pm_evidence.core.utils import log_sum_exp, normalized_weights
 
 __all__ = [
     "RatioMatchingSolution",
@@ -90,8 +90,8 @@ def _meng_wong_iteration(log_l_target, log_l_reference, log_s1, log_s0, log_c0, 
     for it in range(1, maxiter + 1):
         denom0 = np.logaddexp(log_s1 + log_l_reference, log_s0 + log_c)
         denom1 = np.logaddexp(log_s1 + log_l_target, log_s0 + log_c)
-        numerator = logsumexp(log_l_reference - denom0) - np.log(log_l_reference.size)
-        denominator = logsumexp(-denom1) - np.log(log_l_target.size)
+        numerator = log_sum_exp(log_l_reference - denom0) - np.log(log_l_reference.size)
+        denominator = log_sum_exp(-denom1) - np.log(log_l_target.size)
         new = float(numerator - denominator)
         if not np.isfinite(new):
             raise ConvergenceError(
@@ -185,9 +185,9 @@ def solve_ratio_matching(
         finite0 = flat0[np.isfinite(flat0)]
         # geometric bridge as the starting value: log mean0 sqrt(l) - log mean1 1/sqrt(l)
         log_c0 = float(
-            logsumexp(finite0 / 2)
+            log_sum_exp(finite0 / 2)
             - np.log(flat0.size)
-            - (logsumexp(-flat1 / 2) - np.log(flat1.size))
+            - (log_sum_exp(-flat1 / 2) - np.log(flat1.size))
         )
         log_c, n_iter = _meng_wong_iteration(flat1, flat0, log_s1, log_s0, log_c0, tol, maxiter)
 

@@ -8,8 +8,9 @@ log-density (:func:`term_modes`).
 from __future__ import annotations
 
 import numpy as np
-from scipy import optimize, special
+from scipy import optimize
 
+from pm_evidence.core.utils import log_sum_exp
 from pm_evidence.references import (
     MixtureReference,
 )
@@ -165,7 +166,7 @@ def climbed_modes(
 
     def log_total(q):
         """``log`` of the final particles' total weight ``sum f / q``."""
-        return special.logsumexp(pool_log_f - q.logpdf(pool_x))
+        return log_sum_exp(pool_log_f - q.logpdf(pool_x))
 
     def heavier(points, log_f_points, q, total):
         """Where ``w = f / q`` is at least ``CLIMB_WEIGHT_SHARE`` of ``exp(total)``."""
@@ -304,7 +305,7 @@ def laplace_polished(
     n_eval = n_draws
     if not np.isfinite(log_u).any():
         return mixture, 0, n_eval
-    u = np.exp(log_u - special.logsumexp(log_u))
+    u = np.exp(log_u - log_sum_exp(log_u))
     weighted = u[:, None] * mixture.responsibilities(x)  # (n, K)
     shares = weighted.sum(axis=0)
     order = np.argsort(shares)[::-1]

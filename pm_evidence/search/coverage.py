@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import stats
-from scipy.special import logsumexp
 
+from pm_evidence.core.utils import log_sum_exp
 from pm_evidence.search.mixtures import OUTLIER_LEVEL
 
 if TYPE_CHECKING:
@@ -180,7 +180,7 @@ def outside_mass_share(
         log_f = np.asarray(log_density(x), dtype=float)
         log_ratio = np.atleast_1d(log_q) - log_f
         log_ratio = np.where(np.isfinite(log_ratio), log_ratio, np.inf)
-        log_mass = -(logsumexp(log_ratio) - np.log(log_ratio.size))
+        log_mass = -(log_sum_exp(log_ratio) - np.log(log_ratio.size))
         share = max(share, float(np.exp(min(0.0, log_mass - log_z))))
     return share
 
@@ -257,9 +257,9 @@ def held_and_missed(
     held = np.any(a.mahalanobis_sq(x) <= limit, axis=-1)  # not the tails beyond a's own
     missed = np.all(b.mahalanobis_sq(x) > limit, axis=-1)
     if log_z is None:
-        u = np.exp(log_u - logsumexp(log_u))
+        u = np.exp(log_u - log_sum_exp(log_u))
         return float(u @ (held & missed))
     inside = log_u[held & missed]
     if inside.size == 0:
         return 0.0
-    return float(min(1.0, np.exp(logsumexp(inside) - np.log(n_draws) - log_z)))
+    return float(min(1.0, np.exp(log_sum_exp(inside) - np.log(n_draws) - log_z)))

@@ -11,8 +11,9 @@ import dataclasses
 import warnings
 
 import numpy as np
-from scipy import special, stats
+from scipy import stats
 
+from pm_evidence.core.utils import log_sum_exp
 from pm_evidence.references import (
     MixtureReference,
 )
@@ -226,11 +227,11 @@ def adapt_components(
     for iteration in range(n_iterations):
         x = mixture.sample(rng, n_draws)
         log_qk = mixture.component_logpdfs(x)
-        log_q = special.logsumexp(log_qk, axis=1)
+        log_q = log_sum_exp(log_qk, axis=1)
         log_u = np.nan_to_num(np.asarray(log_f(x), dtype=float) - log_q, nan=-np.inf)
         if not np.isfinite(log_u).any():
             break
-        u = np.exp(log_u - special.logsumexp(log_u))
+        u = np.exp(log_u - log_sum_exp(log_u))
         ess_fraction = float(1.0 / np.sum(u**2) / n_draws)
         if not ess_fraction <= best_ess:
             best, best_ess = mixture, ess_fraction

@@ -26,9 +26,9 @@ import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
+from scipy import stats
 
-from pm_evidence.core.utils import warn_user
+from pm_evidence.core.utils import log_sum_exp, warn_user
 from pm_evidence.references import MultivariateNormalReference
 from pm_evidence.search.climbing import TERM_SEARCH_STARTS, climb, laplace_covariance, term_modes
 from pm_evidence.search.coverage import MISSED_SHARE
@@ -63,7 +63,7 @@ class UnvisitedModes:
         ``log_z`` that left them out misses (0 where there are none)."""
         if self.log_masses.size == 0 or not np.isfinite(log_z):
             return 0.0
-        log_m = special.logsumexp(self.log_masses)
+        log_m = log_sum_exp(self.log_masses)
         return float(np.exp(log_m - np.logaddexp(log_z, log_m)))
 
 

@@ -1,4 +1,5 @@
-"""Diagnostics of the leaf (``pm_evidence.core.utils``): MCMC ESS, Pareto k-hat, R-hat."""
+"""Diagnostics of the leaf (``pm_evidence.core.utils``): MCMC ESS, Pareto k-hat, R-hat, and its
+log-sum-exp."""
 
 from __future__ import annotations
 
@@ -6,8 +7,29 @@ import warnings
 
 import numpy as np
 import pytest
+from scipy import special
 
-from pm_evidence.core.utils import good_pareto_k, max_rhat, mcmc_ess, pareto_khat
+from pm_evidence.core.utils import good_pareto_k, log_sum_exp, max_rhat, mcmc_ess, pareto_khat
+
+
+def test_log_sum_exp_equals_scipys_on_every_edge_case():
+    """The NumPy log-sum-exp that the mixtures, bridge and coverage use gives what
+    ``scipy.special.logsumexp`` gives, to rounding: huge and tiny values, slices of ``-inf``,
+    ``+inf`` and NaN, along either axis or over everything; an empty slice gives ``-inf``."""
+    rng = np.random.default_rng(3)
+    values = rng.normal(scale=300.0, size=(7, 5)) + 4e5
+    values[1] = -np.inf
+    values[2, 3] = -np.inf
+    values[3, 0] = np.inf
+    values[4, 2] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing leaks: no overflow or invalid-value warning
+        for axis in (0, 1, -1, None):
+            ours, theirs = log_sum_exp(values, axis=axis), special.logsumexp(values, axis=axis)
+            np.testing.assert_allclose(ours, theirs, rtol=1e-15, atol=0)
+            assert np.shape(ours) == np.shape(theirs)
+        assert log_sum_exp(np.empty(0)) == -np.inf
+        np.testing.assert_array_equal(log_sum_exp(np.empty((3, 0)), axis=1), np.full(3, -np.inf))
 
 
 def test_mcmc_ess_is_nan_where_arviz_has_no_value():
