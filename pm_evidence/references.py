@@ -89,8 +89,11 @@ class Reference:
 
 
 # Numbers of whitened points (points x components x dim) a mixture holds at once: its
-# evaluation goes in chunks of points so that memory stays near 8 * WHITENED_CHUNK bytes.
-WHITENED_CHUNK = 2_000_000
+# evaluation goes in chunks of points so that the chunk's arrays (8 * WHITENED_CHUNK bytes,
+# 512 KiB) stay in the CPU's cache. Measured (issue 35, step 7): logpdf and its gradient at
+# 4,096 points of 32 components in 2-D 6.6 -> 1.8 ms against chunks of 2,000,000 (16 MB);
+# 2-4x faster at 16,384 points up to 10-D; within 12% of the best chunk tried everywhere.
+WHITENED_CHUNK = 65_536
 # Shrinkage intensities tried by shrunk_covariance (0: the sample covariance; 1: its diagonal).
 SHRINKAGE_GRID = (0.0, 0.01, 0.03, 0.1, 0.2, 0.3, 0.5, 0.7, 0.85, 1.0)
 # Ranks of the low-rank part tried by shrunk_covariance, in this order while the held-out score
