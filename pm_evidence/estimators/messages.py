@@ -8,6 +8,7 @@ then False).
 from __future__ import annotations
 
 import numpy as np
+from arviz_stats.base import array_stats
 
 from pm_evidence.core.utils import RHAT_MAX, good_pareto_k, max_rhat, warn_user
 from pm_evidence.estimators import Estimate
@@ -88,8 +89,6 @@ def draws_ess_messages(target, x: np.ndarray) -> list[str]:
 def draws_bulk_ess(x: np.ndarray) -> float:
     """The smallest rank-normalized bulk ESS over the coordinates of ``x (chain, draw, dim)``
     (``arviz_stats``); NaN where it cannot be computed (too few draws)."""
-    from arviz_stats.base import array_stats
-
     if x.shape[1] < 4:
         return float("nan")
     with np.errstate(all="ignore"):

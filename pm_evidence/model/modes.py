@@ -63,6 +63,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
+from arviz_stats.base import array_stats
 from scipy import stats
 
 from pm_evidence.core.options import check_symmetrize_option
@@ -715,8 +716,6 @@ def check_coverage(generators, draws: np.ndarray) -> MirrorCoverage:
     -------
     MirrorCoverage
     """
-    from arviz_stats.base import array_stats
-
     draws = np.asarray(draws, dtype=float)
     moved = _moved(generators, draws.shape[-1])
     sd = draws[..., moved].reshape(-1, int(moved.sum())).std(axis=0)
