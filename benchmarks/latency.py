@@ -23,7 +23,8 @@ Modes:
 
 * ``first``: the first call in a fresh worker process (one per model, method and seed),
   PyTensor's and numba's caches on disk as they are (usually warm from earlier runs): a second
-  run of a user's script;
+  run of a user's script; SMC's worker loads the model pickled and imports pm_evidence only
+  after its first call, as the cold child does (:func:`worker_cold`);
 * ``warm``: the second call, same process, same model, same seed (the adapter and compiled
   functions kept); the stages alone run after it, warm too;
 * ``cold``: the first call in a fresh process with EMPTY caches (``PYTENSOR_FLAGS`` with
@@ -287,15 +288,29 @@ def emit(row: dict) -> None:
     print(RECORD + json.dumps(row), flush=True)
 
 
-def worker_warm(name: str, seed: int, methods: list[str]) -> None:
+def worker_warm(name: str, seed: int, methods: list[str], model_file: str | None = None) -> None:
     """In one process: each method's first and second call on one model with one seed, then
-    the stages."""
-    model = entry_of(name).build()[0]
+    the stages. With ``model_file`` (SMC's worker) the model is loaded pickled, so that
+    pm_evidence (and with it ``arviz_stats``, which SMC's first call imports itself) is not
+    imported before SMC's first call (:func:`worker_cold`)."""
+    if model_file:
+        model = load_model(model_file)
+    else:  # auto's worker: pm_evidence's own import timed (import_s of its first row)
+        import pymc  # noqa: F401
+
+        with Clock() as imported_pme:
+            import pm_evidence  # noqa: F401
+        model = entry_of(name).build()[0]
+    imported = "pm_evidence" in sys.modules  # (False for SMC's pickled model: see pickled_model)
     calls = {}
     for method in methods:
         call = call_auto if method == "auto" else call_smc
         for mode in ("first", "warm"):
             calls[method, mode] = out = call(model, seed)
+            if method == "smc" and mode == "first" and imported:
+                out["note"] = f"pm_evidence imported before the call; {out['note']}"
+            if method == "auto" and mode == "first" and not model_file:
+                out["import_s"] = imported_pme.wall  # pm_evidence's alone (PyMC's not counted)
             emit(_row(name, method, mode, seed, **out))
     if "auto" in methods:
         times, result = run_stages(model, seed)
@@ -317,10 +332,7 @@ def worker_cold(name: str, seed: int, what: str, model_file: str | None = None) 
             import pm_evidence  # noqa: F401
     with Clock() as built:
         if what == "smc":
-            import cloudpickle
-
-            with open(model_file, "rb") as f:
-                model = cloudpickle.load(f)
+            model = load_model(model_file)
         else:
             model = entry_of(name).build()[0]
     before = "pm_evidence" in sys.modules
@@ -335,7 +347,9 @@ def worker_cold(name: str, seed: int, what: str, model_file: str | None = None) 
     if what == "auto":
         pme_import = f"{imported_pme.wall:.1f} s more"
     else:
-        pme_import = "imported before the call (by the pickled model)" if before else "after the call"
+        pme_import = (
+            "imported before the call (by the pickled model)" if before else "after the call"
+        )
     out["note"] = f"import pymc {imported_pymc.wall:.1f} s, pm_evidence {pme_import}; {out['note']}"
     emit(_row(name, what, "cold", seed, **out, **extra))
 
@@ -403,17 +417,43 @@ def cold_env(folder: str) -> dict:
     return env
 
 
+def pickled_model(name: str, folder: str) -> str:
+    """The zoo model ``name`` pickled (cloudpickle) into ``folder``: the path of the file."""
+    import cloudpickle
+
+    model_file = os.path.join(folder, "model.pkl")
+    with open(model_file, "wb") as f:
+        cloudpickle.dump(entry_of(name).build()[0], f)
+    return model_file
+
+
+def load_model(model_file: str):
+    """A model pickled by :func:`pickled_model`, loaded without importing pm_evidence."""
+    import cloudpickle
+
+    with open(model_file, "rb") as f:
+        return cloudpickle.load(f)
+
+
+def run_warm(runner: Runner, name: str, seed: int, method: str, report) -> list[dict]:
+    """One worker's first and warm calls of ``method``; SMC's model travels pickled."""
+    folder = tempfile.mkdtemp(prefix="latency-warm-")
+    try:
+        args = ["--worker", "warm", name, "--seed", str(seed), "--methods", method]
+        if method == "smc":  # see worker_warm
+            args += ["--model-file", pickled_model(name, folder)]
+        rows, _ = runner.run(args, None, report)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return rows
+
+
 def run_cold(runner: Runner, name: str, seed: int, what: str, report) -> list[dict]:
     folder = tempfile.mkdtemp(prefix="latency-cold-")
     try:
         args = ["--worker", "cold", name, "--seed", str(seed), "--what", what]
         if what == "smc":  # the model travels pickled: see worker_cold
-            import cloudpickle
-
-            model_file = os.path.join(folder, "model.pkl")
-            with open(model_file, "wb") as f:
-                cloudpickle.dump(entry_of(name).build()[0], f)
-            args += ["--model-file", model_file]
+            args += ["--model-file", pickled_model(name, folder)]
         rows, proc = runner.run(args, cold_env(folder), lambda row: None)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -530,6 +570,20 @@ def summary(rows: list[dict]) -> list[str]:
                 for n in names
             )
             lines.append(f"  stage shares ({mode}, {len(models)} models): {shares}")
+    smc_first = {
+        r["model"]: r["wall_s"] for r in table if r["method"] == "smc" and r["mode"] == "first"
+    }
+    with_import = [
+        (r["wall_s"] + r["import_s"]) / smc_first[r["model"]]
+        for r in table
+        if r["method"] == "auto" and r["mode"] == "first" and r["import_s"] != ""
+        and r["model"] in smc_first
+    ]  # fmt: skip
+    if with_import:
+        lines.append(
+            f"  first, counting pm_evidence's import (PyMC's is counted for neither): wall "
+            f"auto/SMC {_f(_median(with_import), '.2f')}"
+        )
     imports = [r["import_s"] for r in table if r["method"] == "auto" and r["mode"] == "cold"]
     smc_imports = [r["import_s"] for r in table if r["method"] == "smc" and r["mode"] == "cold"]
     if imports:
@@ -568,7 +622,7 @@ def main(argv=None) -> int:
     if args.worker:
         kind, name = args.worker
         if kind == "warm":
-            worker_warm(name, args.seed, args.methods)
+            worker_warm(name, args.seed, args.methods, args.model_file)
         else:
             worker_cold(name, args.seed, args.what, args.model_file)
         return 0
@@ -606,9 +660,7 @@ def main(argv=None) -> int:
                   f"{time.perf_counter() - t0:.0f} s so far", flush=True)  # fmt: skip
             for seed in seeds:  # each method and seed in its own process: a "first" call
                 for method in ("auto", "smc"):
-                    warm_args = ["--worker", "warm", name, "--seed", str(seed)]
-                    warm_args += ["--methods", method]
-                    runner.run(warm_args, None, report)
+                    run_warm(runner, name, seed, method, report)
             if args.no_cold:
                 continue
             for seed in seeds:
