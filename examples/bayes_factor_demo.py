@@ -12,8 +12,8 @@ draws, check them against PyMC's SMC estimate, and report the Bayes factor BF10.
 
 Run:  python examples/bayes_factor_demo.py [--no-progressbar] [--out examples/figures]
 Run time on the project's 2-core machine, NUTS and SMC included: 29 s (2026-11-23), 46 s
-(2026-11-26; 34 s earlier that day), 16 s (2026-11-27, a fresh machine, caches warm), each
-with the same log Bayes factor, 2.656 ± 0.0008.
+(2026-11-26; 34 s earlier that day), 16 s (2026-11-27, a fresh machine, caches warm), 13 s
+(later that day), each with the same log Bayes factor, 2.656 ± 0.0008.
 """
 
 from __future__ import annotations
