@@ -231,19 +231,13 @@ def _sinusoids_gold(t, y, noise_var, low, high):
     square is the grid's sum, thousands of times smaller."""
     from scipy import ndimage, special
 
+    from pm_evidence.zoo.multimodal import composite_legendre
+
     grid = np.arange(low, high + 1e-12, 0.01)
     scan = np.stack([
         _sinusoids_log_likelihood(np.full(grid.size, g), grid, t, y, noise_var) for g in grid
     ])  # fmt: skip
     labels, _ = ndimage.label(scan > scan.max() - 40.0)
-    nodes, weights = np.polynomial.legendre.leggauss(20)
-
-    def panels(a, b, n):
-        edges = np.linspace(a, b, n + 1)
-        mid, half = (edges[:-1] + edges[1:]) / 2, (edges[1:] - edges[:-1]) / 2
-        points, log_weights = mid[:, None] + half[:, None] * nodes, np.log(half[:, None] * weights)
-        return points.ravel(), log_weights.ravel()
-
     parts, inside = [], np.zeros(scan.shape, dtype=bool)
     for rows, cols in ndimage.find_objects(labels):
         a1, b1 = grid[rows.start] - 0.03, grid[rows.stop - 1] + 0.03
@@ -251,7 +245,8 @@ def _sinusoids_gold(t, y, noise_var, low, high):
         inside |= np.outer((grid >= a1) & (grid <= b1), (grid >= a2) & (grid <= b2))
         by_panels = []
         for n in (8, 16):
-            (x1, w1), (x2, w2) = panels(a1, b1, n), panels(a2, b2, n)
+            x1, w1 = composite_legendre(np.linspace(a1, b1, n + 1), 20)
+            x2, w2 = composite_legendre(np.linspace(a2, b2, n + 1), 20)
             by_panels.append(special.logsumexp([
                 special.logsumexp(_sinusoids_log_likelihood(np.full(x2.size, u), x2, t, y,
                                                             noise_var) + wu + w2)
