@@ -42,7 +42,7 @@ from typing import ClassVar
 
 import numpy as np
 import pytensor.tensor as pt
-from pytensor import config
+from pytensor import config, function
 from pytensor.compile.mode import Mode, get_default_mode
 from pytensor.graph.basic import Apply
 from pytensor.graph.features import ReplaceValidate
@@ -75,6 +75,7 @@ __all__ = [
     "ContiguousDotOperands",
     "UncheckedShapes",
     "model_function_mode",
+    "python_linker_function",
     "without_c_compiler",
 ]
 
@@ -113,6 +114,15 @@ def without_c_compiler() -> AbstractContextManager:
     0.14 s, the same values). The thunks are made when the function is built, so the setting is
     needed only then."""
     return config.change_flags(cxx="")
+
+
+def python_linker_function(inputs, outputs, *, mode: Mode = PYTHON_LINKER, **kwargs):
+    """``pytensor.function(inputs, outputs, mode=mode, **kwargs)`` for a function off the hot
+    paths: on the Python linker (``PYTHON_LINKER``, or ``QUICK_PYTHON_LINKER`` where the graph
+    rewrites would cost more than they save) and built :func:`without_c_compiler`, so that no
+    operation, inner ones included, is compiled."""
+    with without_c_compiler():
+        return function(inputs, outputs, mode=mode, **kwargs)
 
 
 class _Replacing(GraphRewriter):

@@ -13,14 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import pymc as pm
-import pytensor
 import pytensor.tensor as pt
 from pymc.distributions.discrete import DiscreteUniformRV
 from pymc.exceptions import NotConstantValueError
 from pymc.util import get_transformed_name
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
-from pm_evidence.model.compile_mode import QUICK_PYTHON_LINKER, without_c_compiler
+from pm_evidence.model.compile_mode import QUICK_PYTHON_LINKER, python_linker_function
 
 __all__ = ["Layout", "VariableSlice", "variable_shapes"]
 
@@ -37,15 +36,13 @@ def variable_shapes(model: pm.Model) -> dict[str, tuple[int, ...]]:
             outputs.append(pt.as_tensor(transform.forward(rv, *rv.owner.inputs).shape))
         names.append(rv.name)
         outputs.append(pt.as_tensor(rv.shape))
-    with without_c_compiler():
-        shapes_fn = pytensor.function(
-            inputs=[],
-            outputs=outputs,
-            givens=[(obs, model.rvs_to_values[obs]) for obs in model.observed_RVs],
-            mode=QUICK_PYTHON_LINKER,
-            on_unused_input="ignore",
-        )
-    shapes = shapes_fn()
+    shapes = python_linker_function(
+        [],
+        outputs,
+        givens=[(obs, model.rvs_to_values[obs]) for obs in model.observed_RVs],
+        mode=QUICK_PYTHON_LINKER,
+        on_unused_input="ignore",
+    )()
     return {name: tuple(int(s) for s in shape) for name, shape in zip(names, shapes, strict=True)}
 
 

@@ -39,6 +39,7 @@ from pm_evidence.model.batched import BlockedFunction, FlatRowsFunction, block_s
 from pm_evidence.model.compile_mode import (
     QUICK_PYTHON_LINKER,
     model_function_mode,
+    python_linker_function,
     without_c_compiler,
 )
 from pm_evidence.model.fingerprint import (
@@ -409,10 +410,9 @@ class LogDensity:
         g = self._term_graphs
         x_batch = pt.matrix("x_batch", dtype=g.x.dtype)
         batched = vectorize_batched([g.log_density, g.grad], g.x, x_batch)
-        with without_c_compiler():
-            return pytensor.function(
-                [x_batch, g.choice], batched, on_unused_input="ignore", mode=QUICK_PYTHON_LINKER
-            )
+        return python_linker_function(
+            [x_batch, g.choice], batched, on_unused_input="ignore", mode=QUICK_PYTHON_LINKER
+        )
 
     def log_density_with_terms(self, x, choice) -> tuple[np.ndarray, np.ndarray]:
         """``log f(x)`` and its gradient with the ``j``-th log-sum-exp replaced by its term

@@ -23,12 +23,11 @@ from functools import cached_property
 
 import numpy as np
 import pymc as pm
-import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace, vectorize_graph
 
 from pm_evidence.core.exceptions import EvidenceInputError, NonFiniteLogDensityError
-from pm_evidence.model.compile_mode import PYTHON_LINKER, without_c_compiler
+from pm_evidence.model.compile_mode import python_linker_function
 from pm_evidence.model.graphs import vectorize_batched
 from pm_evidence.model.layout import Layout
 
@@ -57,11 +56,10 @@ class ValueMaps:
         constrained = model.replace_rvs_by_values(model.free_RVs)
         outputs, x = pm.pytensorf.join_nonshared_inputs(self._point, constrained, model.value_vars)
         x_batch = pt.matrix("x_batch", dtype=x.dtype)
-        with without_c_compiler():
-            return pytensor.function(
-                [x_batch], vectorize_batched(outputs, x, x_batch), on_unused_input="ignore",
-                allow_input_downcast=True, mode=PYTHON_LINKER,
-            )  # fmt: skip
+        return python_linker_function(
+            [x_batch], vectorize_batched(outputs, x, x_batch), on_unused_input="ignore",
+            allow_input_downcast=True,
+        )  # fmt: skip
 
     @cached_property
     def _to_unconstrained_fn(self):
@@ -80,11 +78,9 @@ class ValueMaps:
         flat_batched = vectorize_graph(
             flat, replace=dict(zip(placeholders, batched_inputs, strict=True))
         )
-        with without_c_compiler():
-            return pytensor.function(
-                batched_inputs, flat_batched, on_unused_input="ignore",
-                allow_input_downcast=True, mode=PYTHON_LINKER,
-            )  # fmt: skip
+        return python_linker_function(
+            batched_inputs, flat_batched, on_unused_input="ignore", allow_input_downcast=True
+        )
 
     def to_constrained(self, flat: np.ndarray, batch_shape: tuple) -> dict[str, np.ndarray]:
         """Flat unconstrained rows ``(n, dim)`` to named constrained values ``(*batch, *shape)``."""
