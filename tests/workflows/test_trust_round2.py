@@ -210,55 +210,6 @@ def test_auto_goes_on_when_bridge_fails():
     assert abs(ev.log_z - exact) < 4 * ev.se + 0.02
 
 
-def _sinusoids_log_likelihood(f1, f2, t, y, noise_var):
-    """``log p(y | f1, f2)`` of two sinusoids with their amplitudes ``a, b ~ N(0, 1)``
-    integrated out: ``y ~ N(0, noise_var I + X X^T)``, ``X = [sin f1 t, cos f1 t, sin f2 t,
-    cos f2 t]``, by the matrix determinant lemma and Woodbury's identity (4 x 4 systems)."""
-    x = np.stack([np.sin(f1[:, None] * t), np.cos(f1[:, None] * t),
-                  np.sin(f2[:, None] * t), np.cos(f2[:, None] * t)], axis=-1)  # fmt: skip
-    chol = np.linalg.cholesky(np.eye(4) + np.einsum("bni,bnj->bij", x, x) / noise_var)
-    w = np.linalg.solve(chol, (np.einsum("bni,n->bi", x, y) / noise_var)[..., None])[..., 0]
-    log_det = t.size * np.log(noise_var) + 2 * np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(-1)
-    quad = y @ y / noise_var - np.sum(w * w, axis=-1)
-    return -0.5 * (t.size * np.log(2 * np.pi) + log_det + quad)
-
-
-def _sinusoids_gold(t, y, noise_var, low, high):
-    """``log Z`` of the two-sinusoid model, ``f ~ U(low, high)^2``, by quadrature over ``f``:
-    a scan of ``log p(y | f)`` on a 0.01 grid finds the regions within 40 nats of its maximum
-    (the two mirror modes and their side lobes); each region's box, widened by 0.03, is
-    integrated by Gauss-Legendre panels (8 and 16 per side, which must agree); the rest of the
-    square is the grid's sum, thousands of times smaller."""
-    from scipy import ndimage, special
-
-    from pm_evidence.zoo.multimodal import composite_legendre
-
-    grid = np.arange(low, high + 1e-12, 0.01)
-    scan = np.stack([
-        _sinusoids_log_likelihood(np.full(grid.size, g), grid, t, y, noise_var) for g in grid
-    ])  # fmt: skip
-    labels, _ = ndimage.label(scan > scan.max() - 40.0)
-    parts, inside = [], np.zeros(scan.shape, dtype=bool)
-    for rows, cols in ndimage.find_objects(labels):
-        a1, b1 = grid[rows.start] - 0.03, grid[rows.stop - 1] + 0.03
-        a2, b2 = grid[cols.start] - 0.03, grid[cols.stop - 1] + 0.03
-        inside |= np.outer((grid >= a1) & (grid <= b1), (grid >= a2) & (grid <= b2))
-        by_panels = []
-        for n in (8, 16):
-            x1, w1 = composite_legendre(np.linspace(a1, b1, n + 1), 20)
-            x2, w2 = composite_legendre(np.linspace(a2, b2, n + 1), 20)
-            by_panels.append(special.logsumexp([
-                special.logsumexp(_sinusoids_log_likelihood(np.full(x2.size, u), x2, t, y,
-                                                            noise_var) + wu + w2)
-                for u, wu in zip(x1, w1, strict=True)
-            ]))  # fmt: skip
-        assert abs(by_panels[0] - by_panels[1]) < 1e-6, by_panels
-        parts.append(by_panels[1])
-    rest = special.logsumexp(np.where(inside, -np.inf, scan)) + 2 * np.log(0.01)
-    assert rest < special.logsumexp(parts) - 20.0  # the boxes hold all but e^-20 of the mass
-    return float(special.logsumexp([*parts, rest]) - 2 * np.log(high - low))
-
-
 @pytest.mark.slow
 def test_auto_on_two_unordered_sinusoids_is_right_or_flagged():
     """Issue 33 item 3: bridge's reference pilot raised OverlapError out of auto on every seed.
@@ -276,7 +227,13 @@ def test_auto_on_two_unordered_sinusoids_is_right_or_flagged():
         b = pm.Normal("b", 0.0, 1.0, shape=2)
         mu = sum(a[k] * pm.math.sin(f[k] * t) + b[k] * pm.math.cos(f[k] * t) for k in range(2))
         pm.Normal("y", mu, 0.5, observed=y)
-    gold = _sinusoids_gold(t, y, 0.25, 0.2, 12.0)
+    # the zoo's gold of periodic signals (amplitudes integrated out, frequencies by scan and
+    # Gauss-Legendre), in cycles per unit time: f = omega / (2 pi), the same Z
+    from pm_evidence.zoo.periodic import log_z_frequencies
+
+    gold = log_z_frequencies(t, y, 0.5, 2, 0.2 / (2 * np.pi), 12.0 / (2 * np.pi), cell=0.02)
+    assert gold.error < 1e-6
+    gold = gold.log_z
     for seed in (1, 2):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
