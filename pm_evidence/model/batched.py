@@ -95,8 +95,14 @@ class FlatRowsFunction:
             if d
         ]
         self._gradients_cover_x = len(self._gradients) == len(variables)
+        # x is the one input and each gradient output is already (n, dim): the outputs are
+        # returned as they are (on a small model a call costs microseconds, and the
+        # reshaping as much as the model)
+        self._as_is = self._whole and self._gradients_cover_x
 
     def __call__(self, x: np.ndarray) -> list[np.ndarray]:
+        if self._as_is:
+            return list(self.function(np.ascontiguousarray(x)))
         n = x.shape[0]
         if self._whole:
             rows = [np.ascontiguousarray(x)]
@@ -147,6 +153,8 @@ class BlockedFunction:
 
     def __call__(self, *arrays: np.ndarray, constants: Sequence = ()) -> list[np.ndarray]:
         n = arrays[0].shape[0]
+        if n <= self.block_size:  # one block: no slicing
+            return self._call_block(arrays, constants)
         blocks = [
             self._call_block([a[i : i + self.block_size] for a in arrays], constants)
             for i in range(0, max(n, 1), self.block_size)

@@ -91,10 +91,12 @@ def fit_gaussian_mixture(
     fits = {k: fit(k)}
     if search and k > 1:
         fits[k // 2] = fit(k // 2)
-    best = min(fits, key=lambda j: fits[j].bic(z))
+    bic = {j: model.bic(z) for j, model in fits.items()}  # each an E-step: computed once
+    best = min(fits, key=bic.get)
     while search and best == max(fits) and 2 * best <= most:
         fits[2 * best] = fit(2 * best, split_of=fits[best])
-        if fits[2 * best].bic(z) >= fits[best].bic(z):
+        bic[2 * best] = fits[2 * best].bic(z)
+        if bic[2 * best] >= bic[best]:
             break
         best = 2 * best
     model = fits[best]

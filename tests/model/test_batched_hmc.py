@@ -93,6 +93,23 @@ def test_a_start_of_zero_density_is_replaced_by_a_prior_draw():
     assert np.all(target.to_constrained(x)["u"] > 9.0)
 
 
+def test_a_trajectory_that_overflows_is_a_divergence_and_stays_at_its_start():
+    """``log f = 10^300 x^2``: the first leapfrog step throws every chain to about
+    ``10^300``, where ``x^2`` overflows and the next step's position is infinite. Every kept
+    transition is a divergence, no chain is ever evaluated at a non-finite position, and each
+    chain stays where it started (its draws all equal and finite)."""
+    with pm.Model() as model:
+        x = pm.Normal("x", 0.0, 1.0)
+        pm.Potential("explodes", 1e300 * x**2)
+    settings = BatchedHMCSettings(chains=4, tune=20, draws=10)
+    draws, stats = sample_batched_hmc(
+        as_target(model), np.random.default_rng(0), settings, progressbar=False
+    )
+    assert np.all(np.isfinite(draws))
+    assert stats.divergences == settings.chains * settings.draws
+    np.testing.assert_array_equal(draws, np.broadcast_to(draws[:, :1], draws.shape))
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [
