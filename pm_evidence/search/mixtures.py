@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 from scipy import stats
 
-from pm_evidence.core.utils import log_sum_exp
+from pm_evidence.core.utils import kish_ess, log_sum_exp
 from pm_evidence.references import (
     MixtureReference,
 )
@@ -242,12 +242,15 @@ def adapt_components(
             break
         if ess_fraction >= ADAPTED_ESS:
             break  # nearly flat weights: little left to gain, for n_draws evaluations
-        ur = u[:, None] * np.exp(log_qk - log_q[:, None])  # (n, K)
+        # each draw's weight times its responsibilities, (n, K); in logs for each component's
+        # Kish ESS, which its weights of 1e-200 (a component far from the mass) do not underflow
+        log_ur = (log_u - log_sum_exp(log_u))[:, None] + log_qk - log_q[:, None]
+        ur = u[:, None] * np.exp(log_qk - log_q[:, None])
         shares = ur.sum(axis=0)
         weights = np.maximum(shares, 1e-3 / k)
         means, chols = mixture.means.copy(), mixture.chols.copy()
         for j in range(k if n_effective >= 10 * k else 0):  # moments: 10 K effective draws
-            if shares[j] <= 0 or shares[j] ** 2 / np.sum(ur[:, j] ** 2) < 5 * (dim + 1):
+            if shares[j] <= 0 or kish_ess(log_ur[:, j]) < 5 * (dim + 1):
                 continue
             mean = ur[:, j] @ x / shares[j]
             centred = x - mean

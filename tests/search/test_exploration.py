@@ -117,6 +117,26 @@ def test_adapt_components_sets_weights_and_moments_to_the_posteriors():
     np.testing.assert_allclose(covariances[1], 0.25 * np.eye(2), atol=0.1)
 
 
+def test_adapt_components_takes_a_component_far_from_the_mass_without_a_warning():
+    """A third component 40 SDs from the target's mass: its share of the weights is about
+    ``1e-250``, whose square underflows to 0, and its Kish ESS (``(sum w)^2 / sum w^2``) was a
+    ``0 / 0`` with a RuntimeWarning. Computed in logs it is a number: no warning, the far
+    component's weight goes to (nearly) nothing, the near ones to the masses (tolerances as in
+    the test above)."""
+    target = MixtureReference.from_components(
+        [0.8, 0.2], [[-3.0, 0.0], [3.0, 1.0]], [np.eye(2), 0.25 * np.eye(2)]
+    )
+    start = MixtureReference.from_components(
+        [0.45, 0.45, 0.1], [[-2.5, 0.3], [3.3, 1.2], [-3.0, 40.0]],
+        [2.0 * np.eye(2), np.eye(2), np.eye(2)],
+    )  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        adapted, _ = adapt_components(start, target.logpdf, np.random.default_rng(0), 2048)
+    assert adapted.weights[2] < 1e-2
+    np.testing.assert_allclose(adapted.weights[:2] / adapted.weights[:2].sum(), [0.8, 0.2], atol=0.04)
+
+
 def _unequal_modes_3d(x):
     """``log[0.3 N(x | +1, 0.05^2 I) + 0.7 N(x | -1, I)]`` in 3-D and its gradient (no box):
     the narrow mode holds 30% of the mass and sits 2 SD from the wide one's centre."""
