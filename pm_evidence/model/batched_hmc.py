@@ -248,8 +248,13 @@ class _State:
 
     def _evaluate(self, x):
         with np.errstate(invalid="ignore", over="ignore"):
-            log_prior, log_lik, g_prior, g_lik = self.function(x)
-            return log_prior + log_lik, g_prior + g_lik
+            return _log_f_and_grad(self.function, x)
+
+
+def _log_f_and_grad(function, x):
+    """``log f`` and its gradient at ``x`` from the compiled function's four terms."""
+    log_prior, log_lik, g_prior, g_lik = function(x)
+    return log_prior + log_lik, g_prior + g_lik
 
 
 def _transition(rng, state: _State, eps: np.ndarray, scale: np.ndarray, n_steps: int):
@@ -260,9 +265,9 @@ def _transition(rng, state: _State, eps: np.ndarray, scale: np.ndarray, n_steps:
     A leapfrog step is one call of the compiled function and a few NumPy operations on
     ``(c, dim)`` arrays, each a microsecond or two on a small model, as long as the call: the
     loop does only what a step needs. The positions are checked for non-finite values through
-    their sum (finite exactly when every position is) and row by row only where it is not; a
-    chain whose position became non-finite stays where it started and is never evaluated
-    there."""
+    their sum (finite only where every position is) and row by row only where the sum is not
+    (a non-finite position, or finite ones whose sum overflows); a chain whose position became
+    non-finite stays where it started and is never evaluated there."""
     step = eps[:, None] * scale
     half_step = 0.5 * step
     p = rng.standard_normal(state.x.shape)
@@ -280,8 +285,7 @@ def _transition(rng, state: _State, eps: np.ndarray, scale: np.ndarray, n_steps:
                 any_diverged = bool(diverged.any())
             if any_diverged:
                 x = np.where(diverged[:, None], state.x, x)  # never evaluate a non-finite x
-            log_prior, log_lik, g_prior, g_lik = function(x)
-            log_f, grad = log_prior + log_lik, g_prior + g_lik
+            log_f, grad = _log_f_and_grad(function, x)
             p = p + (step if i < n_steps - 1 else half_step) * grad
         h1 = 0.5 * np.sum(p * p, axis=1) - log_f
         energy_error = h1 - h0

@@ -230,7 +230,11 @@ def adapt_components(
         x = mixture.sample(rng, n_draws)
         log_qk = mixture.component_logpdfs(x)
         log_q = log_sum_exp(log_qk, axis=1)
-        log_u = np.nan_to_num(np.asarray(log_f(x), dtype=float) - log_q, nan=-np.inf)
+        # a NaN weight is no weight; -inf stays -inf (nan_to_num's default makes it -1.8e308,
+        # finite: draws all outside the support then looked equally weighted)
+        log_u = np.nan_to_num(
+            np.asarray(log_f(x), dtype=float) - log_q, nan=-np.inf, neginf=-np.inf
+        )
         if not np.isfinite(log_u).any():
             break
         u = np.exp(log_u - log_sum_exp(log_u))

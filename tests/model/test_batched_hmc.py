@@ -5,9 +5,11 @@ result says about it."""
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 from arviz_stats.base import array_stats
 
@@ -93,21 +95,33 @@ def test_a_start_of_zero_density_is_replaced_by_a_prior_draw():
     assert np.all(target.to_constrained(x)["u"] > 9.0)
 
 
-def test_a_trajectory_that_overflows_is_a_divergence_and_stays_at_its_start():
-    """``log f = 10^300 x^2``: the first leapfrog step throws every chain to about
-    ``10^300``, where ``x^2`` overflows and the next step's position is infinite. Every kept
-    transition is a divergence, no chain is ever evaluated at a non-finite position, and each
-    chain stays where it started (its draws all equal and finite)."""
+def test_a_trajectory_that_overflows_diverges_alone_and_is_never_evaluated(monkeypatch):
+    """``x ~ N(0, I_2)`` with a cliff, ``log f -= 10^300 (x_1 - 1.5)^2`` beyond ``x_1 = 1.5``: a
+    trajectory that crosses it is thrown to about ``-10^300`` and on to an infinite position.
+    Such a transition is a divergence and its chain stays where it started; the other chains
+    move on (some kept transitions diverge, not all), the compiled function never sees a
+    non-finite point (a spy on it), nothing warns and every draw is finite and below the cliff."""
     with pm.Model() as model:
-        x = pm.Normal("x", 0.0, 1.0)
-        pm.Potential("explodes", 1e300 * x**2)
-    settings = BatchedHMCSettings(chains=4, tune=20, draws=10)
-    draws, stats = sample_batched_hmc(
-        as_target(model), np.random.default_rng(0), settings, progressbar=False
-    )
-    assert np.all(np.isfinite(draws))
-    assert stats.divergences == settings.chains * settings.draws
-    np.testing.assert_array_equal(draws, np.broadcast_to(draws[:, :1], draws.shape))
+        x = pm.Normal("x", 0.0, 1.0, shape=2)
+        pm.Potential("cliff", pt.switch(x[0] > 1.5, -1e300 * (x[0] - 1.5) ** 2, 0.0))
+    target = as_target(model)
+    compiled = target.terms_grad_function
+    finite_inputs = []
+
+    def spy(points):
+        finite_inputs.append(bool(np.all(np.isfinite(points))))
+        return compiled(points)
+
+    monkeypatch.setattr(type(target), "terms_grad_function", property(lambda self: spy))
+    settings = BatchedHMCSettings(chains=8, tune=60, draws=60)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        draws, stats = sample_batched_hmc(
+            target, np.random.default_rng(0), settings, progressbar=False
+        )
+    assert finite_inputs and all(finite_inputs)
+    assert 0 < stats.divergences < settings.chains * settings.draws
+    assert np.all(np.isfinite(draws)) and np.all(draws[..., 0] < 1.5)
 
 
 @pytest.mark.parametrize(

@@ -137,6 +137,31 @@ def test_adapt_components_takes_a_component_far_from_the_mass_without_a_warning(
     np.testing.assert_allclose(adapted.weights[:2] / adapted.weights[:2].sum(), [0.8, 0.2], atol=0.04)
 
 
+def test_adapt_components_gives_draws_outside_the_support_no_weight():
+    """Draws where ``log f = -inf`` (beyond ``x_1 = 5``, a quarter of the draws from the second
+    component) weigh nothing, without a warning, and the weights still come out right; where
+    every draw is outside the support nothing is adapted and the ESS is NaN (``nan_to_num``
+    made ``-inf`` a finite ``-1.8e308``: the draws then looked equally weighted, an ESS of 1)."""
+    target = MixtureReference.from_components(
+        [0.8, 0.2], [[-3.0, 0.0], [3.0, 1.0]], [np.eye(2), 0.25 * np.eye(2)]
+    )
+    start = MixtureReference.from_components(
+        [0.5, 0.5], [[-2.5, 0.3], [3.3, 1.2]], [2.0 * np.eye(2), np.eye(2)]
+    )
+
+    def log_f(x):  # the target's mass beyond x_1 = 5 is 1e-9
+        return np.where(x[:, 0] > 5.0, -np.inf, target.logpdf(x))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        adapted, _ = adapt_components(start, log_f, np.random.default_rng(0), 2048)
+    np.testing.assert_allclose(adapted.weights, [0.8, 0.2], atol=0.04)
+    nothing, ess = adapt_components(
+        start, lambda x: np.full(x.shape[0], -np.inf), np.random.default_rng(0), 2048
+    )
+    assert nothing is start and np.isnan(ess)
+
+
 def _unequal_modes_3d(x):
     """``log[0.3 N(x | +1, 0.05^2 I) + 0.7 N(x | -1, I)]`` in 3-D and its gradient (no box):
     the narrow mode holds 30% of the mass and sits 2 SD from the wide one's centre."""
