@@ -74,6 +74,7 @@ __all__ = [
     "ContiguousCopy",
     "ContiguousDotOperands",
     "UncheckedShapes",
+    "model_function",
     "model_function_mode",
     "python_linker_function",
     "without_c_compiler",
@@ -337,6 +338,25 @@ def _blockwise_with_shared_inputs(fgraph, node):
 # -> 0.43 us per point, a 3-component mixture with Dirichlet weights 2.18 -> 1.76 us; the same
 # values. The compile from empty caches is about the same (23-26 s for the former).
 SHARED_BLOCKWISE_INPUTS = WalkingGraphRewriter(_blockwise_with_shared_inputs, order="in_to_out")
+
+
+def model_function(inputs, outputs, **kwargs):
+    """``pytensor.function(inputs, outputs, mode=model_function_mode(), **kwargs)`` for a
+    function on the hot paths, built with numba's fast-math flags off
+    (``config.numba__fastmath``, on by PyTensor's default), so that its numbers do not depend on
+    the state of PyTensor's cache.
+
+    With the flags on, a function that numba compiles from empty caches and the same function
+    compiled against callees loaded from the cache give results that differ in their last bits
+    (LLVM reassociates and approximates across the functions it sees together), and the
+    samplers amplify the difference: the first call on a machine and every later call gave
+    different ``log Z`` for the same seed (``periodic_2f`` of the multimodal zoo, seeds 1 and 2:
+    +0.0107 and +0.0138 from the gold from empty caches, -0.0003 and +0.0003 afterwards). With
+    them off both give the same numbers, and warm calls took the same time (measured:
+    docs/benchmarks.rst, "Fewer NumPy operations per leapfrog step"). PyTensor reads the flag
+    while it builds the function's numba code, so it is needed only then."""
+    with config.change_flags(numba__fastmath=False):
+        return function(inputs, outputs, mode=model_function_mode(), **kwargs)
 
 
 def model_function_mode() -> Mode:

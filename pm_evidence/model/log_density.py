@@ -29,7 +29,6 @@ from functools import cached_property
 
 import numpy as np
 import pymc as pm
-import pytensor
 import pytensor.tensor as pt
 from pytensor.gradient import NullTypeGradError
 
@@ -38,7 +37,7 @@ from pm_evidence.core.utils import warn_user
 from pm_evidence.model.batched import BlockedFunction, FlatRowsFunction, block_size_for
 from pm_evidence.model.compile_mode import (
     QUICK_PYTHON_LINKER,
-    model_function_mode,
+    model_function,
     python_linker_function,
     without_c_compiler,
 )
@@ -225,9 +224,7 @@ class LogDensity:
         ``x (n, dim)`` called in blocks."""
         values = self._graphs.values
         inputs, batched = batched_by_variable(outputs, values, [v.value_shape for v in self.layout])
-        fn = pytensor.function(
-            inputs, batched, on_unused_input="ignore", mode=model_function_mode()
-        )
+        fn = model_function(inputs, batched, on_unused_input="ignore")
         flat = FlatRowsFunction(
             fn, self.layout, [v.dtype for v in values], n_values, differentiated
         )
@@ -310,11 +307,8 @@ class LogDensity:
             )
         outputs, x = relaxed_bernoulli_terms(self.model, self._point)
         x_batch = pt.matrix("x_batch", dtype=x.dtype)
-        fn = pytensor.function(
-            [x_batch],
-            vectorize_batched(outputs, x, x_batch),
-            on_unused_input="ignore",
-            mode=model_function_mode(),
+        fn = model_function(
+            [x_batch], vectorize_batched(outputs, x, x_batch), on_unused_input="ignore"
         )
         return BlockedFunction(fn, self.block_size, (-np.inf, -np.inf, 0.0, 0.0))
 

@@ -44,7 +44,7 @@ import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
 
-from pm_evidence.model.compile_mode import model_function_mode
+from pm_evidence.model.compile_mode import model_function
 from pm_evidence.tempering.path import GeometricPath, PathState
 
 __all__ = ["FUSE_AFTER_POINT_TRANSITIONS", "MAX_COMPILED_LEAPFROG", "hmc_transition_function"]
@@ -123,7 +123,7 @@ def _build(path: GeometricPath, n_leapfrog: int, parameters):
         ~finite,
     ]
     inputs = [x, log_p0, delta, g_p0, g_delta, beta, eps, momentum, log_u, scale, *reference_inputs]
-    return pytensor.function(inputs, outputs, on_unused_input="ignore", mode=model_function_mode())
+    return model_function(inputs, outputs, on_unused_input="ignore")
 
 
 def hmc_transition_function(path: GeometricPath, n_leapfrog: int) -> Callable | None:
