@@ -1,6 +1,8 @@
 """The compile modes of the model's functions. ``model_function_mode()``, for everything on a hot
 path, is PyTensor's default mode plus rewrites that spare Numba compile time without changing a
-value (beyond the order in which a sum adds its terms).
+value (beyond the order in which a sum adds its terms); :func:`model_function` builds those
+functions in it, with numba's fast-math flags off so that their numbers do not depend on the
+state of PyTensor's cache.
 
 Numba compiles one implementation of an operation per memory layout of its arguments, and the
 first call of a model's function from empty caches is mostly that compile (measured with

@@ -237,7 +237,8 @@ def adapt_components(
         )
         if not np.isfinite(log_u).any():
             break
-        u = np.exp(log_u - log_sum_exp(log_u))
+        log_u = log_u - log_sum_exp(log_u)  # self-normalized
+        u = np.exp(log_u)
         ess_fraction = float(1.0 / np.sum(u**2) / n_draws)
         if not ess_fraction <= best_ess:
             best, best_ess = mixture, ess_fraction
@@ -248,7 +249,7 @@ def adapt_components(
             break  # nearly flat weights: little left to gain, for n_draws evaluations
         # each draw's weight times its responsibilities, (n, K); in logs for each component's
         # Kish ESS, which its weights of 1e-200 (a component far from the mass) do not underflow
-        log_ur = (log_u - log_sum_exp(log_u))[:, None] + log_qk - log_q[:, None]
+        log_ur = log_u[:, None] + log_qk - log_q[:, None]
         ur = u[:, None] * np.exp(log_qk - log_q[:, None])
         shares = ur.sum(axis=0)
         weights = np.maximum(shares, 1e-3 / k)
