@@ -8,7 +8,6 @@ mixture itself).
 from __future__ import annotations
 
 import dataclasses
-import warnings
 
 import numpy as np
 from scipy import stats
@@ -17,6 +16,7 @@ from pm_evidence.core.utils import kish_ess, log_sum_exp
 from pm_evidence.references import (
     MixtureReference,
 )
+from pm_evidence.search.em import GaussianMixtureFit, em_fit, kmeans_plusplus_start
 
 __all__ = [
     "ADAPTED_ESS",
@@ -42,6 +42,10 @@ ADAPTED_ESS = 0.95
 # Effective draws below which adapt_components updates nothing; between this and 10 K (K
 # components) it updates the weights only (K shares need fewer draws than K covariances).
 WEIGHTS_ONLY_ESS = 100
+# EM's covariance floor (relative to the points' spread: fit_gaussian_mixture scales them) and
+# its most iterations (where it has not converged, the BIC judges the fit).
+REG_COVAR = 1e-6
+EM_MAX_ITER = 30
 
 
 def fit_gaussian_mixture(
@@ -52,7 +56,8 @@ def fit_gaussian_mixture(
     search: bool = True,
 ) -> MixtureReference:
     """A Gaussian mixture fitted to points ``x (n, dim)`` by EM, its number of components chosen
-    by BIC (scikit-learn's ``GaussianMixture``, full covariances).
+    by BIC (full covariances; :func:`~pm_evidence.search.em.em_fit`, scikit-learn's
+    ``GaussianMixture`` vectorized over the components).
 
     At most ``max_components`` and at most one component per ``5 dim`` points (every covariance
     then rests on enough points); a single component is the mean and covariance of ``x``.
@@ -68,8 +73,6 @@ def fit_gaussian_mixture(
     k = int(min(max(start, 1), most))
     if k == 1 and (most == 1 or not search):
         return MixtureReference.single(x)
-    from sklearn.mixture import GaussianMixture
-
     # one scale for every axis (the geometric mean of the spreads): EM's covariance floor
     # (reg_covar) is then relative to the points' spread, and the shape, which the split
     # along principal axes reads, is kept
@@ -77,47 +80,38 @@ def fit_gaussian_mixture(
     scale = float(np.exp(np.mean(np.log(spread[spread > 0])))) if np.any(spread > 0) else 1.0
     z = (x - center) / scale
 
-    def fit(k: int, split_of=None):
-        init = {} if split_of is None else _split_init(split_of)
-        model = GaussianMixture(
-            k, covariance_type="full", reg_covar=1e-6, max_iter=30, init_params="k-means++",
-            random_state=int(rng.integers(2**31 - 1)), **init,
-        )  # fmt: skip
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # ConvergenceWarning: the BIC judges the fit
-            model.fit(z)
-        return model
+    def fit(k: int, split_of: GaussianMixtureFit | None = None) -> GaussianMixtureFit:
+        seed = int(rng.integers(2**31 - 1))  # drawn for every fit: one stream whatever starts
+        if split_of is None:
+            start = kmeans_plusplus_start(z, k, seed, REG_COVAR)
+        else:
+            start = _split_start(split_of)
+        return em_fit(z, *start, reg_covar=REG_COVAR, max_iter=EM_MAX_ITER)
 
     fits = {k: fit(k)}
     if search and k > 1:
         fits[k // 2] = fit(k // 2)
-    bic = {j: model.bic(z) for j, model in fits.items()}  # each an E-step: computed once
-    best = min(fits, key=bic.get)
+    best = min(fits, key=lambda j: fits[j].bic())
     while search and best == max(fits) and 2 * best <= most:
         fits[2 * best] = fit(2 * best, split_of=fits[best])
-        bic[2 * best] = fits[2 * best].bic(z)
-        if bic[2 * best] >= bic[best]:
+        if fits[2 * best].bic() >= fits[best].bic():
             break
         best = 2 * best
-    model = fits[best]
-    means = model.means_ * scale + center
-    covariances = model.covariances_ * scale**2
-    return MixtureReference.from_components(model.weights_, means, covariances)
+    fitted = fits[best]
+    means = fitted.means * scale + center
+    covariances = fitted.covariances * scale**2
+    return MixtureReference.from_components(fitted.weights, means, covariances)
 
 
-def _split_init(model) -> dict:
-    """EM's starting values for twice the components of a fitted ``GaussianMixture``: each
-    component split along its principal axis into two of half its weight."""
-    values, vectors = np.linalg.eigh(model.covariances_)
+def _split_start(fitted: GaussianMixtureFit):
+    """EM's starting values for twice the components of ``fitted``: each component split
+    along its principal axis into two of half its weight and its covariance."""
+    values, vectors = np.linalg.eigh(fitted.covariances)
     offset = np.sqrt(values[:, -1])[:, None] * vectors[:, :, -1]
-    means = np.concatenate([model.means_ + offset, model.means_ - offset])
-    covariances = np.concatenate([model.covariances_, model.covariances_])
-    weights = np.concatenate([model.weights_, model.weights_]) / 2
-    return {
-        "weights_init": weights,
-        "means_init": means,
-        "precisions_init": np.linalg.inv(covariances),
-    }
+    means = np.concatenate([fitted.means + offset, fitted.means - offset])
+    weights = np.concatenate([fitted.weights, fitted.weights]) / 2
+    precision_chols = np.concatenate([fitted.precision_chols, fitted.precision_chols])
+    return weights, means, precision_chols
 
 
 def flattened(q: MixtureReference) -> MixtureReference:

@@ -1,0 +1,100 @@
+"""EM vectorized over a mixture's components (issue 35, step 9) against scikit-learn's
+``GaussianMixture``, the algorithm it reimplements: the same starting values give the same fit,
+to rounding, on both of the exploration's starts (k-means++ seeds and split components)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.mixture import GaussianMixture
+
+from pm_evidence.search import em
+
+
+def _clusters(rng, n, dim, n_clusters=12, spread=4.0):
+    centers = rng.normal(size=(n_clusters, dim)) * spread
+    scales = np.exp(rng.normal(scale=0.5, size=n_clusters))
+    x = centers[rng.integers(n_clusters, size=n)]
+    return x + rng.normal(size=(n, dim)) * scales[rng.integers(n_clusters, size=n), None]
+
+
+def _sklearn_fit(x, k, **init):
+    model = GaussianMixture(
+        k, covariance_type="full", reg_covar=1e-6, max_iter=30, init_params="k-means++",
+        random_state=123, **init,
+    )  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(x)
+    return model
+
+
+def _assert_same_fit(ours: em.GaussianMixtureFit, theirs: GaussianMixture, x):
+    assert ours.n_iter == theirs.n_iter_
+    assert ours.converged == theirs.converged_
+    np.testing.assert_allclose(ours.weights, theirs.weights_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(ours.means, theirs.means_, rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(ours.covariances, theirs.covariances_, rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(ours.bic(), theirs.bic(x), rtol=1e-11)
+
+
+@pytest.mark.parametrize(("dim", "n", "k"), [(2, 1024, 32), (5, 600, 8), (12, 3000, 16)])
+def test_em_from_kmeans_plusplus_seeds_equals_sklearn(dim, n, k):
+    x = _clusters(np.random.default_rng(dim), n, dim)
+    ours = em.em_fit(x, *em.kmeans_plusplus_start(x, k, 123, 1e-6))
+    _assert_same_fit(ours, _sklearn_fit(x, k), x)
+
+
+def test_em_from_split_components_equals_sklearn():
+    """The exploration's second start: components given (weights, means, precision
+    factors), as scikit-learn takes them through ``weights_init``, ``means_init`` and
+    ``precisions_init``."""
+    rng = np.random.default_rng(5)
+    x = _clusters(rng, 2000, 3, n_clusters=6)
+    first = em.em_fit(x, *em.kmeans_plusplus_start(x, 4, 7, 1e-6))
+    shift = 0.5 * np.sqrt(np.diagonal(first.covariances, axis1=1, axis2=2))
+    means = np.concatenate([first.means + shift, first.means - shift])
+    weights = np.concatenate([first.weights, first.weights]) / 2
+    covariances = np.concatenate([first.covariances, first.covariances])
+    ours = em.em_fit(x, weights, means, em.precision_cholesky(covariances))
+    theirs = _sklearn_fit(
+        x, 8, weights_init=weights, means_init=means, precisions_init=np.linalg.inv(covariances)
+    )
+    _assert_same_fit(ours, theirs, x)
+
+
+def test_components_in_blocks_give_the_same_fit(monkeypatch):
+    """Mixtures too large for one (component, dim, point) array are evaluated a block of
+    components at a time, with the same result."""
+    x = _clusters(np.random.default_rng(2), 800, 4)
+    start = em.kmeans_plusplus_start(x, 16, 3, 1e-6)
+    whole = em.em_fit(x, *start)
+    monkeypatch.setattr(em, "BLOCK_ELEMENTS", 3 * 800 * 4)  # blocks of 3 components
+    assert len(em.component_blocks(16, 800, 4)) == 6
+    blocked = em.em_fit(x, *start)
+    assert blocked.n_iter == whole.n_iter
+    np.testing.assert_allclose(blocked.covariances, whole.covariances, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(blocked.mean_log_likelihood, whole.mean_log_likelihood, rtol=1e-13)
+
+
+def test_precision_cholesky_factors_the_precision():
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(5, 4, 4))
+    covariances = a @ a.transpose(0, 2, 1) + 0.1 * np.eye(4)
+    u = em.precision_cholesky(covariances)
+    np.testing.assert_array_equal(u, np.triu(u))
+    np.testing.assert_allclose(u @ u.transpose(0, 2, 1), np.linalg.inv(covariances), rtol=1e-9)
+
+
+def test_bad_input_names_the_problem():
+    x = np.random.default_rng(0).normal(size=(10, 2))
+    with pytest.raises(ValueError, match="not positive definite"):
+        em.precision_cholesky(np.array([[[1.0, 2.0], [2.0, 1.0]]]))
+    start = em.kmeans_plusplus_start(x, 3, 0, 1e-6)
+    with pytest.raises(ValueError, match="as many points as components"):
+        em.em_fit(x[:2], *start)
+    with pytest.raises(ValueError, match="max_iter >= 1"):
+        em.em_fit(x, *start, max_iter=0)
