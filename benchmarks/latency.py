@@ -15,9 +15,11 @@ For each model (gold ``log Z`` computed without PyMC: :mod:`pm_evidence.zoo.test
   :mod:`pm_evidence.auto`, composed as ``auto_evidence`` composes them, same seed: the result
   must equal the call's, checked and printed), with its share of the sum of the stages. Stages:
   ``setup`` (the model's compiled adapter, ``as_target``), ``exploration``, ``draws`` (NUTS),
-  ``estimate`` (bridge), ``check`` (AIS), ``coverage``, ``confirmation`` (a second exploration
-  and AIS, where the NUTS draws missed modes the exploration found), ``term_check`` (where no
-  exploration ran); a model with discrete variables has one ``rts+ais`` stage.
+  ``estimate`` (bridge; not run where the draws missed modes the exploration found:
+  ``auto.estimate_not_needed``), ``check`` (AIS), ``coverage`` (``auto.draws_coverage``, read
+  by that judgement and by the coverage stage), ``confirmation`` (a second exploration and AIS, where the draws missed modes the
+  exploration found), ``term_check`` (where no exploration ran); a model with discrete
+  variables has one ``rts+ais`` stage.
 
 Modes:
 
@@ -211,10 +213,13 @@ def run_stages(model, seed: int) -> tuple[list[tuple[str, float, float]], object
 
     times: list[tuple[str, float, float]] = []
 
-    def timed(name, fn):
+    def timed(name, fn):  # a stage timed in two parts (coverage) is one row, its times added
         with Clock() as clock:
             out = fn()
-        times.append((name, clock.wall, clock.cpu))
+        before = [t for t in times if t[0] == name]
+        wall, cpu = sum(t[1] for t in before), sum(t[2] for t in before)
+        times[:] = [t for t in times if t[0] != name]
+        times.append((name, clock.wall + wall, clock.cpu + cpu))
         return out
 
     kwargs: dict = {}
@@ -238,20 +243,28 @@ def run_stages(model, seed: int) -> tuple[list[tuple[str, float, float]], object
                 "exploration", lambda: auto.exploration_stage(target, seed_seq, False)
             )
         plan = timed("draws", lambda: auto.draws_stage(target, None, seed_seq, False, kwargs))
-        first = timed(
-            "estimate", lambda: auto.estimate_stage(primary, target, plan, seed_seq, False, kwargs)
-        )
+        coverage = None
+        if exploration is not None:
+            coverage = timed("coverage", lambda: auto.draws_coverage(exploration, plan))
+        deferred = auto.estimate_not_needed(coverage, plan)  # where it cannot be the result
+        first = None
+        if not deferred:
+            first = timed(
+                "estimate",
+                lambda: auto.estimate_stage(primary, target, plan, seed_seq, False, kwargs),
+            )
         options = auto.check_stage_options(target, kwargs, exploration, plan, skipped)
-        options = auto.check_precision(check, options, first, exploration, plan)
+        if first is not None:
+            options = auto.check_precision(check, options, first, exploration, plan)
         second = timed(
             "check", lambda: auto.estimate_stage(check, target, plan, seed_seq, False, options)
         )
         if exploration is not None:
             a, b, facts = timed(
-                "coverage", lambda: auto.coverage_stage(first, second, exploration, plan)
+                "coverage", lambda: auto.coverage_stage(first, second, exploration, plan, coverage)
             )
-            if not facts["exploration_missed_by_nuts"] >= auto.MISSED_SHARE:  # NaN: not judged
-                return times, auto.cross_checked(a, b)
+            if not deferred and not facts["exploration_missed_by_nuts"] >= auto.MISSED_SHARE:
+                return times, auto.cross_checked(a, b)  # (NaN: not judged)
             confirmation = timed(
                 "confirmation",
                 lambda: auto.confirmation_stage(target, plan, seed_seq, False, kwargs),

@@ -7,7 +7,9 @@ For a continuous model (:func:`auto_evidence`):
 2. **posterior draws**: batched HMC (:mod:`pm_evidence.model.batched_hmc`; PyMC's NUTS above
    50 parameters or with ``sample_kwargs``), or ``idata`` checked against the model (the
    ``"posterior"`` stream);
-3. **estimate**: bridge sampling on those draws;
+3. **estimate**: bridge sampling on those draws; not run where the draws missed modes the
+   exploration found (:func:`estimate_not_needed`: it could then only be a diagnostic, and
+   the result says it was skipped), unless AIS fails;
 4. **cross-check**: AIS from the exploration's mixture (or from the reference
    :func:`~pm_evidence.path.plan.auto_reference` fits to the draws where it did not explore);
 5. **coverage**: where each side's draws found mass that the other's missed
@@ -57,6 +59,7 @@ from pm_evidence.run_methods import (
 )
 from pm_evidence.search.coverage import (
     MISSED_SHARE,
+    ModeCoverage,
     compare_coverage,
     held_and_missed,
     unshared_mass,
@@ -77,7 +80,9 @@ __all__ = [
     "confirmed_or_flagged",
     "coverage_stage",
     "cross_checked",
+    "draws_coverage",
     "draws_stage",
+    "estimate_not_needed",
     "estimate_stage",
     "exploration_skipped",
     "exploration_stage",
@@ -181,6 +186,46 @@ def _draws_cover(exploration, plan) -> bool:
     return compare_coverage(exploration, plan.draws, orbit).missed_by_draws < MISSED_SHARE
 
 
+def draws_coverage(exploration: Exploration, plan) -> ModeCoverage:
+    """Which components of the exploration's mixture the posterior draws visited, and the
+    posterior mass of where the draws went outside every component
+    (:func:`~pm_evidence.search.coverage.compare_coverage`, mirror images counted where the
+    symmetry group is known); :func:`estimate_not_needed` and :func:`coverage_stage` read it."""
+    group = plan.search.group
+    return compare_coverage(
+        exploration, plan.draws, None if group is None else group.orbit,
+        log_density=plan.target.log_density, log_z=exploration.log_z,
+    )  # fmt: skip
+
+
+def _judged(plan) -> bool:
+    """Whether the draws' missed components are judged: not where a symmetry was found whose
+    mirror images cannot be enumerated (each mirror mode would count as missed)."""
+    return not (plan.search.found and plan.search.group is None)
+
+
+def estimate_not_needed(coverage: ModeCoverage | None, plan) -> str:
+    """Why the estimate on the posterior draws (bridge) cannot change ``auto``'s result, so
+    that it is not run (empty where it can).
+
+    Where the draws missed components of the exploration's mixture holding at least
+    ``MISSED_SHARE`` of its mass (``coverage``: :func:`draws_coverage`), an estimate on them
+    misses that mass: AIS from the mixture is the estimate, and a second exploration confirms
+    it or not (:func:`confirmed_or_flagged`, where the estimate on the draws was only a
+    diagnostic). Where nothing is judged missed (no ``coverage``; mirror modes that cannot be
+    enumerated) the estimate runs. Where AIS then fails, it runs after all
+    (``auto_evidence``).
+    """
+    if coverage is None or not _judged(plan) or not coverage.missed_by_draws >= MISSED_SHARE:
+        return ""
+    return (
+        f"the posterior draws missed components holding {coverage.missed_by_draws:.0%} of the "
+        f"mass that tempering from the prior found, so an estimate on them misses that mass "
+        f"and cannot be the result; AIS from the exploration's mixture is, checked by a second "
+        f"exploration"
+    )
+
+
 def exploration_stage(target, seed, progressbar: bool) -> Exploration:
     """Stage 1: tempered SMC from the prior (:func:`~pm_evidence.search.exploration.explore`) on
     the ``"exploration"`` stream of ``seed``."""
@@ -277,13 +322,23 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
     )
     if plan is not None:  # how the draws were made, on whichever result is returned
         facts.update(plan.facts)
-    first = None
-    if plan is not None:
-        first = attempt(
+    coverage = None
+    if plan is not None and exploration is not None:
+        coverage = attempt(
+            "the coverage check (which modes each side's draws visited)",
+            lambda: draws_coverage(exploration, plan),
+            failures,
+        )
+    deferred = estimate_not_needed(coverage, plan)
+
+    def estimate():
+        return attempt(
             f"{primary!r} (on the posterior draws)",
             lambda: estimate_stage(primary, target, plan, seed, progressbar, kwargs),
             failures,
         )
+
+    first = estimate() if plan is not None and not deferred else None
     if first is not None and first.diagnostics.get("interrupted"):
         return first
     options = check_stage_options(target, kwargs, exploration, plan, skipped)
@@ -309,26 +364,26 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
                 f"Interrupted (Ctrl-C) while running {check!r}, method='auto''s cross-check: "
                 f"{primary!r} is returned unchecked."
             ))  # fmt: skip
-    if exploration is not None and first is not None and second is not None:
-        covered = attempt(
-            "the coverage check (which modes each side's draws visited)",
-            lambda: coverage_stage(first, second, exploration, plan),
-            failures,
-        )
-        if covered is not None:
-            first, second, more = covered
-            facts.update(more)
+    if deferred and second is None:  # AIS failed: the estimate is needed after all
+        first, deferred = estimate(), ""
+    if deferred:
+        facts["estimate"] = f"skipped: {deferred}"
+    if coverage is not None and (first is not None or second is not None):
+        first, second, more = coverage_stage(first, second, exploration, plan, coverage)
+        facts.update(more)
+        why = DRAWS_MISSED_MODES if deferred and second is not None else ""
+        if first is not None and second is not None:
             why = unconfirmed_draws(first, second, more["exploration_missed_by_nuts"])
-            if why:
-                # only the estimate from the exploration covers the mass the posterior draws
-                # missed (or stands where the estimate on them failed its own diagnostics): a
-                # second exploration, with its own random stream, and AIS from its mixture
-                # confirm it or not
-                chosen = _confirmed(
-                    target, plan, seed, progressbar, kwargs, (second, first),
-                    options["path"].reference, why, facts, failures,
-                )  # fmt: skip
-                return _with_failures(_with_diagnostics(chosen, facts), failures)
+        if why:
+            # only the estimate from the exploration covers the mass the posterior draws
+            # missed (or stands where the estimate on them failed its own diagnostics): a
+            # second exploration, with its own random stream, and AIS from its mixture
+            # confirm it or not
+            chosen = _confirmed(
+                target, plan, seed, progressbar, kwargs, (second, first),
+                options["path"].reference, why, facts, failures,
+            )  # fmt: skip
+            return _with_failures(_with_diagnostics(chosen, facts), failures)
     result = _settled(first, second, primary, check, failures, facts)
     if exploration is None and plan is not None:  # both halves read the posterior draws: check those
         checked = attempt(
@@ -524,7 +579,8 @@ def confirmed_or_flagged(
     likewise (``confirmation_log_z`` then holds the first; issue 36: on three ordered
     frequencies at seed 3 the first exploration missed the main mode, AIS from it 14 nats low
     with an ESS of 1, and the second was 0.005 from the gold). ``nuts_estimate`` (bridge on the
-    draws that missed the modes) is kept in the diagnostics only. ``why``: why the draws could
+    draws that missed the modes; ``None`` where it did not run: :func:`estimate_not_needed`)
+    is kept in the diagnostics only. ``why``: why the draws could
     not confirm it (:func:`unconfirmed_draws`), in the words of the result."""
     facts["auto_nuts_method"] = getattr(nuts_estimate, "method", None)
     facts["auto_nuts_log_z"] = getattr(nuts_estimate, "log_z", np.nan)
@@ -685,17 +741,17 @@ def _with_failures(ev: Evidence, failures: dict[str, str]) -> Evidence:
     )
 
 
-def coverage_stage(estimate: Evidence, check: Evidence, exploration, plan):
+def coverage_stage(
+    estimate: Evidence | None, check: Evidence | None, exploration, plan, coverage=None
+):  # fmt: skip
     """Stage 5: both results with a warning where the other's draws found mass that theirs
-    missed (:func:`~pm_evidence.search.coverage.compare_coverage`: the exploration's
-    components the draws missed by the mixture's weights, the draws outside every component by
-    the posterior mass of where they are), and the facts for the diagnostics."""
-    group = plan.search.group
-    unenumerated = plan.search.found and group is None
-    coverage = compare_coverage(
-        exploration, plan.draws, None if group is None else group.orbit,
-        log_density=plan.target.log_density, log_z=exploration.log_z,
-    )  # fmt: skip
+    missed (:func:`draws_coverage`, or ``coverage`` where it was computed already: the
+    exploration's components the draws missed by the mixture's weights, the draws outside every
+    component by the posterior mass of where they are), and the facts for the diagnostics.
+    ``estimate`` is ``None`` where it was not run (:func:`estimate_not_needed`), ``check``
+    where it failed."""
+    unenumerated = not _judged(plan)
+    coverage = draws_coverage(exploration, plan) if coverage is None else coverage
     facts = {
         "exploration_n_modes": exploration.n_modes,
         "exploration_n_term_modes": exploration.n_term_modes,
@@ -706,7 +762,7 @@ def coverage_stage(estimate: Evidence, check: Evidence, exploration, plan):
         "exploration_missed_by_exploration": coverage.missed_by_exploration,
         "exploration_draws_outside": coverage.draws_outside,
     }
-    if not unenumerated and coverage.missed_by_draws >= MISSED_SHARE:
+    if estimate is not None and not unenumerated and coverage.missed_by_draws >= MISSED_SHARE:
         estimate = _with_warning(estimate, (
             f"The posterior draws missed part of the posterior: tempering from the prior "
             f"(pm_evidence.search.exploration) found {exploration.n_modes} components, and "
@@ -714,7 +770,7 @@ def coverage_stage(estimate: Evidence, check: Evidence, exploration, plan):
             f"lies in components that no posterior draw visited, so {estimate.method}, which reads "
             f"the posterior draws, misses that mass."
         ))  # fmt: skip
-    if coverage.missed_by_exploration >= MISSED_SHARE:
+    if check is not None and coverage.missed_by_exploration >= MISSED_SHARE:
         check = _with_warning(check, (
             f"Tempering from the prior (pm_evidence.search.exploration) missed part of the "
             f"posterior: {coverage.draws_outside:.0%} of the posterior draws lie outside "

@@ -70,6 +70,13 @@ def test_the_coverage_stage_finds_nothing_missed_on_a_unimodal_posterior(stages)
     assert facts["exploration_missed_by_exploration"] < auto.MISSED_SHARE
     assert first.warnings == stages["first"].warnings  # nothing added
     assert second.warnings == stages["second"].warnings
+    # the draws visited the one mode: the estimate on them is needed (it ran)
+    coverage = auto.draws_coverage(stages["exploration"], stages["plan"])
+    assert auto.estimate_not_needed(coverage, stages["plan"]) == ""
+    again = auto.coverage_stage(
+        stages["first"], stages["second"], stages["exploration"], stages["plan"], coverage
+    )
+    assert again[2] == facts  # the coverage computed once is the stage's
 
 
 def test_the_term_check_stage_leaves_a_model_without_log_sum_exp_alone(stages):
