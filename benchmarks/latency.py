@@ -16,10 +16,12 @@ For each model (gold ``log Z`` computed without PyMC: :mod:`pm_evidence.zoo.test
   must equal the call's, checked and printed), with its share of the sum of the stages. Stages:
   ``setup`` (the model's compiled adapter, ``as_target``), ``exploration``, ``draws`` (NUTS),
   ``estimate`` (bridge; not run where the draws missed modes the exploration found:
-  ``auto.estimate_not_needed``), ``check`` (AIS), ``coverage`` (``auto.draws_coverage``, read
-  by that judgement and by the coverage stage), ``confirmation`` (a second exploration and AIS, where the draws missed modes the
-  exploration found), ``term_check`` (where no exploration ran); a model with discrete
-  variables has one ``rts+ais`` stage.
+  ``auto.estimate_skipped``), ``check`` (AIS), ``coverage`` (``auto.draws_coverage``, read
+  by that judgement and by the coverage stage), ``confirmation`` (a second exploration and
+  AIS, where the draws missed modes the exploration found; the arbiter, a third, is not
+  composed here: where a call ran it, the stages' result differs and the table says so),
+  ``term_check`` (where no exploration ran); a model with discrete variables has one
+  ``rts+ais`` stage.
 
 Modes:
 
@@ -211,15 +213,16 @@ def run_stages(model, seed: int) -> tuple[list[tuple[str, float, float]], object
     from pm_evidence.model.log_density import as_target
     from pm_evidence.run_methods import estimate_methods
 
-    times: list[tuple[str, float, float]] = []
+    spent: dict[str, tuple[float, float]] = {}  # stage: (wall, CPU), in the order first run
+
+    def times():
+        return [(name, wall, cpu) for name, (wall, cpu) in spent.items()]
 
     def timed(name, fn):  # a stage timed in two parts (coverage) is one row, its times added
         with Clock() as clock:
             out = fn()
-        before = [t for t in times if t[0] == name]
-        wall, cpu = sum(t[1] for t in before), sum(t[2] for t in before)
-        times[:] = [t for t in times if t[0] != name]
-        times.append((name, clock.wall + wall, clock.cpu + cpu))
+        wall, cpu = spent.get(name, (0.0, 0.0))
+        spent[name] = (wall + clock.wall, cpu + clock.cpu)
         return out
 
     kwargs: dict = {}
@@ -235,7 +238,7 @@ def run_stages(model, seed: int) -> tuple[list[tuple[str, float, float]], object
                     target, [primary, check], None, seed_seq, False, kwargs, {}, term_check=False
                 ),
             )
-            return times, auto.cross_checked(pair[primary], pair[check])
+            return times(), auto.cross_checked(pair[primary], pair[check])
         skipped = auto.exploration_skipped(target, kwargs)
         exploration = None
         if not skipped:
@@ -246,16 +249,16 @@ def run_stages(model, seed: int) -> tuple[list[tuple[str, float, float]], object
         coverage = None
         if exploration is not None:
             coverage = timed("coverage", lambda: auto.draws_coverage(exploration, plan))
-        deferred = auto.estimate_not_needed(coverage, plan)  # where it cannot be the result
+        skipped_estimate = auto.estimate_skipped(coverage, plan)  # where it cannot be the result
         first = None
-        if not deferred:
+        if not skipped_estimate:
             first = timed(
                 "estimate",
                 lambda: auto.estimate_stage(primary, target, plan, seed_seq, False, kwargs),
             )
         options = auto.check_stage_options(target, kwargs, exploration, plan, skipped)
         if first is not None:
-            options = auto.check_precision(check, options, first, exploration, plan)
+            options = auto.check_precision(check, options, first, exploration, plan, coverage)
         second = timed(
             "check", lambda: auto.estimate_stage(check, target, plan, seed_seq, False, options)
         )
@@ -263,17 +266,24 @@ def run_stages(model, seed: int) -> tuple[list[tuple[str, float, float]], object
             a, b, facts = timed(
                 "coverage", lambda: auto.coverage_stage(first, second, exploration, plan, coverage)
             )
-            if not deferred and not facts["exploration_missed_by_nuts"] >= auto.MISSED_SHARE:
-                return times, auto.cross_checked(a, b)  # (NaN: not judged)
+            why = auto.DRAWS_MISSED_MODES if skipped_estimate else ""
+            if a is not None:
+                why = auto.unconfirmed_draws(a, b, facts["exploration_missed_by_nuts"])
+            if not why:
+                return times(), auto.cross_checked(a, b)
             confirmation = timed(
                 "confirmation",
-                lambda: auto.confirmation_stage(target, plan, seed_seq, False, kwargs),
+                lambda: auto.confirmation_stage(
+                    target, plan, seed_seq, False, kwargs, options["path"].reference
+                ),
             )
-            # the choice, as auto_evidence makes it (auto.confirmed_or_flagged)
-            return times, auto.confirmed_or_flagged(b, a, confirmation, facts)
+            # the choice, as auto_evidence makes it (auto.confirmed_or_flagged; where it calls
+            # the arbiter, a third exploration, the stages' result is not the call's, and the
+            # table says so)
+            return times(), auto.confirmed_or_flagged(b, a, confirmation, facts, why)
         result = auto.cross_checked(first, second)
         result = timed("term_check", lambda: auto.term_check_stage(target, result, plan, seed_seq))
-        return times, result
+        return times(), result
 
 
 def stage_rows(name: str, seed: int, mode: str, times, result, call: dict | None) -> list[dict]:

@@ -8,12 +8,13 @@ For a continuous model (:func:`auto_evidence`):
    50 parameters or with ``sample_kwargs``), or ``idata`` checked against the model (the
    ``"posterior"`` stream);
 3. **estimate**: bridge sampling on those draws; not run where the draws missed modes the
-   exploration found (:func:`estimate_not_needed`: it could then only be a diagnostic, and
-   the result says it was skipped), unless AIS fails;
+   exploration found (:func:`estimate_skipped`, read from the draws' coverage,
+   :func:`draws_coverage`: it could then only be a diagnostic, and the result says it was
+   skipped), unless AIS fails;
 4. **cross-check**: AIS from the exploration's mixture (or from the reference
    :func:`~pm_evidence.path.plan.auto_reference` fits to the draws where it did not explore);
-5. **coverage**: where each side's draws found mass that the other's missed
-   (:func:`~pm_evidence.search.coverage.compare_coverage`);
+5. **coverage**: where each side's draws found mass that the other's missed (the draws'
+   coverage, computed before stage 3: :func:`coverage_stage`);
 6. **confirmation**, only where the posterior draws missed modes the exploration found (so that
    the estimate on them cannot check AIS): a second exploration and AIS from its mixture, on
    streams no other stage uses (:func:`confirmation_stage`); AIS is returned confirmed where
@@ -82,7 +83,7 @@ __all__ = [
     "cross_checked",
     "draws_coverage",
     "draws_stage",
-    "estimate_not_needed",
+    "estimate_skipped",
     "estimate_stage",
     "exploration_skipped",
     "exploration_stage",
@@ -143,7 +144,7 @@ CHECK_ONLY_SE = 0.02
 
 
 def check_precision(
-    check: str, kwargs: dict, estimate: Evidence, exploration=None, plan=None
+    check: str, kwargs: dict, estimate: Evidence, exploration=None, plan=None, coverage=None
 ) -> dict:
     """``kwargs`` for the cross-check ``check`` of ``method="auto"``, its annealing run stopped
     at the precision the comparison with ``estimate`` needs.
@@ -161,13 +162,16 @@ def check_precision(
     estimate has no warning, nothing the check finds can make it the returned result unless it
     disagrees, so it stops at ``max(CHECK_ONLY_SE, estimate.se)`` (issue 35: on the 10-D
     hierarchical model AIS to 0.005 was 84% of a warm call). Options the user gave
-    (``annealing=`` or ``target_se=``) are kept as given.
+    (``annealing=`` or ``target_se=``) are kept as given. ``coverage``: the draws' coverage
+    where it was computed already (:func:`draws_coverage`).
     """
     if registry.method(check).run != "annealing" or {"annealing", "target_se"} & set(kwargs):
         return kwargs
     floor = AnnealingOptions().target_se
     if exploration is not None:
-        if not (estimate.reliable and plan is not None and _draws_cover(exploration, plan)):
+        if not (
+            estimate.reliable and plan is not None and _draws_cover(exploration, plan, coverage)
+        ):
             return kwargs
         floor = CHECK_ONLY_SE
     target_se = max(floor, float(estimate.se)) if np.isfinite(estimate.se) else floor
@@ -176,21 +180,22 @@ def check_precision(
     return {**kwargs, "annealing": AnnealingOptions(target_se=target_se)}
 
 
-def _draws_cover(exploration, plan) -> bool:
+def _draws_cover(exploration, plan, coverage=None) -> bool:
     """Whether the posterior draws visited every component of the exploration's mixture (of
     at least ``MISSED_SHARE``; mirror images count where the symmetry group is known)."""
-    group = plan.search.group
-    if plan.search.found and group is None:  # a symmetry whose images cannot be enumerated
+    if not _judged(plan):  # a symmetry whose images cannot be enumerated
         return False
-    orbit = None if group is None else group.orbit
-    return compare_coverage(exploration, plan.draws, orbit).missed_by_draws < MISSED_SHARE
+    if coverage is None:
+        group = plan.search.group
+        coverage = compare_coverage(exploration, plan.draws, None if group is None else group.orbit)
+    return coverage.missed_by_draws < MISSED_SHARE
 
 
 def draws_coverage(exploration: Exploration, plan) -> ModeCoverage:
     """Which components of the exploration's mixture the posterior draws visited, and the
     posterior mass of where the draws went outside every component
     (:func:`~pm_evidence.search.coverage.compare_coverage`, mirror images counted where the
-    symmetry group is known); :func:`estimate_not_needed` and :func:`coverage_stage` read it."""
+    symmetry group is known); :func:`estimate_skipped` and :func:`coverage_stage` read it."""
     group = plan.search.group
     return compare_coverage(
         exploration, plan.draws, None if group is None else group.orbit,
@@ -204,9 +209,9 @@ def _judged(plan) -> bool:
     return not (plan.search.found and plan.search.group is None)
 
 
-def estimate_not_needed(coverage: ModeCoverage | None, plan) -> str:
+def estimate_skipped(coverage: ModeCoverage | None, plan) -> str:
     """Why the estimate on the posterior draws (bridge) cannot change ``auto``'s result, so
-    that it is not run (empty where it can).
+    that it is not run (empty where it runs).
 
     Where the draws missed components of the exploration's mixture holding at least
     ``MISSED_SHARE`` of its mass (``coverage``: :func:`draws_coverage`), an estimate on them
@@ -214,7 +219,8 @@ def estimate_not_needed(coverage: ModeCoverage | None, plan) -> str:
     it or not (:func:`confirmed_or_flagged`, where the estimate on the draws was only a
     diagnostic). Where nothing is judged missed (no ``coverage``; mirror modes that cannot be
     enumerated) the estimate runs. Where AIS then fails, it runs after all
-    (``auto_evidence``).
+    (``auto_evidence``); a Ctrl-C during AIS then leaves nothing to return (the
+    ``KeyboardInterrupt`` is raised, as in any stage before an estimate exists).
     """
     if coverage is None or not _judged(plan) or not coverage.missed_by_draws >= MISSED_SHARE:
         return ""
@@ -329,7 +335,7 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
             lambda: draws_coverage(exploration, plan),
             failures,
         )
-    deferred = estimate_not_needed(coverage, plan)
+    skipped_estimate = estimate_skipped(coverage, plan)
 
     def estimate():
         return attempt(
@@ -338,7 +344,7 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
             failures,
         )
 
-    first = estimate() if plan is not None and not deferred else None
+    first = estimate() if plan is not None and not skipped_estimate else None
     if first is not None and first.diagnostics.get("interrupted"):
         return first
     options = check_stage_options(target, kwargs, exploration, plan, skipped)
@@ -350,7 +356,7 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
         )
     else:
         if first is not None:
-            options = check_precision(check, options, first, exploration, plan)
+            options = check_precision(check, options, first, exploration, plan, coverage)
         try:
             second = attempt(
                 f"{check!r} (from {_start_of(options, exploration)})",
@@ -364,14 +370,16 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
                 f"Interrupted (Ctrl-C) while running {check!r}, method='auto''s cross-check: "
                 f"{primary!r} is returned unchecked."
             ))  # fmt: skip
-    if deferred and second is None:  # AIS failed: the estimate is needed after all
-        first, deferred = estimate(), ""
-    if deferred:
-        facts["estimate"] = f"skipped: {deferred}"
+    if skipped_estimate and second is None:  # AIS failed: the estimate is needed after all
+        first, skipped_estimate = estimate(), ""
+        if first is not None and first.diagnostics.get("interrupted"):
+            return first
+    if skipped_estimate:
+        facts["estimate"] = f"skipped: {skipped_estimate}"
     if coverage is not None and (first is not None or second is not None):
         first, second, more = coverage_stage(first, second, exploration, plan, coverage)
         facts.update(more)
-        why = DRAWS_MISSED_MODES if deferred and second is not None else ""
+        why = DRAWS_MISSED_MODES if skipped_estimate else ""
         if first is not None and second is not None:
             why = unconfirmed_draws(first, second, more["exploration_missed_by_nuts"])
         if why:
@@ -579,7 +587,7 @@ def confirmed_or_flagged(
     likewise (``confirmation_log_z`` then holds the first; issue 36: on three ordered
     frequencies at seed 3 the first exploration missed the main mode, AIS from it 14 nats low
     with an ESS of 1, and the second was 0.005 from the gold). ``nuts_estimate`` (bridge on the
-    draws that missed the modes; ``None`` where it did not run: :func:`estimate_not_needed`)
+    draws that missed the modes; ``None`` where it did not run: :func:`estimate_skipped`)
     is kept in the diagnostics only. ``why``: why the draws could
     not confirm it (:func:`unconfirmed_draws`), in the words of the result."""
     facts["auto_nuts_method"] = getattr(nuts_estimate, "method", None)
@@ -627,8 +635,10 @@ def confirmed_or_flagged(
         f"(narrow ones, or mass in the far tails of the unconstrained space). Compare it with "
         f"a run from another reference, e.g. method=['ais', 'rts'] with reference='prior'."
     ))  # fmt: skip
-    if nuts_estimate is None:
-        return estimate
+    if nuts_estimate is None:  # not run (estimate_skipped) or failed: nothing to compare
+        return _with_diagnostics(estimate, {
+            "auto_pair": f"{estimate.method} (no estimate on the posterior draws to compare)"
+        })  # fmt: skip
     return cross_checked(estimate, nuts_estimate, prefer_first=True)
 
 
@@ -748,7 +758,7 @@ def coverage_stage(
     missed (:func:`draws_coverage`, or ``coverage`` where it was computed already: the
     exploration's components the draws missed by the mixture's weights, the draws outside every
     component by the posterior mass of where they are), and the facts for the diagnostics.
-    ``estimate`` is ``None`` where it was not run (:func:`estimate_not_needed`), ``check``
+    ``estimate`` is ``None`` where it was not run (:func:`estimate_skipped`), ``check``
     where it failed."""
     unenumerated = not _judged(plan)
     coverage = draws_coverage(exploration, plan) if coverage is None else coverage

@@ -72,7 +72,7 @@ def test_the_coverage_stage_finds_nothing_missed_on_a_unimodal_posterior(stages)
     assert second.warnings == stages["second"].warnings
     # the draws visited the one mode: the estimate on them is needed (it ran)
     coverage = auto.draws_coverage(stages["exploration"], stages["plan"])
-    assert auto.estimate_not_needed(coverage, stages["plan"]) == ""
+    assert auto.estimate_skipped(coverage, stages["plan"]) == ""
     again = auto.coverage_stage(
         stages["first"], stages["second"], stages["exploration"], stages["plan"], coverage
     )

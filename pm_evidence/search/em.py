@@ -5,8 +5,8 @@ to 1,024-8,192 particles at every rung, several times per rung
 (:func:`~pm_evidence.search.mixtures.fit_gaussian_mixture`). scikit-learn's
 ``GaussianMixture`` runs the same algorithm, but loops over the components in Python and
 through SciPy's checked wrappers at every step; in two dimensions most of its time is that
-overhead (2.6-3.1 ms per EM iteration at 32 components and 1,024 points, against
-0.2-0.3 ms here: docs/benchmarks.rst, issue 35). This module does the same steps on stacked
+overhead (2.6-3.1 ms per EM iteration at 32 components and 1,024 points, against about
+0.35 ms here: docs/benchmarks.rst, issue 35, step 9). This module does the same steps on stacked
 arrays, with scikit-learn's formulas, starting values and stopping rule, so that the two give
 the same fit to rounding (tests/search/test_em.py compares them); the k-means++ seeding is
 scikit-learn's own (``sklearn.cluster.kmeans_plusplus``).

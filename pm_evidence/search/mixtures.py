@@ -83,10 +83,10 @@ def fit_gaussian_mixture(
     def fit(k: int, split_of: GaussianMixtureFit | None = None) -> GaussianMixtureFit:
         seed = int(rng.integers(2**31 - 1))  # drawn for every fit: one stream whatever starts
         if split_of is None:
-            start = kmeans_plusplus_start(z, k, seed, REG_COVAR)
+            initial = kmeans_plusplus_start(z, k, seed, REG_COVAR)
         else:
-            start = _split_start(split_of)
-        return em_fit(z, *start, reg_covar=REG_COVAR, max_iter=EM_MAX_ITER)
+            initial = _split_start(split_of)
+        return em_fit(z, *initial, reg_covar=REG_COVAR, max_iter=EM_MAX_ITER)
 
     fits = {k: fit(k)}
     if search and k > 1:

@@ -98,3 +98,67 @@ def test_bad_input_names_the_problem():
         em.em_fit(x[:2], *start)
     with pytest.raises(ValueError, match="max_iter >= 1"):
         em.em_fit(x, *start, max_iter=0)
+
+
+def _search_with_sklearn(x, rng, max_components, start):
+    """``fit_gaussian_mixture``'s BIC search written with scikit-learn's ``GaussianMixture``
+    (as it was before issue 35, step 9): the same random stream, starts and choices."""
+    n, dim = x.shape
+    most = int(max(1, min(max_components, n // (5 * dim))))
+    k = int(min(max(start, 1), most))
+    center, spread = np.mean(x, axis=0), np.std(x, axis=0)
+    scale = float(np.exp(np.mean(np.log(spread))))
+    z = (x - center) / scale
+
+    def fit(k, split_of=None):
+        init = {}
+        if split_of is not None:
+            values, vectors = np.linalg.eigh(split_of.covariances_)
+            offset = np.sqrt(values[:, -1])[:, None] * vectors[:, :, -1]
+            covariances = np.concatenate([split_of.covariances_] * 2)
+            init = {
+                "weights_init": np.concatenate([split_of.weights_] * 2) / 2,
+                "means_init": np.concatenate([split_of.means_ + offset, split_of.means_ - offset]),
+                "precisions_init": np.linalg.inv(covariances),
+            }
+        model = GaussianMixture(
+            k, covariance_type="full", reg_covar=1e-6, max_iter=30, init_params="k-means++",
+            random_state=int(rng.integers(2**31 - 1)), **init,
+        )  # fmt: skip
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            return model.fit(z)
+
+    fits = {k: fit(k)}
+    if k > 1:
+        fits[k // 2] = fit(k // 2)
+    bic = {j: m.bic(z) for j, m in fits.items()}
+    best = min(fits, key=bic.get)
+    while best == max(fits) and 2 * best <= most:
+        fits[2 * best] = fit(2 * best, split_of=fits[best])
+        bic[2 * best] = fits[2 * best].bic(z)
+        if bic[2 * best] >= bic[best]:
+            break
+        best = 2 * best
+    model = fits[best]
+    return model.weights_, model.means_ * scale + center, model.covariances_ * scale**2
+
+
+@pytest.mark.parametrize(("dim", "start"), [(1, 2), (2, 1), (2, 4), (3, 8)])
+def test_the_exploration_fit_equals_the_search_with_sklearn(dim, start):
+    """``fit_gaussian_mixture`` (k-means++ and split starts, BIC search) gives the mixture the
+    same search with scikit-learn's ``GaussianMixture`` gives, and leaves the random stream
+    where it leaves it."""
+    from pm_evidence.search.mixtures import fit_gaussian_mixture
+
+    x = _clusters(np.random.default_rng(10 + dim), 1500, dim, n_clusters=6)
+    ours_rng, theirs_rng = np.random.default_rng(4), np.random.default_rng(4)
+    ours = fit_gaussian_mixture(x, ours_rng, 32, start)
+    weights, means, covariances = _search_with_sklearn(x, theirs_rng, 32, start)
+    assert ours.n_components == weights.size > 1
+    np.testing.assert_allclose(ours.weights, weights, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(ours.means, means, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(
+        ours.chols @ ours.chols.transpose(0, 2, 1), covariances, rtol=1e-8, atol=1e-10
+    )
+    assert ours_rng.integers(2**62) == theirs_rng.integers(2**62)

@@ -471,7 +471,7 @@ def test_auto_reports_the_mode_nuts_missed_and_returns_the_covering_estimate():
 
 def test_auto_runs_the_skipped_estimate_where_ais_fails(monkeypatch):
     """Where the posterior draws missed a mode, bridge on them waits for AIS
-    (``auto.estimate_not_needed``); where AIS then fails, bridge runs after all and is
+    (``auto.estimate_skipped``); where AIS then fails, bridge runs after all and is
     returned, flagged as unchecked, with AIS's failure on the result. Bridge on NUTS draws that
     stayed in the first mode estimates that mode's part of ``Z`` (closed form)."""
     from pm_evidence import auto
