@@ -64,6 +64,16 @@ def test_mixture_reference_density_gradient_graph_and_draws(df):
         [(q.logpdf(x + h * e) - q.logpdf(x - h * e)) / (2 * h) for e in np.eye(2)], axis=-1
     )
     np.testing.assert_allclose(q.grad_logpdf(x), numeric, rtol=1e-5, atol=1e-7)
+    # a point with a non-finite coordinate: -inf, zero gradient, infinite distances; the others
+    # as alone, also across chunks (12,000 points of 3 components: two chunks)
+    many = np.random.default_rng(3).normal(scale=3.0, size=(12_000, 2))
+    many[7, 1] = np.nan
+    log_q, grad = q.logpdf_and_grad(many)
+    assert log_q[7] == -np.inf and np.all(grad[7] == 0.0) and np.all(q.mahalanobis_sq(many)[7] == np.inf)
+    rest = np.delete(np.arange(12_000), 7)
+    np.testing.assert_allclose(log_q[rest], q.logpdf(many[rest]), rtol=1e-13)
+    np.testing.assert_allclose(grad[rest], q.grad_logpdf(many[rest]), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(q.logpdf(many[:50]), [q.logpdf(r) for r in many[:50]], rtol=1e-13)
     # the PyTensor graph (compiled HMC transitions use it) equals the NumPy density
     xs = pt.matrix("x")
     inputs = [pt.tensor(dtype="float64", shape=(None,) * np.ndim(v)) for v in q.graph_parameters()]
