@@ -808,10 +808,15 @@ class MixtureReference(Reference):
         z = rng.standard_normal((n, self.dim))
         if self.df is not None:
             z = z / np.sqrt(rng.chisquare(self.df, size=n) / self.df)[:, None]
+        # each component's rows in one slice (a stable sort keeps their order: the same
+        # products as selecting them by mask, without a mask over all rows per component)
+        order = np.argsort(which, kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(which, minlength=self.n_components))])
+        ordered = z[order]
         out = np.empty_like(z)
-        for k in range(self.n_components):
-            rows = which == k
-            out[rows] = self.means[k] + z[rows] @ self.chols[k].T
+        for k in np.flatnonzero(bounds[1:] > bounds[:-1]):
+            rows = slice(bounds[k], bounds[k + 1])
+            out[order[rows]] = self.means[k] + ordered[rows] @ self.chols[k].T
         return out
 
 
