@@ -728,7 +728,7 @@ class MixtureReference(Reference):
                 self._whitened(rows[start : start + step])
             )
         out[:, ~finite] = np.inf
-        return out.T.reshape(*x.shape[:-1], self.n_components)
+        return np.ascontiguousarray(out.T).reshape(*x.shape[:-1], self.n_components)
 
     def component_logpdfs(self, x) -> np.ndarray:
         """``log w_k + log q_k(x)``, shape ``(..., K)``."""
@@ -743,7 +743,7 @@ class MixtureReference(Reference):
             log_qk = self._log_norms[:, None] + self._kernel(m2)
             log_q[start : start + step] = log_sum_exp(log_qk, axis=0)
         log_q[~finite] = -np.inf
-        return log_q.reshape(x.shape[:-1])
+        return log_q.reshape(x.shape[:-1])[()]
 
     def responsibilities(self, x) -> np.ndarray:
         """``P(component k | x)``, shape ``(..., K)``."""
@@ -766,7 +766,7 @@ class MixtureReference(Reference):
         """``log q(x)`` and its gradient from one whitening per chunk of points:
         with ``z_k = L_k^{-1} (x - mu_k)``, ``m_k^2 = |z_k|^2`` and responsibilities ``r_k``,
         ``grad log q = -sum_k r_k c_k L_k^{-T} z_k`` (:meth:`grad_logpdf`), one matrix product
-        ``-(r c z) W^T``. Zero gradient and ``-inf`` at a point with a non-finite
+        ``-(r c z)^T W^T`` with the whitened points as rows ``(K dim, n)``. Zero gradient and ``-inf`` at a point with a non-finite
         coordinate."""
         x = np.asarray(x, dtype=float)
         rows, finite, step = self._chunks(x)
