@@ -185,9 +185,7 @@ def _draws_cover(exploration, plan, coverage=None) -> bool:
     at least ``MISSED_SHARE``; mirror images count where the symmetry group is known)."""
     if not _judged(plan):  # a symmetry whose images cannot be enumerated
         return False
-    if coverage is None:
-        group = plan.search.group
-        coverage = compare_coverage(exploration, plan.draws, None if group is None else group.orbit)
+    coverage = draws_coverage(exploration, plan) if coverage is None else coverage
     return coverage.missed_by_draws < MISSED_SHARE
 
 
@@ -379,8 +377,10 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
     if coverage is not None and (first is not None or second is not None):
         first, second, more = coverage_stage(first, second, exploration, plan, coverage)
         facts.update(more)
-        why = DRAWS_MISSED_MODES if skipped_estimate else ""
-        if first is not None and second is not None:
+        why = ""
+        if skipped_estimate:
+            why = DRAWS_MISSED_MODES
+        elif first is not None and second is not None:
             why = unconfirmed_draws(first, second, more["exploration_missed_by_nuts"])
         if why:
             # only the estimate from the exploration covers the mass the posterior draws
