@@ -210,12 +210,17 @@ def _root_batched(model: pm.Model, n: pt.TensorVariable, shapes: dict) -> list |
 class PriorSampler:
     """Draws of every free variable from the prior, compiled once per model.
 
-    A batched draw (one call of ``n`` draws per variable) is compiled on PyTensor's Python
-    linker: NumPy's generators draw each batch whole, as fast as the Numba backend (the same
-    values to rounding: normal, half-normal, gamma, Dirichlet and uniform draws equal, beta
-    within 2e-16), and nothing is compiled (3.7 s saved on a linear regression's first call
-    from an empty cache). The fallback, one call per draw, keeps the default backend for its
-    per-call speed.
+    Both forms are built on PyTensor's Python linker, so nothing is compiled for numba.
+
+    * A batched draw (one call of ``n`` draws per variable): NumPy's generators draw each batch
+      whole, as fast as the Numba backend (the same values to rounding: normal, half-normal,
+      gamma, Dirichlet and uniform draws equal, beta within 2e-16; 3.7 s saved on a linear
+      regression's first call from an empty cache).
+    * The fallback, one call per draw (an LKJ prior, a ``ZeroSumNormal``): the same values as
+      the Numba backend to 4e-16, and slower per draw (``lkj_2d``: 56 against 20 us; a model
+      with every transform: 400 against 190 us). But PyTensor cannot cache that Numba function
+      on disk (it holds random generators): it took 1-10 s to compile from empty caches, and
+      0.3-1.8 s again in every new process (docs/benchmarks.rst).
 
     Parameters
     ----------
@@ -230,16 +235,12 @@ class PriorSampler:
         n = pt.scalar("n", dtype="int64")
         batched = _root_batched(model, n, variable_shapes(model))
         self.batched = batched is not None
-        if self.batched:
-            with without_c_compiler():
-                self._fn, updates = pm_compile(
-                    inputs=[n], outputs=batched, random_seed=False, return_updates=True,
-                    mode=PYTHON_LINKER,
-                )  # fmt: skip
-        else:
+        inputs, outputs = ([n], batched) if self.batched else ([], model.free_RVs)
+        with without_c_compiler():
             self._fn, updates = pm_compile(
-                inputs=[], outputs=model.free_RVs, random_seed=False, return_updates=True
-            )
+                inputs=inputs, outputs=outputs, random_seed=False, return_updates=True,
+                mode=PYTHON_LINKER,
+            )  # fmt: skip
         self._rngs = list(updates)
 
     def draw(self, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
