@@ -291,10 +291,14 @@ def test_a_mixtures_reductions_are_fused(rng):
 def test_a_dirichlets_gradient_splits_all_rows_at_once(rng):
     """The gradient of a Dirichlet's simplex transform splits an array whose split sizes
     vectorization left with a batch dimension of length one; compiled, the split is one
-    ``Split`` along the rows' second axis, not a ``Blockwise`` loop over rows, and values and
-    gradients equal PyMC's own."""
+    ``Split`` along the rows' second axis, not a ``Blockwise`` loop over rows; the sums and
+    maxima of the split and joined arrays are fused loops (``FUSION_ANCHORS``), with no
+    stand-alone reduction and no identity copy left; and values and gradients equal PyMC's
+    own."""
+    from pytensor.scalar.basic import Identity
     from pytensor.tensor.basic import Split
     from pytensor.tensor.blockwise import Blockwise, BlockwiseWithCoreShape
+    from pytensor.tensor.elemwise import CAReduce, Elemwise
 
     model, _ = exact_models.dirichlet_categorical()
     target = LogDensity(model)
@@ -302,6 +306,10 @@ def test_a_dirichlets_gradient_splits_all_rows_at_once(rng):
     # (the Numba linker wraps a Blockwise left in the graph as BlockwiseWithCoreShape)
     assert not [n for n in nodes if isinstance(n.op, Blockwise | BlockwiseWithCoreShape)]
     assert [n for n in nodes if isinstance(n.op, Split)]
+    assert not [n for n in nodes if isinstance(n.op, CAReduce)]
+    assert not [
+        n for n in nodes if isinstance(n.op, Elemwise) and isinstance(n.op.scalar_op, Identity)
+    ]
     x = rng.normal(size=(6, target.dim))
     logp, grad = target.log_density_and_grad(x)
     name = target.layout[0].value_name
