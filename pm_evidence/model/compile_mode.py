@@ -37,8 +37,8 @@ into elementwise loops (``FUSION_ANCHORS_POSITION``):
 
 - ``FUSION_ANCHORS`` (Numba's linker): a float sum, product, maximum or minimum of an array
   that no elementwise operation computes (a ``Join``, a ``Split``, an input) reads it through an
-  identity ``Elemwise``, so that PyTensor's ``FusedElemwise`` takes the reduction into one loop (its own
-  rewrite does so for indexed reads only). Numba's stand-alone reducer specializes on the
+  identity ``Elemwise``, so that PyTensor's ``FusedElemwise`` takes the reduction into one loop
+  (its own rewrite does so for indexed reads only). Numba's stand-alone reducer specializes on the
   array's strides and took 1.4-1.9 s to compile each (``Sum{axis=1}`` of a matrix): a
   ``ZeroSumNormal``'s, a Dirichlet's and an LKJ prior's value-and-gradient functions from empty
   caches 2.8-2.9 s faster, the same values and evaluation times. Where the fusion declined an
