@@ -266,9 +266,7 @@ def run_stages(model, seed: int) -> tuple[list[tuple[str, float, float]], object
             a, b, facts = timed(
                 "coverage", lambda: auto.coverage_stage(first, second, exploration, plan, coverage)
             )
-            why = auto.DRAWS_MISSED_MODES if skipped_estimate else ""
-            if a is not None:
-                why = auto.unconfirmed_draws(a, b, facts["exploration_missed_by_nuts"])
+            why = auto.unconfirmed_draws(a, b, facts["exploration_missed_by_nuts"])
             if not why:
                 return times(), auto.cross_checked(a, b)
             confirmation = timed(

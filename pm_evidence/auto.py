@@ -377,11 +377,7 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
     if coverage is not None and (first is not None or second is not None):
         first, second, more = coverage_stage(first, second, exploration, plan, coverage)
         facts.update(more)
-        why = ""
-        if skipped_estimate:
-            why = DRAWS_MISSED_MODES
-        elif first is not None and second is not None:
-            why = unconfirmed_draws(first, second, more["exploration_missed_by_nuts"])
+        why = unconfirmed_draws(first, second, more["exploration_missed_by_nuts"])
         if why:
             # only the estimate from the exploration covers the mass the posterior draws
             # missed (or stands where the estimate on them failed its own diagnostics): a
@@ -546,9 +542,12 @@ def arbiter_stage(
 DRAWS_MISSED_MODES = "the posterior draws missed modes that tempering from the prior found"
 
 
-def unconfirmed_draws(draws_estimate: Evidence, check: Evidence, missed_by_draws: float) -> str:
+def unconfirmed_draws(
+    draws_estimate: Evidence | None, check: Evidence | None, missed_by_draws: float
+) -> str:
     """Why the estimate on the posterior draws cannot confirm AIS from the exploration's
-    mixture (empty where it can), so that a second exploration is needed to confirm it:
+    mixture (empty where it can, and where AIS, ``check``, failed: nothing to confirm), so that
+    a second exploration is needed to confirm it:
 
     * the draws missed components of the exploration holding at least ``MISSED_SHARE`` of its
       mass (``missed_by_draws``: :func:`~pm_evidence.search.coverage.compare_coverage`);
@@ -557,9 +556,16 @@ def unconfirmed_draws(draws_estimate: Evidence, check: Evidence, missed_by_draws
       combined SEs with AIS, which has no warning (issue 36: on two-frequency signals a few of
       the 16 chains reach the main mode, so no component counts as missed, while bridge on
       all of them is tens of nats low).
+
+    ``draws_estimate`` is ``None`` where it was not run (:func:`estimate_skipped`: the draws
+    missed modes) or failed.
     """
+    if check is None:
+        return ""
     if missed_by_draws >= MISSED_SHARE:
         return DRAWS_MISSED_MODES
+    if draws_estimate is None:
+        return ""
     z = combined_z(draws_estimate, check)
     if not draws_estimate.reliable and check.reliable and not z <= DISAGREEMENT_Z:
         return (
