@@ -8,6 +8,7 @@ import pymc as pm
 import pytensor.tensor as pt
 import pytest
 from pytensor.compile.builders import OpFromGraph
+from pytensor.raise_op import CheckAndRaise
 from pytensor.tensor.blockwise import Blockwise
 from scipy import stats
 
@@ -80,6 +81,16 @@ def test_compiled_hmc_equals_numpy_hmc(walled_target, reference):
     np.testing.assert_array_equal(new_c.x[~acc_c], state.x[~acc_c])
     walled = beta > 0
     assert np.all(new_c.x[walled, 0] < 1.5) and np.all(np.isfinite(new_c.delta[walled]))
+    if reference == "prior":
+        # the inputs' rows are declared those of x: no run-time check that two of them
+        # broadcast (they were 2 in 5 of the operations of a fused 1-parameter model)
+        fn = walled_target.compiled_transitions[("prior", 2)]
+        checks = [n for n in fn.maker.fgraph.apply_nodes if isinstance(n.op, CheckAndRaise)]
+        assert checks == []
+        # which the transition checks itself
+        fused = hmc_transition_function(path, 2)
+        with pytest.raises(ValueError, match="rows of x"):
+            fused(state, beta[:-1], step_size, np.zeros_like(state.x), np.zeros(len(beta)))
 
 
 def test_compiled_hmc_not_used_where_unsupported(walled_target):
