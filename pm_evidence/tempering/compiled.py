@@ -84,6 +84,9 @@ def _path_terms(path: GeometricPath, dim: int, reference_inputs):
     return x, (log_p0, log_prior + log_lik - log_p0, g_p0, g_prior + g_lik - g_p0)
 
 
+_ROWS_OF_X = ("x", "g_p0", "g_delta", "momentum")  # the inputs of shape (n, dim)
+
+
 def _build(path: GeometricPath, n_leapfrog: int, parameters):
     # The inputs' shapes are declared: ``dim`` statically, the rows ``n`` as the rows of ``x``
     # (``specify_shape``, unchecked in the compiled function: ``transition`` checks them).
@@ -91,20 +94,17 @@ def _build(path: GeometricPath, n_leapfrog: int, parameters):
     # lengths broadcast, and a 7-step transition of a 1-parameter model had 609 operations, 129
     # of them such checks, instead of 76.
     dim = path.target.dim
-    x_in, g_p0_in, g_delta_in, momentum_in = (
-        pt.tensor(name, dtype="float64", shape=(None, dim))
-        for name in ("x", "g_p0", "g_delta", "momentum")
-    )
-    per_row_in = [
-        pt.vector(name, dtype="float64") for name in ("log_p0", "delta", "beta", "eps", "log_u")
-    ]
+    raw = {  # the function's inputs, in the order of the call
+        name: pt.tensor(name, dtype="float64", shape=(None, dim) if name in _ROWS_OF_X else (None,))
+        for name in ("x", "log_p0", "delta", "g_p0", "g_delta", "beta", "eps", "momentum", "log_u")
+    }
     scale = pt.tensor("step_scale", dtype="float64", shape=(dim,))
-    n = x_in.shape[0]
-    x = x_in
-    g_p0, g_delta, momentum = (
-        pt.specify_shape(v, (n, dim)) for v in (g_p0_in, g_delta_in, momentum_in)
+    x = raw["x"]
+    n = x.shape[0]
+    g_p0, g_delta, momentum = (pt.specify_shape(raw[k], (n, dim)) for k in _ROWS_OF_X[1:])
+    log_p0, delta, beta, eps, log_u = (
+        pt.specify_shape(raw[k], (n,)) for k in ("log_p0", "delta", "beta", "eps", "log_u")
     )
-    log_p0, delta, beta, eps, log_u = (pt.specify_shape(v, (n,)) for v in per_row_in)
     reference_inputs = _parameter_inputs(parameters)
 
     def log_f(lp0, d):  # 0 * (-inf) = 0 at beta = 0, as in tempered_log_density
@@ -139,9 +139,7 @@ def _build(path: GeometricPath, n_leapfrog: int, parameters):
         accept,
         ~finite,
     ]
-    log_p0_in, delta_in, beta_in, eps_in, log_u_in = per_row_in
-    inputs = [x_in, log_p0_in, delta_in, g_p0_in, g_delta_in, beta_in, eps_in, momentum_in,
-              log_u_in, scale, *reference_inputs]  # fmt: skip
+    inputs = [*raw.values(), scale, *reference_inputs]
     return model_function(inputs, outputs, on_unused_input="ignore")
 
 
