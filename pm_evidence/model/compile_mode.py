@@ -31,6 +31,13 @@ rewrites run after constant folding and before the fusion of elementwise operati
   ``ExpandDims`` merged into one, which the elementwise fusion then takes in (a mixture's
   gradient: 9.5 s of compile instead of 23-25 s). The sums are then added in another order, so
   values can differ in their last bits.
+- ``CUMSUMS_AS_SUMS`` (Numba's linker): a cumulative sum along an axis of at most
+  ``MAX_CUMSUM_AS_SUM`` entries known from the graph (an ``ordered`` transform's, and the
+  reversed ones of its gradient; an LKJ prior's) becomes a masked sum, ``sum_i [i <= j] x_i``,
+  which the fusion takes into one loop. Numba's own cumulative sum specializes on the axis and
+  the memory layout: 6.5 s of the ``ordered_means`` model's 15 s value-and-gradient compile
+  from empty caches went to three of them. The terms are added in the same order (then zeros),
+  so the values are the same (up to the sign of a zero sum).
 
 One rewrite runs later, after the in-place rewrites and just before PyTensor fuses reductions
 into elementwise loops (``FUSION_ANCHORS_POSITION``):
@@ -74,15 +81,20 @@ from pytensor.link.numba.dispatch.basic import numba_njit, register_funcify_defa
 from pytensor.link.numba.linker import NumbaLinker
 from pytensor.scalar.basic import Add, Maximum, Minimum, Mul
 from pytensor.scalar.basic import identity as scalar_identity
+from pytensor.tensor.basic import get_underlying_scalar_constant_value
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
+from pytensor.tensor.exceptions import NotScalarConstantError
+from pytensor.tensor.extra_ops import CumOp
 from pytensor.tensor.math import Dot
 from pytensor.tensor.rewriting.math import local_reduce_chain
 from pytensor.tensor.shape import SpecifyShape
 
 __all__ = [
+    "CUMSUMS_AS_SUMS",
     "FUSION_ANCHORS",
     "FUSION_ANCHORS_POSITION",
+    "MAX_CUMSUM_AS_SUM",
     "PYTHON_LINKER",
     "QUICK_PYTHON_LINKER",
     "REDUCTIONS_ACROSS_EXPAND_DIMS",
@@ -326,6 +338,44 @@ REDUCTIONS_ACROSS_EXPAND_DIMS = WalkingGraphRewriter(
 )
 
 
+def _static_length(fgraph, x, axis: int) -> int | None:
+    """The length of ``x`` along ``axis`` where the graph knows it as a number, else None."""
+    if x.type.shape[axis] is not None:
+        return x.type.shape[axis]
+    shape_feature = getattr(fgraph, "shape_feature", None)
+    if shape_feature is None:
+        return None
+    try:
+        return int(get_underlying_scalar_constant_value(shape_feature.get_shape(x, axis)))
+    except NotScalarConstantError:
+        return None
+
+
+@node_rewriter([CumOp])
+def _cumsum_as_masked_sum(fgraph, node):
+    """``cumsum(x, axis)`` -> ``sum(where(i <= j, x_i, 0), over i)``, along an axis of at most
+    ``MAX_CUMSUM_AS_SUM`` entries known from the graph."""
+    (x,) = node.inputs
+    if node.op.mode != "add" or node.op.axis is None or x.dtype not in ("float32", "float64"):
+        return None
+    axis = node.op.axis % x.ndim
+    k = _static_length(fgraph, x, axis)
+    if k is None or k > MAX_CUMSUM_AS_SUM:
+        return None
+    # lower[j, i] = i <= j, as an array of x.ndim + 1 dimensions: j at axis, i at axis + 1
+    lower = np.tril(np.ones((k, k), dtype=bool)).reshape(
+        (1,) * axis + (k, k) + (1,) * (x.ndim - axis - 1)
+    )
+    terms = pt.switch(lower, pt.expand_dims(x, axis), np.zeros((), dtype=x.dtype))
+    return [terms.sum(axis=axis + 1, dtype=x.dtype)]
+
+
+# Cumulative sums as masked sums (see the module's docstring): O(k^2) terms for k entries, so
+# only along short axes.
+MAX_CUMSUM_AS_SUM = 32
+CUMSUMS_AS_SUMS = WalkingGraphRewriter(_cumsum_as_masked_sum, order="in_to_out")
+
+
 @node_rewriter([Blockwise])
 def _blockwise_with_shared_inputs(fgraph, node):
     """``Blockwise(op)(x, s)`` with ``s`` the same for every row (its batch dimensions of length
@@ -411,8 +461,8 @@ def model_function(inputs, outputs, **kwargs):
 def model_function_mode() -> Mode:
     """PyTensor's default mode, with :class:`ContiguousConstants`, ``SHARED_BLOCKWISE_INPUTS``
     and, under the Numba linker,
-    :class:`UncheckedShapes`, :class:`ContiguousDotOperands` and
-    ``REDUCTIONS_ACROSS_EXPAND_DIMS``, registered at ``REWRITES_POSITION``, and (Numba's linker)
+    :class:`UncheckedShapes`, :class:`ContiguousDotOperands`, ``REDUCTIONS_ACROSS_EXPAND_DIMS``
+    and ``CUMSUMS_AS_SUMS``, registered at ``REWRITES_POSITION``, and (Numba's linker)
     ``FUSION_ANCHORS`` at ``FUSION_ANCHORS_POSITION``."""
     mode = get_default_mode()
     mode = mode.register((ContiguousConstants(), REWRITES_POSITION))
@@ -421,5 +471,6 @@ def model_function_mode() -> Mode:
         mode = mode.register((UncheckedShapes(), REWRITES_POSITION))
         mode = mode.register((ContiguousDotOperands(), REWRITES_POSITION))
         mode = mode.register((REDUCTIONS_ACROSS_EXPAND_DIMS, REWRITES_POSITION))
+        mode = mode.register((CUMSUMS_AS_SUMS, REWRITES_POSITION))
         mode = mode.register((FUSION_ANCHORS, FUSION_ANCHORS_POSITION))
     return mode

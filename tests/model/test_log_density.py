@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
+import pytensor
 import pytensor.tensor as pt
 import pytest
 from scipy import special, stats
@@ -318,6 +319,61 @@ def test_a_dirichlets_gradient_splits_all_rows_at_once(rng):
     np.testing.assert_allclose(logp, [logp_fn(p) for p in points], rtol=1e-12)
     dlogp = reference_dlogp(model)
     np.testing.assert_allclose(grad, [dlogp(p) for p in points], rtol=1e-10, atol=1e-12)
+
+
+def test_an_ordered_transforms_cumulative_sums_are_fused_loops(rng):
+    """An ``ordered`` vector's transform and its gradient take cumulative sums along the
+    vector (three after vectorization, one of unknown static length); compiled, each is a
+    masked sum in a fused loop (``CUMSUMS_AS_SUMS``), no ``CumOp`` is left, and values and
+    gradients equal PyMC's own."""
+    from pytensor.tensor.extra_ops import CumOp
+
+    model, _ = exact_models.ordered_means()
+    target = LogDensity(model)
+    nodes = target.terms_grad_function.fn.function.maker.fgraph.apply_nodes
+    assert not [n for n in nodes if isinstance(n.op, CumOp)]
+    x = np.concatenate([rng.normal(size=(5, target.dim)), [[40.0, -3.0, 2.0]]])
+    logp, grad = target.log_density_and_grad(x)
+    name = target.layout[0].value_name
+    points = [{name: row} for row in x]
+    logp_fn = reference_logp(model)
+    np.testing.assert_allclose(logp, [logp_fn(p) for p in points], rtol=1e-12)
+    dlogp = reference_dlogp(model)
+    np.testing.assert_allclose(grad, [dlogp(p) for p in points], rtol=1e-10, atol=1e-12)
+
+
+def test_cumulative_sums_along_short_axes_become_masked_sums(rng):
+    """``CUMSUMS_AS_SUMS`` on every axis of an array (the same numbers as ``np.cumsum``, with
+    infinities and NaN), in single precision too; an axis longer than ``MAX_CUMSUM_AS_SUM`` keeps
+    its ``CumOp``. Evaluated on the Python linker: nothing to compile."""
+    from pytensor.graph.fg import FunctionGraph
+    from pytensor.tensor.extra_ops import CumOp
+
+    from pm_evidence.model.compile_mode import (
+        CUMSUMS_AS_SUMS,
+        MAX_CUMSUM_AS_SUM,
+        PYTHON_LINKER,
+    )
+
+    x = pt.tensor("x", dtype="float64", shape=(2, 4, 3))
+    x32 = pt.tensor("x32", dtype="float32", shape=(5,))
+    long = pt.tensor("long_x", dtype="float64", shape=(MAX_CUMSUM_AS_SUM + 1,))
+    outputs = [pt.cumsum(x, axis=a) for a in (0, 1, 2, -1)] + [pt.cumsum(x32), pt.cumsum(long)]
+    fgraph = FunctionGraph([x, x32, long], outputs, clone=False)
+    CUMSUMS_AS_SUMS.rewrite(fgraph)
+    left = [n for n in fgraph.apply_nodes if isinstance(n.op, CumOp)]
+    assert [n.inputs[0] for n in left] == [long]
+    values = rng.normal(size=(2, 4, 3))
+    values[0, 1, 2], values[1, 2, 0], values[1, 0, 1] = -np.inf, np.inf, np.nan
+    values32 = rng.normal(size=5).astype("float32")
+    long_values = rng.normal(size=MAX_CUMSUM_AS_SUM + 1)
+    fn = pytensor.function([x, x32, long], fgraph.outputs, mode=PYTHON_LINKER)
+    results = fn(values, values32, long_values)
+    expected = [np.cumsum(values, axis=a) for a in (0, 1, 2, -1)]
+    expected += [np.cumsum(values32), np.cumsum(long_values)]
+    for result, want in zip(results, expected, strict=True):
+        assert result.dtype == want.dtype
+        np.testing.assert_array_equal(result, want)
 
 
 def test_parameter_checks_become_one_and_of_their_conditions(rng):
