@@ -31,6 +31,17 @@ def reference_dlogp(model, **kwargs):
         return model.compile_dlogp(mode="FAST_COMPILE", **kwargs)
 
 
+def assert_equals_pymc(model, target, x):
+    """``target``'s log-density and gradient at the rows of ``x`` equal PyMC's own
+    (a model of one vector-valued free variable)."""
+    logp, grad = target.log_density_and_grad(x)
+    points = [{target.layout[0].value_name: row} for row in x]
+    logp_fn = reference_logp(model)
+    np.testing.assert_allclose(logp, [logp_fn(p) for p in points], rtol=1e-12)
+    dlogp = reference_dlogp(model)
+    np.testing.assert_allclose(grad, [dlogp(p) for p in points], rtol=1e-10, atol=1e-12)
+
+
 @pytest.fixture(scope="module")
 def ig_target():
     model, _ = exact_models.regression_inverse_gamma(a=A, b=B, v0=V0)
@@ -311,14 +322,7 @@ def test_a_dirichlets_gradient_splits_all_rows_at_once(rng):
     assert not [
         n for n in nodes if isinstance(n.op, Elemwise) and isinstance(n.op.scalar_op, Identity)
     ]
-    x = rng.normal(size=(6, target.dim))
-    logp, grad = target.log_density_and_grad(x)
-    name = target.layout[0].value_name
-    points = [{name: row} for row in x]
-    logp_fn = reference_logp(model)
-    np.testing.assert_allclose(logp, [logp_fn(p) for p in points], rtol=1e-12)
-    dlogp = reference_dlogp(model)
-    np.testing.assert_allclose(grad, [dlogp(p) for p in points], rtol=1e-10, atol=1e-12)
+    assert_equals_pymc(model, target, rng.normal(size=(6, target.dim)))
 
 
 def test_an_ordered_transforms_cumulative_sums_are_fused_loops(rng):
@@ -333,13 +337,7 @@ def test_an_ordered_transforms_cumulative_sums_are_fused_loops(rng):
     nodes = target.terms_grad_function.fn.function.maker.fgraph.apply_nodes
     assert not [n for n in nodes if isinstance(n.op, CumOp)]
     x = np.concatenate([rng.normal(size=(5, target.dim)), [[40.0, -3.0, 2.0]]])
-    logp, grad = target.log_density_and_grad(x)
-    name = target.layout[0].value_name
-    points = [{name: row} for row in x]
-    logp_fn = reference_logp(model)
-    np.testing.assert_allclose(logp, [logp_fn(p) for p in points], rtol=1e-12)
-    dlogp = reference_dlogp(model)
-    np.testing.assert_allclose(grad, [dlogp(p) for p in points], rtol=1e-10, atol=1e-12)
+    assert_equals_pymc(model, target, x)
 
 
 def test_cumulative_sums_along_short_axes_become_masked_sums(rng):
