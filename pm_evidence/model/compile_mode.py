@@ -367,7 +367,7 @@ def _cumsum_as_masked_sum(fgraph, node):
         (1,) * axis + (k, k) + (1,) * (x.ndim - axis - 1)
     )
     terms = pt.switch(lower, pt.expand_dims(x, axis), np.zeros((), dtype=x.dtype))
-    return [terms.sum(axis=axis + 1, dtype=x.dtype)]
+    return [terms.sum(axis=axis + 1, dtype=x.dtype, acc_dtype=x.dtype)]
 
 
 # Cumulative sums as masked sums (see the module's docstring): O(k^2) terms for k entries, so

@@ -343,7 +343,8 @@ def test_an_ordered_transforms_cumulative_sums_are_fused_loops(rng):
 def test_cumulative_sums_along_short_axes_become_masked_sums(rng):
     """``CUMSUMS_AS_SUMS`` on every axis of an array (the same numbers as ``np.cumsum``, with
     infinities and NaN), in single precision too; an axis longer than ``MAX_CUMSUM_AS_SUM`` keeps
-    its ``CumOp``. Evaluated on the Python linker: nothing to compile."""
+    its ``CumOp``. Evaluated on the Python linker: nothing to compile (NumPy adds more than 8
+    terms pairwise, Numba's fused loop in order, so the axes here are short)."""
     from pytensor.graph.fg import FunctionGraph
     from pytensor.tensor.extra_ops import CumOp
 
