@@ -338,6 +338,9 @@ REDUCTIONS_ACROSS_EXPAND_DIMS = WalkingGraphRewriter(
 )
 
 
+_FLOATS = ("float64", "float32")  # the dtypes the sum rewrites below apply to
+
+
 def _static_length(fgraph, x, axis: int) -> int | None:
     """The length of ``x`` along ``axis`` where the graph knows it as a number, else None."""
     if x.type.shape[axis] is not None:
@@ -356,7 +359,7 @@ def _cumsum_as_masked_sum(fgraph, node):
     """``cumsum(x, axis)`` -> ``sum(where(i <= j, x_i, 0), over i)``, along an axis of at most
     ``MAX_CUMSUM_AS_SUM`` entries known from the graph."""
     (x,) = node.inputs
-    if node.op.mode != "add" or node.op.axis is None or x.dtype not in ("float32", "float64"):
+    if node.op.mode != "add" or node.op.axis is None or x.dtype not in _FLOATS:
         return None
     axis = node.op.axis % x.ndim
     k = _static_length(fgraph, x, axis)
@@ -429,7 +432,7 @@ def _reduction_through_identity(fgraph, node):
         return None
     if x.owner is not None and isinstance(x.owner.op, Elemwise):
         return None  # fused already, or an output also read elsewhere (left as it is)
-    if x.dtype not in ("float64", "float32") or node.outputs[0].dtype != x.dtype:
+    if x.dtype not in _FLOATS or node.outputs[0].dtype != x.dtype:
         return None
     if getattr(node.op, "acc_dtype", None) not in (None, x.dtype):
         return None

@@ -177,18 +177,15 @@ def _bind(path: GeometricPath, n_leapfrog: int) -> Callable | None:
     fn = target.blocked(functions[key])
 
     def transition(state: PathState, beta, eps, momentum, log_u):
+        rows = (state.x, state.log_p0, state.delta, state.grad_log_p0, state.grad_delta,
+                beta, eps, momentum, log_u)  # fmt: skip
         n = state.x.shape[0]
-        rows = (state.log_p0, state.delta, state.grad_log_p0, state.grad_delta, beta, eps,
-                momentum, log_u)  # fmt: skip
         if any(np.shape(a)[:1] != (n,) for a in rows):  # the graph assumes these shapes
             raise ValueError(
                 f"A fused HMC transition needs every array with the {n} rows of x; got "
                 f"{[np.shape(a) for a in rows]}."
             )
-        outs = fn(
-            state.x, state.log_p0, state.delta, state.grad_log_p0, state.grad_delta,
-            beta, eps, momentum, log_u, constants=(path.step_scale, *parameters),
-        )  # fmt: skip
+        outs = fn(*rows, constants=(path.step_scale, *parameters))
         return PathState(*outs[:5]), outs[5].astype(bool), outs[6].astype(bool)
 
     return transition
