@@ -52,6 +52,14 @@ into elementwise loops (``FUSION_ANCHORS_POSITION``):
   anchor, the identity would stay as a copy: on the 43 continuous models of the two zoos, none
   is left.
 
+And one after that fusion (``ADVANCED_INDICES_POSITION``):
+
+- ``ADVANCED_INDICES_FIRST`` (Numba's linker): an advanced indexing or indexed update left
+  outside the fused loops whose integer arrays follow full slices (``x[:, idx]``, the vectorized
+  ``x[idx]``) indexes the leading axes instead, between two ``DimShuffle`` views. Numba's
+  implementation otherwise moves the axes with ``x.transpose(order)``, 2.3-2.6 s of compile the
+  first time in a process. The same elements are read and written.
+
 The functions off the hot paths run on PyTensor's Python linker instead (``PYTHON_LINKER``,
 ``QUICK_PYTHON_LINKER``), built under :func:`without_c_compiler` so that the inner functions of
 their ``Scan``, ``OpFromGraph`` and symbolic operations run on NumPy too.
@@ -72,6 +80,7 @@ from pytensor.graph.op import Op
 from pytensor.graph.replace import vectorize_graph
 from pytensor.graph.rewriting.basic import (
     GraphRewriter,
+    NodeProcessingGraphRewriter,
     SequentialNodeRewriter,
     WalkingGraphRewriter,
     node_rewriter,
@@ -81,7 +90,7 @@ from pytensor.link.numba.dispatch.basic import numba_njit, register_funcify_defa
 from pytensor.link.numba.linker import NumbaLinker
 from pytensor.scalar.basic import Add, Maximum, Minimum, Mul
 from pytensor.scalar.basic import identity as scalar_identity
-from pytensor.tensor.basic import get_underlying_scalar_constant_value
+from pytensor.tensor.basic import Split, get_underlying_scalar_constant_value
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from pytensor.tensor.exceptions import NotScalarConstantError
@@ -89,8 +98,12 @@ from pytensor.tensor.extra_ops import CumOp
 from pytensor.tensor.math import Dot
 from pytensor.tensor.rewriting.math import local_reduce_chain
 from pytensor.tensor.shape import SpecifyShape
+from pytensor.tensor.subtensor import AdvancedIncSubtensor, AdvancedSubtensor
+from pytensor.tensor.type import integer_dtypes
 
 __all__ = [
+    "ADVANCED_INDICES_FIRST",
+    "ADVANCED_INDICES_POSITION",
     "CUMSUMS_AS_SUMS",
     "FUSION_ANCHORS",
     "FUSION_ANCHORS_POSITION",
@@ -100,6 +113,7 @@ __all__ = [
     "REDUCTIONS_ACROSS_EXPAND_DIMS",
     "REWRITES_POSITION",
     "SHARED_BLOCKWISE_INPUTS",
+    "SPLITS_AS_SLICES",
     "AssumedShape",
     "ContiguousConstants",
     "ContiguousCopy",
@@ -390,7 +404,12 @@ def _blockwise_with_shared_inputs(fgraph, node):
         n_batch = inp.type.ndim - len(signature)
         core_inputs.append(inp.type.clone(shape=inp.type.shape[n_batch:])())
         shared = n_batch > 0 and all(inp.type.broadcastable[:n_batch])
-        inputs.append(inp.squeeze(tuple(range(n_batch))) if shared else inp)
+        if not shared:
+            inputs.append(inp)
+        elif isinstance(inp, pt.TensorConstant):  # a constant still (SPLITS_AS_SLICES reads it)
+            inputs.append(pt.constant(inp.data.reshape(inp.data.shape[n_batch:])))
+        else:
+            inputs.append(inp.squeeze(tuple(range(n_batch))))
     if all(new is old for new, old in zip(inputs, node.inputs, strict=True)):
         return None
     core_outputs = op.core_op.make_node(*core_inputs).outputs
@@ -414,6 +433,32 @@ def _blockwise_with_shared_inputs(fgraph, node):
 # -> 0.43 us per point, a 3-component mixture with Dirichlet weights 2.18 -> 1.76 us; the same
 # values. The compile from empty caches is about the same (23-26 s for the former).
 SHARED_BLOCKWISE_INPUTS = WalkingGraphRewriter(_blockwise_with_shared_inputs, order="in_to_out")
+
+
+@node_rewriter([Split])
+def _split_as_slices(fgraph, node):
+    """``split(x, sizes, axis)`` with constant ``sizes`` summing to ``x``'s static length along
+    ``axis`` -> the slices ``x[..., s_i:s_i + n_i]``: the same views (see ``SPLITS_AS_SLICES``)."""
+    x, sizes = node.inputs
+    axis = node.op.axis
+    if not isinstance(sizes, pt.TensorConstant) or x.type.shape[axis] is None:
+        return None
+    sizes = np.asarray(sizes.data)
+    if (sizes < 0).any() or sizes.sum() != x.type.shape[axis]:
+        return None  # Split's own error at run time
+    ends = np.cumsum(sizes)
+    lead = (slice(None),) * axis
+    parts = [x[(*lead, slice(int(e - n), int(e)))] for e, n in zip(ends, sizes, strict=True)]
+    if any(not old.type.is_super(new.type) for new, old in zip(parts, node.outputs, strict=True)):
+        return None
+    return parts
+
+
+# Numba's Split (PyTensor's: ``np.cumsum`` of the sizes, their checks with a formatted error
+# message, ``np.split``) took 2.0 s of compile, a Dirichlet-categorical model's value and
+# gradient from empty caches (the gradient of a simplex transform's ``Join``); slices compile
+# as strided views. A Split's outputs are views of ``x`` (its ``view_map``), as slices are.
+SPLITS_AS_SLICES = WalkingGraphRewriter(_split_as_slices, order="in_to_out")
 
 
 # The floating-point reductions whose scalar operation Numba's FusedElemwise accumulates in its
@@ -442,6 +487,86 @@ def _reduction_through_identity(fgraph, node):
 FUSION_ANCHORS = WalkingGraphRewriter(_reduction_through_identity, order="in_to_out")
 
 
+def _advanced_axes(node, n_skip: int) -> tuple[int, int] | None:
+    """``(p, a)`` where an advanced indexing ``node`` takes ``a`` consecutive integer arrays on
+    axes ``p, ..., p + a - 1`` with ``p > 0`` after full slices only (``x[:, idx]``, the
+    vectorized form of ``x[idx]``); ``None`` otherwise (nothing to move, or a Boolean, scalar,
+    bounded-slice or non-consecutive index, which keep their meaning only where they are)."""
+    op = node.op
+    if op.non_consecutive_adv_indexing(node):
+        return None
+    indices = node.inputs[n_skip:]
+    axes = []
+    for axis, entry in enumerate(op.idx_list):
+        if isinstance(entry, slice):
+            if entry != slice(None):
+                return None
+            continue
+        index = indices[entry]
+        if index.type.dtype not in integer_dtypes or index.type.ndim == 0:
+            return None
+        axes.append(axis)
+    if not axes or axes[0] == 0:
+        return None
+    return axes[0], len(axes)
+
+
+@node_rewriter([AdvancedSubtensor, AdvancedIncSubtensor])
+def _advanced_indices_first(fgraph, node):
+    """``x[:, idx]`` -> ``x.T[idx]`` transposed back, and the same for an indexed update, as
+    ``DimShuffle`` views: the advanced indices on the leading axes, the same elements read or
+    written (see ``ADVANCED_INDICES_FIRST``)."""
+    op = node.op
+    write = isinstance(op, AdvancedIncSubtensor)
+    n_skip = 2 if write else 1
+    found = _advanced_axes(node, n_skip)
+    if found is None:
+        return None
+    p, a = found
+    x, indices = node.inputs[0], node.inputs[n_skip:]
+    ndim = x.type.ndim
+    to_front = (*range(p, p + a), *range(p), *range(p + a, ndim))
+    k = max(index.type.ndim for index in indices)  # dimensions of the broadcast indices
+    # x[:, idx] has shape (leading (p), index (k), trailing); with the indices first,
+    # (index, leading, trailing)
+    indexed_ndim = ndim - a + k
+    index_first = (*range(p, p + k), *range(p), *range(p + k, indexed_ndim))
+    leading_first = tuple(int(i) for i in np.argsort(index_first))
+    new_idx_list = tuple(range(a))
+    if not write:
+        read = AdvancedSubtensor(new_idx_list)(x.dimshuffle(to_front), *indices)
+        return [read.dimshuffle(leading_first)]
+    y = node.inputs[1]
+    y = pt.shape_padleft(y, indexed_ndim - y.type.ndim)  # y broadcasts from the right
+    update = AdvancedIncSubtensor(
+        new_idx_list,
+        inplace=op.inplace,
+        set_instead_of_inc=op.set_instead_of_inc,
+        ignore_duplicates=op.ignore_duplicates,
+    )(x.dimshuffle(to_front), y.dimshuffle(index_first), *indices)
+    return [update.dimshuffle(tuple(int(i) for i in np.argsort(to_front)))]
+
+
+# After PyTensor's fusion of indexed reads and updates into elementwise loops (optdb position
+# 100), which takes ``x[:, idx]`` as it is, so only the indexing left outside a loop moves.
+ADVANCED_INDICES_POSITION = 100.5
+
+# Numba's implementation of an advanced indexing (PyTensor's generated code) moves the indexed
+# axes to the front with ``x.transpose(order)``, whose compile costs Numba 2.3-2.6 s the first
+# time in a process (0.27 s for ``x.T``; measured on a (5, 3) matrix from empty caches), where
+# the indices follow a slice: ``x[:, idx]`` of a vectorized graph, the rows first. The indexing
+# left after the fusion (a Categorical likelihood's ``take_along_axis``; an LKJ prior's
+# triangular fill and its gradient) is rewritten with the indices first and PyTensor's own
+# ``DimShuffle`` views around it, which Numba compiles as strided views.
+# An in-place update stays in place on the view of the same buffer; where PyTensor's in-place
+# checks refuse that, the node is left as it was (``warn_inplace`` ignores the refusal).
+ADVANCED_INDICES_FIRST = WalkingGraphRewriter(
+    _advanced_indices_first,
+    order="in_to_out",
+    failure_callback=NodeProcessingGraphRewriter.warn_inplace,
+)
+
+
 def model_function(inputs, outputs, **kwargs):
     """``pytensor.function(inputs, outputs, mode=model_function_mode(), **kwargs)`` for a
     function on the hot paths, built with numba's fast-math flags off
@@ -466,7 +591,8 @@ def model_function_mode() -> Mode:
     and, under the Numba linker,
     :class:`UncheckedShapes`, :class:`ContiguousDotOperands`, ``REDUCTIONS_ACROSS_EXPAND_DIMS``
     and ``CUMSUMS_AS_SUMS``, registered at ``REWRITES_POSITION``, and (Numba's linker)
-    ``FUSION_ANCHORS`` at ``FUSION_ANCHORS_POSITION``."""
+    ``FUSION_ANCHORS`` at ``FUSION_ANCHORS_POSITION`` and ``ADVANCED_INDICES_FIRST`` at
+    ``ADVANCED_INDICES_POSITION``."""
     mode = get_default_mode()
     mode = mode.register((ContiguousConstants(), REWRITES_POSITION))
     mode = mode.register((SHARED_BLOCKWISE_INPUTS, REWRITES_POSITION))
@@ -475,5 +601,7 @@ def model_function_mode() -> Mode:
         mode = mode.register((ContiguousDotOperands(), REWRITES_POSITION))
         mode = mode.register((REDUCTIONS_ACROSS_EXPAND_DIMS, REWRITES_POSITION))
         mode = mode.register((CUMSUMS_AS_SUMS, REWRITES_POSITION))
+        mode = mode.register((SPLITS_AS_SLICES, REWRITES_POSITION))
         mode = mode.register((FUSION_ANCHORS, FUSION_ANCHORS_POSITION))
+        mode = mode.register((ADVANCED_INDICES_FIRST, ADVANCED_INDICES_POSITION))
     return mode

@@ -302,26 +302,32 @@ def test_a_mixtures_reductions_are_fused(rng):
 
 def test_a_dirichlets_gradient_splits_all_rows_at_once(rng):
     """The gradient of a Dirichlet's simplex transform splits an array whose split sizes
-    vectorization left with a batch dimension of length one; compiled, the split is one
-    ``Split`` along the rows' second axis, not a ``Blockwise`` loop over rows; the sums and
+    vectorization left with a batch dimension of length one; compiled, the split is slices of
+    all rows along their second axis (``SHARED_BLOCKWISE_INPUTS``, then ``SPLITS_AS_SLICES``),
+    not a ``Blockwise`` loop over rows nor Numba's ``Split``; the sums and
     maxima of the split and joined arrays are fused loops (``FUSION_ANCHORS``), with no
-    stand-alone reduction and no identity copy left; and values and gradients equal PyMC's
-    own."""
+    stand-alone reduction and no identity copy left; the likelihood's indexing reads the leading
+    axes; and values and gradients equal PyMC's own."""
     from pytensor.scalar.basic import Identity
     from pytensor.tensor.basic import Split
     from pytensor.tensor.blockwise import Blockwise, BlockwiseWithCoreShape
     from pytensor.tensor.elemwise import CAReduce, Elemwise
+    from pytensor.tensor.subtensor import Subtensor
 
     model, _ = exact_models.dirichlet_categorical()
     target = LogDensity(model)
     nodes = target.terms_grad_function.fn.function.maker.fgraph.apply_nodes
     # (the Numba linker wraps a Blockwise left in the graph as BlockwiseWithCoreShape)
     assert not [n for n in nodes if isinstance(n.op, Blockwise | BlockwiseWithCoreShape)]
-    assert [n for n in nodes if isinstance(n.op, Split)]
+    assert not [n for n in nodes if isinstance(n.op, Split)]
+    assert len([n for n in nodes if isinstance(n.op, Subtensor)]) >= 2
     assert not [n for n in nodes if isinstance(n.op, CAReduce)]
     assert not [
         n for n in nodes if isinstance(n.op, Elemwise) and isinstance(n.op.scalar_op, Identity)
     ]
+    # the Categorical likelihood's take_along_axis indexes the leading axes
+    # (ADVANCED_INDICES_FIRST)
+    assert _leading_advanced_axes(target.terms_grad_function.fn.function.maker.fgraph) == [0]
     assert_equals_pymc(model, target, rng.normal(size=(6, target.dim)))
 
 
@@ -372,6 +378,91 @@ def test_cumulative_sums_along_short_axes_become_masked_sums(rng):
     expected += [np.cumsum(values32), np.cumsum(long_values)]
     for result, want in zip(results, expected, strict=True):
         assert result.dtype == want.dtype
+        np.testing.assert_array_equal(result, want)
+
+
+def _leading_advanced_axes(fgraph) -> list:
+    """The first indexed axis of each advanced indexing (read or update) in ``fgraph``."""
+    from pytensor.tensor.subtensor import AdvancedIncSubtensor, AdvancedSubtensor
+
+    return [
+        next(a for a, entry in enumerate(n.op.idx_list) if not isinstance(entry, slice))
+        for n in fgraph.apply_nodes
+        if isinstance(n.op, AdvancedSubtensor | AdvancedIncSubtensor)
+    ]
+
+
+def test_advanced_indices_move_to_the_leading_axes(rng):
+    """``ADVANCED_INDICES_FIRST``: reads and updates (``inc`` with repeated indices, ``set``)
+    whose integer arrays follow full slices index the leading axes instead, through
+    ``DimShuffle`` views, and give NumPy's numbers (negative, repeated and broadcast indices; an
+    update that broadcasts from the right); a bounded slice, a non-consecutive pair and an index
+    on the first axis are left as they are. On the Python linker: nothing to compile."""
+    from pytensor.compile.mode import Mode
+    from pytensor.graph.fg import FunctionGraph
+
+    from pm_evidence.model.compile_mode import ADVANCED_INDICES_FIRST
+
+    x = pt.tensor("x", dtype="float64", shape=(3, 4, 5))
+    y = pt.tensor("y", dtype="float64", shape=(3, 4, 5))
+    i = np.array([2, -1, 0, 2])
+    row, col = np.zeros((1, 1), dtype="int64"), np.array([[4], [0], [4]])
+    moved = [
+        x[:, i],
+        x[:, row, col],
+        x[:, :, i],
+        pt.inc_subtensor(x[:, i], y),
+        pt.set_subtensor(x[:, row, col], y[0, 0, :1]),
+        pt.inc_subtensor(x[:, :, i], y[:, :, :4]),
+    ]
+    z = pt.tensor("z", dtype="float64", shape=(2, 3, 4, 5))
+    kept = [x[1:, i], x[i], z[:, i[:2], :, i[2:]]]
+    fgraph = FunctionGraph([x, y, z], moved + kept, clone=False)
+    before = _leading_advanced_axes(fgraph)
+    ADVANCED_INDICES_FIRST.rewrite(fgraph)
+    assert sorted(_leading_advanced_axes(fgraph)) == sorted([0] * 6 + [1, 0, 1]) != sorted(before)
+    xv, yv = rng.normal(size=(3, 4, 5)), rng.normal(size=(3, 4, 5))
+    zv = rng.normal(size=(2, 3, 4, 5))
+    fn = pytensor.function([x, y, z], fgraph.outputs, mode=Mode(linker="py", optimizer=None))
+    results = fn(xv, yv, zv)
+    inc_i, set_rc, inc_last = xv.copy(), xv.copy(), xv.copy()
+    np.add.at(inc_i, (slice(None), i), yv)
+    set_rc[:, row, col] = yv[0, 0, :1]
+    np.add.at(inc_last, (slice(None), slice(None), i), yv[:, :, :4])
+    expected = [xv[:, i], xv[:, row, col], xv[:, :, i], inc_i, set_rc, inc_last]
+    expected += [xv[1:, i], xv[i], zv[:, i[:2], :, i[2:]]]
+    for result, want in zip(results, expected, strict=True):
+        assert result.shape == want.shape
+        np.testing.assert_array_equal(result, want)
+
+
+def test_splits_with_constant_sizes_become_slices(rng):
+    """``SPLITS_AS_SLICES``: a ``Split`` whose sizes are constants that add up to the static
+    length of its axis becomes slices with the same values (an empty part included); sizes known
+    only at run time, or that do not add up (``Split``'s own error then), are left as they
+    are. On the Python linker: nothing to compile."""
+    from pytensor.compile.mode import Mode
+    from pytensor.graph.fg import FunctionGraph
+    from pytensor.tensor.basic import Split
+
+    from pm_evidence.model.compile_mode import SPLITS_AS_SLICES
+
+    x = pt.tensor("x", dtype="float64", shape=(4, 6))
+    sizes = pt.tensor("sizes", dtype="int64", shape=(2,))
+    parts = [
+        *pt.split(x, [2, 0, 4], axis=1),
+        *pt.split(x, [1, 3], axis=0),
+        *pt.split(x, sizes, n_splits=2, axis=1),
+        *pt.split(x, [2, 2], axis=1),
+    ]
+    fgraph = FunctionGraph([x, sizes], parts, clone=False)
+    SPLITS_AS_SLICES.rewrite(fgraph)
+    left = [n for n in fgraph.apply_nodes if isinstance(n.op, Split)]
+    assert {tuple(n.outputs) for n in left} == {tuple(parts[5:7]), tuple(parts[7:])}
+    xv = rng.normal(size=(4, 6))
+    fn = pytensor.function([x, sizes], fgraph.outputs[:7], mode=Mode(linker="py", optimizer=None))
+    expected = [xv[:, :2], xv[:, 2:2], xv[:, 2:], xv[:1], xv[1:], xv[:, :5], xv[:, 5:]]
+    for result, want in zip(fn(xv, np.array([5, 1])), expected, strict=True):
         np.testing.assert_array_equal(result, want)
 
 
