@@ -38,6 +38,11 @@ rewrites run after constant folding and before the fusion of elementwise operati
   the memory layout: 6.5 s of the ``ordered_means`` model's 15 s value-and-gradient compile
   from empty caches went to three of them. The terms are added in the same order (then zeros),
   so the values are the same (up to the sign of a zero sum).
+- ``SPLITS_AS_SLICES`` (Numba's linker): a ``Split`` whose sizes are constants adding up to the
+  static length of its axis (the gradient of a simplex transform's or a ``ZeroSumNormal``'s
+  ``Join``) becomes the slices it stands for, views as its outputs are. Numba's ``Split`` (a
+  cumulative sum of the sizes, a check with a formatted error message, ``np.split``) took 2.0 s
+  of a Dirichlet-categorical model's compile.
 
 One rewrite runs later, after the in-place rewrites and just before PyTensor fuses reductions
 into elementwise loops (``FUSION_ANCHORS_POSITION``):
@@ -587,10 +592,10 @@ def model_function(inputs, outputs, **kwargs):
 
 
 def model_function_mode() -> Mode:
-    """PyTensor's default mode, with :class:`ContiguousConstants`, ``SHARED_BLOCKWISE_INPUTS``
-    and, under the Numba linker,
-    :class:`UncheckedShapes`, :class:`ContiguousDotOperands`, ``REDUCTIONS_ACROSS_EXPAND_DIMS``
-    and ``CUMSUMS_AS_SUMS``, registered at ``REWRITES_POSITION``, and (Numba's linker)
+    """PyTensor's default mode, with :class:`ContiguousConstants` and
+    ``SHARED_BLOCKWISE_INPUTS`` at ``REWRITES_POSITION`` and, under the Numba linker,
+    :class:`UncheckedShapes`, :class:`ContiguousDotOperands`, ``REDUCTIONS_ACROSS_EXPAND_DIMS``,
+    ``CUMSUMS_AS_SUMS`` and ``SPLITS_AS_SLICES`` there too (in that order, after the former),
     ``FUSION_ANCHORS`` at ``FUSION_ANCHORS_POSITION`` and ``ADVANCED_INDICES_FIRST`` at
     ``ADVANCED_INDICES_POSITION``."""
     mode = get_default_mode()

@@ -436,6 +436,27 @@ def test_advanced_indices_move_to_the_leading_axes(rng):
         np.testing.assert_array_equal(result, want)
 
 
+def test_an_in_place_indexed_update_stays_in_place_on_the_leading_axes(rng):
+    """Compiled (Numba), an in-place ``inc_subtensor(z[:, idx], y)`` of a computed ``z``
+    indexes the leading axes of a view of ``z`` and is still in place
+    (``ADVANCED_INDICES_FIRST`` after PyTensor's in-place rewrites), with NumPy's numbers
+    (``np.add.at``: the repeated index adds twice)."""
+    from pytensor.tensor.subtensor import AdvancedIncSubtensor
+
+    from pm_evidence.model.compile_mode import model_function
+
+    x = pt.matrix("x", shape=(None, 4))
+    y = pt.matrix("y", shape=(None, 3))
+    i = np.array([3, 0, 3])
+    fn = model_function([x, y], pt.inc_subtensor(pt.exp(x)[:, i], y))
+    [node] = [n for n in fn.maker.fgraph.apply_nodes if isinstance(n.op, AdvancedIncSubtensor)]
+    assert node.op.idx_list == (0,) and node.op.inplace
+    xv, yv = rng.normal(size=(5, 4)), rng.normal(size=(5, 3))
+    expected = np.exp(xv)
+    np.add.at(expected, (slice(None), i), yv)
+    np.testing.assert_allclose(fn(xv, yv), expected, rtol=1e-14)
+
+
 def test_splits_with_constant_sizes_become_slices(rng):
     """``SPLITS_AS_SLICES``: a ``Split`` whose sizes are constants that add up to the static
     length of its axis becomes slices with the same values (an empty part included); sizes known
