@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pymc as pm
 import pytensor
@@ -455,6 +457,36 @@ def test_an_in_place_indexed_update_stays_in_place_on_the_leading_axes(rng):
     expected = np.exp(xv)
     np.add.at(expected, (slice(None), i), yv)
     np.testing.assert_allclose(fn(xv, yv), expected, rtol=1e-14)
+
+
+def test_a_64_bit_integer_sum_is_anchored_like_a_float_one():
+    """``FUSION_ANCHORS`` on an ``int64`` sum (the count of a row of Bernoulli values:
+    ``bernoulli_only``'s ``z.mean()``) reads it through an identity, as a float sum, and leaves an
+    ``int32`` sum (summed as ``int64``); the compiled model's values at its 8 states equal
+    PyMC's own."""
+    from pytensor.graph.fg import FunctionGraph
+    from pytensor.tensor.elemwise import CAReduce, Elemwise
+
+    from pm_evidence.model.compile_mode import FUSION_ANCHORS
+
+    x64 = pt.tensor("x64", dtype="int64", shape=(None, 3))
+    x32 = pt.tensor("x32", dtype="int32", shape=(None, 3))
+    fgraph = FunctionGraph([x64, x32], [x64.sum(axis=1), x32.sum(axis=1)], clone=False)
+    FUSION_ANCHORS.rewrite(fgraph)
+    read = {
+        n.outputs[0].dtype + "<-" + n.inputs[0].dtype: n.inputs[0].owner
+        for n in fgraph.apply_nodes
+        if isinstance(n.op, CAReduce)
+    }
+    assert isinstance(read["int64<-int64"].op, Elemwise)  # the identity anchor
+    assert read["int64<-int32"] is None  # x32 itself
+
+    model, _ = exact_models.bernoulli_only()
+    target = LogDensity(model)
+    states = np.array(list(itertools.product((0, 1), repeat=target.dim)), dtype=float)
+    logp_fn = reference_logp(model)
+    expected = [logp_fn({target.layout[0].value_name: s.astype("int64")}) for s in states]
+    np.testing.assert_allclose(target.log_density(states), expected, rtol=1e-12)
 
 
 def test_splits_with_constant_sizes_become_slices(rng):
