@@ -27,6 +27,11 @@ rewrites run after constant folding and before the fusion of elementwise operati
   (batch dimensions of length one) are the only reason it is one, such as the ``Split`` in the
   gradient of a Dirichlet's simplex transform, becomes the operation itself on all rows at once
   (a loop over rows before).
+- ``INDEXING_BY_BATCHED_INDICES`` (every linker): an array the same for every row indexed by
+  batched integer indices (a Categorical variable's values indexing its probabilities), which
+  vectorization left as a ``Blockwise`` loop over rows, becomes NumPy's advanced indexing of
+  the array by the indices with their batch dimensions: a Categorical chain's value function
+  from empty caches 9.0 -> 3.9 s.
 - ``REDUCTIONS_ACROSS_EXPAND_DIMS`` (Numba's linker): two reductions separated by an
   ``ExpandDims`` merged into one, which the elementwise fusion then takes in (a mixture's
   gradient: 9.5 s of compile instead of 23-25 s). The sums are then added in another order, so
@@ -104,7 +109,7 @@ from pytensor.tensor.extra_ops import CumOp
 from pytensor.tensor.math import Dot
 from pytensor.tensor.rewriting.math import local_reduce_chain
 from pytensor.tensor.shape import SpecifyShape
-from pytensor.tensor.subtensor import AdvancedIncSubtensor, AdvancedSubtensor
+from pytensor.tensor.subtensor import AdvancedIncSubtensor, AdvancedSubtensor, Subtensor
 from pytensor.tensor.type import integer_dtypes
 
 __all__ = [
@@ -113,6 +118,7 @@ __all__ = [
     "CUMSUMS_AS_SUMS",
     "FUSION_ANCHORS",
     "FUSION_ANCHORS_POSITION",
+    "INDEXING_BY_BATCHED_INDICES",
     "MAX_CUMSUM_AS_SUM",
     "PYTHON_LINKER",
     "QUICK_PYTHON_LINKER",
@@ -441,6 +447,51 @@ def _blockwise_with_shared_inputs(fgraph, node):
 SHARED_BLOCKWISE_INPUTS = WalkingGraphRewriter(_blockwise_with_shared_inputs, order="in_to_out")
 
 
+@node_rewriter([Blockwise])
+def _indexing_by_batched_indices(fgraph, node):
+    """``Blockwise(x[i, j, ...])`` with ``x`` the same for every row and the integer indices
+    batched -> ``x[i, j, ...]`` with the indices as arrays (their batch dimensions first, then
+    their own), NumPy's advanced indexing: the same elements (see
+    ``INDEXING_BY_BATCHED_INDICES``)."""
+    op = node.op
+    core = op.core_op
+    if isinstance(core, AdvancedSubtensor):
+        n_indices = sum(not isinstance(entry, slice) for entry in core.idx_list)
+        rest = core.idx_list[n_indices:]
+    elif isinstance(core, Subtensor):
+        n_indices, rest = len(core.idx_list), ()
+        if any(isinstance(entry, slice) for entry in core.idx_list):
+            return None
+    else:
+        return None
+    if tuple(core.idx_list[:n_indices]) != tuple(range(n_indices)) or any(
+        entry != slice(None) for entry in rest
+    ):
+        return None  # the indices first and consecutive, whole axes after them
+    x, *indices = node.inputs[: len(op.inputs_sig)]
+    n_batch = x.type.ndim - len(op.inputs_sig[0])
+    if n_batch <= 0 or not all(x.type.broadcastable[:n_batch]):
+        return None
+    core_ndims = {len(signature) for signature in op.inputs_sig[1:]}
+    if len(core_ndims) != 1 or any(
+        index.type.dtype not in integer_dtypes or index.type.ndim == 0 for index in indices
+    ):
+        return None  # batch and core dimensions must line up from the right in every index
+    read = AdvancedSubtensor(tuple(range(n_indices)))(x.squeeze(tuple(range(n_batch))), *indices)
+    if not node.outputs[0].type.is_super(read.type):
+        return None
+    return [read]
+
+
+# An indexing of an array the same for every row by batched integer indices (a Categorical
+# variable's values indexing its probabilities, ``p[x]``; a matrix's entry ``P[i, j]`` at two
+# discrete variables), which vectorization left as a Blockwise loop over rows: NumPy's advanced
+# indexing of the array itself by the indices with their batch dimensions. The zoo's
+# ``categorical_chain`` value function from empty caches 9.0 -> 3.9 s, the same values at all of
+# its 729 states.
+INDEXING_BY_BATCHED_INDICES = WalkingGraphRewriter(_indexing_by_batched_indices, order="in_to_out")
+
+
 @node_rewriter([Split])
 def _split_as_slices(fgraph, node):
     """``split(x, sizes, axis)`` with constant ``sizes`` summing to ``x``'s static length along
@@ -596,8 +647,8 @@ def model_function(inputs, outputs, **kwargs):
 
 
 def model_function_mode() -> Mode:
-    """PyTensor's default mode, with :class:`ContiguousConstants` and
-    ``SHARED_BLOCKWISE_INPUTS`` at ``REWRITES_POSITION`` and, under the Numba linker,
+    """PyTensor's default mode, with :class:`ContiguousConstants`, ``SHARED_BLOCKWISE_INPUTS``
+    and ``INDEXING_BY_BATCHED_INDICES`` at ``REWRITES_POSITION`` and, under the Numba linker,
     :class:`UncheckedShapes`, :class:`ContiguousDotOperands`, ``REDUCTIONS_ACROSS_EXPAND_DIMS``,
     ``CUMSUMS_AS_SUMS`` and ``SPLITS_AS_SLICES`` there too (in that order, after the former),
     ``FUSION_ANCHORS`` at ``FUSION_ANCHORS_POSITION`` and ``ADVANCED_INDICES_FIRST`` at
@@ -605,6 +656,7 @@ def model_function_mode() -> Mode:
     mode = get_default_mode()
     mode = mode.register((ContiguousConstants(), REWRITES_POSITION))
     mode = mode.register((SHARED_BLOCKWISE_INPUTS, REWRITES_POSITION))
+    mode = mode.register((INDEXING_BY_BATCHED_INDICES, REWRITES_POSITION))
     if isinstance(mode.linker, NumbaLinker):
         mode = mode.register((UncheckedShapes(), REWRITES_POSITION))
         mode = mode.register((ContiguousDotOperands(), REWRITES_POSITION))

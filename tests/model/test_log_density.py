@@ -489,6 +489,42 @@ def test_a_64_bit_integer_sum_is_anchored_like_a_float_one():
     np.testing.assert_allclose(target.log_density(states), expected, rtol=1e-12)
 
 
+def test_an_array_indexed_by_batched_indices_is_indexed_without_a_loop(rng):
+    """``INDEXING_BY_BATCHED_INDICES``: vectorized over rows of integer indices, ``p[i, j]``
+    (scalar indices) and ``p[idx]`` (a vector of indices) of a constant ``p`` are Blockwise loops;
+    rewritten, they are ``p``'s advanced indexing by the batched indices, with NumPy's numbers
+    (negative indices included); an indexing after a slice stays a loop. On the Python linker:
+    nothing to compile. (The zoo's Categorical models' values at all their states are checked
+    against enumeration in tests/zoo/test_energy.py.)"""
+    from pytensor.compile.mode import Mode
+    from pytensor.graph.fg import FunctionGraph
+    from pytensor.graph.replace import vectorize_graph
+    from pytensor.tensor.blockwise import Blockwise
+
+    from pm_evidence.model.compile_mode import INDEXING_BY_BATCHED_INDICES
+
+    p = pt.constant(rng.normal(size=(3, 4)))
+    i, j = pt.lscalar("i"), pt.lscalar("j")
+    idx = pt.lvector("idx")
+    rows_i, rows_j = pt.lvector("rows_i"), pt.lvector("rows_j")
+    rows_idx = pt.lmatrix("rows_idx")
+    core = [p[i, j], p[idx], p[:, idx]]
+    batched = vectorize_graph(core, {i: rows_i, j: rows_j, idx: rows_idx})
+    inputs = [rows_i, rows_j, rows_idx]
+    fgraph = FunctionGraph(inputs, batched, clone=False)
+    assert sum(isinstance(n.op, Blockwise) for n in fgraph.apply_nodes) == 3
+    INDEXING_BY_BATCHED_INDICES.rewrite(fgraph)
+    left = [n for n in fgraph.apply_nodes if isinstance(n.op, Blockwise)]
+    assert [n.outputs[0] for n in left] == [fgraph.outputs[2]]
+    iv, jv = np.array([0, 2, -1, 1]), np.array([3, -2, 0, 1])
+    idxv = np.array([[0, 1], [2, 2], [-1, 0], [1, 0]])
+    fn = pytensor.function(inputs, fgraph.outputs, mode=Mode(linker="py", optimizer=None))
+    pv = p.data
+    expected = [pv[iv, jv], pv[idxv], np.stack([pv[:, r] for r in idxv])]
+    for result, want in zip(fn(iv, jv, idxv), expected, strict=True):
+        np.testing.assert_array_equal(result, want)
+
+
 def test_splits_with_constant_sizes_become_slices(rng):
     """``SPLITS_AS_SLICES``: a ``Split`` whose sizes are constants that add up to the static
     length of its axis becomes slices with the same values (an empty part included); sizes known
