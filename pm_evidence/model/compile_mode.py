@@ -447,6 +447,18 @@ def _blockwise_with_shared_inputs(fgraph, node):
 SHARED_BLOCKWISE_INPUTS = WalkingGraphRewriter(_blockwise_with_shared_inputs, order="in_to_out")
 
 
+def _indexed_axes(idx_list) -> list[int] | None:
+    """The axes an indexing operation's ``idx_list`` takes an index on, where it takes every
+    other axis whole (``slice(None)``); None where it slices one."""
+    axes = []
+    for axis, entry in enumerate(idx_list):
+        if not isinstance(entry, slice):
+            axes.append(axis)
+        elif entry != slice(None):
+            return None
+    return axes
+
+
 @node_rewriter([Blockwise])
 def _indexing_by_batched_indices(fgraph, node):
     """``Blockwise(x[i, j, ...])`` with ``x`` the same for every row and the integer indices
@@ -455,19 +467,14 @@ def _indexing_by_batched_indices(fgraph, node):
     ``INDEXING_BY_BATCHED_INDICES``)."""
     op = node.op
     core = op.core_op
-    if isinstance(core, AdvancedSubtensor):
-        n_indices = sum(not isinstance(entry, slice) for entry in core.idx_list)
-        rest = core.idx_list[n_indices:]
-    elif isinstance(core, Subtensor):
-        n_indices, rest = len(core.idx_list), ()
-        if any(isinstance(entry, slice) for entry in core.idx_list):
-            return None
-    else:
+    if not isinstance(core, AdvancedSubtensor | Subtensor):
         return None
-    if tuple(core.idx_list[:n_indices]) != tuple(range(n_indices)) or any(
-        entry != slice(None) for entry in rest
-    ):
+    axes = _indexed_axes(core.idx_list)
+    if axes is None or axes != list(range(len(axes))):
         return None  # the indices first and consecutive, whole axes after them
+    if isinstance(core, Subtensor) and len(axes) != len(core.idx_list):
+        return None  # a basic indexing by scalars only
+    n_indices = len(axes)
     x, *indices = node.inputs[: len(op.inputs_sig)]
     n_batch = x.type.ndim - len(op.inputs_sig[0])
     if n_batch <= 0 or not all(x.type.broadcastable[:n_batch]):
@@ -553,20 +560,10 @@ def _advanced_axes(node, n_skip: int) -> tuple[int, int] | None:
     vectorized form of ``x[idx]``); ``None`` otherwise (nothing to move, or a Boolean, scalar,
     bounded-slice or non-consecutive index, which keep their meaning only where they are)."""
     op = node.op
-    if op.non_consecutive_adv_indexing(node):
+    axes = _indexed_axes(op.idx_list)
+    if not axes or axes[0] == 0 or op.non_consecutive_adv_indexing(node):
         return None
-    indices = node.inputs[n_skip:]
-    axes = []
-    for axis, entry in enumerate(op.idx_list):
-        if isinstance(entry, slice):
-            if entry != slice(None):
-                return None
-            continue
-        index = indices[entry]
-        if index.type.dtype not in integer_dtypes or index.type.ndim == 0:
-            return None
-        axes.append(axis)
-    if not axes or axes[0] == 0:
+    if any(i.type.dtype not in integer_dtypes or i.type.ndim == 0 for i in node.inputs[n_skip:]):
         return None
     return axes[0], len(axes)
 
