@@ -276,6 +276,14 @@ class LogDensity:
         )
 
     @property
+    def terms_function(self) -> BlockedFunction:
+        """The compiled value function, ``x (n, dim) -> [log_prior, log_lik]`` in blocks of rows
+        (compiled on first access, once per model; the values of a model with a gradient come
+        from :attr:`terms_grad_function` instead, see :meth:`evaluate`); its ``fn.function`` is
+        the PyTensor function itself, for inspecting the compiled graph."""
+        return self._terms_fn
+
+    @property
     def terms_grad_function(self) -> BlockedFunction:
         """The compiled value-and-gradient function, ``x (n, dim) -> [log_prior, log_lik, grad
         log_prior, grad log_lik]`` in blocks of rows (compiled on first access, once per model);

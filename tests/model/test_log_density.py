@@ -577,3 +577,85 @@ def test_parameter_checks_become_one_and_of_their_conditions(rng):
     total = LogDensity(walled)
     log_f = total.log_density(np.array([[-0.5], [0.5], [1.5]]))
     assert np.isneginf(log_f[0]) and np.isfinite(log_f[1]) and np.isneginf(log_f[2])
+
+
+def test_products_with_a_vector_or_of_small_matrices_are_sums(rng):
+    """``VECTOR_PRODUCTS_AS_SUMS``: vectorized over rows, ``x @ W @ x`` (a row vector times a
+    matrix, then times a vector) and ``A @ B`` of 2 x 2 matrices are products and sums with
+    NumPy's numbers; a product of 8 x 8 matrices (512 products per row) and one of the rows
+    with a data matrix stay matrix products. On the Python linker: nothing to compile. Compiled, a
+    binary model's pairwise potential ``x @ W @ x`` has no matrix product with a vector left, and
+    its values at all 64 states equal PyMC's own."""
+    from pytensor.compile.mode import Mode
+    from pytensor.graph.fg import FunctionGraph
+    from pytensor.graph.replace import vectorize_graph
+    from pytensor.tensor.blockwise import Blockwise
+    from pytensor.tensor.math import Dot
+
+    from pm_evidence.model.compile_mode import VECTOR_PRODUCTS_AS_SUMS
+
+    def products(fgraph):
+        return [
+            n
+            for n in fgraph.apply_nodes
+            if isinstance(n.op, Dot)
+            or (isinstance(n.op, Blockwise) and isinstance(n.op.core_op, Dot))
+        ]
+
+    w, data = pt.constant(rng.normal(size=(3, 3))), pt.constant(rng.normal(size=(5, 3)))
+    x, a, b = pt.vector("x", shape=(3,)), pt.matrix("a", shape=(2, 2)), pt.matrix("b", shape=(8, 8))
+    rows_x, rows_a = pt.matrix("rows_x", shape=(None, 3)), pt.tensor3("rows_a", shape=(None, 2, 2))
+    rows_b = pt.tensor3("rows_b", shape=(None, 8, 8))
+    core = [x @ w @ x, a @ a, b @ b]
+    # the data matrix times the rows as PyTensor's rewrites leave it: one matrix product
+    batched = [*vectorize_graph(core, {x: rows_x, a: rows_a, b: rows_b}), rows_x @ data.T]
+    fgraph = FunctionGraph([rows_x, rows_a, rows_b], batched, clone=True)
+    assert len(products(fgraph)) == 5
+    VECTOR_PRODUCTS_AS_SUMS.rewrite(fgraph)
+    left = products(fgraph)
+    assert len(left) == 2  # b @ b and rows_x @ data.T
+    assert {n.outputs[0].type.shape[-2:] for n in left} == {(8, 8), (None, 5)}
+    xv, av, bv = rng.normal(size=(4, 3)), rng.normal(size=(4, 2, 2)), rng.normal(size=(4, 8, 8))
+    fn = pytensor.function(fgraph.inputs, fgraph.outputs, mode=Mode(linker="py"))
+    got = fn(xv, av, bv)
+    wv, dv = w.data, data.data
+    np.testing.assert_allclose(got[0], np.einsum("ri,ij,rj->r", xv, wv, xv), rtol=1e-12)
+    np.testing.assert_allclose(got[1], av @ av, rtol=1e-12)
+    np.testing.assert_allclose(got[2], bv @ bv, rtol=1e-12)
+    np.testing.assert_allclose(got[3], xv @ dv.T, rtol=1e-12)
+
+    model, _ = exact_models.binary_field()
+    target = LogDensity(model)
+    compiled = products(target.terms_function.fn.function.maker.fgraph)
+    assert all(1 not in (n.inputs[0].type.shape[-2], n.inputs[1].type.shape[-1]) for n in compiled)
+    states = np.array(list(itertools.product((0, 1), repeat=target.dim)), dtype=float)
+    logp_fn = reference_logp(model)
+    expected = [logp_fn({target.layout[0].value_name: s.astype("int64")}) for s in states]
+    np.testing.assert_allclose(target.log_density(states), expected, rtol=1e-12)
+
+
+def test_the_rewrites_at_one_position_run_in_the_documented_order():
+    """PyTensor orders rewrites registered at the same position by their names (which hold an
+    object id), so the model mode registers each position once: the rewrites before the fusion
+    are one sequence, in the order of the module's docstring."""
+    from pytensor.link.numba.linker import NumbaLinker
+
+    from pm_evidence.model import compile_mode as cm
+
+    mode = cm.model_function_mode()
+    positions = [position for _, position in mode.provided_optimizer.extra_rewrites]
+    assert len(set(positions)) == len(positions)
+    (sequence,) = [
+        r for r, p in mode.provided_optimizer.extra_rewrites if p == cm.REWRITES_POSITION
+    ]
+    expected = [cm.ContiguousConstants, cm.SHARED_BLOCKWISE_INPUTS, cm.INDEXING_BY_BATCHED_INDICES]
+    if isinstance(mode.linker, NumbaLinker):
+        expected += [
+            cm.UncheckedShapes,
+            cm.VECTOR_PRODUCTS_AS_SUMS,
+            cm.ContiguousDotOperands,
+            cm.REDUCTIONS_ACROSS_EXPAND_DIMS,
+            cm.CUMSUMS_AS_SUMS,
+            cm.SPLITS_AS_SLICES,
+        ]
+    assert [r if isinstance(r, cm.WalkingGraphRewriter) else type(r) for r in sequence] == expected
