@@ -27,7 +27,7 @@ from dataclasses import replace
 from pm_evidence.core.evidence import Evidence
 from pm_evidence.core.methods import RUN_OPTIONS, method_row, route_options
 from pm_evidence.core.options import AnnealingOptions, PathOptions, TemperingOptions
-from pm_evidence.core.utils import stage_rngs
+from pm_evidence.core.utils import runs_with_one_blas_thread, stage_rngs
 from pm_evidence.model.log_density import ModelLike
 from pm_evidence.path import path_estimators
 from pm_evidence.path.plan import auto_reference, make_plan
@@ -107,6 +107,7 @@ _BY_NAME = """
         lists the accepted ones."""
 
 
+@runs_with_one_blas_thread
 def annealed_importance_sampling(
     model: ModelLike = None,
     *,
@@ -151,6 +152,7 @@ def annealed_importance_sampling(
     return _path_method("ais", model, idata, random_seed, progressbar, options)
 
 
+@runs_with_one_blas_thread
 def reverse_annealed_importance_sampling(
     model: ModelLike = None,
     *,
@@ -193,6 +195,7 @@ def reverse_annealed_importance_sampling(
     return _path_method("raise", model, idata, random_seed, progressbar, options)
 
 
+@runs_with_one_blas_thread
 def annealed_discriminance_sampling(
     model: ModelLike = None,
     *,
@@ -229,6 +232,7 @@ def annealed_discriminance_sampling(
     return _path_method("ads", model, idata, random_seed, progressbar, options)
 
 
+@runs_with_one_blas_thread
 def rao_blackwellized_tempered_sampling(
     model: ModelLike = None,
     *,
@@ -273,6 +277,7 @@ def rao_blackwellized_tempered_sampling(
     return _path_method("rts", model, idata, random_seed, progressbar, options)
 
 
+@runs_with_one_blas_thread
 def thermodynamic_integration(
     model: ModelLike = None,
     *,
@@ -314,6 +319,7 @@ def thermodynamic_integration(
     return _path_method("ti", model, idata, random_seed, progressbar, options)
 
 
+@runs_with_one_blas_thread
 def mbar(
     model: ModelLike = None,
     *,

@@ -20,7 +20,12 @@ import numpy as np
 
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.options import SAMPLE_KEYS, PathOptions
-from pm_evidence.core.utils import kish_ess, renamed_parameters, stage_rngs
+from pm_evidence.core.utils import (
+    kish_ess,
+    renamed_parameters,
+    runs_with_one_blas_thread,
+    stage_rngs,
+)
 from pm_evidence.estimators.messages import posterior_messages
 from pm_evidence.model.draws import (
     check_reference_covers_support,
@@ -327,6 +332,7 @@ def check_sampling_options(sampling: dict) -> None:
         )
 
 
+@runs_with_one_blas_thread
 def make_plan(
     model,
     options: PathOptions | None = None,

@@ -49,7 +49,7 @@ from pm_evidence.core.options import (
     AnnealingOptions,
     TemperingOptions,
 )
-from pm_evidence.core.utils import good_pareto_k, pareto_khat, warn_user
+from pm_evidence.core.utils import good_pareto_k, pareto_khat, runs_with_one_blas_thread, warn_user
 from pm_evidence.estimators.annealed import ais_core
 from pm_evidence.estimators.tempered import rts_core
 from pm_evidence.path.plan import Ladder, PathPlan, _plan_lines
@@ -240,6 +240,7 @@ def _ladder(plan: PathPlan, options, default_adaptive: int, default_named: int) 
     return plan.ladder(options.ladder, options.n_rungs, options.beta_min, default)
 
 
+@runs_with_one_blas_thread
 def run_annealing(
     plan: PathPlan,
     options: AnnealingOptions | None = None,
@@ -364,6 +365,7 @@ def _stop_reason(reached: bool, at_cap: bool, cap_name: str, out_of_time: bool, 
     return None
 
 
+@runs_with_one_blas_thread
 def run_reverse_annealing(
     plan: PathPlan,
     options: AnnealingOptions | None = None,
@@ -429,6 +431,7 @@ def _sampler_warnings(caught) -> tuple[str, ...]:
     return tuple(messages)
 
 
+@runs_with_one_blas_thread
 def run_tempering(
     plan: PathPlan,
     options: TemperingOptions | None = None,

@@ -23,7 +23,13 @@ from pm_evidence.core.evidence import Evidence, build_evidence
 from pm_evidence.core.exceptions import EvidenceInputError, OverlapError
 from pm_evidence.core.methods import check_choice, route_options
 from pm_evidence.core.options import BridgeOptions, PosteriorOptions
-from pm_evidence.core.utils import good_pareto_k, mcmc_ess, renamed_keywords, stage_rngs
+from pm_evidence.core.utils import (
+    good_pareto_k,
+    mcmc_ess,
+    renamed_keywords,
+    runs_with_one_blas_thread,
+    stage_rngs,
+)
 from pm_evidence.estimators import (
     COMBINATION_RULES,
     Estimate,
@@ -146,6 +152,7 @@ class _Call:
         return default_reference_draws(n_target, self.target.dim) if given is None else given
 
 
+@runs_with_one_blas_thread
 def make_posterior_plan(
     model: ModelLike = None,
     idata=None,
@@ -188,6 +195,7 @@ def make_posterior_plan(
                           tune=tune, chains=chains, sample_kwargs=sample_kwargs)  # fmt: skip
 
 
+@runs_with_one_blas_thread
 @_shared_parameters
 def importance_sampling(
     model: ModelLike = None,
@@ -268,6 +276,7 @@ def _importance_messages(diagnostics: dict, n: int) -> list[str]:
     )
 
 
+@runs_with_one_blas_thread
 @_shared_parameters
 def reverse_importance_sampling(
     model: ModelLike = None,
@@ -398,6 +407,7 @@ def reverse_weight_messages(diagnostics: dict, n: int) -> list[str]:
     return messages
 
 
+@runs_with_one_blas_thread
 @_shared_parameters
 def discriminance_sampling(
     model: ModelLike = None,
@@ -463,6 +473,7 @@ BRIDGE_REFERENCES = ("normal", "warp3")
 _BRIDGE_RENAMED = {"proposal": "reference", "method": "reference"}
 
 
+@runs_with_one_blas_thread
 @_shared_parameters
 def bridge_sampling(
     model: ModelLike = None,
@@ -681,6 +692,7 @@ def combine_is_ris(ev_is: Evidence, ev_ris: Evidence, rule: str = "selection") -
     )
 
 
+@runs_with_one_blas_thread
 @_shared_parameters
 def is_ris_combination(
     model: ModelLike = None,
