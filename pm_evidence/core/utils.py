@@ -69,9 +69,10 @@ def one_blas_thread() -> threadpool_limits:
 def runs_with_one_blas_thread(function: Callable) -> Callable:
     """``function``, called inside :func:`one_blas_thread`: for the public estimators, runs and
     plans, which :func:`~pm_evidence.marginal_likelihood` calls in that context, so that called
-    alone they use one BLAS thread too. (Called alone with OpenBLAS's two threads on a 2-core
-    machine, 40 ``bridge_sampling`` calls took 1.80 CPU-s instead of 0.51 and a test suite of
-    two workers 173 CPU-s instead of 150: the threads spin while they wait.)"""
+    alone they use one BLAS thread too. (With OpenBLAS's two threads on a 2-core machine running
+    two such processes, 40 ``bridge_sampling`` calls took 1.80 CPU-s, and 0.72 with one: the
+    threads spin while they wait; measured: docs/benchmarks.rst, "Products with a vector as
+    sums; one BLAS thread per worker".)"""
 
     @functools.wraps(function)
     def with_one_blas_thread(*args, **kwargs):

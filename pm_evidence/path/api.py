@@ -63,12 +63,14 @@ PATH_ESTIMATES = {
 :mod:`pm_evidence.registry`)."""
 
 
+@runs_with_one_blas_thread
 def _path_method(name, model, idata, random_seed, progressbar, keywords):
     """One path method alone on a model, as its row of
     :data:`~pm_evidence.core.methods.METHOD_TABLE` says: the plan (with posterior draws if the
     method starts from them), the run it reads (keeping every draw if it needs them) from its
     own stage stream, and its follow-up on the run with the method's own options (checked, with
-    every other option, by :func:`~pm_evidence.core.methods.route_options` before any work)."""
+    every other option, by :func:`~pm_evidence.core.methods.route_options` before any work), in
+    one BLAS thread as in ``marginal_likelihood``."""
     row = method_row(name)
     options = route_options(name, keywords)[name]
     run_options = options.objects[RUN_OPTIONS[row.run]]
@@ -107,7 +109,6 @@ _BY_NAME = """
         lists the accepted ones."""
 
 
-@runs_with_one_blas_thread
 def annealed_importance_sampling(
     model: ModelLike = None,
     *,
@@ -152,7 +153,6 @@ def annealed_importance_sampling(
     return _path_method("ais", model, idata, random_seed, progressbar, options)
 
 
-@runs_with_one_blas_thread
 def reverse_annealed_importance_sampling(
     model: ModelLike = None,
     *,
@@ -195,7 +195,6 @@ def reverse_annealed_importance_sampling(
     return _path_method("raise", model, idata, random_seed, progressbar, options)
 
 
-@runs_with_one_blas_thread
 def annealed_discriminance_sampling(
     model: ModelLike = None,
     *,
@@ -232,7 +231,6 @@ def annealed_discriminance_sampling(
     return _path_method("ads", model, idata, random_seed, progressbar, options)
 
 
-@runs_with_one_blas_thread
 def rao_blackwellized_tempered_sampling(
     model: ModelLike = None,
     *,
@@ -277,7 +275,6 @@ def rao_blackwellized_tempered_sampling(
     return _path_method("rts", model, idata, random_seed, progressbar, options)
 
 
-@runs_with_one_blas_thread
 def thermodynamic_integration(
     model: ModelLike = None,
     *,
@@ -319,7 +316,6 @@ def thermodynamic_integration(
     return _path_method("ti", model, idata, random_seed, progressbar, options)
 
 
-@runs_with_one_blas_thread
 def mbar(
     model: ModelLike = None,
     *,
