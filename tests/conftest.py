@@ -8,9 +8,9 @@ from typing import NamedTuple
 import numpy as np
 import pymc as pm
 import pytest
-from threadpoolctl import threadpool_limits
 
 import pm_evidence as pme
+from pm_evidence.core.utils import one_blas_thread
 from pm_evidence.zoo import testing as exact_models
 from tests.zoo_support import CompiledZooModel
 
@@ -19,12 +19,13 @@ from tests.zoo_support import CompiledZooModel
 def one_blas_thread_per_worker():
     """Under pytest-xdist (README's ``-n 2``), each worker process uses one BLAS thread: the
     workers share the machine's cores, and OpenBLAS's threads, one per core in every worker,
-    spin while they wait for each other (the suite with warm caches: 173 CPU-s with them, 150
-    with one thread each). A run in one process keeps the library's defaults."""
+    spin while they wait for each other (the tests' own CPU with warm caches: 173 s with them,
+    158 with one thread each; docs/benchmarks.rst, "Products with a vector as sums; one BLAS
+    thread per worker"). A run in one process keeps the library's defaults."""
     if os.environ.get("PYTEST_XDIST_WORKER") is None:
         yield
         return
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         yield
 
 
