@@ -30,10 +30,11 @@ rewrites run after constant folding and before the fusion of elementwise operati
   shapes are the graph's own (the graph is vectorized by
   :func:`~pm_evidence.model.graphs.batched_by_variable`; the rows are split from one array), so
   the check cannot fail there.
-- ``VECTOR_PRODUCTS_AS_SUMS`` (Numba's linker): a matrix product, per row or not, one of whose
-  sides is a vector (``x @ W @ x`` of a pairwise potential, after vectorization), or whose
-  matrices are small and of static shapes (at most ``MAX_PRODUCT_AS_SUM`` products: an LKJ
-  prior's 2 x 2 ones), becomes products and a sum, which the fusion takes into one loop.
+- ``VECTOR_PRODUCTS_AS_SUMS`` (Numba's linker): a matrix product, per row or not, over a short
+  static length (at most ``MAX_PRODUCT_AS_SUM``), one of whose sides is a vector (``x @ W @ x``
+  of a pairwise potential, after vectorization), or whose matrices are small and of static
+  shapes (at most ``MAX_PRODUCT_AS_SUM`` products: an LKJ prior's 2 x 2 ones), becomes products
+  and a sum, which the fusion takes into one loop.
   Numba's ``BatchedDot`` calls BLAS once per row; its compile (the BLAS bindings' pointer and
   stride handling) took 6.7 s of a 6-variable binary model's 7.9 s value function from empty
   caches (now 4.0 s), and the calls made it 18 times slower (0.35 against 0.019 µs per point).
@@ -365,8 +366,9 @@ def _merge_dimshuffles(fgraph, node):
 
 @node_rewriter([Dot, BatchedDot, Blockwise])
 def _vector_product_as_sum(fgraph, node):
-    """``a @ b``, per row or not, with ``a (..., m, k)`` and ``b (..., k, n)``, where ``m`` or
-    ``n`` is a static 1 (a vector with a matrix or a vector) or ``m k n`` is static and at most
+    """``a @ b``, per row or not, with ``a (..., m, k)`` and ``b (..., k, n)``, where the sum's
+    length ``k`` is static and at most ``MAX_PRODUCT_AS_SUM``, and ``m`` or ``n`` is a static 1
+    (a vector with a matrix or a vector) or ``m k n`` is static and at most
     ``MAX_PRODUCT_AS_SUM`` -> ``sum(a[..., :, :, None] * b[..., None, :, :], axis=-2)``."""
     if isinstance(node.op, Blockwise) and not isinstance(node.op.core_op, Dot):
         return None
@@ -374,7 +376,9 @@ def _vector_product_as_sum(fgraph, node):
     if node.outputs[0].dtype not in _FLOATS or a.dtype != b.dtype or min(a.ndim, b.ndim) < 2:
         return None
     m, k, n = a.type.shape[-2], a.type.shape[-1], b.type.shape[-1]
-    small = None not in (m, k, n) and m * k * n <= MAX_PRODUCT_AS_SUM
+    if k is None or k > MAX_PRODUCT_AS_SUM:
+        return None
+    small = None not in (m, n) and m * k * n <= MAX_PRODUCT_AS_SUM
     if m != 1 and n != 1 and not small:
         return None
     terms = pt.expand_dims(a, -1) * pt.expand_dims(b, -3)
@@ -383,7 +387,9 @@ def _vector_product_as_sum(fgraph, node):
 
 # Matrix products with a vector, or of small matrices, as products and a sum (see the module's
 # docstring). The products are an array of m k n numbers per row: with a vector (m or n = 1), no
-# larger than the other side; otherwise only for small static shapes.
+# larger than the other side; otherwise only for small static shapes. Only short sums: the loop
+# adds its terms one after the other, where BLAS's kernels add several at once (a long product
+# with a vector, a Gaussian process's ``L @ f`` per row, stays with BLAS).
 MAX_PRODUCT_AS_SUM = 64
 VECTOR_PRODUCTS_AS_SUMS = WalkingGraphRewriter(_vector_product_as_sum, order="in_to_out")
 

@@ -582,8 +582,8 @@ def test_parameter_checks_become_one_and_of_their_conditions(rng):
 def test_products_with_a_vector_or_of_small_matrices_are_sums(rng):
     """``VECTOR_PRODUCTS_AS_SUMS``: vectorized over rows, ``x @ W @ x`` (a row vector times a
     matrix, then times a vector) and ``A @ B`` of 2 x 2 matrices are products and sums with
-    NumPy's numbers; a product of 8 x 8 matrices (512 products per row) and one of the rows
-    with a data matrix stay matrix products. On the Python linker: nothing to compile. Compiled, a
+    NumPy's numbers; a product of 8 x 8 matrices (512 products per row), a 100 x 100 matrix
+    times a vector (a sum of 100 terms) and the rows times a data matrix stay matrix products. On the Python linker: nothing to compile. Compiled, a
     binary model's pairwise potential ``x @ W @ x`` has no matrix product with a vector left, and
     its values at all 64 states equal PyMC's own."""
     from pytensor.compile.mode import Mode
@@ -603,26 +603,32 @@ def test_products_with_a_vector_or_of_small_matrices_are_sums(rng):
         ]
 
     w, data = pt.constant(rng.normal(size=(3, 3))), pt.constant(rng.normal(size=(5, 3)))
+    long_row = pt.constant(rng.normal(size=100))
     x, a, b = pt.vector("x", shape=(3,)), pt.matrix("a", shape=(2, 2)), pt.matrix("b", shape=(8, 8))
     rows_x, rows_a = pt.matrix("rows_x", shape=(None, 3)), pt.tensor3("rows_a", shape=(None, 2, 2))
     rows_b = pt.tensor3("rows_b", shape=(None, 8, 8))
-    core = [x @ w @ x, a @ a, b @ b]
+    rows_v = pt.tensor3("rows_v", shape=(None, 100, 100))
+    v = pt.matrix("v", shape=(100, 100))
+    core = [x @ w @ x, a @ a, b @ b, v @ long_row]
     # the data matrix times the rows as PyTensor's rewrites leave it: one matrix product
-    batched = [*vectorize_graph(core, {x: rows_x, a: rows_a, b: rows_b}), rows_x @ data.T]
-    fgraph = FunctionGraph([rows_x, rows_a, rows_b], batched, clone=True)
-    assert len(products(fgraph)) == 5
+    replace = {x: rows_x, a: rows_a, b: rows_b, v: rows_v}
+    batched = [*vectorize_graph(core, replace), rows_x @ data.T]
+    fgraph = FunctionGraph([rows_x, rows_a, rows_b, rows_v], batched, clone=True)
+    assert len(products(fgraph)) == 6
     VECTOR_PRODUCTS_AS_SUMS.rewrite(fgraph)
     left = products(fgraph)
-    assert len(left) == 2  # b @ b and rows_x @ data.T
-    assert {n.outputs[0].type.shape[-2:] for n in left} == {(8, 8), (None, 5)}
+    assert len(left) == 3  # b @ b, the sum of 100 terms and rows_x @ data.T
+    assert {n.inputs[0].type.shape[-1] for n in left} == {8, 100, 3}
     xv, av, bv = rng.normal(size=(4, 3)), rng.normal(size=(4, 2, 2)), rng.normal(size=(4, 8, 8))
+    vv = rng.normal(size=(4, 100, 100))
     fn = pytensor.function(fgraph.inputs, fgraph.outputs, mode=Mode(linker="py"))
-    got = fn(xv, av, bv)
+    got = fn(xv, av, bv, vv)
     wv, dv = w.data, data.data
     np.testing.assert_allclose(got[0], np.einsum("ri,ij,rj->r", xv, wv, xv), rtol=1e-12)
     np.testing.assert_allclose(got[1], av @ av, rtol=1e-12)
     np.testing.assert_allclose(got[2], bv @ bv, rtol=1e-12)
-    np.testing.assert_allclose(got[3], xv @ dv.T, rtol=1e-12)
+    np.testing.assert_allclose(got[3], vv @ long_row.data, rtol=1e-12)
+    np.testing.assert_allclose(got[4], xv @ dv.T, rtol=1e-12)
 
     model, _ = exact_models.binary_field()
     target = LogDensity(model)
