@@ -180,6 +180,32 @@ def test_user_kernel_hook_and_binary_flips():
     assert_within_se(ev, exact)
 
 
+def test_a_path_method_called_alone_runs_in_one_blas_thread():
+    """As in ``marginal_likelihood``, a path method called alone runs its kernels with one BLAS
+    thread (many small solves; threads that wait for each other spin), and the caller's
+    setting is back afterwards."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads():
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    model, _ = exact_models.binary_field()
+    seen = []
+
+    def identity(rng, x, beta):
+        seen.append(blas_threads())
+        return x
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        outer = blas_threads()
+        pme.annealed_importance_sampling(
+            model, kernel=identity, random_seed=1, progressbar=False, n_chains=8, n_rungs=3,
+            ladder="linear",
+        )  # fmt: skip
+        assert blas_threads() == outer
+    assert seen and all(threads == {1} for threads in seen)
+
+
 def test_ctrl_c_returns_partial_rts_and_aborts_ais(normal_mean_case):
     model = normal_mean_case.model
     calls = {"n": 0}
