@@ -579,6 +579,40 @@ def test_parameter_checks_become_one_and_of_their_conditions(rng):
     assert np.isneginf(log_f[0]) and np.isfinite(log_f[1]) and np.isneginf(log_f[2])
 
 
+def test_a_tagged_cholesky_factor_is_used_without_its_decomposition(rng):
+    """``MvNormal(chol=L)`` with ``L ~ LKJCholeskyCov`` takes ``cholesky(L @ L.T)``, which PyMC
+    tags for PyTensor to rewrite to ``L``; the model's graphs and their gradients have no
+    ``Cholesky`` left (the gradient would go through the decomposition's), with PyMC's own
+    values and gradients. A covariance PyMC does not tag keeps its decomposition."""
+    from pytensor.graph.traversal import ancestors
+    from pytensor.tensor.linalg.decomposition.cholesky import Cholesky
+
+    from pm_evidence.model.compile_mode import python_linker_function
+    from pm_evidence.model.graphs import flat_graphs
+
+    def choleskys(outputs):
+        ops = [v.owner.op for v in ancestors(outputs) if v.owner is not None]
+        return [op for op in ops if isinstance(getattr(op, "core_op", op), Cholesky)]
+
+    model, _ = exact_models.lkj_2d()
+    graphs = flat_graphs(model, model.initial_point())
+    outputs = graphs.with_grads()
+    assert not choleskys(outputs)
+    terms = python_linker_function([graphs.x], outputs)
+    logp, dlogp = reference_logp(model), reference_dlogp(model)
+    (name,) = model.initial_point()
+    for row in rng.normal(scale=0.5, size=(4, 3)):
+        log_prior, log_lik, grad_prior, grad_lik = terms(row)
+        np.testing.assert_allclose(log_prior + log_lik, logp({name: row}), rtol=1e-12)
+        np.testing.assert_allclose(grad_prior + grad_lik, dlogp({name: row}), rtol=1e-10)
+
+    with pm.Model() as untagged:
+        scale = pm.HalfNormal("scale", 1.0)
+        cov = scale**2 * np.array([[1.0, 0.3], [0.3, 2.0]])
+        pm.MvNormal("y", mu=np.zeros(2), cov=cov, observed=rng.normal(size=(5, 2)))
+    assert choleskys(flat_graphs(untagged, untagged.initial_point()).with_grads())
+
+
 def test_products_with_a_vector_or_of_small_matrices_are_sums(rng):
     """``VECTOR_PRODUCTS_AS_SUMS``: vectorized over rows, ``x @ W @ x`` (a row vector times a
     matrix, then times a vector) and ``A @ B`` of 2 x 2 matrices are products and sums with
