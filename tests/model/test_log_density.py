@@ -614,6 +614,43 @@ def test_a_tagged_cholesky_factor_is_used_without_its_decomposition(rng):
     assert choleskys(flat_graphs(untagged, point).with_grads())
 
 
+@pytest.mark.parametrize("b_rows", [None, 1])
+def test_triangular_solves_with_one_factor_per_row_are_one_solve_of_columns(rng, b_rows):
+    """``solve_triangular(L, y_i)`` for 30 observations ``y_i`` with one factor ``L`` per row
+    (an ``MvNormal(chol=L)`` on observed data, vectorized over points; the data the same for
+    every row or not) becomes one solve per row of 30 right-hand sides
+    (``TRIANGULAR_SOLVES_BY_COLUMNS``), with the same values. A factor per observation is left
+    as it is."""
+    from pytensor.graph.rewriting.utils import rewrite_graph
+    from pytensor.graph.traversal import apply_ancestors
+    from pytensor.tensor.blockwise import Blockwise
+    from pytensor.tensor.linalg import solve_triangular
+    from pytensor.tensor.linalg.solvers.triangular import SolveTriangular
+
+    from pm_evidence.model.compile_mode import PYTHON_LINKER, TRIANGULAR_SOLVES_BY_COLUMNS
+
+    def solves(outputs):
+        return [n.op.core_op.b_ndim for n in apply_ancestors(outputs)
+                if isinstance(n.op, Blockwise) and isinstance(n.op.core_op, SolveTriangular)]  # fmt: skip
+
+    def by_columns(x):
+        return rewrite_graph(x, include=(), custom_rewrite=TRIANGULAR_SOLVES_BY_COLUMNS)
+
+    factor = pt.tensor("factor", shape=(None, 1, 3, 3))
+    y = pt.tensor("y", shape=(b_rows, 30, 3))
+    for lower in (True, False):
+        x = solve_triangular(factor, y, lower=lower, b_ndim=1)
+        rewritten = by_columns(x)
+        assert solves([x]) == [1] and solves([rewritten]) == [2]
+        fn = pytensor.function([factor, y], [x, rewritten], mode=PYTHON_LINKER)
+        L = np.tril(rng.normal(size=(5, 1, 3, 3))) + 3.0 * np.eye(3)
+        expected, got = fn(L if lower else L.swapaxes(-1, -2), rng.normal(size=(b_rows or 5, 30, 3)))
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
+
+    per_observation = solve_triangular(pt.tensor(shape=(None, 30, 3, 3)), y, b_ndim=1)
+    assert solves([by_columns(per_observation)]) == [1]
+
+
 def test_products_with_a_vector_or_of_small_matrices_are_sums(rng):
     """``VECTOR_PRODUCTS_AS_SUMS``: vectorized over rows, ``x @ W @ x`` (a row vector times a
     matrix, then times a vector) and ``A @ B`` of 2 x 2 matrices are products and sums with
@@ -689,7 +726,12 @@ def test_the_rewrites_at_one_position_run_in_the_documented_order():
     (sequence,) = [
         r for r, p in mode.provided_optimizer.extra_rewrites if p == cm.REWRITES_POSITION
     ]
-    expected = [cm.ContiguousConstants, cm.SHARED_BLOCKWISE_INPUTS, cm.INDEXING_BY_BATCHED_INDICES]
+    expected = [
+        cm.ContiguousConstants,
+        cm.TRIANGULAR_SOLVES_BY_COLUMNS,
+        cm.SHARED_BLOCKWISE_INPUTS,
+        cm.INDEXING_BY_BATCHED_INDICES,
+    ]
     if isinstance(mode.linker, NumbaLinker):
         expected += [
             cm.UncheckedShapes,
