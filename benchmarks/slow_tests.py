@@ -19,8 +19,9 @@ TESTS = Path(__file__).resolve().parents[1] / "tests"
 
 
 def main(extra: list[str]) -> int:
+    # minutes each: with -n, spread them one by one (the default suite keeps a module together)
     return int(pytest.main([str(TESTS), "-m", "slow", "-q", "-p", "no:cacheprovider",
-                            "--durations=0", *extra]))  # fmt: skip
+                            "--dist", "load", "--durations=0", *extra]))  # fmt: skip
 
 
 if __name__ == "__main__":
