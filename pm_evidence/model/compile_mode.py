@@ -286,9 +286,15 @@ class UncheckedShapes(_Replacing):
 
 
 class ContiguousCopy(Op):
-    """``np.ascontiguousarray(x)``: ``x`` itself if C-contiguous, else a C-ordered copy."""
+    """``np.ascontiguousarray(x)``: ``x`` itself if C-contiguous, else a C-ordered copy.
+
+    The output may be the input itself, so it is declared a view of it (``view_map``): an
+    operation that works in place on the output (a triangular solve overwriting its right-hand
+    side) then counts as destroying the input, which PyTensor allows only where nothing else
+    reads it (never a function's input or a constant)."""
 
     __props__ = ()
+    view_map: ClassVar[dict[int, list[int]]] = {0: [0]}
 
     def make_node(self, x):
         """A node of ``x``'s type."""

@@ -650,6 +650,22 @@ def test_triangular_solves_with_one_factor_per_row_are_one_solve_of_columns(rng,
     per_observation = solve_triangular(pt.tensor(shape=(None, 30, 3, 3)), y, b_ndim=1)
     assert solves([by_columns(per_observation)]) == [1]
 
+    # one observation at run time: its columns are C-ordered already, and the solve, in place
+    # on its right-hand side, must not overwrite the input (ContiguousCopy is a view)
+    from pytensor.compile.mode import Mode
+
+    from pm_evidence.model.compile_mode import model_function_mode
+
+    y_any = pt.tensor("y", shape=(None, None, 3))
+    x = solve_triangular(factor, y_any, lower=True, b_ndim=1)
+    mode = Mode(linker="py", optimizer=model_function_mode().provided_optimizer)
+    fn = pytensor.function([factor, y_any], 2.0 * x, mode=mode)
+    y_value = rng.normal(size=(4, 1, 3))
+    before = y_value.copy()
+    L = np.tril(rng.normal(size=(4, 1, 3, 3))) + 3.0 * np.eye(3)
+    np.testing.assert_allclose(fn(L, y_value), 2.0 * np.linalg.solve(L, before[..., None])[..., 0])
+    np.testing.assert_array_equal(y_value, before)
+
 
 def test_products_with_a_vector_or_of_small_matrices_are_sums(rng):
     """``VECTOR_PRODUCTS_AS_SUMS``: vectorized over rows, ``x @ W @ x`` (a row vector times a
