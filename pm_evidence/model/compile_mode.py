@@ -1,8 +1,8 @@
 """The compile modes of the model's functions. ``model_function_mode()``, for everything on a hot
 path, is PyTensor's default mode plus rewrites that spare Numba compile time (or, one of them,
-run time) without changing a value (beyond the order in which a sum adds its terms); :func:`model_function` builds those
-functions in it, with numba's fast-math flags off so that their numbers do not depend on the
-state of PyTensor's cache.
+run time) without changing a value (beyond the order in which a sum adds its terms);
+:func:`model_function` builds those functions in it, with numba's fast-math flags off so that
+their numbers do not depend on the state of PyTensor's cache.
 
 Numba compiles one implementation of an operation per memory layout of its arguments, and the
 first call of a model's function from empty caches is mostly that compile (measured with
@@ -735,9 +735,9 @@ def model_function(inputs, outputs, **kwargs):
 
 def model_function_mode() -> Mode:
     """PyTensor's default mode, with, at ``REWRITES_POSITION`` and in this order,
-    :class:`ContiguousConstants`, ``TRIANGULAR_SOLVES_BY_COLUMNS``, ``SHARED_BLOCKWISE_INPUTS`` and
-    ``INDEXING_BY_BATCHED_INDICES``, then, under the Numba linker, :class:`UncheckedShapes`,
-    ``VECTOR_PRODUCTS_AS_SUMS``, :class:`ContiguousDotOperands`,
+    :class:`ContiguousConstants`, ``TRIANGULAR_SOLVES_BY_COLUMNS``,
+    ``SHARED_BLOCKWISE_INPUTS`` and ``INDEXING_BY_BATCHED_INDICES``, then, under the Numba
+    linker, :class:`UncheckedShapes`, ``VECTOR_PRODUCTS_AS_SUMS``, :class:`ContiguousDotOperands`,
     ``REDUCTIONS_ACROSS_EXPAND_DIMS``, ``CUMSUMS_AS_SUMS`` and ``SPLITS_AS_SLICES``; and, under
     the Numba linker, ``FUSION_ANCHORS`` at ``FUSION_ANCHORS_POSITION`` and
     ``ADVANCED_INDICES_FIRST`` at ``ADVANCED_INDICES_POSITION``.
