@@ -650,16 +650,22 @@ def test_triangular_solves_with_one_factor_per_row_are_one_solve_of_columns(rng,
     per_observation = solve_triangular(pt.tensor(shape=(None, 30, 3, 3)), y, b_ndim=1)
     assert solves([by_columns(per_observation)]) == [1]
 
-    # one observation at run time: its columns are C-ordered already, and the solve, in place
-    # on its right-hand side, must not overwrite the input (ContiguousCopy is a view)
+
+def test_a_solve_in_place_on_contiguous_columns_leaves_the_input_alone(rng):
+    """With one observation at run time the columns ``TRIANGULAR_SOLVES_BY_COLUMNS`` makes are
+    C-ordered already, so :class:`ContiguousCopy` returns the input itself; the solve, in place
+    on its right-hand side, must not overwrite the function's input (``ContiguousCopy`` is a
+    view of it). The model mode's rewrites, on the Python linker."""
     from pytensor.compile.mode import Mode
+    from pytensor.tensor.linalg import solve_triangular
 
     from pm_evidence.model.compile_mode import model_function_mode
 
-    y_any = pt.tensor("y", shape=(None, None, 3))
-    x = solve_triangular(factor, y_any, lower=True, b_ndim=1)
+    factor = pt.tensor("factor", shape=(None, 1, 3, 3))
+    y = pt.tensor("y", shape=(None, None, 3))
+    x = solve_triangular(factor, y, lower=True, b_ndim=1)
     mode = Mode(linker="py", optimizer=model_function_mode().provided_optimizer)
-    fn = pytensor.function([factor, y_any], 2.0 * x, mode=mode)
+    fn = pytensor.function([factor, y], 2.0 * x, mode=mode)
     y_value = rng.normal(size=(4, 1, 3))
     before = y_value.copy()
     L = np.tril(rng.normal(size=(4, 1, 3, 3))) + 3.0 * np.eye(3)
