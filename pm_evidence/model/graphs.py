@@ -8,7 +8,8 @@ Each step a pure function of graphs:
    exception (PyMC's own ``local_check_parameter_to_ninf_switch``, applied to every check). A
    proposal outside the support is then an ordinary rejected point. Each ``cholesky(L @ L.T)``
    of a factor ``L`` that PyMC tags lower triangular becomes ``L`` before any gradient is taken
-   (:func:`without_tagged_choleskys`). It holds them as graphs of the value variables and, with
+   (:func:`without_tagged_choleskys`), and slices along a short last axis become masks
+   (:func:`slices_as_masks`). It holds them as graphs of the value variables and, with
    each value variable a slice of ``x`` (PyMC's ``join_nonshared_inputs``), of ``x``.
 2. :func:`batched_by_variable` vectorizes graphs of the value variables over rows of one input
    per variable (what is compiled), :func:`vectorize_batched` graphs of ``x`` over the rows of
@@ -41,6 +42,7 @@ from pytensor.graph.traversal import ancestors, toposort
 from pytensor.scalar import basic as ps
 from pytensor.tensor.basic import (
     Alloc,
+    AllocEmpty,
     Join,
     MakeVector,
     ScalarFromTensor,
@@ -49,11 +51,11 @@ from pytensor.tensor.basic import (
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from pytensor.tensor.exceptions import NotScalarConstantError
-from pytensor.tensor.math import All
+from pytensor.tensor.math import All, Sum
 from pytensor.tensor.rewriting.linalg.decomposition import cholesky_ldotlt
 from pytensor.tensor.shape import Reshape, SpecifyShape
 from pytensor.tensor.special import LogAddExp, LogSumExp
-from pytensor.tensor.subtensor import Subtensor
+from pytensor.tensor.subtensor import IncSubtensor, Subtensor, get_constant_idx
 
 __all__ = [
     "MAX_TERMS",
@@ -63,6 +65,7 @@ __all__ = [
     "flat_graphs",
     "graph_size",
     "relaxed_bernoulli_terms",
+    "slices_as_masks",
     "term_choice_graphs",
     "vectorize_batched",
     "without_tagged_choleskys",
@@ -134,6 +137,115 @@ def without_tagged_choleskys(outputs: list) -> list:
     )
 
 
+def _last_axis_index(node):
+    """The constant index of a ``Subtensor`` or ``IncSubtensor`` node along its array's last
+    axis (a number or a ``slice``), where it indexes that axis only; None otherwise."""
+    x = node.inputs[0]
+    index_inputs = node.inputs[2:] if isinstance(node.op, IncSubtensor) else node.inputs[1:]
+    try:
+        index = get_constant_idx(node.op.idx_list, [x, *index_inputs])
+    except NotScalarConstantError:
+        return None
+    if len(index) != x.type.ndim or any(i != slice(None) for i in index[:-1]):
+        return None
+    return index[-1]
+
+
+def _is_exp(var) -> bool:
+    return (
+        var.owner is not None
+        and isinstance(var.owner.op, Elemwise)
+        and isinstance(var.owner.op.scalar_op, ps.Exp)
+    )
+
+
+@node_rewriter([IncSubtensor])
+def _ordered_writes_as_switch(fgraph, node):
+    """PyMC's ``ordered`` transform's deltas,
+    ``set_subtensor(set_subtensor(empty(n)[..., 0], v[..., 0])[..., 1:], exp(v[..., 1:]))``,
+    -> ``switch(first, v, exp(switch(first, 0, v)))`` with ``first = (arange(n) == 0)``, for a
+    last axis of static length ``n``.
+
+    The same numbers, elementwise: the gradient has no writes into zeros (the inner ``switch``
+    keeps ``exp`` of the first entry at 1, so a large first entry gives no ``0 * inf``)."""
+    if not node.op.set_instead_of_inc or _last_axis_index(node) != slice(1, None, None):
+        return None
+    written, deltas = node.inputs[:2]
+    inner = written.owner
+    if (
+        inner is None
+        or not isinstance(inner.op, IncSubtensor)
+        or not inner.op.set_instead_of_inc
+        or _last_axis_index(inner) != 0
+    ):
+        return None
+    empty, first_entry = inner.inputs[:2]
+    if empty.owner is None or not isinstance(empty.owner.op, AllocEmpty) or not _is_exp(deltas):
+        return None
+    rest = deltas.owner.inputs[0]
+    if rest.owner is None or not isinstance(rest.owner.op, Subtensor):
+        return None
+    v = rest.owner.inputs[0]
+    first = first_entry.owner
+    if (
+        _last_axis_index(rest.owner) != slice(1, None, None)
+        or first is None
+        or not isinstance(first.op, Subtensor)
+        or first.inputs[0] is not v
+        or _last_axis_index(first) != 0
+        or v.type.shape[-1] is None
+        or v.type != node.outputs[0].type
+    ):
+        return None
+    is_first = np.arange(v.type.shape[-1]) == 0
+    zero = np.zeros((), dtype=v.dtype)
+    return [pt.switch(is_first, v, pt.exp(pt.switch(is_first, zero, v)))]
+
+
+@node_rewriter([Sum])
+def _sum_of_slice_as_masked_sum(fgraph, node):
+    """``sum(v[..., s])`` over ``v``'s last axis (with or without others), with ``s`` a constant
+    slice of positive step and that axis of static length -> ``sum(switch(in_s, v, 0))``, the
+    same axes. The same sum, in the same order (the zeros add nothing); its gradient is
+    elementwise, not a write into zeros."""
+    (sliced,) = node.inputs
+    index_node = sliced.owner
+    if index_node is None or not isinstance(index_node.op, Subtensor):
+        return None
+    index = _last_axis_index(index_node)
+    v = index_node.inputs[0]
+    if (
+        not isinstance(index, slice)
+        or (index.step is not None and index.step < 1)
+        or v.type.shape[-1] is None
+        or v.type.ndim - 1 not in (node.op.axis or range(v.type.ndim))
+    ):
+        return None
+    in_slice = np.zeros(v.type.shape[-1], dtype=bool)
+    in_slice[index] = True
+    return [node.op(pt.switch(in_slice, v, np.zeros((), dtype=v.dtype)))]
+
+
+def slices_as_masks(outputs: list) -> list:
+    """``outputs`` with two slicings along a short last axis written as elementwise masks
+    (:func:`_ordered_writes_as_switch`: PyMC's ``ordered`` transform;
+    :func:`_sum_of_slice_as_masked_sum`: its Jacobian ``sum(v[..., 1:])``), before the gradient
+    is taken.
+
+    The gradient of a slice is a write into zeros, each a separate operation for Numba to
+    compile (a ``Subtensor``, an ``Alloc``, an ``IncSubtensor``), and vectorizing keeps them
+    so. Masks keep value and gradient elementwise, in fused loops. The values are the same to
+    the last bit; an ordered vector's value-and-gradient function (``ordered_means``) has 22
+    operations instead of 37 and compiles in 4.1 s instead of 6.0 from empty caches (measured:
+    docs/benchmarks.rst, issue 35, step 15)."""
+    return rewrite_graph(
+        outputs,
+        include=(),
+        custom_rewrite=dfs_rewriter(_ordered_writes_as_switch, _sum_of_slice_as_masked_sum),
+        clone=True,
+    )
+
+
 class LogDensityGraphs:
     """The model's log prior and log likelihood as total graphs of its value variables, and of
     one flat vector ``x``.
@@ -146,7 +258,8 @@ class LogDensityGraphs:
         ``[log_prior, log_lik]`` as graphs of ``values``: ``model.varlogp`` (free variables,
         Jacobians included) and ``model.datalogp`` (observed variables and potentials),
         ``-inf`` where a parameter check fails, without PyMC's tagged Choleskys
-        (:func:`without_tagged_choleskys`).
+        (:func:`without_tagged_choleskys`), with slices along a short last axis as masks
+        (:func:`slices_as_masks`).
     x : TensorVariable
         The flat unconstrained vector (float64, or int64 for all-integer models).
     log_prior, log_lik : TensorVariable
@@ -157,7 +270,9 @@ class LogDensityGraphs:
 
     def __init__(self, model: pm.Model, point: dict):
         self.values = list(model.value_vars)
-        self.terms = make_total(without_tagged_choleskys([model.varlogp, model.datalogp]))
+        self.terms = make_total(
+            slices_as_masks(without_tagged_choleskys([model.varlogp, model.datalogp]))
+        )
         (self.log_prior, self.log_lik), self.x = join_nonshared_inputs(
             point, self.terms, self.values
         )

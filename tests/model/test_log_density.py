@@ -335,7 +335,7 @@ def test_a_dirichlets_gradient_splits_all_rows_at_once(rng):
 
 def test_an_ordered_transforms_cumulative_sums_are_fused_loops(rng):
     """An ``ordered`` vector's transform and its gradient take cumulative sums along the
-    vector (three after vectorization, one of unknown static length); compiled, each is a
+    vector, of known length (its deltas a mask: ``slices_as_masks``); compiled, each is a
     masked sum in a fused loop (``CUMSUMS_AS_SUMS``), no ``CumOp`` is left, and values and
     gradients equal PyMC's own."""
     from pytensor.tensor.extra_ops import CumOp
@@ -612,6 +612,82 @@ def test_a_tagged_cholesky_factor_is_used_without_its_decomposition(rng):
         pm.MvNormal("y", mu=np.zeros(2), cov=cov, observed=rng.normal(size=(5, 2)))
     point = {untagged.value_vars[0].name: np.zeros(())}
     assert choleskys(flat_graphs(untagged, point).with_grads())
+
+
+@pytest.mark.parametrize("ascending", [True, False])
+def test_an_ordered_transforms_slices_are_masks(rng, ascending):
+    """PyMC's ``ordered`` transform writes its first entry and the ``exp`` of its deltas into an
+    empty array, and its Jacobian sums a slice; on a (2, 4) value, the model's graphs and their
+    gradients have no such write left (``slices_as_masks``; a descending order keeps those of
+    its reversal's gradients), with PyMC's own values and gradients, where a first entry or a
+    delta is so large that its ``exp`` overflows too."""
+    from pytensor.graph.traversal import apply_ancestors
+    from pytensor.tensor.subtensor import IncSubtensor, get_constant_idx
+
+    from pm_evidence.model.compile_mode import python_linker_function
+    from pm_evidence.model.graphs import flat_graphs
+
+    def is_reversal(node):
+        index = get_constant_idx(node.op.idx_list, [node.inputs[0], *node.inputs[2:]])
+        return index[-1] == slice(None, None, -1)
+
+    with pm.Model() as model:
+        order = pm.distributions.transforms.Ordered(ascending=ascending)
+        start = np.sort(rng.normal(size=(2, 4)))
+        x = pm.Normal("x", 0.0, 3.0, size=(2, 4), transform=order, initval=start)
+        pm.Normal("y", x, 1.0, observed=rng.normal(size=(2, 4)))
+    name = model.value_vars[0].name
+    graphs = flat_graphs(model, {name: np.zeros((2, 4))})
+    outputs = graphs.with_grads_by_variable(graphs.values)
+    writes = [n for n in apply_ancestors(outputs) if isinstance(n.op, IncSubtensor)]
+    assert all(is_reversal(n) for n in writes) and bool(writes) != ascending
+    terms = python_linker_function(graphs.values, outputs)
+    logp, dlogp = reference_logp(model), reference_dlogp(model)
+    rows = rng.normal(size=(4, 2, 4))
+    rows[1, 0, 0] = 800.0  # exp(800) overflows; the first entry's is never used
+    rows[2, 1, 2] = 800.0  # an overflowing delta: infinite values, as PyMC's
+    rows[3, :, 0] = -40.0, 30.0
+    for row in rows:
+        log_prior, log_lik, grad_prior, grad_lik = terms(row)
+        np.testing.assert_array_equal(log_prior + log_lik, logp({name: row}))
+        grad = (grad_prior + grad_lik).ravel()
+        np.testing.assert_allclose(grad, dlogp({name: row}), rtol=1e-12, atol=1e-300)
+
+
+def test_sums_of_constant_slices_along_a_last_axis_of_known_length_become_masked_sums(rng):
+    """``slices_as_masks`` writes ``sum(v[..., s])`` as a masked sum where ``s`` is a constant
+    slice of positive step of ``v``'s last axis, of known length, and the sum runs over that
+    axis; the same sums. Other sums of slices are left as they are."""
+    from pytensor.graph.traversal import apply_ancestors
+    from pytensor.tensor.subtensor import Subtensor
+
+    from pm_evidence.model.compile_mode import python_linker_function
+    from pm_evidence.model.graphs import slices_as_masks
+
+    v = pt.tensor("v", shape=(3, 5))
+    masked = [
+        v[:, 1:].sum(axis=-1),
+        v[:, :-2].sum(),
+        v[:, 1::2].sum(axis=(0, 1)),
+        v[:, 4:].sum(axis=1),
+    ]
+    kept = [
+        v[:, ::-1].sum(axis=-1),  # negative step: another order of terms
+        v[:, 1:].sum(axis=0),  # not over the sliced axis
+        v[1:, 2:].sum(),  # two axes sliced
+        pt.tensor("w", shape=(3, None))[:, 1:].sum(axis=-1),  # unknown length
+    ]
+    rewritten = slices_as_masks([*masked, *kept])
+    for out in rewritten[: len(masked)]:
+        assert not [n for n in apply_ancestors([out]) if isinstance(n.op, Subtensor)]
+    for out in rewritten[len(masked) :]:
+        assert [n for n in apply_ancestors([out]) if isinstance(n.op, Subtensor)]
+    value = rng.normal(size=(3, 5))
+    value[0, 0] = np.inf  # outside every masked slice's entries of row 0
+    before = python_linker_function([v], masked)(value)
+    after = python_linker_function([v], rewritten[: len(masked)])(value)
+    for b, a in zip(before, after, strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("b_rows", [None, 1])
