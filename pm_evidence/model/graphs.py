@@ -8,8 +8,8 @@ Each step a pure function of graphs:
    exception (PyMC's own ``local_check_parameter_to_ninf_switch``, applied to every check). A
    proposal outside the support is then an ordinary rejected point. Each ``cholesky(L @ L.T)``
    of a factor ``L`` that PyMC tags lower triangular becomes ``L`` before any gradient is taken
-   (:func:`without_tagged_choleskys`), and slices along a short last axis become masks
-   (:func:`slices_as_masks`). It holds them as graphs of the value variables and, with
+   (:func:`without_tagged_choleskys`), and slices along a last axis of known length become
+   masks (:func:`slices_as_masks`). It holds them as graphs of the value variables and, with
    each value variable a slice of ``x`` (PyMC's ``join_nonshared_inputs``), of ``x``.
 2. :func:`batched_by_variable` vectorizes graphs of the value variables over rows of one input
    per variable (what is compiled), :func:`vectorize_batched` graphs of ``x`` over the rows of
@@ -227,17 +227,18 @@ def _sum_of_slice_as_masked_sum(fgraph, node):
 
 
 def slices_as_masks(outputs: list) -> list:
-    """``outputs`` with two slicings along a short last axis written as elementwise masks
-    (:func:`_ordered_writes_as_switch`: PyMC's ``ordered`` transform;
-    :func:`_sum_of_slice_as_masked_sum`: its Jacobian ``sum(v[..., 1:])``), before the gradient
-    is taken.
+    """``outputs`` with two slicings along a last axis of known length written as elementwise
+    masks, before the gradient is taken: the writes of PyMC's ``ordered`` transform
+    (``_ordered_writes_as_switch``) and a sum of a slice, such as its Jacobian
+    ``sum(v[..., 1:])`` (``_sum_of_slice_as_masked_sum``).
 
     The gradient of a slice is a write into zeros, each a separate operation for Numba to
     compile (a ``Subtensor``, an ``Alloc``, an ``IncSubtensor``), and vectorizing keeps them
     so. Masks keep value and gradient elementwise, in fused loops. The values are the same to
-    the last bit; an ordered vector's value-and-gradient function (``ordered_means``) has 22
-    operations instead of 37 and compiles in 4.1 s instead of 6.0 from empty caches (measured:
-    docs/benchmarks.rst, issue 35, step 15)."""
+    the last bit; an ordered vector's value-and-gradient function (``ordered_means``) has 19
+    operations instead of 37 and compiles in 3.8 s instead of 6.0 from empty caches (measured:
+    docs/benchmarks.rst, issue 35, step 15). Of the zoos' models, only those with an ``ordered``
+    transform change."""
     return rewrite_graph(
         outputs,
         include=(),
@@ -258,8 +259,8 @@ class LogDensityGraphs:
         ``[log_prior, log_lik]`` as graphs of ``values``: ``model.varlogp`` (free variables,
         Jacobians included) and ``model.datalogp`` (observed variables and potentials),
         ``-inf`` where a parameter check fails, without PyMC's tagged Choleskys
-        (:func:`without_tagged_choleskys`), with slices along a short last axis as masks
-        (:func:`slices_as_masks`).
+        (:func:`without_tagged_choleskys`), with slices along a last axis of known length as
+        masks (:func:`slices_as_masks`).
     x : TensorVariable
         The flat unconstrained vector (float64, or int64 for all-integer models).
     log_prior, log_lik : TensorVariable
