@@ -218,7 +218,7 @@ def _sum_of_slice_as_masked_sum(fgraph, node):
         not isinstance(index, slice)
         or (index.step is not None and index.step < 1)
         or v.type.shape[-1] is None
-        or v.type.ndim - 1 not in (node.op.axis or range(v.type.ndim))
+        or v.type.ndim - 1 not in (range(v.type.ndim) if node.op.axis is None else node.op.axis)
     ):
         return None
     in_slice = np.zeros(v.type.shape[-1], dtype=bool)

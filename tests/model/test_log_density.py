@@ -675,6 +675,7 @@ def test_sums_of_constant_slices_along_a_last_axis_of_known_length_become_masked
         v[:, ::-1].sum(axis=-1),  # negative step: another order of terms
         v[:, 1:].sum(axis=0),  # not over the sliced axis
         v[1:, 2:].sum(),  # two axes sliced
+        v[:, 1:].sum(axis=()),  # no axis summed
         pt.tensor("w", shape=(3, None))[:, 1:].sum(axis=-1),  # unknown length
     ]
     rewritten = slices_as_masks([*masked, *kept])
