@@ -112,11 +112,15 @@ def _check_to_ninf(fgraph, node):
     return [pt.cast(out, node.outputs[0].dtype)]
 
 
+def _rewritten(outputs: list, *rewriters) -> list:
+    """Copies of ``outputs`` with ``rewriters`` (node rewriters) applied, depth first, and no
+    other rewrite."""
+    return rewrite_graph(outputs, include=(), custom_rewrite=dfs_rewriter(*rewriters), clone=True)
+
+
 def make_total(outputs: list) -> list:
     """``outputs`` with every PyMC parameter check turned into ``-inf`` where it fails."""
-    return rewrite_graph(
-        outputs, include=(), custom_rewrite=dfs_rewriter(_check_to_ninf), clone=True
-    )
+    return _rewritten(outputs, _check_to_ninf)
 
 
 def without_tagged_choleskys(outputs: list) -> list:
@@ -132,9 +136,7 @@ def without_tagged_choleskys(outputs: list) -> list:
     ``logp`` has the same rewrite). On ``lkj_2d`` the value-and-gradient function lost a
     ``Cholesky`` and two triangular solves and compiled in 28 s instead of 45 (measured:
     docs/benchmarks.rst, issue 35, step 14)."""
-    return rewrite_graph(
-        outputs, include=(), custom_rewrite=dfs_rewriter(cholesky_ldotlt), clone=True
-    )
+    return _rewritten(outputs, cholesky_ldotlt)
 
 
 def _last_axis_index(node):
@@ -239,12 +241,7 @@ def slices_as_masks(outputs: list) -> list:
     operations instead of 37 and compiles in 3.8 s instead of 6.0 from empty caches (measured:
     docs/benchmarks.rst, issue 35, step 15). Of the zoos' models, only those with an ``ordered``
     transform change."""
-    return rewrite_graph(
-        outputs,
-        include=(),
-        custom_rewrite=dfs_rewriter(_ordered_writes_as_switch, _sum_of_slice_as_masked_sum),
-        clone=True,
-    )
+    return _rewritten(outputs, _ordered_writes_as_switch, _sum_of_slice_as_masked_sum)
 
 
 class LogDensityGraphs:
@@ -338,10 +335,7 @@ def _vectorized(outputs, replace: dict, n_rows) -> list:
         pt.broadcast_to(b, (n_rows, *o.shape)) if b.ndim == o.ndim else b
         for o, b in zip(outputs, batched, strict=True)
     ]
-    return rewrite_graph(
-        batched, include=(), custom_rewrite=dfs_rewriter(_blockwise_inner_graph_to_batched),
-        clone=True,
-    )  # fmt: skip
+    return _rewritten(batched, _blockwise_inner_graph_to_batched)
 
 
 def vectorize_batched(outputs, x, x_batch):
