@@ -28,9 +28,11 @@ each chain so that chains in different modes do not inflate them:
 * each chain's step size by dual averaging (Hoffman and Gelman 2014, Algorithm 5) of its
   acceptance probability towards ``target_accept``;
 * the scales ``s`` at the end of each slow window (windows doubling in length, as Stan's):
-  the square root of the chains' mean within-chain variance over the window, regularized
-  towards ``1e-3`` as Stan does (one chain's own variance is too noisy: a chain that spent a
-  window pressed against a boundary of the support would get tiny steps and stall);
+  the square root of the chains' mean within-chain variance over the window, at most
+  ``VARIANCE_OVER_MEDIAN`` times their median one, regularized towards ``1e-3`` as Stan does
+  (one chain's own variance is too noisy: a chain that spent a window pressed against a
+  boundary of the support would get tiny steps and stall; the bound keeps a few chains that
+  hop between narrow modes from setting every chain's scales to the distance between modes);
 * the trajectory length, one for all chains: ``T = (pi / 2) sqrt(lambda_max)``,
   ``lambda_max`` the largest eigenvalue of the correlation of the window's draws standardized
   within each chain (pooled over chains), a quarter period of the slowest direction of a
@@ -63,17 +65,26 @@ from pm_evidence.model.model_checks import nan_data_names
 __all__ = [
     "DIVERGENCE_ENERGY",
     "START_CANDIDATES",
+    "VARIANCE_OVER_MEDIAN",
     "BatchedHMCSettings",
     "BatchedHMCStats",
     "adaptation_windows",
     "finite_prior_points",
     "sample_batched_hmc",
     "starting_points",
+    "window_estimates",
 ]
 
 # L = ceil(u TRAJECTORY_FACTOR T / eps), u ~ U(0, 1]: trajectory lengths uniform on (0, 2T]
 TRAJECTORY_FACTOR = 2.0
 DIVERGENCE_ENERGY = 1000.0  # an energy error above this is a divergence (as PyMC's NUTS)
+# The pooled within-chain variance is at most this many times the chains' median one: where the
+# chains' variances are alike (one mode, or modes of one width) the mean is below the bound and
+# stands as it is; a few chains that hop between narrow modes (the eggbox: median variance
+# 2e-4, mean 0.045 in the first coordinate) no longer make every chain's steps a fraction of
+# its mode's width (a mean of 30-43 leapfrog steps per transition instead of 4-5, measured:
+# docs/benchmarks.rst, issue 35, step 16).
+VARIANCE_OVER_MEDIAN = 4.0
 START_CANDIDATES = 256  # prior draws searched for starts where the jittered start is not finite
 
 
@@ -343,14 +354,20 @@ def _initial_step_size(rng, state: _State, scale: np.ndarray) -> np.ndarray:
     return eps
 
 
-def _window_estimates(window: np.ndarray) -> tuple[np.ndarray, float]:
-    """The scales (the square root of the chains' mean within-chain variance, regularized as
-    Stan's, the same for every chain) and the trajectory length ``(pi / 2) sqrt(lambda_max)``, ``lambda_max`` the largest
-    eigenvalue of the correlation of the draws standardized within each chain (so that
-    chains in different modes do not inflate it), from a window's draws
-    ``(transitions, chains, dim)``."""
+def window_estimates(window: np.ndarray) -> tuple[np.ndarray, float]:
+    """The scales and the trajectory length from a window's draws ``(transitions, chains, dim)``.
+
+    The scales are the same for every chain: ``s^2 = n / (n + 5) v + 10^-3 5 / (n + 5)`` (Stan's
+    regularization, ``n`` transitions), ``v = min(mean_c v_c, VARIANCE_OVER_MEDIAN median_c
+    v_c)`` with ``v_c`` chain ``c``'s own variance. The trajectory length is
+    ``(pi / 2) sqrt(lambda_max)``, ``lambda_max`` the largest eigenvalue of the correlation of
+    the draws standardized within each chain (so that chains in different modes do not inflate
+    it). Returns ``(scales (chains, dim), length)``."""
     n = window.shape[0]
-    within = np.mean(np.var(window, axis=0), axis=0)  # the chains' mean variance, (dim,)
+    variances = np.var(window, axis=0)  # (chains, dim)
+    within = np.minimum(  # the chains' mean variance, at most VARIANCE_OVER_MEDIAN median ones
+        np.mean(variances, axis=0), VARIANCE_OVER_MEDIAN * np.median(variances, axis=0)
+    )
     var = (n / (n + 5.0)) * within + 1e-3 * (5.0 / (n + 5.0))
     scale = np.broadcast_to(np.sqrt(var), window.shape[1:])  # (chains, dim)
     if window.shape[-1] == 1:
@@ -409,7 +426,7 @@ def sample_batched_hmc(
                 if first <= t < ends[-1]:
                     window.append(state.x.copy())
                 if t + 1 in ends[1:]:  # the end of a slow window: new scales, restart averaging
-                    scale, length = _window_estimates(np.asarray(window))
+                    scale, length = window_estimates(np.asarray(window))
                     window = []
                     eps = _initial_step_size(rng, state, scale)
                     averaging = _DualAveraging(eps, settings.target_accept)

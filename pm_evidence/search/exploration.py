@@ -389,12 +389,18 @@ class Exploration:
         return MixtureReference(m.weights, m.means, m.chols, df=self.reference_df)
 
 
-def _jump(rng, path, state: PathState, beta: float, q: MixtureReference, with_grad):
-    """One independent Metropolis-Hastings move of every particle from ``q``."""
+def _jump(rng, path, state: PathState, beta: float, q: MixtureReference, with_grad,
+          log_q_state: np.ndarray | None = None):  # fmt: skip
+    """One independent Metropolis-Hastings move of every particle from ``q``; ``log_q_state``:
+    ``q.logpdf(state.x)`` where the caller holds it. Returns the moved state, the acceptance
+    rate and ``q.logpdf`` at the moved particles."""
     proposal = path.evaluate(q.sample(rng, state.x.shape[0]), with_grad=with_grad)
+    if log_q_state is None:
+        log_q_state = q.logpdf(state.x)
+    log_q_proposal = q.logpdf(proposal.x)
     log_target_new = tempered_log_density(proposal.log_p0, proposal.delta, beta)
     log_target_old = tempered_log_density(state.log_p0, state.delta, beta)
-    log_ratio = log_target_new - log_target_old + q.logpdf(state.x) - q.logpdf(proposal.x)
+    log_ratio = log_target_new - log_target_old + log_q_state - log_q_proposal
     with np.errstate(invalid="ignore"):
         accept = np.log(rng.random(log_ratio.size)) < np.where(
             np.isfinite(log_target_new), log_ratio, -np.inf
@@ -403,7 +409,7 @@ def _jump(rng, path, state: PathState, beta: float, q: MixtureReference, with_gr
         *(None if a is None else np.where(accept.reshape(-1, *[1] * (a.ndim - 1)), b, a)
           for a, b in zip(state, proposal, strict=True))
     )  # fmt: skip
-    return merged, float(accept.mean())
+    return merged, float(accept.mean()), np.where(accept, log_q_proposal, log_q_state)
 
 
 def _multimodal(fits: list[MixtureReference], acceptance: float) -> bool:
@@ -477,10 +483,15 @@ def cross_fitted_jumps(
             proposals = [pooled(q, memory) for q in proposals]
 
     rates = []
+    # each half's proposal density at its particles, carried from jump to jump (a half is
+    # always proposed from the same mixture): one mixture density per jump, not two
+    log_q = [None, None]
     while len(rates) < n_jumps and sum(rates) < JUMPS_PER_PARTICLE:
         accepted = 0.0
-        for moving, q in zip(halves, reversed(proposals), strict=True):
-            part, rate = _jump(rng, path, take(state, moving), beta, q, with_grad)
+        for i, (moving, q) in enumerate(zip(halves, reversed(proposals), strict=True)):
+            part, rate, log_q[i] = _jump(
+                rng, path, take(state, moving), beta, q, with_grad, log_q[i]
+            )
             state = _put(state, moving, part)
             accepted += rate * moving.size
         rates.append(accepted / state.x.shape[0])

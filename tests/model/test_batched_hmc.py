@@ -18,9 +18,11 @@ from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import RHAT_MAX, max_rhat
 from pm_evidence.model.batched_hmc import (
     BatchedHMCSettings,
+    VARIANCE_OVER_MEDIAN,
     adaptation_windows,
     sample_batched_hmc,
     starting_points,
+    window_estimates,
 )
 from pm_evidence.model.draws import BATCHED_DRAWS_MAX_DIM, draws_sampler
 from pm_evidence.model.log_density import as_target
@@ -81,6 +83,29 @@ def test_adaptation_windows_cover_the_tuning(tune):
     assert all(w > 0 for w in windows)
     # each slow window at least doubles the one before (the last takes what is left)
     assert all(b >= 2 * a for a, b in itertools.pairwise(windows))
+
+
+def test_chains_hopping_between_narrow_modes_do_not_set_every_chains_scales():
+    """16 chains each in a mode of width 0.01 (the first coordinate: modes 1 apart), one of them
+    hopping between two modes: the scales of the first coordinate come from the chains' median
+    variance times ``VARIANCE_OVER_MEDIAN`` (the mean, 0.06, is the hopping chain's), those of
+    the second coordinate, where the chains are alike, from their mean."""
+    rng = np.random.default_rng(0)
+    n, chains = 100, 16
+    window = rng.normal(0.0, 0.01, size=(n, chains, 2))
+    window[:, :, 0] += np.arange(chains)  # each chain in its own mode
+    window[:, 0, 0] += rng.choice([-0.5, 0.5], size=n)  # one chain hops between two
+    scale, _ = window_estimates(window)
+    assert scale.shape == (chains, 2)
+    variances = window.var(axis=0)
+
+    def regularized(v):  # Stan's regularization towards 1e-3
+        return np.sqrt(n / (n + 5.0) * v + 1e-3 * 5.0 / (n + 5.0))
+
+    capped = VARIANCE_OVER_MEDIAN * np.median(variances[:, 0])
+    assert variances[:, 0].mean() > 10 * capped  # the hopping chain would set the mean
+    np.testing.assert_allclose(scale[:, 0], regularized(capped), rtol=1e-12)
+    np.testing.assert_allclose(scale[:, 1], regularized(variances[:, 1].mean()), rtol=1e-12)
 
 
 def test_a_start_of_zero_density_is_replaced_by_a_prior_draw():
