@@ -654,6 +654,83 @@ def test_an_ordered_transforms_slices_are_masks(rng, ascending):
         np.testing.assert_allclose(grad, dlogp({name: row}), rtol=1e-12, atol=1e-300)
 
 
+def _equalities_with_a_maximum(outputs) -> int:
+    """Elementwise equality tests of a value with a maximum in the graphs of ``outputs``, inner
+    graphs included: where a gradient goes through a maximum, it selects where its input
+    equals it."""
+    from pytensor.compile.builders import OpFromGraph
+    from pytensor.graph.traversal import apply_ancestors
+    from pytensor.scalar.basic import EQ, Maximum
+    from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
+
+    def is_maximum(var):
+        while var.owner is not None and isinstance(var.owner.op, DimShuffle):
+            var = var.owner.inputs[0]
+        op = getattr(var.owner, "op", None)
+        return isinstance(op, CAReduce | Elemwise) and isinstance(op.scalar_op, Maximum)
+
+    count = 0
+    for node in apply_ancestors(outputs):
+        if isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, EQ):
+            count += any(is_maximum(v) for v in node.inputs)
+        if isinstance(node.op, OpFromGraph):
+            count += _equalities_with_a_maximum(node.op.inner_outputs)
+    return count
+
+
+def _softmax_models(kind: str, rng) -> pm.Model:
+    y = rng.normal(size=5)
+    with pm.Model() as model:
+        if kind == "logsumexp":  # pm.NormalMixture: a LogSumExp over the components
+            mu = pm.Normal("mu", 0.0, 3.0)
+            pm.NormalMixture("y", w=[0.2, 0.5, 0.3], mu=mu + np.array([-3.0, 0.0, 3.0]),
+                             sigma=0.7, observed=y)  # fmt: skip
+        elif kind == "logsumexp of two variables":  # the gradient reaches both
+            a = pm.Normal("a", 0.0, 1.0, shape=3)
+            b = pm.Normal("b", 0.0, 1.0)
+            terms = pt.stack([-((a - 1) ** 2), -((b + 1) ** 2) + 0 * a, -(a**2)])
+            pm.Potential("bumps", pm.math.logsumexp(terms, axis=0))
+        elif kind == "simplex":  # PyMC's simplex transform: a softmax written out
+            p = pm.Dirichlet("p", a=np.ones(4))
+            pm.Categorical("y", p=p, observed=rng.integers(0, 4, size=20))
+        else:  # a softmax whose maximum is used again: its gradient stays PyMC's own
+            x = pm.Normal("x", 0.0, 1.0, shape=4)
+            x_max = pt.max(x, axis=-1, keepdims=True)
+            e = pt.exp(x - x_max)
+            pm.Potential("shared", pt.log((e / e.sum(axis=-1, keepdims=True))[0]) + x_max[0])
+    return model
+
+
+@pytest.mark.parametrize(
+    "kind", ["logsumexp", "logsumexp of two variables", "simplex", "shared maximum"]
+)
+def test_log_sum_exps_and_softmaxes_are_differentiated_as_softmaxes(rng, kind):
+    """``softmax_gradients``: the gradients of a mixture's log-sum-exp, of a ``pm.math.logsumexp``
+    of two variables' terms and of PyMC's simplex transform do not go through their stabilizing
+    maximum (no equality test with it left, inner graphs included), and equal PyMC's own; a
+    softmax whose maximum is used elsewhere is left as it is."""
+    from pm_evidence.model.compile_mode import python_linker_function
+    from pm_evidence.model.graphs import flat_graphs
+
+    model = _softmax_models(kind, rng)
+    shapes = {v.name: model.initial_point()[v.name].shape for v in model.value_vars}
+    graphs = flat_graphs(model, {name: np.zeros(shape) for name, shape in shapes.items()})
+    outputs = graphs.with_grads()
+    assert (_equalities_with_a_maximum(outputs) > 0) == (kind == "shared maximum")
+    terms = python_linker_function([graphs.x], outputs)
+    logp, dlogp = reference_logp(model), reference_dlogp(model)
+    sizes = [int(np.prod(shape)) for shape in shapes.values()]
+    for row in rng.normal(size=(6, sum(sizes))):
+        pieces = np.split(row, np.cumsum(sizes)[:-1])
+        values = {
+            name: piece.reshape(shape)
+            for (name, shape), piece in zip(shapes.items(), pieces, strict=True)
+        }
+        log_prior, log_lik, grad_prior, grad_lik = terms(row)
+        np.testing.assert_allclose(log_prior + log_lik, logp(values), rtol=1e-12)
+        np.testing.assert_allclose(grad_prior + grad_lik, dlogp(values), rtol=1e-10, atol=1e-12)
+
+
 def test_sums_of_constant_slices_along_a_last_axis_of_known_length_become_masked_sums(rng):
     """``slices_as_masks`` writes ``sum(v[..., s])`` as a masked sum where ``s`` is a constant
     slice of positive step of ``v``'s last axis, of known length, and the sum runs over that
