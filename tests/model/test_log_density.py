@@ -308,8 +308,8 @@ def test_a_dirichlets_gradient_splits_all_rows_at_once(rng):
     all rows along their second axis (``SHARED_BLOCKWISE_INPUTS``, then ``SPLITS_AS_SLICES``),
     not a ``Blockwise`` loop over rows nor Numba's ``Split``; the sums and
     maxima of the split and joined arrays are fused loops (``FUSION_ANCHORS``), with no
-    stand-alone reduction and no identity copy left; the likelihood's indexing reads the leading
-    axes; and values and gradients equal PyMC's own."""
+    stand-alone reduction and no identity copy left; the likelihood's take along the
+    categories is a masked sum, no indexing; and values and gradients equal PyMC's own."""
     from pytensor.scalar.basic import Identity
     from pytensor.tensor.basic import Split
     from pytensor.tensor.blockwise import Blockwise, BlockwiseWithCoreShape
@@ -327,9 +327,9 @@ def test_a_dirichlets_gradient_splits_all_rows_at_once(rng):
     assert not [
         n for n in nodes if isinstance(n.op, Elemwise) and isinstance(n.op.scalar_op, Identity)
     ]
-    # the Categorical likelihood's take_along_axis indexes the leading axes
-    # (ADVANCED_INDICES_FIRST)
-    assert _leading_advanced_axes(target.terms_grad_function.fn.function.maker.fgraph) == [0]
+    # the Categorical likelihood's take_along_axis is a masked sum (slices_as_masks): no
+    # advanced indexing is left
+    assert _leading_advanced_axes(target.terms_grad_function.fn.function.maker.fgraph) == []
     assert_equals_pymc(model, target, rng.normal(size=(6, target.dim)))
 
 
@@ -650,6 +650,45 @@ def test_an_ordered_transforms_slices_are_masks(rng, ascending):
     for row in rows:
         log_prior, log_lik, grad_prior, grad_lik = terms(row)
         np.testing.assert_array_equal(log_prior + log_lik, logp({name: row}))
+        grad = (grad_prior + grad_lik).ravel()
+        np.testing.assert_allclose(grad, dlogp({name: row}), rtol=1e-12, atol=1e-300)
+
+
+@pytest.mark.parametrize("index", ["categorical", "in range", "negative"])
+def test_takes_along_a_last_axis_of_known_length_are_masked_sums(rng, index):
+    """``slices_as_masks`` writes ``take_along_axis(a, i, axis=-1)`` as a masked sum where the
+    axis is of known length and ``i`` is within it (PyMC's ``Categorical`` clips its values; a
+    constant index checked), with PyMC's own values and gradients (to rounding: the model's
+    terms are added in another order) and no indexing left, nor its gradient's indexed write; a
+    negative index (counted from the end) stays an indexing."""
+    from pytensor.graph.traversal import apply_ancestors
+    from pytensor.tensor.subtensor import AdvancedIncSubtensor, AdvancedSubtensor
+
+    from pm_evidence.model.compile_mode import python_linker_function
+    from pm_evidence.model.graphs import flat_graphs
+
+    with pm.Model() as model:
+        if index == "categorical":
+            p = pm.Dirichlet("p", a=np.ones(4))
+            pm.Categorical("y", p=p, observed=rng.integers(0, 4, size=20))
+        else:
+            x = pm.Normal("x", 0.0, 1.0, shape=(3, 4))
+            taken = np.array([[0], [3], [1]]) if index == "in range" else np.array([[0], [-1], [1]])
+            pm.Potential("taken", pt.take_along_axis(x**2, taken, axis=-1).sum())
+    name = model.value_vars[0].name
+    shape = model.initial_point()[name].shape
+    graphs = flat_graphs(model, {name: np.zeros(shape)})
+    outputs = graphs.with_grads_by_variable(graphs.values)
+    indexings = [
+        n for n in apply_ancestors(outputs)
+        if isinstance(n.op, AdvancedSubtensor | AdvancedIncSubtensor)
+    ]  # fmt: skip
+    assert bool(indexings) == (index == "negative")
+    terms = python_linker_function(graphs.values, outputs)
+    logp, dlogp = reference_logp(model), reference_dlogp(model)
+    for row in rng.normal(size=(4, *shape)):
+        log_prior, log_lik, grad_prior, grad_lik = terms(row)
+        np.testing.assert_allclose(log_prior + log_lik, logp({name: row}), rtol=1e-14)
         grad = (grad_prior + grad_lik).ravel()
         np.testing.assert_allclose(grad, dlogp({name: row}), rtol=1e-12, atol=1e-300)
 
