@@ -300,6 +300,7 @@ def _take_along_last_axis_as_masked_sum(fgraph, node):
         n is None
         or n > MAX_TAKE_AS_MASK
         or a.dtype not in ("float32", "float64")
+        or a.type.ndim < 2  # a gather a[i] of a vector stays one (its mask compiled slower)
         or len(indices) != a.type.ndim
         or len(node.op.idx_list) != a.type.ndim
     ):

@@ -654,13 +654,14 @@ def test_an_ordered_transforms_slices_are_masks(rng, ascending):
         np.testing.assert_allclose(grad, dlogp({name: row}), rtol=1e-12, atol=1e-300)
 
 
-@pytest.mark.parametrize("index", ["categorical", "in range", "negative"])
+@pytest.mark.parametrize("index", ["categorical", "in range", "negative", "vector gather"])
 def test_takes_along_a_last_axis_of_known_length_are_masked_sums(rng, index):
     """``slices_as_masks`` writes ``take_along_axis(a, i, axis=-1)`` as a masked sum where the
     axis is of known length and ``i`` is within it (PyMC's ``Categorical`` clips its values; a
     constant index checked), with PyMC's own values and gradients (to rounding: the model's
     terms are added in another order) and no indexing left, nor its gradient's indexed write; a
-    negative index (counted from the end) stays an indexing."""
+    negative index (counted from the end) and a gather from a vector, ``x[i]``, stay
+    indexings."""
     from pytensor.graph.traversal import apply_ancestors
     from pytensor.tensor.subtensor import AdvancedIncSubtensor, AdvancedSubtensor
 
@@ -671,6 +672,9 @@ def test_takes_along_a_last_axis_of_known_length_are_masked_sums(rng, index):
         if index == "categorical":
             p = pm.Dirichlet("p", a=np.ones(4))
             pm.Categorical("y", p=p, observed=rng.integers(0, 4, size=20))
+        elif index == "vector gather":
+            x = pm.Normal("x", 0.0, 1.0, shape=4)
+            pm.Potential("gathered", (x[np.array([0, 3, 1, 3])] ** 2).sum())
         else:
             x = pm.Normal("x", 0.0, 1.0, shape=(3, 4))
             taken = np.array([[0], [3], [1]]) if index == "in range" else np.array([[0], [-1], [1]])
@@ -683,7 +687,7 @@ def test_takes_along_a_last_axis_of_known_length_are_masked_sums(rng, index):
         n for n in apply_ancestors(outputs)
         if isinstance(n.op, AdvancedSubtensor | AdvancedIncSubtensor)
     ]  # fmt: skip
-    assert bool(indexings) == (index == "negative")
+    assert bool(indexings) == (index in ("negative", "vector gather"))
     terms = python_linker_function(graphs.values, outputs)
     logp, dlogp = reference_logp(model), reference_dlogp(model)
     for row in rng.normal(size=(4, *shape)):
