@@ -293,7 +293,7 @@ def _take_along_last_axis_as_masked_sum(fgraph, node):
 
     The same numbers (the zeros add nothing); its gradient is elementwise, not an indexed
     write into zeros (the batched gradient of PyMC's ``Categorical`` likelihood compiled
-    three broadcast ``Alloc``s and two indexings)."""
+    three broadcast allocations and two indexings)."""
     a, *indices = node.inputs
     n = a.type.shape[-1]
     if (
@@ -423,7 +423,7 @@ def _softmax_of_shifted_exps(fgraph, node):
 def softmax_gradients(outputs: list) -> list:
     """``outputs`` with each log-sum-exp (``pt.logsumexp``, the mixture densities of
     ``pm.Mixture`` and ``pm.NormalMixture``) and each softmax written out with its maximum
-    (PyMC's simplex transform: :func:`_softmax_of_shifted_exps`) differentiated as a softmax,
+    (PyMC's simplex transform: ``_softmax_of_shifted_exps``) differentiated as a softmax,
     before the gradient is taken.
 
     Both subtract a maximum ``m`` before ``exp`` for stability, and neither's value depends on

@@ -17,8 +17,8 @@ import pm_evidence as pme
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import RHAT_MAX, max_rhat
 from pm_evidence.model.batched_hmc import (
-    BatchedHMCSettings,
     VARIANCE_OVER_MEDIAN,
+    BatchedHMCSettings,
     adaptation_windows,
     sample_batched_hmc,
     starting_points,
