@@ -583,8 +583,8 @@ def _indexing_by_batched_indices(fgraph, node):
 # An indexing of an array the same for every row by batched integer indices (a Categorical
 # variable's values indexing its probabilities, ``p[x]``, where the model's graphs did not turn
 # it into a mask, :func:`~pm_evidence.model.graphs.slices_as_masks`; a matrix's entry
-# ``P[i, j]`` at two discrete variables), which vectorization left as a Blockwise loop over rows: NumPy's advanced
-# indexing of the array itself by the indices with their batch dimensions. The zoo's
+# ``P[i, j]`` at two discrete variables), which vectorization left as a Blockwise loop over
+# rows: NumPy's advanced indexing of the array itself by the indices with their batch dimensions. The zoo's
 # ``categorical_chain`` value function from empty caches 9.0 -> 3.9 s, the same values at all of
 # its 729 states.
 INDEXING_BY_BATCHED_INDICES = WalkingGraphRewriter(_indexing_by_batched_indices, order="in_to_out")
@@ -705,8 +705,8 @@ ADVANCED_INDICES_POSITION = 100.5
 # the indices follow a slice: ``x[:, idx]`` of a vectorized graph, the rows first. The indexing
 # left after the fusion (a ``take_along_axis`` that the model's graphs did not turn into a mask,
 # :func:`~pm_evidence.model.graphs.slices_as_masks`; an LKJ prior's triangular fill and its
-# gradient) is rewritten with the indices first and PyTensor's own
-# ``DimShuffle`` views around it, which Numba compiles as strided views.
+# gradient) is rewritten with the indices first and PyTensor's own ``DimShuffle`` views around
+# it, which Numba compiles as strided views.
 # An in-place update stays in place on the view of the same buffer; where PyTensor's in-place
 # checks refuse that, the node is left as it was (``warn_inplace`` ignores the refusal).
 ADVANCED_INDICES_FIRST = WalkingGraphRewriter(

@@ -164,14 +164,6 @@ def _last_axis_index(node):
     return index[-1]
 
 
-def _is_exp(var) -> bool:
-    return (
-        var.owner is not None
-        and isinstance(var.owner.op, Elemwise)
-        and isinstance(var.owner.op.scalar_op, ps.Exp)
-    )
-
-
 @node_rewriter([IncSubtensor])
 def _ordered_writes_as_switch(fgraph, node):
     """PyMC's ``ordered`` transform's deltas,
@@ -193,7 +185,7 @@ def _ordered_writes_as_switch(fgraph, node):
     ):
         return None
     empty, first_entry = inner.inputs[:2]
-    if empty.owner is None or not isinstance(empty.owner.op, AllocEmpty) or not _is_exp(deltas):
+    if empty.owner is None or not isinstance(empty.owner.op, AllocEmpty) or not _elemwise(deltas, ps.Exp):
         return None
     rest = deltas.owner.inputs[0]
     if rest.owner is None or not isinstance(rest.owner.op, Subtensor):
@@ -238,6 +230,9 @@ def _sum_of_slice_as_masked_sum(fgraph, node):
     in_slice[index] = True
     return [node.op(pt.switch(in_slice, v, np.zeros((), dtype=v.dtype)))]
 
+
+# The dtypes the rewrites below write masks and softmax gradients for.
+_FLOATS = ("float32", "float64")
 
 # A take along a last axis longer than this stays an indexing: its mask compares every index
 # with every entry of the axis.
@@ -299,7 +294,7 @@ def _take_along_last_axis_as_masked_sum(fgraph, node):
     if (
         n is None
         or n > MAX_TAKE_AS_MASK
-        or a.dtype not in ("float32", "float64")
+        or a.dtype not in _FLOATS
         or a.type.ndim < 2  # a gather a[i] of a vector stays one (its mask compiled slower)
         or len(indices) != a.type.ndim
         or len(node.op.idx_list) != a.type.ndim
@@ -365,7 +360,7 @@ def _log_sum_exp_with_softmax_gradient(fgraph, node):
     """``LogSumExp`` -> :class:`_LogSumExpWithSoftmaxGradient` (of a float input)."""
     if isinstance(node.op, _LogSumExpWithSoftmaxGradient):
         return None
-    if node.inputs[0].dtype not in ("float32", "float64"):
+    if node.inputs[0].dtype not in _FLOATS:
         return None
     return [_LogSumExpWithSoftmaxGradient(axis=node.op.axis)(node.inputs[0])]
 
@@ -399,10 +394,13 @@ def _softmax_of_shifted_exps(fgraph, node):
     if not isinstance(node.op.scalar_op, ps.TrueDiv):
         return None
     e, denominator = node.inputs
-    if not (_elemwise(e, ps.Exp) and _elemwise(e.owner.inputs[0], ps.Sub)):
+    if not _elemwise(e, ps.Exp):
         return None
-    x, shift = e.owner.inputs[0].owner.inputs
-    if x.dtype not in ("float32", "float64"):
+    (difference,) = e.owner.inputs
+    if not _elemwise(difference, ps.Sub):
+        return None
+    x, shift = difference.owner.inputs
+    if x.dtype not in _FLOATS:
         return None
     axes = _expanded_reduction(shift, ps.ScalarMaximum, x)
     if axes is None or _expanded_reduction(denominator, ps.Add, e) != axes:
@@ -410,8 +408,8 @@ def _softmax_of_shifted_exps(fgraph, node):
     clients = fgraph.clients
     total = denominator.owner.inputs[0]
     only_here = [
-        (shift, e.owner.inputs[0].owner), (shift.owner.inputs[0], shift.owner),
-        (denominator, node), (total, denominator.owner), (e.owner.inputs[0], e.owner),
+        (shift, difference.owner), (shift.owner.inputs[0], shift.owner),
+        (denominator, node), (total, denominator.owner), (difference, e.owner),
     ]  # fmt: skip
     if any({c for c, _ in clients[v]} != {user} for v, user in only_here):
         return None
