@@ -16,7 +16,12 @@ from pm_evidence.core.utils import kish_ess, log_sum_exp
 from pm_evidence.references import (
     MixtureReference,
 )
-from pm_evidence.search.em import GaussianMixtureFit, em_fit, kmeans_plusplus_start
+from pm_evidence.search.em import (
+    GaussianMixtureFit,
+    em_fit,
+    kmeans_plusplus_start,
+    precision_cholesky,
+)
 
 __all__ = [
     "ADAPTED_ESS",
@@ -104,13 +109,26 @@ def fit_gaussian_mixture(
 
 
 def _split_start(fitted: GaussianMixtureFit):
-    """EM's starting values for twice the components of ``fitted``: each component split
-    along its principal axis into two of half its weight and its covariance."""
+    """EM's starting values for twice the components of ``fitted``: each component
+    ``N(mu, Sigma)`` cut in two halves at ``mu`` across its principal axis ``v_1`` (variance
+    ``lambda_1``), each half replaced by its own mean and covariance, of half the weight:
+
+        mu +- sqrt(2 lambda_1 / pi) v_1,    Sigma - (2 / pi) lambda_1 v_1 v_1^T
+
+    (the two moments of a normal cut at its mean; together they keep the component's mean and
+    covariance). A start whose halves keep the whole component's covariance overlaps so much
+    that EM's steps are smaller than its tolerance: it stops after a few iterations near the
+    start, and the BIC search stops with it (issue 35: one Gaussian per Gaussian shell).
+    """
     values, vectors = np.linalg.eigh(fitted.covariances)
-    offset = np.sqrt(values[:, -1])[:, None] * vectors[:, :, -1]
+    axis, variance = vectors[:, :, -1], values[:, -1]
+    offset = np.sqrt(2.0 * variance / np.pi)[:, None] * axis
     means = np.concatenate([fitted.means + offset, fitted.means - offset])
     weights = np.concatenate([fitted.weights, fitted.weights]) / 2
-    precision_chols = np.concatenate([fitted.precision_chols, fitted.precision_chols])
+    halves = fitted.covariances - (2.0 / np.pi) * variance[:, None, None] * (
+        axis[:, :, None] * axis[:, None, :]
+    )
+    precision_chols = precision_cholesky(np.concatenate([halves, halves]))
     return weights, means, precision_chols
 
 

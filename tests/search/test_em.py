@@ -113,9 +113,14 @@ def _search_with_sklearn(x, rng, max_components, start):
     def fit(k, split_of=None):
         init = {}
         if split_of is not None:
+            # each component cut at its mean across its principal axis: the halves' moments
             values, vectors = np.linalg.eigh(split_of.covariances_)
-            offset = np.sqrt(values[:, -1])[:, None] * vectors[:, :, -1]
-            covariances = np.concatenate([split_of.covariances_] * 2)
+            axis, variance = vectors[:, :, -1], values[:, -1]
+            offset = np.sqrt(2 * variance / np.pi)[:, None] * axis
+            halves = split_of.covariances_ - np.einsum(
+                "k,ki,kj->kij", 2 * variance / np.pi, axis, axis
+            )
+            covariances = np.concatenate([halves] * 2)
             init = {
                 "weights_init": np.concatenate([split_of.weights_] * 2) / 2,
                 "means_init": np.concatenate([split_of.means_ + offset, split_of.means_ - offset]),
@@ -162,3 +167,28 @@ def test_the_exploration_fit_equals_the_search_with_sklearn(dim, start):
         ours.chols @ ours.chols.transpose(0, 2, 1), covariances, rtol=1e-8, atol=1e-10
     )
     assert ours_rng.integers(2**62) == theirs_rng.integers(2**62)
+
+
+def _two_rings(rng, n):
+    """Draws from the Gaussian shells of the multimodal zoo (two rings of radius 2 and width
+    0.1 at +-3.5 in the box [-6, 6]^2), in the unconstrained space the exploration sees (the
+    logit of the box's Uniform transform)."""
+    angle = rng.uniform(0.0, 2.0 * np.pi, n)
+    radius = 2.0 + 0.1 * rng.normal(size=n)
+    center = np.where(rng.random(n) < 0.5, -3.5, 3.5)
+    x = np.column_stack([center + radius * np.cos(angle), radius * np.sin(angle)])
+    return np.log((x + 6.0) / (6.0 - x))
+
+
+@pytest.mark.parametrize("seed", [0, 3, 5])
+def test_the_search_splits_a_ring_fitted_by_one_component(seed):
+    """From one component per ring (``start=2``), the search doubles the components, each
+    split at its mean across its principal axis into the two halves' moments. When the halves
+    kept the whole component's covariance, they overlapped so much that EM stopped within a
+    few iterations near the start, the BIC said no, and each ring stayed one Gaussian (at
+    these three seeds; issue 35: the shells' AIS then ran to its cap of 20,000 chains)."""
+    from pm_evidence.search.mixtures import fit_gaussian_mixture
+
+    x = _two_rings(np.random.default_rng(seed), 8192)
+    fitted = fit_gaussian_mixture(x, np.random.default_rng(100 + seed), 32, 2)
+    assert fitted.n_components >= 16
