@@ -68,10 +68,12 @@ def fit_gaussian_mixture(
     then rests on enough points); a single component is the mean and covariance of ``x``.
     Candidates: ``start`` components (the number chosen at the previous rung of an exploration;
     k-means++ initialisation), half as many, then twice as many while BIC falls, each
-    initialised by splitting every component of the last fit in two along its principal axis
-    (means ``mu +- sqrt(lambda_1) v_1``): well-separated modes are split apart where a
-    Euclidean k-means, blind to the components' shapes, can merge them. ``search=False`` fits
-    ``start`` components only.
+    initialised by cutting every component of the last fit in two halves across its principal
+    axis, each half started at its own moments (means ``mu +- sqrt(2 lambda_1 / pi) v_1``,
+    covariance ``Sigma - (2 / pi) lambda_1 v_1 v_1^T``): well-separated modes are split apart
+    where a Euclidean k-means, blind to the components' shapes, can merge them, and a curved
+    mode (a ring) is covered by more components each time. ``search=False`` fits ``start``
+    components only.
     """
     n, dim = x.shape
     most = int(max(1, min(max_components, n // (5 * dim))))

@@ -102,7 +102,8 @@ def test_bad_input_names_the_problem():
 
 def _search_with_sklearn(x, rng, max_components, start):
     """``fit_gaussian_mixture``'s BIC search written with scikit-learn's ``GaussianMixture``
-    (as it was before issue 35, step 9): the same random stream, starts and choices."""
+    (as it was before issue 35, step 9; the split start at the halves' moments since step 17):
+    the same random stream, starts and choices."""
     n, dim = x.shape
     most = int(max(1, min(max_components, n // (5 * dim))))
     k = int(min(max(start, 1), most))
