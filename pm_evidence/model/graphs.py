@@ -484,11 +484,11 @@ class LogDensityGraphs:
 
     def __init__(self, model: pm.Model, point: dict):
         self.values = list(model.value_vars)
-        self.terms = make_total(
-            softmax_gradients(
-                slices_as_masks(without_tagged_choleskys([model.varlogp, model.datalogp]))
-            )
-        )
+        terms = [model.varlogp, model.datalogp]
+        # each pass a copy of the graphs, in this order (before any gradient is taken)
+        for rewrite in (without_tagged_choleskys, slices_as_masks, softmax_gradients, make_total):
+            terms = rewrite(terms)
+        self.terms = terms
         (self.log_prior, self.log_lik), self.x = join_nonshared_inputs(
             point, self.terms, self.values
         )
