@@ -17,8 +17,8 @@ Each step a pure function of graphs:
    per variable (what is compiled), :func:`vectorize_batched` graphs of ``x`` over the rows of
    a matrix ``x_batch`` (for larger graphs built around the model's); both unwrap the
    ``Blockwise(OpFromGraph)`` nodes that vectorization creates.
-3. :func:`relaxed_bernoulli_terms` writes all-binary models with a log-density linear in ``x``,
-   for gradient-informed flips.
+3. :func:`relaxed_bernoulli_terms` writes all-binary models with a log-density linear in their
+   values, for gradient-informed flips, after the same passes (:func:`term_passes`).
 4. :func:`term_choice_graphs` lets each log-sum-exp of the log-density (``pt.logaddexp``,
    ``pt.logsumexp``, the mixture densities of ``pm.Mixture``) be replaced by one of its terms,
    for a search of each term's modes; those ``log f`` decreases in (a softmax's normalizer)
@@ -78,6 +78,7 @@ __all__ = [
     "slices_as_masks",
     "softmax_gradients",
     "term_choice_graphs",
+    "term_passes",
     "vectorize_batched",
     "without_tagged_choleskys",
 ]
@@ -459,6 +460,16 @@ def slices_as_masks(outputs: list) -> list:
     )
 
 
+def term_passes(terms: list) -> list:
+    """``terms`` (the log prior and log likelihood graphs) after the passes every compiled
+    log-density takes, each a copy of the graphs, in this order and before any gradient is
+    taken: :func:`without_tagged_choleskys`, :func:`slices_as_masks`,
+    :func:`softmax_gradients`, :func:`make_total`."""
+    for rewrite in (without_tagged_choleskys, slices_as_masks, softmax_gradients, make_total):
+        terms = rewrite(terms)
+    return terms
+
+
 class LogDensityGraphs:
     """The model's log prior and log likelihood as total graphs of its value variables, and of
     one flat vector ``x``.
@@ -484,11 +495,7 @@ class LogDensityGraphs:
 
     def __init__(self, model: pm.Model, point: dict):
         self.values = list(model.value_vars)
-        terms = [model.varlogp, model.datalogp]
-        # each pass a copy of the graphs, in this order (before any gradient is taken)
-        for rewrite in (without_tagged_choleskys, slices_as_masks, softmax_gradients, make_total):
-            terms = rewrite(terms)
-        self.terms = terms
+        self.terms = term_passes([model.varlogp, model.datalogp])
         (self.log_prior, self.log_lik), self.x = join_nonshared_inputs(
             point, self.terms, self.values
         )
@@ -587,14 +594,22 @@ def graph_size(outputs) -> int:
     return sum(1 for var in ancestors(outputs) if var.owner is not None)
 
 
-def relaxed_bernoulli_terms(model: pm.Model, point: dict) -> tuple[list, pt.TensorVariable]:
-    """Log prior, log likelihood and their gradients with binary ``x`` relaxed to reals.
+def relaxed_bernoulli_terms(model: pm.Model) -> tuple[list, list]:
+    """Log prior, log likelihood and their gradients with binary values relaxed to reals.
 
     Each Bernoulli term is written ``x log p + (1 - x) log(1 - p)`` (PyMC's own ``logp`` is a
     switch on ``x``, flat in ``x``) and every integer value variable becomes a float one. At
     ``x`` in ``{0, 1}`` the values equal the model's; the gradient linearizes the log-density in
-    ``x``, which is what Gibbs-with-gradients needs (Grathwohl et al. 2021). Returns the four
-    graphs and the flat vector they depend on.
+    ``x``, which is what Gibbs-with-gradients needs (Grathwohl et al. 2021).
+
+    Returns ``(outputs, values)``: ``values`` a float placeholder per value variable (in
+    ``model.value_vars``' order), ``outputs`` ``[log_prior, log_lik, *grads of log_prior,
+    *grads of log_lik]``, one gradient per value variable, as graphs of ``values``, after the
+    passes of every compiled log-density (:func:`term_passes`). Like the model's own terms,
+    they are compiled with one input per variable (:func:`batched_by_variable`): a 2 x 3 grid
+    MRF's function, whose energy shifts the grid along both axes, has 19 operations instead
+    of 32 with one flat ``x`` sliced inside the graph, and compiles in 11.4 s instead of 15.3
+    from empty caches (issue 35, step 18).
     """
     floats = {v: pt.tensor(dtype="float64", shape=v.type.shape, name=v.name)
               for v in model.value_vars}  # fmt: skip
@@ -605,13 +620,12 @@ def relaxed_bernoulli_terms(model: pm.Model, point: dict) -> tuple[list, pt.Tens
         prior_terms.append(pt.sum(value * pt.log(p) + (1.0 - value) * pt.log1p(-p)))
     log_prior = pt.sum(prior_terms) if len(prior_terms) > 1 else prior_terms[0]
     log_lik = clone_replace(model.datalogp, replace=floats, rebuild_strict=False)
-    float_point = {k: np.asarray(v, dtype=float) for k, v in point.items()}
-    (log_prior, log_lik), x = join_nonshared_inputs(
-        float_point, [log_prior, log_lik], list(floats.values())
-    )
-    log_prior, log_lik = make_total([log_prior, log_lik])
-    grads = [pytensor.grad(term, x, disconnected_inputs="ignore") for term in (log_prior, log_lik)]
-    return [log_prior, log_lik, *grads], x
+    terms = term_passes([log_prior, log_lik])
+    values = list(floats.values())
+    grads = [
+        grad for term in terms for grad in pytensor.grad(term, values, disconnected_inputs="ignore")
+    ]
+    return [*terms, *grads], values
 
 
 @dataclass(frozen=True)

@@ -217,12 +217,15 @@ class LogDensity:
     def _graphs(self):
         return flat_graphs(self.model, self._point)
 
-    def _compile_by_variable(self, outputs, n_values: int, fill_values, differentiated=None):
+    def _compile_by_variable(
+        self, outputs, n_values: int, fill_values, differentiated=None, values=None
+    ):
         """Compile ``outputs``, graphs of the value variables (``n_values`` numbers per point,
         then groups of per-variable gradients), vectorized over rows of one input per variable
         (:func:`~pm_evidence.model.graphs.batched_by_variable`), as a function of flat rows
-        ``x (n, dim)`` called in blocks."""
-        values = self._graphs.values
+        ``x (n, dim)`` called in blocks. ``values`` stand for the value variables where the
+        graphs are of others (the float ones of the relaxed terms), in the same order."""
+        values = self._graphs.values if values is None else values
         inputs, batched = batched_by_variable(outputs, values, [v.value_shape for v in self.layout])
         fn = model_function(inputs, batched, on_unused_input="ignore")
         flat = FlatRowsFunction(
@@ -313,12 +316,8 @@ class LogDensity:
                 f"binary (Bernoulli); the model also has {int((~self.binary_mask).sum())} other "
                 "entries. Use kernel='gibbs' or a custom kernel."
             )
-        outputs, x = relaxed_bernoulli_terms(self.model, self._point)
-        x_batch = pt.matrix("x_batch", dtype=x.dtype)
-        fn = model_function(
-            [x_batch], vectorize_batched(outputs, x, x_batch), on_unused_input="ignore"
-        )
-        return BlockedFunction(fn, self.block_size, (-np.inf, -np.inf, 0.0, 0.0))
+        outputs, values = relaxed_bernoulli_terms(self.model)
+        return self._compile_by_variable(outputs, 2, (-np.inf, -np.inf, 0.0, 0.0), values=values)
 
     # ------------------------------------------------------------------ evaluation
     def _check_x(self, x) -> tuple[np.ndarray, tuple[int, ...]]:

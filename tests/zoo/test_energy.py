@@ -95,6 +95,20 @@ def test_binary_kernels_leave_tempered_density_invariant(tiny_mrf, name):
     assert p_value > 1e-3
 
 
+def test_relaxed_gradient_of_a_grid_mrf_is_its_conditional_logits(tiny_mrf):
+    """The relaxed log-density of Gibbs-with-gradients (compiled with one input per variable,
+    after the passes of the model's own terms): at the binary states its values are the
+    model's, and, the energy being linear in each site, its gradient is the change of
+    ``log p`` when one site flips, the MRF's conditional logits (NumPy's)."""
+    mrf, target = tiny_mrf
+    states = all_states(mrf.size)
+    log_prior, log_lik, grad_prior, grad_lik = target.evaluate_with_relaxed_grad(states)
+    np.testing.assert_allclose(log_prior + log_lik, sum(target.evaluate(states)), rtol=1e-12)
+    np.testing.assert_allclose(grad_prior, 0.0, atol=1e-12)  # Bernoulli(1/2): log(p / (1 - p))
+    logits = mrf.conditional_logits(states).reshape(len(states), -1)
+    np.testing.assert_allclose(grad_lik, logits, rtol=1e-10, atol=1e-12)
+
+
 def test_rbm_block_gibbs_leaves_tempered_density_invariant():
     rbm = energy.random_rbm(3, 3, scale=1.0, seed=6)
     target = LogDensity.for_model(rbm.to_pymc())
