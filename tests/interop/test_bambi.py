@@ -101,12 +101,20 @@ def test_fits_with_group_terms_map_back_exactly(group_fit):
         target.posterior_to_unconstrained(idata)
 
 
-def test_two_formulas_compared_in_one_call():
+@pytest.fixture(scope="module")
+def simple_fit():
+    """``y ~ x`` on 40 rows, fitted once for the two comparisons below."""
+    frame = _data(n=40)
+    model = bmb.Model("y ~ x", frame)
+    return frame, model, _fit(model, draws=500)
+
+
+def test_two_formulas_compared_in_one_call(simple_fit):
     """``y ~ x`` against ``y ~ x + x2 + (1|g)`` (x2 and g do nothing): one compare_models
     call on the fits, and the simpler model is preferred."""
-    frame = _data(n=40)
-    models = {"y ~ x": bmb.Model("y ~ x", frame), "y ~ x + x2": bmb.Model("y ~ x + x2", frame)}
-    fits = {name: _fit(model, draws=500) for name, model in models.items()}
+    frame, simple, simple_idata = simple_fit
+    models = {"y ~ x": simple, "y ~ x + x2": bmb.Model("y ~ x + x2", frame)}
+    fits = {"y ~ x": simple_idata, "y ~ x + x2": _fit(models["y ~ x + x2"], draws=500)}
     result = pme.compare_models(
         {name: (model, fits[name]) for name, model in models.items()},  # Bambi's own objects
         executor="serial",
@@ -151,12 +159,10 @@ def test_a_fit_without_its_group_terms_is_a_clear_error(group_fit):
         pme.from_bambi(model, idata["posterior"].to_dataset())
 
 
-def test_compare_takes_bambi_models_and_their_fits():
+def test_compare_takes_bambi_models_and_their_fits(simple_fit):
     """``pme.compare`` of Bambi models estimates them first (compare_models) and returns the
     table; with results it is the table alone, and estimation keywords are refused there."""
-    frame = _data(n=40)
-    model = bmb.Model("y ~ x", frame)
-    fit = _fit(model, draws=500)
+    frame, model, fit = simple_fit
     table = pme.compare(
         {"y ~ x": (model, fit), "y ~ x + x2": bmb.Model("y ~ x + x2", frame)},
         executor="serial", method="bridge", random_seed=4, progressbar=False,
