@@ -93,9 +93,15 @@ def _hand_made_mixture():
     return model
 
 
+@pytest.fixture(scope="module")
+def hand_made_target():
+    """The hand-made mixture's log-density, compiled once for the tests that use it."""
+    return LogDensity(_hand_made_mixture())
+
+
 # ---------------------------------------------------------------------- the detector
-def test_detector_finds_the_joint_relabelling_of_a_dirichlet_mixture():
-    target = LogDensity(_hand_made_mixture())
+def test_detector_finds_the_joint_relabelling_of_a_dirichlet_mixture(hand_made_target):
+    target = hand_made_target
     points = np.random.default_rng(0).normal(0.0, 0.7, size=(6, target.dim))
     search = find_symmetry(target, points)
     assert search.size == 6
@@ -165,10 +171,10 @@ def test_detector_finds_the_mirror_modes_of_the_label_switching_mixture(mixture,
     assert "means" in search.describe()
 
 
-def test_symmetrized_reference_is_normalized_and_samples_its_density():
+def test_symmetrized_reference_is_normalized_and_samples_its_density(hand_made_target):
     """``E_q[q_G / q] = 1`` and ``E_{q_G}[q / q_G] = 1`` (importance identities): the actions
     (simplex ones included) are measure-preserving and ``sample`` draws ``q_G``."""
-    target = LogDensity(_hand_made_mixture())
+    target = hand_made_target
     points = np.random.default_rng(3).normal(0.0, 0.7, size=(6, target.dim))
     group = find_symmetry(target, points).group
     rng = np.random.default_rng(4)
