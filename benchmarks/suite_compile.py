@@ -100,15 +100,13 @@ def main() -> None:
     parser.add_argument("--out", type=pathlib.Path, default=None, help="CSV of every row")
     args = parser.parse_args()
 
+    from latency import cold_env  # benchmarks/ (this script's folder, first on sys.path)
+
     with tempfile.TemporaryDirectory(prefix="suite-compile-") as tmp:
         folder = pathlib.Path(tmp)
-        env = dict(os.environ)
-        env.update({
-            OUT_ENV: str(folder),
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")])),
-            "PYTENSOR_FLAGS": f"base_compiledir={folder / 'pytensor'}",
-            "NUMBA_CACHE_DIR": str(folder / "numba"),
-        })  # fmt: skip
+        env = cold_env(tmp)  # PyTensor's and numba's caches empty, in the folder
+        env[OUT_ENV] = str(folder)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
         before = os.times()
         start = time.perf_counter()
         run = subprocess.run(
