@@ -584,9 +584,9 @@ def _indexing_by_batched_indices(fgraph, node):
 # variable's values indexing its probabilities, ``p[x]``, where the model's graphs did not turn
 # it into a mask, :func:`~pm_evidence.model.graphs.slices_as_masks`; a matrix's entry
 # ``P[i, j]`` at two discrete variables), which vectorization left as a Blockwise loop over
-# rows: NumPy's advanced indexing of the array itself by the indices with their batch dimensions. The zoo's
-# ``categorical_chain`` value function from empty caches 9.0 -> 3.9 s, the same values at all of
-# its 729 states.
+# rows: NumPy's advanced indexing of the array itself by the indices with their batch
+# dimensions. The zoo's ``categorical_chain`` value function from empty caches 9.0 -> 3.9 s, the
+# same values at all of its 729 states.
 INDEXING_BY_BATCHED_INDICES = WalkingGraphRewriter(_indexing_by_batched_indices, order="in_to_out")
 
 

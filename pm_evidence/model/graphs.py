@@ -186,7 +186,11 @@ def _ordered_writes_as_switch(fgraph, node):
     ):
         return None
     empty, first_entry = inner.inputs[:2]
-    if empty.owner is None or not isinstance(empty.owner.op, AllocEmpty) or not _elemwise(deltas, ps.Exp):
+    if (
+        empty.owner is None
+        or not isinstance(empty.owner.op, AllocEmpty)
+        or not _elemwise(deltas, ps.Exp)
+    ):
         return None
     rest = deltas.owner.inputs[0]
     if rest.owner is None or not isinstance(rest.owner.op, Subtensor):
