@@ -116,7 +116,9 @@ FULL = {
     "executor": None,  # a process pool (hence the __main__ guard below)
 }
 QUICK = {
-    "nuts": {"draws": 500, "tune": 500, "chains": 2},
+    # PyMC's own NUTS, not nutpie where it is installed (pm.sample's default then): nutpie
+    # compiles each model again, about 10 s from empty caches; the full run keeps the default
+    "nuts": {"draws": 500, "tune": 500, "chains": 2, "nuts_sampler": "pymc"},
     "method": "bridge",
     "scales": np.array([0.5, 2.5, 12.5]),
     "executor": "serial",

@@ -37,9 +37,13 @@ def _exact_normal_mean(prior_mu: float, prior_sd: float, y=Y30) -> float:
 
 @pytest.fixture(scope="module")
 def draws_of_b():
-    """pm.sample of model B: the same names and data as A, the prior Normal(3, 0.2)."""
+    """pm.sample of model B: the same names and data as A, the prior Normal(3, 0.2). PyMC's
+    own NUTS, not nutpie where it is installed (nutpie's draws of another model:
+    tests/interop/test_samplers.py)."""
     with _normal_mean(3.0, 0.2):
-        return pm.sample(progressbar=False, random_seed=1, chains=2, draws=500, tune=500)
+        return pm.sample(
+            progressbar=False, random_seed=1, chains=2, draws=500, tune=500, nuts_sampler="pymc"
+        )
 
 
 @pytest.mark.parametrize("method", ["bridge", "ds", "ris", "auto"])
@@ -54,7 +58,9 @@ def test_draws_of_another_model_are_refused(draws_of_b, method):
 def test_draws_of_this_model_pass_and_match_exact():
     model = _normal_mean(0.0, 1.0)
     with model:
-        idata = pm.sample(progressbar=False, random_seed=2, chains=2, draws=500, tune=500)
+        idata = pm.sample(
+            progressbar=False, random_seed=2, chains=2, draws=500, tune=500, nuts_sampler="pymc"
+        )
     ev = pme.marginal_likelihood(model, idata=idata, method="bridge", progressbar=False)
     exact = _exact_normal_mean(0.0, 1.0)
     assert ev.reliable, ev.warnings
