@@ -184,6 +184,41 @@ def test_a_third_exploration_confirms_the_one_it_agrees_with():
     assert not auto.needs_arbiter(degenerate, degenerate, {})
 
 
+def test_a_confirmation_that_passes_its_diagnostics_is_confirmed_by_a_first_that_fails_them():
+    """Issue 35: the two explorations are exchangeable, so where the first AIS fails its own
+    diagnostics (the eggbox's heavy-tailed weights, k-hat 0.77-1.15 at five of seeds 1-8) and
+    the confirmation, which passes them, agrees with it, the confirmation is returned
+    confirmed, without the arbiter. The first's SE is not trusted: the agreement and the
+    unshared mass are judged at the confirmation's SE taken for both."""
+    Evidence = pme.Evidence
+    why = "the posterior draws missed modes that tempering from the prior found"
+    same_modes = {"confirmation_unshared_mass": 0.006}
+    heavy = Evidence(log_z=235.8532, se=0.0044, method="ais", warnings=("k-hat 1.15 > 0.70",))
+    second = Evidence(log_z=235.8549, se=0.0045, method="ais", diagnostics=same_modes)
+    facts = {}
+    result = auto.confirmed_or_flagged(heavy, None, second, facts, why)
+    assert result.reliable and result.log_z == second.log_z
+    assert "first exploration's AIS, which fails its own diagnostics" in facts["confirmed_by"]
+    assert facts["confirmation_log_z"] == heavy.log_z  # the other one's numbers, as ever
+    assert facts["confirmation_warnings"] == heavy.warnings
+    assert not auto.needs_arbiter(heavy, second, facts)
+    assert auto.confirms_the_confirmation(heavy, second, 0.006)
+    # a wide SE on the failing one is no agreement: 0.05 apart is 7.9 of the second's SEs
+    # taken for both (the combined SEs, 0.05 apart at 0.02 and 0.0045, were 2.4)
+    wide = dataclasses.replace(heavy, log_z=second.log_z - 0.05, se=0.02)
+    assert auto.combined_z(wide, second) < auto.DISAGREEMENT_Z
+    assert not auto.confirms_the_confirmation(wide, second, 0.006)
+    facts = {}
+    flagged = auto.confirmed_or_flagged(wide, None, second, facts, why)
+    assert not flagged.reliable and auto.needs_arbiter(wide, second, facts)
+    # nor where the explorations found different modes at the second's precision
+    # (-log(1 - 0.03) = 0.030 nats > 4 sqrt(2) 0.0045 = 0.025), nor where both fail
+    assert not auto.confirms_the_confirmation(heavy, second, 0.03)
+    assert not auto.confirms_the_confirmation(heavy, dataclasses.replace(second, warnings=("k",)),
+                                              0.006)  # fmt: skip
+    assert not auto.confirms_the_confirmation(second, second, 0.006)  # the first passes: as ever
+
+
 def two_images_log_f(x):
     """Two unit normals at -3 and +3 (first coordinate) in 2-D, equal weights: ``Z = 1``."""
     return np.logaddexp(
