@@ -682,8 +682,10 @@ def confirms_the_confirmation(
 
     Issue 35: on the eggbox, at seeds 1-8, the first AIS's weights had a Pareto k-hat of 0.77
     to 1.15 at five seeds, and the confirmation, without a warning, agreed with it within
-    0.1-2.8 combined SEs at four of them; the arbiter (a third exploration and AIS) ran at
-    each to confirm the second, at 35-45% of the call's time."""
+    0.1-2.8 combined SEs at each; the arbiter (a third exploration and AIS) ran at each, a
+    quarter to a third of the call's time. Seeds 1-12: the arbiter ran in 6 calls before, in
+    none after; 1 result was flagged before, none after; mean time 6.09 -> 4.96 s; the same
+    largest error, 1.75 SEs."""
     if confirmation is None or estimate.reliable or not confirmation.reliable:
         return False
     at_its_precision = dataclasses.replace(estimate, se=confirmation.se)
