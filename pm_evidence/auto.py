@@ -592,8 +592,8 @@ def confirmed_or_flagged(
     does not stop it confirming, since an SE too small can only make a chance agreement less
     likely; its warnings are kept in the diagnostics (``confirmation_warnings``). Where
     ``estimate`` fails its own diagnostics and the confirmation passes them, the roles turn
-    round: the confirmation is returned, confirmed, where the two agree at the confirmation's
-    precision (:func:`confirms_the_confirmation`; ``confirmation_log_z``, ``confirmation_se``
+    round: the confirmation is returned, confirmed, where the two agree, the first's SE
+    counted at most as the confirmation's (:func:`confirms_the_confirmation`; ``confirmation_log_z``, ``confirmation_se``
     and ``confirmation_warnings`` then hold the first's). Otherwise
     ``estimate`` flagged as unconfirmed, with both numbers; where ``estimate`` fails its own
     diagnostics and the confirmation does not, the confirmation is the one returned, flagged
@@ -628,9 +628,9 @@ def confirmed_or_flagged(
             facts["confirmation_warnings"] = tuple(estimate.warnings)
             facts["confirmed_by"] = (
                 f"the first exploration's AIS, which fails its own diagnostics but agrees with "
-                f"this one within {DISAGREEMENT_Z:g} of this one's SE taken for both, their "
-                f"explorations having found the same modes; this one is AIS from a second "
-                f"exploration from the prior with its own random stream ({why})"
+                f"this one within {DISAGREEMENT_Z:g} combined SEs (its own SE counted at most "
+                f"as this one's) and whose exploration found the same modes; this one is AIS "
+                f"from a second exploration from the prior with its own random stream ({why})"
             )
             return cross_checked(confirmation, estimate)
     found = (
@@ -675,10 +675,11 @@ def confirms_the_confirmation(
     explorations are exchangeable (each from the prior, on a stream of its own), so the one
     that passes its diagnostics is confirmed by the other as the first would be by the
     second, save that the failing one's SE is not trusted (heavy-tailed or degenerate
-    weights: too small or too large): each is given the confirmation's SE ``s``, so they must
-    agree within ``DISAGREEMENT_Z sqrt(2) s``, and the mass one exploration's mixture holds
-    and the other's lacks (``unshared``) must be resolved at that precision
-    (:func:`unresolved_mass`).
+    weights: too small or too large): it counts only where it is below the confirmation's SE
+    ``s``, which makes the test stricter, and is ``s`` otherwise, so the two must agree within
+    ``DISAGREEMENT_Z`` combined SEs, at most ``DISAGREEMENT_Z sqrt(2) s``, and the mass one
+    exploration's mixture holds and the other's lacks (``unshared``) must be resolved at that
+    precision (:func:`unresolved_mass`).
 
     Issue 35: on the eggbox, at seeds 1-8, the first AIS's weights had a Pareto k-hat of 0.77
     to 1.15 at five seeds, and the confirmation, without a warning, agreed with it within
@@ -688,7 +689,7 @@ def confirms_the_confirmation(
     largest error, 1.75 SEs."""
     if confirmation is None or estimate.reliable or not confirmation.reliable:
         return False
-    at_its_precision = dataclasses.replace(estimate, se=confirmation.se)
+    at_its_precision = dataclasses.replace(estimate, se=min(estimate.se, confirmation.se))
     return combined_z(at_its_precision, confirmation) <= DISAGREEMENT_Z and not unresolved_mass(
         unshared, at_its_precision, confirmation
     )

@@ -188,8 +188,8 @@ def test_a_confirmation_that_passes_its_diagnostics_is_confirmed_by_a_first_that
     """Issue 35: the two explorations are exchangeable, so where the first AIS fails its own
     diagnostics (the eggbox's heavy-tailed weights, k-hat 0.77-1.15 at five of seeds 1-8) and
     the confirmation, which passes them, agrees with it, the confirmation is returned
-    confirmed, without the arbiter. The first's SE is not trusted: the agreement and the
-    unshared mass are judged at the confirmation's SE taken for both."""
+    confirmed, without the arbiter. The first's SE is not trusted: it counts only where it
+    is below the confirmation's (a stricter test), in the agreement and the unshared mass."""
     Evidence = pme.Evidence
     why = "the posterior draws missed modes that tempering from the prior found"
     same_modes = {"confirmation_unshared_mass": 0.006}
@@ -217,6 +217,11 @@ def test_a_confirmation_that_passes_its_diagnostics_is_confirmed_by_a_first_that
     assert not auto.confirms_the_confirmation(heavy, dataclasses.replace(second, warnings=("k",)),
                                               0.006)  # fmt: skip
     assert not auto.confirms_the_confirmation(second, second, 0.006)  # the first passes: as ever
+    # a small SE on the failing one counts: 0.02 apart is 4.3 combined SEs at 0.001 and 0.0045
+    # (3.1 at the second's SE taken for both), so no confirmation, as the comparison would flag
+    precise = dataclasses.replace(heavy, log_z=second.log_z - 0.02, se=0.001)
+    assert auto.combined_z(precise, second) > auto.DISAGREEMENT_Z
+    assert not auto.confirms_the_confirmation(precise, second, 0.006)
 
 
 def two_images_log_f(x):
