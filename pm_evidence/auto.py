@@ -593,8 +593,9 @@ def confirmed_or_flagged(
     likely; its warnings are kept in the diagnostics (``confirmation_warnings``). Where
     ``estimate`` fails its own diagnostics and the confirmation passes them, the roles turn
     round: the confirmation is returned, confirmed, where the two agree, the first's SE
-    counted at most as the confirmation's (:func:`confirms_the_confirmation`; ``confirmation_log_z``, ``confirmation_se``
-    and ``confirmation_warnings`` then hold the first's). Otherwise
+    counted at most as the confirmation's (:func:`confirms_the_confirmation`;
+    ``confirmation_log_z``, ``confirmation_se`` and ``confirmation_warnings`` then hold the
+    first's). Otherwise
     ``estimate`` flagged as unconfirmed, with both numbers; where ``estimate`` fails its own
     diagnostics and the confirmation does not, the confirmation is the one returned, flagged
     likewise (``confirmation_log_z`` then holds the first; issue 36: on three ordered
@@ -623,7 +624,7 @@ def confirmed_or_flagged(
             return cross_checked(estimate, confirmation)
         if confirms_the_confirmation(estimate, confirmation, unshared):
             # the confirmation passes its diagnostics and the first, which fails them, agrees
-            # with it at the confirmation's precision: the roles of the two turned round
+            # with it, its SE counted at most as the confirmation's: the roles turned round
             facts["confirmation_log_z"], facts["confirmation_se"] = estimate.log_z, estimate.se
             facts["confirmation_warnings"] = tuple(estimate.warnings)
             facts["confirmed_by"] = (
