@@ -24,7 +24,13 @@ import numpy as np
 
 from pm_evidence.core.utils import warn_user
 
-__all__ = ["MAX_BLOCK_ELEMENTS", "BlockedFunction", "FlatRowsFunction", "block_size_for"]
+__all__ = [
+    "MAX_BLOCK_ELEMENTS",
+    "BlockedFunction",
+    "FlatRowsFunction",
+    "block_size_for",
+    "jitted_function",
+]
 
 # What a numerical routine raises at a bad point (LinAlgError and PyMC's ParameterValueError are
 # ValueErrors). Anything else (a RuntimeError from a broken compiled function, an interrupt) is
@@ -38,6 +44,40 @@ MAX_BLOCK_ROWS = 1024
 def block_size_for(n_observations: int, max_rows: int = MAX_BLOCK_ROWS) -> int:
     """Rows per compiled call: ``MAX_BLOCK_ELEMENTS / n_observations``, between 1 and ``max_rows``."""
     return int(np.clip(MAX_BLOCK_ELEMENTS // max(int(n_observations), 1), 1, max_rows))
+
+
+def jitted_function(function) -> Callable | None:
+    """The numba function behind a PyTensor function compiled by a JIT linker (its Numba
+    backend), where calling it is the whole call: ``function.vm.jit_fn``, which
+    ``JITLinker.make_all`` keeps on the thunk, takes the graph's inputs in order and returns its
+    outputs; the values of its implicit inputs (shared variables: ``pm.Data``), which follow
+    the explicit ones, are read from their storage at each call, as the thunk reads them.
+    ``None`` where the function has updates or was not JIT-linked (the Python linker).
+
+    Why: the samplers call a small model's value-and-gradient function tens of thousands of
+    times on a few rows (a leapfrog step of 16 chains is one call). Around the numba call
+    (about 6 µs on the 2-D shells), ``Function.__call__`` and its thunk cost as much again
+    (issue 35, step 20: batched HMC on the shells 1.28 -> 0.82 s for the same draws; measured:
+    docs/benchmarks.rst). With ``trust_input`` the PyTensor function passes its inputs to the
+    same numba function unchanged, so the outputs are the same arrays' values.
+    """
+    jit_fn = getattr(getattr(function, "vm", None), "jit_fn", None)
+    storage = getattr(function, "input_storage", None)
+    if jit_fn is None or storage is None:
+        return None
+    if len(function.maker.fgraph.outputs) != len(function.output_storage):
+        return None  # updates are outputs of the graph that the function does not return
+    implicit = [c.implicit for c in storage]
+    if len(function.maker.fgraph.inputs) != len(storage) or implicit != sorted(implicit):
+        return None
+    if not any(implicit):
+        return jit_fn
+    shared = [c.storage for c in storage if c.implicit]
+
+    def with_shared(*rows):
+        return jit_fn(*rows, *[cell[0] for cell in shared])
+
+    return with_shared
 
 
 class FlatRowsFunction:
@@ -68,6 +108,7 @@ class FlatRowsFunction:
     def __init__(self, function, variables, dtypes, n_values: int, differentiated=None):
         self.function = function
         self.function.trust_input = True  # the inputs are made here, of the types it expects
+        self._jitted = jitted_function(function)
         self.n_values = int(n_values)
         variables = tuple(variables)
         if differentiated is None:
@@ -102,7 +143,7 @@ class FlatRowsFunction:
 
     def __call__(self, x: np.ndarray) -> list[np.ndarray]:
         if self._as_is:
-            return list(self.function(np.ascontiguousarray(x)))
+            return list(self._compiled(np.ascontiguousarray(x)))
         n = x.shape[0]
         if self._whole:
             rows = [np.ascontiguousarray(x)]
@@ -110,12 +151,24 @@ class FlatRowsFunction:
             rows = [x[:, columns].astype(dtype, order="C") for columns, dtype in self._columns]
             for k, shape in self._reshaped:
                 rows[k] = rows[k].reshape((n, *shape))
-        outputs = self.function(*rows)
+        outputs = self._compiled(*rows)
         k = len(self._gradients)
         joined = [
             self._joined(outputs[i : i + k], n) for i in range(self.n_values, len(outputs), k)
         ]
         return [*outputs[: self.n_values], *joined]
+
+    def _compiled(self, *rows: np.ndarray):
+        """The compiled function's outputs at ``rows``: from its numba function directly where
+        there is one (:func:`jitted_function`); where that raises, from the PyTensor function,
+        which then raises the same error with PyTensor's account of the operation that failed
+        (or, should the direct call have failed for another reason, returns the outputs)."""
+        if self._jitted is not None:
+            try:
+                return self._jitted(*rows)
+            except Exception:  # the call below raises it again, with PyTensor's account
+                pass
+        return self.function(*rows)
 
     def _joined(self, group, n: int) -> np.ndarray:
         flat = [

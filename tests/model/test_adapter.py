@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
+from pytensor.raise_op import Assert
 from scipy import stats
 
 from pm_evidence import LogDensity
 from pm_evidence.core.exceptions import EvidenceInputError
-from pm_evidence.model.batched import MAX_BLOCK_ELEMENTS, BlockedFunction, block_size_for
+from pm_evidence.model.batched import (
+    MAX_BLOCK_ELEMENTS,
+    BlockedFunction,
+    block_size_for,
+    jitted_function,
+)
+from pm_evidence.model.compile_mode import python_linker_function
 from pm_evidence.tempering.kernels import make_kernel
 
 
@@ -176,6 +184,42 @@ def test_blocked_function_isolates_rows_that_raise():
     assert blocked.n_raised == 1
     with pytest.raises(ValueError):  # every row raises: a broken model, not a boundary
         blocked(-x[:1] - 1.0)
+
+
+def test_the_numba_function_called_directly_gives_the_functions_outputs(rng):
+    """The samplers call the model's numba function without PyTensor's wrapper
+    (``jitted_function``): the same outputs, its shared data (``pm.Data``) read at each call,
+    and a point at which it raises isolated as before, with PyTensor's error."""
+    with pm.Model() as model:
+        data = pm.Data("data", rng.normal(size=6))
+        mu = pm.Normal("mu", 0.0, 1.0, shape=2)
+        sigma = pm.HalfNormal("sigma", 1.0)
+        pm.Normal("y", mu[0] + mu[1], sigma, observed=data)
+        pm.Potential("bounded", Assert("mu[0] below 3")(pt.zeros(()), mu[0] < 3.0))
+    target = LogDensity.for_model(model)
+    blocked = target.terms_grad_function
+    direct = jitted_function(blocked.fn.function)
+    assert direct is not None
+    x = rng.normal(size=(5, target.dim))
+    rows = [np.ascontiguousarray(x[:, :2]), np.ascontiguousarray(x[:, 2])]  # mu, sigma_log__
+    for new_data in (None, rng.normal(size=6)):
+        if new_data is not None:
+            with model:
+                pm.set_data({"data": new_data})
+        expected = blocked.fn.function(*rows)
+        for a, b in zip(direct(*rows), expected, strict=True):
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(
+            blocked(x)[1], [model.compile_logp(vars=model.observed_RVs)(
+                {"mu": xi[:2], "sigma_log__": xi[2]}) for xi in x], rtol=1e-12,
+        )  # fmt: skip
+    x[2, 0] = 4.0
+    with pytest.warns(RuntimeWarning, match=r"AssertionError \(mu\[0\] below 3\) at 1 of 5"):
+        log_prior = blocked(x)[0]
+    assert np.isneginf(log_prior[2]) and np.isfinite(np.delete(log_prior, 2)).all()
+    assert blocked.n_raised == 1
+    # the PyTensor function is not JIT-linked on the Python linker: no direct call
+    assert jitted_function(python_linker_function([], pt.constant(1.0))) is None
 
 
 def test_fingerprint_follows_set_data(rng):
