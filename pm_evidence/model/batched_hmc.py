@@ -291,13 +291,15 @@ def _transition(rng, state: _State, eps: np.ndarray, scale: np.ndarray, n_steps:
         p = p + half_step * grad
         for i in range(n_steps):
             x = x + step * p
-            if not np.isfinite(np.sum(x)):
+            if not math.isfinite(np.sum(x)):
                 diverged |= ~np.all(np.isfinite(x), axis=1)
                 any_diverged = bool(diverged.any())
             if any_diverged:
                 x = np.where(diverged[:, None], state.x, x)  # never evaluate a non-finite x
-            log_f, grad = _log_f_and_grad(function, x)
+            log_prior, log_lik, g_prior, g_lik = function(x)  # log f only at the last step
+            grad = g_prior + g_lik
             p = p + (step if i < n_steps - 1 else half_step) * grad
+        log_f = log_prior + log_lik
         h1 = 0.5 * np.sum(p * p, axis=1) - log_f
         energy_error = h1 - h0
         diverged |= ~np.isfinite(energy_error) | (energy_error > DIVERGENCE_ENERGY)
