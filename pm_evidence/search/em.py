@@ -8,8 +8,11 @@ through SciPy's checked wrappers at every step; in two dimensions most of its ti
 overhead (2.6-3.1 ms per EM iteration at 32 components and 1,024 points, against about
 0.35 ms here: docs/benchmarks.rst, issue 35, step 9). This module does the same steps on stacked
 arrays, with scikit-learn's formulas, starting values and stopping rule, so that the two give
-the same fit to rounding (tests/search/test_em.py compares them); the k-means++ seeding is
-scikit-learn's own (``sklearn.cluster.kmeans_plusplus``).
+the same fit to rounding (tests/search/test_em.py compares them). The k-means++ seeds are
+scikit-learn's (``sklearn.cluster.kmeans_plusplus``), drawn by :func:`kmeans_plusplus_seeds`
+with the same random numbers and arithmetic: the same seeds, without scikit-learn's import
+(0.4 s in every process's first call with an exploration) and its per-call checks (issue 35,
+step 20; the test compares the seeds).
 
 With responsibilities ``r_nk``, ``N_k = sum_n r_nk + 10 eps``:
 
@@ -36,6 +39,7 @@ __all__ = [
     "GaussianMixtureFit",
     "component_blocks",
     "em_fit",
+    "kmeans_plusplus_seeds",
     "kmeans_plusplus_start",
     "precision_cholesky",
 ]
@@ -139,14 +143,49 @@ def _estimates(x_t, resp, reg_covar: float):
     return nk, means, covariances
 
 
+def kmeans_plusplus_seeds(x: np.ndarray, k: int, seed: int) -> np.ndarray:
+    """The rows of ``x (n, d)`` chosen as ``k`` greedy k-means++ seeds (Arthur and Vassilvitskii
+    2007, with scikit-learn's ``2 + int(log k)`` candidates per seed): the first seed uniformly
+    at random; each next one, of candidates drawn with probability proportional to their
+    squared distance ``D(x)^2`` to the nearest seed so far, the one that leaves the smallest sum
+    of ``D^2``. The same random numbers (``numpy.random.RandomState(seed)``) and arithmetic as
+    ``sklearn.cluster.kmeans_plusplus(x, k, random_state=seed)``, whose indices these are."""
+    n = x.shape[0]
+    random_state = np.random.RandomState(seed)
+    weights = np.ones(n)
+    n_local_trials = 2 + int(np.log(k))
+    squared_norms = np.einsum("ij,ij->i", x, x)
+
+    def squared_distances(rows):  # (len(rows), n), as scikit-learn's _euclidean_distances
+        out = -2 * (x[rows] @ x.T)
+        out += squared_norms[rows][:, None]
+        out += squared_norms[None, :]
+        return np.maximum(out, 0, out=out)
+
+    indices = np.full(k, -1, dtype=int)
+    indices[0] = random_state.choice(n, p=weights / weights.sum())
+    closest = squared_distances(indices[:1])
+    potential = closest @ weights
+    for c in range(1, k):
+        draws = random_state.uniform(size=n_local_trials) * potential
+        candidates = np.searchsorted(np.cumsum(weights * closest), draws)
+        np.clip(candidates, None, closest.size - 1, out=candidates)
+        distances = squared_distances(candidates)
+        np.minimum(closest, distances, out=distances)
+        potentials = distances @ weights.reshape(-1, 1)
+        best = np.argmin(potentials)
+        potential, closest = potentials[best], distances[best]
+        indices[c] = candidates[best]
+    return indices
+
+
 def kmeans_plusplus_start(x: np.ndarray, k: int, seed: int, reg_covar: float):
     """EM's starting weights, means and precision Cholesky factors from ``k`` k-means++ seeds
-    (scikit-learn's ``kmeans_plusplus`` with ``random_state=seed``): each component one seed
-    point of covariance ``reg I``, as in ``GaussianMixture(init_params="k-means++")``; the
-    first E-step then assigns each point to its nearest seed."""
-    from sklearn.cluster import kmeans_plusplus
-
-    _, indices = kmeans_plusplus(x, k, random_state=seed)
+    (:func:`kmeans_plusplus_seeds`, scikit-learn's ``kmeans_plusplus`` with
+    ``random_state=seed``): each component one seed point of covariance ``reg I``, as in
+    ``GaussianMixture(init_params="k-means++")``; the first E-step then assigns each point to
+    its nearest seed."""
+    indices = kmeans_plusplus_seeds(x, k, seed)
     resp = np.zeros((k, x.shape[0]))
     resp[np.arange(k), indices] = 1.0
     nk, means, covariances = _estimates(np.ascontiguousarray(x.T), resp, reg_covar)

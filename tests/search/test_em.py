@@ -1,17 +1,21 @@
 """EM vectorized over a mixture's components (issue 35, step 9) against scikit-learn's
 ``GaussianMixture``, the algorithm it reimplements: the same starting values give the same fit,
-to rounding, on both of the exploration's starts (k-means++ seeds and split components)."""
+to rounding, on both of the exploration's starts (k-means++ seeds and split components); the
+k-means++ seeds against scikit-learn's ``kmeans_plusplus`` (step 20)."""
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
 import pytest
+from sklearn.cluster import kmeans_plusplus
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import GaussianMixture
 
 from pm_evidence.search import em
+from pm_evidence.search.mixtures import fit_gaussian_mixture
 
 
 def _clusters(rng, n, dim, n_clusters=12, spread=4.0):
@@ -39,6 +43,33 @@ def _assert_same_fit(ours: em.GaussianMixtureFit, theirs: GaussianMixture, x):
     np.testing.assert_allclose(ours.means, theirs.means_, rtol=1e-9, atol=1e-11)
     np.testing.assert_allclose(ours.covariances, theirs.covariances_, rtol=1e-9, atol=1e-11)
     np.testing.assert_allclose(ours.bic(), theirs.bic(x), rtol=1e-11)
+
+
+@pytest.mark.parametrize(
+    ("n", "dim", "k"), [(1024, 2, 32), (1024, 2, 1), (600, 5, 8), (3000, 12, 16), (40, 3, 40)]
+)
+def test_kmeans_plusplus_seeds_are_sklearns(n, dim, k):
+    """The same seeds as scikit-learn's greedy k-means++ at the same ``random_state``, also
+    with tied distances (points on a grid) and as many seeds as points."""
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        x = rng.normal(size=(n, dim)) * rng.uniform(0.1, 10.0)
+        if seed % 2:
+            x = np.round(x, 1)
+        _, theirs = kmeans_plusplus(x, k, random_state=seed)
+        np.testing.assert_array_equal(em.kmeans_plusplus_seeds(x, k, seed), theirs)
+
+
+def test_the_fits_need_no_sklearn(monkeypatch):
+    """scikit-learn is a test dependency only: the exploration's fits run without it."""
+    for name in [m for m in sys.modules if m == "sklearn" or m.startswith("sklearn.")]:
+        monkeypatch.setitem(sys.modules, name, None)  # importing it now raises ImportError
+    monkeypatch.setitem(sys.modules, "sklearn", None)
+    with pytest.raises(ImportError):
+        import sklearn.cluster  # noqa: F401
+    x = _clusters(np.random.default_rng(3), 800, 2, n_clusters=4)
+    fitted = fit_gaussian_mixture(x, np.random.default_rng(4), max_components=8)
+    assert fitted.n_components > 1
 
 
 @pytest.mark.parametrize(("dim", "n", "k"), [(2, 1024, 32), (5, 600, 8), (12, 3000, 16)])
