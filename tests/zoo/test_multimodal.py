@@ -224,22 +224,27 @@ def test_trimodal_mixture_by_quadrature_over_mu():
 
 
 def test_change_point_by_quadrature_over_the_rates():
-    """For every ``tau`` the rates integrate separately: QUADPACK over each rate of the Poisson
-    likelihood times the Gamma prior (SciPy densities, not the closed form), summed over tau."""
+    """For every ``tau`` the rates integrate separately: adaptive Gauss-Kronrod quadrature
+    (QUADPACK's rule, all segments at once) over each rate of the Poisson likelihood times the
+    Gamma prior (SciPy densities, not the closed form), summed over tau."""
     entry = _entry("change_point")
     gold = entry.gold().log_z
     n = 60
     y = zm.change_point_data(n, 36, (3.0, 1.5), 51)
+    taus = np.arange(1, n)
+    before = np.arange(n)[None, :] < taus[:, None]  # (tau, t): y_t is in the first segment
+    segments = np.stack([before, ~before])  # (2, tau, t): the segment before tau, after it
 
-    def log_segment(counts):
-        def log_f(lam):
-            return stats.poisson.logpmf(counts, lam).sum() + stats.gamma.logpdf(lam, 2.0)
+    def log_f(lam):
+        """Each segment's log likelihood at rate ``lam`` plus the log prior: ``(2, n - 1)``."""
+        return segments @ stats.poisson.logpmf(y, lam) + stats.gamma.logpdf(lam, 2.0)
 
-        shift = log_f((1 + counts.sum()) / (1 + counts.size))  # at the mode
-        value, _ = integrate.quad(lambda lam: np.exp(log_f(lam) - shift), 0, 40, limit=200)
-        return np.log(value) + shift
-
-    terms = [log_segment(y[:tau]) + log_segment(y[tau:]) - np.log(n - 1) for tau in range(1, n)]
+    modes = (1 + segments @ y) / (1 + segments.sum(axis=2))
+    shift = np.array([log_f(lam)[i] for i, lam in np.ndenumerate(modes)]).reshape(modes.shape)
+    value, _ = integrate.quad_vec(
+        lambda lam: np.exp(log_f(lam) - shift), 0, 40, epsrel=1e-12, norm="max", limit=2000
+    )
+    terms = (np.log(value) + shift).sum(axis=0) - np.log(n - 1)
     assert abs(special.logsumexp(terms) - gold) < 1e-8
 
 
