@@ -5,7 +5,7 @@ For a continuous model (:func:`auto_evidence`):
 1. **exploration** from the prior (:func:`~pm_evidence.search.exploration.explore`; skipped where
    :func:`exploration_skipped` says why);
 2. **posterior draws**: batched HMC (:mod:`pm_evidence.model.batched_hmc`; PyMC's NUTS above
-   50 parameters or with ``sample_kwargs``), or ``idata`` checked against the model (the
+   250 parameters or with ``sample_kwargs``), or ``idata`` checked against the model (the
    ``"posterior"`` stream);
 3. **estimate**: bridge sampling on those draws; not run where the draws missed modes the
    exploration found (:func:`estimate_skipped`, read from the draws' coverage,

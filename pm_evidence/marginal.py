@@ -97,7 +97,7 @@ def marginal_likelihood(
     idata : xarray.DataTree, optional
         Posterior draws of this model (``pm.sample()`` output, any of its NUTS samplers, or a
         Bambi model's ``fit()``); drawn when needed: batched HMC
-        (:mod:`pm_evidence.model.batched_hmc`) on models of at most 50 parameters, PyMC's NUTS
+        (:mod:`pm_evidence.model.batched_hmc`) on models of at most 250 parameters, PyMC's NUTS
         on larger ones or where ``sample_kwargs`` is given.
     random_seed : int or numpy.random.Generator, optional
     progressbar : bool
