@@ -153,8 +153,8 @@ def _checked_plan(target: LogDensity, plan: PosteriorPlan) -> PosteriorPlan:
 # batched HMC's draws took 0.64 to 1.03 times the wall time on NUTS's (median per model; 0.17
 # on the 100-D latent GP), with smaller SEs, every result reliable and within 1.7 of its SEs of
 # the gold; at 1,002 parameters (one seed) 0.6 times the time, but the largest of 1,002 split
-# R-hats was 1.010 and flagged the result, which NUTS's did not (docs/benchmarks.rst, issue 35,
-# step 21). Above this bound PyMC's NUTS draws.
+# R-hats was 1.010 and flagged the result, which NUTS's did not (benchmarks/draws_bound.py;
+# docs/benchmarks.rst, issue 35, step 21). Above this bound PyMC's NUTS draws.
 BATCHED_DRAWS_MAX_DIM = 250
 
 
