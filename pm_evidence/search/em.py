@@ -152,6 +152,8 @@ def kmeans_plusplus_seeds(x: np.ndarray, k: int, seed: int) -> np.ndarray:
     ``sklearn.cluster.kmeans_plusplus(x, k, random_state=seed)``, whose indices these are."""
     n = x.shape[0]
     random_state = np.random.RandomState(seed)
+    # scikit-learn's sample weights, all ones: kept so that every sum is its dot product (the
+    # same rounding, hence the same seeds), not a sum of another order
     weights = np.ones(n)
     n_local_trials = 2 + int(np.log(k))
     squared_norms = np.einsum("ij,ij->i", x, x)
