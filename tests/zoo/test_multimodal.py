@@ -240,7 +240,9 @@ def test_change_point_by_quadrature_over_the_rates():
         return segments @ stats.poisson.logpmf(y, lam) + stats.gamma.logpdf(lam, 2.0)
 
     modes = (1 + segments @ y) / (1 + segments.sum(axis=2))
-    shift = np.array([log_f(lam)[i] for i, lam in np.ndenumerate(modes)]).reshape(modes.shape)
+    # log f of each segment at its own mode: the integrand's scale, which cancels below
+    shift = (segments * stats.poisson.logpmf(y, modes[..., None])).sum(axis=2)
+    shift += stats.gamma.logpdf(modes, 2.0)
     value, _ = integrate.quad_vec(
         lambda lam: np.exp(log_f(lam) - shift), 0, 40, epsrel=1e-12, norm="max", limit=2000
     )
