@@ -904,13 +904,16 @@ class SymmetrizedReference(Reference):
 @dataclass(eq=False)
 class PriorReference(Reference):
     """The model's own prior on the unconstrained space: ``log p0(x) = model.varlogp(x)``
-    (plus ``log K!`` per vector with an ``ordered`` transform: :attr:`log_normalizer`).
+    plus :attr:`log_normalizer` (``log K!`` per vector with an ``ordered`` transform, minus the
+    log prior mass kept by transforms that cut the prior).
 
     Only for proper priors that PyMC can draw from (not ``pm.Flat``/``pm.HalfFlat``). Draws are
-    forward samples of the free variables mapped through the transforms (one compiled call per
-    draw, as PyMC's own ``pm.draw`` does; ``ordered`` variables sorted, exact where their
-    components are i.i.d.: :class:`~pm_evidence.model.prior.OrderedPrior`); densities are
-    evaluated batched.
+    forward samples of the free variables mapped through the transforms (``ordered`` variables
+    sorted, exact where their components are i.i.d.:
+    :class:`~pm_evidence.model.prior.OrderedPrior`; draws outside the image of a transform that
+    cuts the prior rejected: :class:`~pm_evidence.model.prior.PriorCut`); densities are
+    evaluated batched. Where a cut's mass is estimated from forward draws, its SE
+    (:attr:`log_normalizer_se`) is added to that of every estimate from this reference.
 
     Parameters
     ----------
@@ -923,9 +926,9 @@ class PriorReference(Reference):
     Raises
     ------
     EvidenceInputError
-        If a free variable has an improper ``Flat``/``HalfFlat`` prior, or a transform that
-        restricts its support in a way sorting cannot draw (an ``ordered`` variable whose
-        components are not i.i.d., or another restricting transform).
+        If a free variable has an improper ``Flat``/``HalfFlat`` prior, an ``ordered``
+        transform that sorting cannot draw (components not i.i.d.), or transforms that keep less
+        than :data:`~pm_evidence.model.prior.MIN_PRIOR_CUT_MASS` of the forward draws.
     """
 
     target: object  # LogDensity
@@ -948,13 +951,27 @@ class PriorReference(Reference):
                 f"'normal'), or give those variables proper priors."
             )
         self.target.prior_ordering.require_sampleable()
+        cut = self.target.prior_cut
+        if cut.problems:
+            raise EvidenceInputError(
+                "The prior cannot be drawn forward as a reference distribution: "
+                + "; ".join(cut.problems)
+                + ". Use a fitted reference (reference='student_t' or 'normal')."
+            )
 
     @property
     def log_normalizer(self) -> float:
         """``log p0 - model.varlogp``: ``sum log K!`` over vectors with an ``ordered`` transform,
         whose sorted forward draws have ``K!`` times PyMC's density
-        (:class:`~pm_evidence.model.prior.OrderedPrior`), else 0."""
-        return self.target.prior_ordering.log_normalizer
+        (:class:`~pm_evidence.model.prior.OrderedPrior`), minus the log prior mass that
+        transforms cutting the prior keep (:class:`~pm_evidence.model.prior.PriorCut`), else 0."""
+        return self.target.prior_log_normalizer
+
+    @property
+    def log_normalizer_se(self) -> float:
+        """The SE of :attr:`log_normalizer` (that of a cut's mass estimated from forward draws;
+        0 where it is exact)."""
+        return self.target.prior_cut.log_mass_se
 
     @property
     def dim(self) -> int:

@@ -419,6 +419,19 @@ def build_evidence(
     here, so that every estimator's result carries them.
     """
     model_messages = tuple(m for m in target.model_messages if m not in warnings)
+    se, diagnostics = estimate.se, estimate.diagnostics
+    cut = getattr(target, "prior_cut", None) if diagnostics.get("reference") == "prior" else None
+    if cut is not None and cut.cut:
+        # p0 = the prior cut by transforms, divided by its mass m (PriorCut): an estimated m
+        # adds the SE of log m
+        diagnostics = {
+            **diagnostics,
+            "prior_cut": list(cut.cut),
+            "prior_cut_log_mass": cut.log_mass,
+            "prior_cut_log_mass_se": cut.log_mass_se,
+            "prior_cut_how": cut.how,
+        }
+        se = float(np.hypot(se, cut.log_mass_se))
     data_vars = {}
     for name, value in draws.items():
         if isinstance(value, tuple):  # (dims, array) given explicitly
@@ -429,9 +442,9 @@ def build_evidence(
         data_vars[name] = (dims, array)
     return Evidence(
         log_z=estimate.log_z,
-        se=estimate.se,
+        se=se,
         method=method,
-        diagnostics=estimate.diagnostics,
+        diagnostics=diagnostics,
         draws=xr.Dataset(data_vars),
         model_name=target.model.name or "",
         observed_fingerprint=target.observed_fingerprint,

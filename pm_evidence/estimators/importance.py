@@ -18,7 +18,7 @@ from pm_evidence.core.utils import (
     pareto_khat,
     relative_sd_of_mean,
 )
-from pm_evidence.estimators.base import Estimate, as_log_weights
+from pm_evidence.estimators.base import Estimate, as_log_weights, nan_weight_diagnostics
 
 __all__ = ["chi_square_to_target", "importance_core", "reverse_importance_core"]
 
@@ -38,6 +38,7 @@ def importance_core(log_l_reference) -> Estimate:
     log_l_reference : array_like
         ``log f(x) - log p0(x)`` at draws from ``p0`` (any shape; ``-inf`` is a zero weight).
     """
+    nan = nan_weight_diagnostics(log_l_reference)
     lw = as_log_weights(
         log_l_reference, what="log weights at reference draws", allow_neg_inf=True
     ).ravel()
@@ -56,6 +57,7 @@ def importance_core(log_l_reference) -> Estimate:
             "ess_reference": ess,
             "ess_fraction": ess / n,
             "pareto_k": pareto_khat(lw),
+            **nan,
         },
     )
 
@@ -122,6 +124,8 @@ def reverse_importance_core(log_l_target, log_l_reference=None) -> Estimate:
         mass outside the target's support, which biases ``log Z_ris`` up by
         ``-log P0(support)``; its fraction is ``reference_outside_support``).
     """
+    if np.any(np.isnan(log_l_target)):  # at target draws a NaN is an error, not a zero
+        as_log_weights(log_l_target, what="log weights at target draws", allow_neg_inf=False)
     inv = as_log_weights(
         -np.asarray(log_l_target, dtype=float),
         what="reverse log weights log p0 - log f at target draws",

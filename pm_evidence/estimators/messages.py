@@ -19,6 +19,7 @@ __all__ = [
     "draws_bulk_ess",
     "draws_ess_messages",
     "flag",
+    "nan_weight_messages",
     "posterior_messages",
     "se_messages",
     "weight_messages",
@@ -26,6 +27,9 @@ __all__ = [
 
 # Weight ESS below this many draws makes IS / reverse IS unreliable.
 LOW_ESS = 30
+# A larger share of NaN log weights (zero weights: points where the model's log density is NaN)
+# is a warning; below it the mass they stand for is negligible against the SE.
+NEGLIGIBLE_NAN_SHARE = 1e-3
 # Posterior draws with a smaller bulk ESS are flagged (draws_ess_messages).
 MIN_DRAWS_ESS = 100
 
@@ -106,7 +110,7 @@ def weight_messages(
 ) -> list[str]:
     """Low weight ESS (below ``LOW_ESS``) and a Pareto k-hat above
     :func:`~pm_evidence.core.utils.good_pareto_k` of importance-type weights."""
-    messages = []
+    messages = nan_weight_messages(diagnostics, what)
     ess = diagnostics.get(ess_key, np.nan)
     if ess < LOW_ESS:
         messages.append(
@@ -122,6 +126,20 @@ def weight_messages(
             f"a few large weights, so {consequence}"
         )
     return messages
+
+
+def nan_weight_messages(diagnostics: dict, what: str) -> list[str]:
+    """A warning where more than :data:`NEGLIGIBLE_NAN_SHARE` of the weights were NaN (taken
+    as zero: the model's log density is NaN there; ``n_nan_log_weights``)."""
+    share = diagnostics.get("nan_log_weight_fraction", 0.0)
+    if not share > NEGLIGIBLE_NAN_SHARE:
+        return []
+    return [
+        f"{what}: {diagnostics['n_nan_log_weights']} ({100 * share:.2g} %) are NaN, where the "
+        f"model's log density is NaN (typically at the edge of a variable's support, where "
+        f"bounds meet); they count as zero weights, so log Z misses whatever mass lies there. "
+        f"Check the model's density near its bounds (a bound that depends on another variable)."
+    ]
 
 
 def se_messages(estimate: Estimate) -> list[str]:

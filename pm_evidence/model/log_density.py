@@ -24,6 +24,7 @@ The unnormalized density is ``f(x) = exp(model.logp(x))``; its integral over ``x
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from functools import cached_property
 
@@ -57,7 +58,14 @@ from pm_evidence.model.graphs import (
 from pm_evidence.model.layout import Layout, VariableSlice
 from pm_evidence.model.maps import ValueMaps, posterior_dataset
 from pm_evidence.model.model_checks import model_messages
-from pm_evidence.model.prior import OrderedPrior, PriorSampler, ordered_prior
+from pm_evidence.model.prior import (
+    OrderedPrior,
+    PriorCut,
+    PriorSampler,
+    measure_cut,
+    ordered_prior,
+    restricting_transforms,
+)
 
 __all__ = [
     "LogDensity",
@@ -70,6 +78,14 @@ __all__ = [
 # The attribute of a pm.Model that holds its adapter (LogDensity.for_model): the model owns
 # its compiled code, which goes with it.
 ADAPTER_ATTRIBUTE = "_pm_evidence_log_density"
+
+# Forward draws that decide whether transforms cut the prior and measure the mass they keep
+# (LogDensity.prior_cut): a batched prior draws them in one call; one drawn per call costs about
+# 0.1 ms a draw. A cut of mass 1e-3 goes unseen in 4,000 draws with probability 2 %, and its
+# bias on log Z, 1e-3, is a fifth of the default SE.
+PRIOR_CUT_DRAWS = 20_000
+PRIOR_CUT_DRAWS_ONE_BY_ONE = 4_000
+PRIOR_CUT_SEED = 65_537
 
 
 class AdapterSlot:
@@ -441,6 +457,38 @@ class LogDensity:
         """Forward draws of the free variables from the prior (compiled once per model)."""
         return PriorSampler(self.model, self.prior_ordering)
 
+    @cached_property
+    def prior_cut(self) -> PriorCut:
+        """Whether transforms cut the prior, and the prior mass they keep
+        (:class:`~pm_evidence.model.prior.PriorCut`), from :data:`PRIOR_CUT_DRAWS` forward
+        draws on a stream of its own (``PRIOR_CUT_SEED``): every stage and every run of this
+        model divide by the same mass, whose SE each result drawn from the prior carries."""
+        if not restricting_transforms(self.model):
+            return PriorCut()
+        n = PRIOR_CUT_DRAWS if self.prior.batched else PRIOR_CUT_DRAWS_ONE_BY_ONE
+        return self.measure_prior_cut(np.random.default_rng(PRIOR_CUT_SEED), n)
+
+    def measure_prior_cut(self, rng: np.random.Generator, n: int) -> PriorCut:
+        """:class:`~pm_evidence.model.prior.PriorCut` from ``n`` forward draws on ``rng``
+        (:attr:`prior_cut` is this on a fixed stream; tests check its SE against the spread
+        over streams)."""
+        candidates = restricting_transforms(self.model)
+        values = self.prior.draw(rng, n)
+        flat, _ = self.maps.unconstrained_rows(values, batch_ndim=1)
+        inside = {
+            v.name: np.all(np.isfinite(flat[:, v.start : v.stop]), axis=1)
+            for v in self.layout
+            if v.name in candidates
+        }
+        return measure_cut(self.model, candidates, inside)
+
+    @property
+    def prior_log_normalizer(self) -> float:
+        """``log p0 - model.varlogp`` of the prior drawn forward: ``log K!`` per ordered vector
+        (:class:`~pm_evidence.model.prior.OrderedPrior`) minus the log mass the transforms
+        keep (:class:`~pm_evidence.model.prior.PriorCut`)."""
+        return self.prior_ordering.log_normalizer - self.prior_cut.log_mass
+
     def initial_point_flat(self) -> np.ndarray:
         """PyMC's initial point of the model (``model.initial_point()``: the prior's central
         values, unconstrained) as one flat vector ``(dim,)``."""
@@ -450,8 +498,25 @@ class LogDensity:
 
     def sample_prior(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """``n`` flat unconstrained draws ``(n, dim)`` from the prior (``ordered`` variables
-        sorted: :class:`~pm_evidence.model.prior.OrderedPrior`)."""
-        return self.to_unconstrained(self.prior.draw(rng, n), batch_ndim=1)
+        sorted: :class:`~pm_evidence.model.prior.OrderedPrior`; where transforms cut it, the
+        forward draws outside their images rejected: :class:`~pm_evidence.model.prior.PriorCut`)."""
+        cut = self.prior_cut
+        if not cut.candidates:
+            return self.to_unconstrained(self.prior.draw(rng, n), batch_ndim=1)
+        columns = np.concatenate(
+            [np.arange(v.start, v.stop) for v in self.layout if v.name in cut.candidates]
+        )
+        kept, n_kept = [], 0
+        while n_kept < n:
+            wanted = math.ceil(1.1 * (n - n_kept) / math.exp(cut.log_mass)) + 16
+            values = self.prior.draw(rng, wanted)
+            flat, _ = self.maps.unconstrained_rows(values, batch_ndim=1)
+            rows = flat[np.all(np.isfinite(flat[:, columns]), axis=1)]
+            if not np.all(np.isfinite(rows)):  # another variable on its support's edge
+                self.to_unconstrained(values, batch_ndim=1)  # raises, naming it
+            kept.append(rows)
+            n_kept += len(rows)
+        return np.concatenate(kept)[:n]
 
     def to_constrained(self, x) -> dict[str, np.ndarray]:
         """Map flat unconstrained points ``(..., dim)`` to named constrained values ``(..., *shape)``."""

@@ -94,7 +94,28 @@ class ValueMaps:
         """Named constrained values ``{name: (*batch, *shape)}`` to flat vectors ``(*batch, dim)``.
 
         ``batch_ndim`` is the number of leading batch dimensions (2 for ``(chain, draw)``).
+
+        Raises
+        ------
+        NonFiniteLogDensityError
+            Where a value is not finite or lies outside its transform's image.
         """
+        flat, batch_shape = self.unconstrained_rows(values, batch_ndim)
+        if not np.all(np.isfinite(flat)):
+            bad = [v.name for v in self.layout.variables
+                   if not np.all(np.isfinite(flat[:, v.start : v.stop]))]  # fmt: skip
+            raise NonFiniteLogDensityError(
+                f"Draws of {bad} lie on the boundary of (or outside) their support: their "
+                f"unconstrained values are not finite. Check that the draws come from this model."
+            )
+        return flat.reshape(*batch_shape, self.layout.dim)
+
+    def unconstrained_rows(
+        self, values: Mapping[str, np.ndarray], batch_ndim: int = 1
+    ) -> tuple[np.ndarray, tuple]:
+        """Named constrained values to flat rows ``(n, dim)`` and the batch shape, with
+        non-finite entries where a value lies outside (or on the edge of) its transform's image
+        (``log`` of a negative number: NaN) instead of an error."""
         names = self.layout.var_names
         missing = [name for name in names if name not in values]
         if missing:
@@ -123,15 +144,9 @@ class ValueMaps:
                     f"or check the sampler that produced them."
                 )
             arrays.append(array.reshape(-1, *v.shape))
-        flat = np.asarray(self._to_unconstrained_fn(*arrays), dtype=float)
-        if not np.all(np.isfinite(flat)):
-            bad = [v.name for v in self.layout.variables
-                   if not np.all(np.isfinite(flat[:, v.start : v.stop]))]  # fmt: skip
-            raise NonFiniteLogDensityError(
-                f"Draws of {bad} lie on the boundary of (or outside) their support: their "
-                f"unconstrained values are not finite. Check that the draws come from this model."
-            )
-        return flat.reshape(*batch_shape, self.layout.dim)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            flat = np.asarray(self._to_unconstrained_fn(*arrays), dtype=float)
+        return flat.reshape(-1, self.layout.dim), batch_shape
 
 
 def posterior_dataset(idata):

@@ -36,7 +36,16 @@ from pm_evidence.core.utils import spawn_seed
 from pm_evidence.model.compile_mode import PYTHON_LINKER, without_c_compiler
 from pm_evidence.model.layout import variable_shapes
 
-__all__ = ["OrderedPrior", "PriorSampler", "ordered_prior"]
+__all__ = [
+    "MIN_PRIOR_CUT_MASS",
+    "OrderedPrior",
+    "PriorCut",
+    "PriorSampler",
+    "exact_log_mass",
+    "measure_cut",
+    "ordered_prior",
+    "restricting_transforms",
+]
 
 
 @dataclass(frozen=True)
@@ -129,14 +138,13 @@ def ordered_prior(model: pm.Model) -> OrderedPrior:
             if p is not default and type(p) is not type(default) and not isinstance(p, Ordered)
         ]  # fmt: skip
         ordered = [p for p in parts if isinstance(p, Ordered)]
+        if not ordered:
+            continue  # another transform alone: a possible cut, measured by PriorCut
         if other:
             problems.append(
-                f"{rv.name!r} has a transform that restricts its support "
-                f"({type(other[0]).__name__}): the model's prior density is then the "
-                f"distribution cut to that region, not normalized, and forward draws ignore it"
+                f"{rv.name!r} has an ordered transform chained with another one "
+                f"({type(other[0]).__name__}): sorting forward draws cannot draw that prior"
             )
-            continue
-        if not ordered:
             continue
         reason = ""
         if len(ordered) > 1 or ordered[0].positive:
@@ -256,3 +264,174 @@ class PriorSampler:
             values = [np.stack([d[i] for d in draws]) for i in range(len(self.var_names))]
         named = {name: np.asarray(v) for name, v in zip(self.var_names, values, strict=True)}
         return self.ordering.sort(named)
+
+
+# A prior whose transforms keep less than this share of its forward draws is not drawn by
+# rejection (a hundred forward draws or more per kept one): it is refused as a reference.
+MIN_PRIOR_CUT_MASS = 0.01
+
+
+@dataclass(frozen=True)
+class PriorCut:
+    r"""Where transforms cut the prior: what share of its forward draws they keep.
+
+    A free variable declared with a transform that is not its distribution's default (for
+    example ``pm.Normal("x", 0, 1, transform=Interval(-1, 1))``) has PyMC's prior density
+    ``p(x)`` on the transform's image ``A`` only, not renormalized: the model's prior is the
+    distribution cut to ``A``, of mass
+
+    .. math:: m = P_p(x \in A), \qquad p_A(x) = p(x) \mathbb{1}_A(x) / m,
+
+    and ``Z = m E_{p_A}[L]`` for the model as written (seed 000 §3 needs a normalized ``p0``:
+    ``log p0 = log p - log m``). Forward draws of ``p`` kept where they fall in ``A`` are
+    draws of ``p_A`` (rejection sampling). Many such transforms cut nothing: a ``CustomDist``
+    or a bounded distribution whose draws stay inside its ``Interval`` transform has
+    ``m = 1``.
+
+    ``m`` is the product of an exact factor per cut variable whose mass the distribution's
+    CDF gives (a univariate distribution with constant parameters under an ``Interval``,
+    ``log`` or ``logodds`` transform with constant bounds: ``F(b) - F(a)`` per element), times
+    the share of forward draws inside the other cut variables' regions among those inside the
+    exact ones', with its binomial SE ``sqrt((1 - m_hat) / k)`` on ``log m`` (``k`` draws kept).
+
+    Attributes
+    ----------
+    candidates : tuple of str
+        Variables with a transform other than their distribution's default (and ``ordered``);
+        every prior draw is kept only where all of them map to finite unconstrained values.
+    cut : tuple of str
+        The candidates whose forward draws left the transform's image (empty: nothing is cut).
+    log_mass, log_mass_se : float
+        ``log m`` and its standard error (0 where every factor is exact).
+    how : str
+        How ``m`` was found, for the diagnostics.
+    problems : tuple of str
+        Why rejection cannot draw this prior (a mass below :data:`MIN_PRIOR_CUT_MASS`).
+    """
+
+    candidates: tuple[str, ...] = ()
+    cut: tuple[str, ...] = ()
+    log_mass: float = 0.0
+    log_mass_se: float = 0.0
+    how: str = ""
+    problems: tuple[str, ...] = ()
+
+
+def restricting_transforms(model: pm.Model) -> tuple[str, ...]:
+    """The free variables whose transform is neither their distribution's default nor
+    ``ordered`` (alone or chained): their forward draws may leave the transform's image."""
+    from pymc.distributions.transforms import Ordered, _default_transform
+    from pymc.logprob.transforms import ChainedTransform
+
+    names = []
+    for rv in model.free_RVs:
+        transform = model.rvs_to_transforms.get(rv)
+        if transform is None:
+            continue
+        default = _default_transform(rv.owner.op, rv)
+        parts = transform.transform_list if isinstance(transform, ChainedTransform) else [transform]
+        if any(
+            p is not default and type(p) is not type(default) and not isinstance(p, Ordered)
+            for p in parts
+        ):
+            names.append(rv.name)
+    return tuple(names)
+
+
+def _image_bounds(model: pm.Model, rv) -> tuple | None:
+    """Constant bounds ``(a, b)`` of the image of ``rv``'s transform, where it is one
+    ``Interval``, ``log`` or ``logodds`` transform whose bounds depend on no free variable."""
+    from pymc.logprob.transforms import IntervalTransform, LogOddsTransform, LogTransform
+
+    transform = model.rvs_to_transforms.get(rv)
+    if isinstance(transform, LogTransform):
+        return 0.0, np.inf
+    if isinstance(transform, LogOddsTransform):
+        return 0.0, 1.0
+    if not isinstance(transform, IntervalTransform):
+        return None
+    a, b, _, _ = transform.get_a_and_b(rv.owner.inputs)
+    free = set(model.free_RVs)
+    bounds = []
+    for bound, missing in ((a, -np.inf), (b, np.inf)):
+        if bound is None:
+            bounds.append(missing)
+            continue
+        bound = pt.as_tensor(bound)
+        if set(ancestors([bound])) & free:
+            return None
+        bounds.append(np.asarray(bound.eval(), dtype=float))
+    return tuple(bounds)
+
+
+def exact_log_mass(model: pm.Model, rv, shape: tuple) -> float | None:
+    """``sum log (F(b) - F(a))`` over the elements of ``rv``: the log prior mass its transform
+    keeps, from its distribution's CDF; ``None`` where the CDF cannot give it (a multivariate
+    or symbolic distribution, parameters or bounds that depend on free variables, no
+    ``logcdf``)."""
+    op = rv.owner.op
+    if not isinstance(op, RandomVariable) or op.ndim_supp != 0:
+        return None
+    free = set(model.free_RVs)
+    if set(ancestors(op.dist_params(rv.owner))) & free:
+        return None
+    bounds = _image_bounds(model, rv)
+    if bounds is None:
+        return None
+    try:
+        log_cdf = [
+            np.broadcast_to(
+                np.asarray(pm.logcdf(rv, pt.as_tensor(np.broadcast_to(bound, shape))).eval()),
+                shape,
+            )
+            for bound in bounds
+        ]
+    except NotImplementedError:
+        return None
+    lo, hi = (np.asarray(v, dtype=float) for v in log_cdf)
+    with np.errstate(divide="ignore"):
+        log_mass = hi + np.log1p(-np.exp(lo - hi))  # log(F(b) - F(a)), F(a) < F(b)
+    return float(np.sum(log_mass)) if np.all(np.isfinite(log_mass)) else None
+
+
+def measure_cut(model: pm.Model, candidates: tuple[str, ...], inside: dict) -> PriorCut:
+    """:class:`PriorCut` of ``model`` from forward draws: ``inside[name]`` is a boolean array,
+    one entry per draw, ``True`` where the draw of ``name`` lies in its transform's image."""
+    if not candidates:
+        return PriorCut()
+    cut = tuple(name for name in candidates if not np.all(inside[name]))
+    n_draws = len(next(iter(inside.values())))
+    if not cut:
+        return PriorCut(
+            candidates, how=f"all {n_draws} forward draws inside every transform's image"
+        )
+    rvs = {rv.name: rv for rv in model.free_RVs}
+    shapes = variable_shapes(model)
+    log_mass, exact = 0.0, []
+    for name in cut:
+        value = exact_log_mass(model, rvs[name], tuple(int(s) for s in shapes[name]))
+        if value is not None:
+            log_mass += value
+            exact.append(name)
+    estimated = [name for name in cut if name not in exact]
+    given = np.all([inside[name] for name in exact], axis=0) if exact else np.ones(n_draws, bool)
+    kept = np.all([inside[name] for name in estimated], axis=0) & given if estimated else given
+    n_given, n_kept = int(given.sum()), int(kept.sum())
+    how, log_mass_se = [], 0.0
+    if exact:
+        how.append(f"exact from the CDF for {exact}")
+    if estimated:
+        share = n_kept / max(n_given, 1)
+        if n_kept:
+            log_mass += math.log(share)
+            log_mass_se = math.sqrt((1.0 - share) / n_kept)
+        else:
+            log_mass = -math.inf
+        how.append(f"{n_kept} of {n_given} forward draws inside for {estimated}")
+    problems = ()
+    if log_mass < math.log(MIN_PRIOR_CUT_MASS):
+        problems = (
+            f"the transforms of {list(cut)} keep {math.exp(log_mass):.2g} of the prior's forward "
+            f"draws (below {MIN_PRIOR_CUT_MASS:g}), too few to draw that prior by rejection",
+        )
+    return PriorCut(candidates, cut, log_mass, log_mass_se, "; ".join(how), problems)

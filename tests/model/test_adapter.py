@@ -96,15 +96,15 @@ def test_functions_off_the_hot_paths_build_no_c(monkeypatch, rng):
     assert target.sample_prior(rng, 3).shape == (3, target.dim)
 
 
-def test_prior_reference_sorts_ordered_draws_and_refuses_other_restrictions(transform_target, rng):
+def test_prior_reference_sorts_ordered_draws_and_rejects_draws_outside_a_cut(transform_target, rng):
     from pm_evidence.references import PriorReference
 
     draws = transform_target.to_constrained(PriorReference(transform_target).sample(rng, 5))
     assert np.all(np.diff(draws["cuts"], axis=-1) > 0)  # sorted: tests/model/test_ordered_prior.py
     with pm.Model() as model:
         pm.Normal("s", 0.0, 1.0, transform=pm.distributions.transforms.log)  # s > 0 only
-    with pytest.raises(EvidenceInputError, match=r"'s' has a transform that restricts its support"):
-        PriorReference(LogDensity.for_model(model))
+    cut = LogDensity.for_model(model)  # the half-normal, by rejection: tests/model/test_prior_cut.py
+    assert np.all(cut.to_constrained(PriorReference(cut).sample(rng, 50))["s"] > 0)
 
 
 def test_wrong_shape_names_the_variable(transform_target, rng):
