@@ -130,3 +130,31 @@ def test_all_zero_annealing_weights_raise_overlap_error():
             core(np.full(20, -np.inf))
     ok = ais_core(np.r_[np.full(19, -np.inf), 0.0])  # one chain with weight: an estimate
     assert ok.log_z == pytest.approx(-np.log(20))
+
+
+def test_a_few_nan_ais_weights_are_zero_weights_counted_and_not_a_warning():
+    """3 NaN log weights in 12,769 (a model NaN at the edge of its support): the estimate is
+    that of the same weights with those three at zero; counted; no warning below 0.1 %."""
+    from pm_evidence.estimators.messages import weight_messages
+
+    rng = np.random.default_rng(7)
+    log_w = rng.normal(0.0, 0.5, size=12_769)
+    with_nan = log_w.copy()
+    with_nan[[5, 500, 5000]] = np.nan
+    zeroed = log_w.copy()
+    zeroed[[5, 500, 5000]] = -np.inf
+    estimate = ais_core(with_nan)
+    assert estimate.log_z == ais_core(zeroed).log_z and estimate.se == ais_core(zeroed).se
+    assert estimate.diagnostics["n_nan_log_weights"] == 3
+    assert weight_messages(estimate.diagnostics, "The AIS weights", "") == []
+    many = log_w.copy()
+    many[:200] = np.nan  # 1.6 %
+    messages = weight_messages(ais_core(many).diagnostics, "The AIS weights", "")
+    assert len(messages) == 1 and "200 (1.6 %) are NaN" in messages[0]
+
+
+def test_a_positive_infinite_log_weight_is_still_an_error():
+    from pm_evidence.core.exceptions import NonFiniteLogDensityError
+
+    with pytest.raises(NonFiniteLogDensityError, match=r"1 of 3 AIS log weights are not finite \(\+inf\)"):
+        ais_core(np.array([0.0, np.inf, 1.0]))

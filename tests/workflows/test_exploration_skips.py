@@ -1,0 +1,64 @@
+"""Which zoo models ``auto`` does not explore from the prior, and why.
+
+Every skip names its reason (``pm_evidence.auto.exploration_skipped``). The reasons that are
+real: discrete variables (RTS and AIS start from the prior themselves), an improper prior (no
+forward draws), more parameters than a cloud of particles can fit a mixture to. A prior with
+its own support (a ``CustomDist`` under an ``Interval``, a cut normal, an ordered vector) is no
+reason: those models are explored.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from pm_evidence.auto import exploration_skipped
+from pm_evidence.model.log_density import as_target
+from pm_evidence.zoo.highdim import HIGHDIM_ZOO
+from pm_evidence.zoo.multimodal import MULTIMODAL_ZOO
+from pm_evidence.zoo.support import SUPPORT_ZOO
+from pm_evidence.zoo.testing import ZOO
+
+REAL_REASONS = {
+    "discrete": "the model has discrete variables",
+    "improper": "The prior is improper",
+    "dimension": "parameters > ",
+}
+
+SKIPPED = {
+    "mixture_energy_2d": "improper",  # a Potential on a Flat x
+    "binary_field": "discrete",
+    "categorical_chain": "discrete",
+    "bernoulli_switch": "discrete",
+    "poisson_latent_count": "discrete",
+    "bernoulli_only": "discrete",
+    "categorical_only": "discrete",
+    "change_point": "discrete",
+    "hierarchical_normal_200": "dimension",
+    "hierarchical_normal_1000": "dimension",
+    "poisson_glmm": "dimension",
+    "logistic_regression_wide": "dimension",
+    "latent_gp_regression": "dimension",
+}
+
+
+def _reasons() -> dict[str, str]:
+    reasons = {}
+    for entry in (*ZOO, *MULTIMODAL_ZOO, *HIGHDIM_ZOO, *SUPPORT_ZOO):
+        model, _ = entry.build()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # an improper prior's own warning
+            target = as_target(model)
+        reason = exploration_skipped(target, {})
+        if reason:
+            reasons[entry.name] = reason
+    return reasons
+
+
+@pytest.mark.filterwarnings("ignore:Cannot cache compiled function")
+def test_the_zoo_models_auto_does_not_explore_are_those_with_a_real_reason():
+    reasons = _reasons()
+    assert set(reasons) == set(SKIPPED), reasons
+    for name, reason in reasons.items():
+        assert REAL_REASONS[SKIPPED[name]] in reason, (name, reason)
