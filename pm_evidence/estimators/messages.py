@@ -129,7 +129,7 @@ def weight_messages(
 
 
 def nan_weight_messages(diagnostics: dict, what: str) -> list[str]:
-    """A warning where more than :data:`NEGLIGIBLE_NAN_SHARE` of the weights were NaN (taken
+    """A warning where more than ``NEGLIGIBLE_NAN_SHARE`` of the weights were NaN (taken
     as zero: the model's log density is NaN there; ``n_nan_log_weights``)."""
     share = diagnostics.get("nan_log_weight_fraction", 0.0)
     if not share > NEGLIGIBLE_NAN_SHARE:

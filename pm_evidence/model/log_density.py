@@ -460,7 +460,7 @@ class LogDensity:
     @cached_property
     def prior_cut(self) -> PriorCut:
         """Whether transforms cut the prior, and the prior mass they keep
-        (:class:`~pm_evidence.model.prior.PriorCut`), from :data:`PRIOR_CUT_DRAWS` forward
+        (:class:`~pm_evidence.model.prior.PriorCut`), from ``PRIOR_CUT_DRAWS`` forward
         draws on a stream of its own (``PRIOR_CUT_SEED``): every stage and every run of this
         model divide by the same mass, whose SE each result drawn from the prior carries."""
         if not restricting_transforms(self.model):

@@ -266,8 +266,8 @@ class PriorSampler:
         return self.ordering.sort(named)
 
 
-# A prior whose transforms keep less than this share of its forward draws is not drawn by
-# rejection (a hundred forward draws or more per kept one): it is refused as a reference.
+#: A prior whose transforms keep less than this share of its forward draws is not drawn by
+#: rejection (a hundred forward draws or more per kept one): it is refused as a reference.
 MIN_PRIOR_CUT_MASS = 0.01
 
 
