@@ -45,7 +45,7 @@ def test_circular_rv_gold_agrees_with_the_trapezoid_rule_in_period_and_jitter():
     t, v, err = support.rv_data(40, 65)
     periods = np.linspace(11.1, 11.6, 4001)
     jitters = np.linspace(0.0, 6.0, 241)
-    log_m = support._circular_log_marginal(
+    log_m = support.circular_log_marginal(
         np.log(periods)[:, None], jitters[None, :], t, v, err
     )  # fmt: skip
     log_prior = (
@@ -60,7 +60,7 @@ def test_circular_rv_gold_agrees_with_the_trapezoid_rule_in_period_and_jitter():
 
 
 def test_cut_normal_golds_agree_with_a_second_rule():
-    y, sigma = support._CUT_Y, 1.0
+    y, sigma = support.CUT_Y, 1.0
     nodes, weights = np.polynomial.legendre.leggauss(60)  # on (-1, 1): the cut itself
     log_lik = stats.norm.logpdf(np.asarray(y)[:, None], nodes, sigma).sum(axis=0)
     cut = special.logsumexp(stats.norm.logpdf(nodes) + log_lik, b=weights)
