@@ -28,8 +28,8 @@ import functools
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
-from pytensor.gradient import disconnected_grad
 from pymc.distributions.transforms import Interval
+from pytensor.gradient import disconnected_grad
 from scipy import integrate, special, stats
 
 from pm_evidence.zoo.testing import LOG_2PI, Gold, entry, leggauss
