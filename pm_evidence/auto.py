@@ -556,9 +556,11 @@ def unconfirmed_draws(
       mass (``missed_by_draws``: :func:`~pm_evidence.search.coverage.compare_coverage`);
     * or the estimate on them fails its own diagnostics (R-hat, ESS, Pareto k-hat: chains stuck
       at local modes that a few chains left) and disagrees by more than ``DISAGREEMENT_Z``
-      combined SEs with AIS, which has no warning (issue 36: on two-frequency signals a few of
-      the 16 chains reach the main mode, so no component counts as missed, while bridge on
-      all of them is tens of nats low).
+      combined SEs with AIS, which has no warning (on two-frequency signals a few of the 16
+      chains reach the main mode, so no component counts as missed, while bridge on all of
+      them is tens of nats low);
+    * or the estimate on them failed (bridge's reference does not overlap draws whose chains
+      sit in different period modes of a radial-velocity model): nothing else can check AIS.
 
     ``draws_estimate`` is ``None`` where it was not run (:func:`estimate_skipped`: the draws
     missed modes) or failed.
@@ -568,7 +570,7 @@ def unconfirmed_draws(
     if missed_by_draws >= MISSED_SHARE:
         return DRAWS_MISSED_MODES
     if draws_estimate is None:
-        return ""
+        return "the estimate on the posterior draws failed"
     z = combined_z(draws_estimate, check)
     if not draws_estimate.reliable and check.reliable and not z <= DISAGREEMENT_Z:
         return (

@@ -95,7 +95,7 @@ def test_the_call_is_its_stages(stages):
     assert np.isfinite(ev.diagnostics["exploration_log_z"])
 
 
-def test_the_draws_cannot_confirm_ais_when_they_missed_mass_or_failed_and_disagree():
+def test_the_draws_cannot_confirm_ais_when_they_missed_mass_or_failed_or_disagree():
     """Issue 36: on a two-frequency signal a few of the 16 chains reach the main mode, so no
     component of the exploration counts as missed, while bridge on all of them carries an R-hat
     warning and is tens of nats low; then a second exploration, not bridge, must confirm AIS."""
@@ -111,6 +111,8 @@ def test_the_draws_cannot_confirm_ais_when_they_missed_mass_or_failed_and_disagr
     assert auto.unconfirmed_draws(agreeing, ais, 0.0) == ""
     flagged_ais = dataclasses.replace(ais, warnings=("k-hat",))  # settled as a disagreement
     assert auto.unconfirmed_draws(stuck, flagged_ais, 0.0) == ""
+    # bridge failed (chains in different period modes of a radial-velocity model)
+    assert "failed" in auto.unconfirmed_draws(None, ais, 0.0)
     facts = {}
     with pytest.warns(UserWarning, match="disagree by"):  # AIS returned, bridge its check
         unconfirmed = auto.confirmed_or_flagged(ais, stuck, None, facts, why)

@@ -420,6 +420,8 @@ def build_evidence(
     """
     model_messages = tuple(m for m in target.model_messages if m not in warnings)
     se, diagnostics = estimate.se, estimate.diagnostics
+    if getattr(target, "noncentered", ()):  # computed in non-centered coordinates: same log Z
+        diagnostics = {**diagnostics, "noncentered": list(target.noncentered)}
     cut = getattr(target, "prior_cut", None) if diagnostics.get("reference") == "prior" else None
     if cut is not None and cut.cut:
         # p0 = the prior cut by transforms, divided by its mass m (PriorCut): an estimated m

@@ -58,6 +58,7 @@ from pm_evidence.model.graphs import (
 from pm_evidence.model.layout import Layout, VariableSlice
 from pm_evidence.model.maps import ValueMaps, posterior_dataset
 from pm_evidence.model.model_checks import model_messages
+from pm_evidence.model.noncentering import noncentered_model
 from pm_evidence.model.prior import (
     OrderedPrior,
     PriorCut,
@@ -109,6 +110,11 @@ class LogDensity:
     block_size : int, optional
         Points per compiled call; by default chosen from the number of observations
         (:func:`~pm_evidence.model.batched.block_size_for`) so that memory stays bounded.
+    reparametrize : bool, default True
+        Compute centered hierarchies whose groups the data inform weakly (a funnel) in their
+        non-centered coordinates (:mod:`~pm_evidence.model.noncentering`): the same integral,
+        so the same ``log Z``. :attr:`noncentered` names those variables; ``model`` is then
+        the model in those coordinates (same variables, data and names).
 
     Notes
     -----
@@ -119,7 +125,13 @@ class LogDensity:
     first use and reused.
     """
 
-    def __init__(self, model: pm.Model | None = None, *, block_size: int | None = None):
+    def __init__(
+        self,
+        model: pm.Model | None = None,
+        *,
+        block_size: int | None = None,
+        reparametrize: bool = True,
+    ):
         model = pm.modelcontext(model)
         if not model.free_RVs:
             raise EvidenceInputError(
@@ -127,6 +139,9 @@ class LogDensity:
                 "is simply exp(model.logp()) at the observed data. Add at least one unobserved "
                 "random variable, or evaluate model.compile_logp()({}) directly."
             )
+        self.noncentered: tuple[str, ...] = ()
+        if reparametrize:
+            model, self.noncentered = noncentered_model(model)
         self.model = model
         with without_c_compiler():  # PyMC compiles the initial point anew on each call
             self._point = model.initial_point()

@@ -1,0 +1,122 @@
+r"""Centered hierarchies computed in their non-centered coordinates, where the data inform the
+groups weakly (a funnel).
+
+A latent ``theta ~ Normal(mu, tau)`` whose scale ``tau`` is itself a free variable makes the
+posterior a funnel in ``(theta, log tau)`` where the data say little about each ``theta_j``:
+as ``tau -> 0`` every ``theta_j`` is squeezed onto ``mu``, a neck that fixed-step kernels and
+fitted references do not reach, so the evidence comes back low with an SE that cannot see it.
+In the coordinates ``z = (theta - mu) / tau`` (the value transform
+:class:`LocScaleTransform`, whose Jacobian ``tau`` per element PyMC adds to the density) the
+neck is gone. The integral is the same (a change of variables, Jacobian included), so is
+``log Z``: the model as written, computed in other coordinates.
+
+Where each group is well informed (``tau^2`` times the likelihood's curvature in ``theta_j``
+large), the centered form is the easy one and the non-centered form has the funnel instead
+(Betancourt and Girolami 2015, §4); :func:`weakly_informed` decides by that product at the
+model's initial point. PyMC's own ``change_value_transforms`` makes the model in the new
+coordinates; its data containers are the user's own (``pm.set_data`` still reaches them).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+from pymc.logprob.transforms import Transform
+from pytensor.graph.traversal import ancestors
+from pytensor.tensor.random.basic import NormalRV
+
+__all__ = [
+    "WEAK_INFORMATION",
+    "LocScaleTransform",
+    "funnel_candidates",
+    "noncentered_model",
+    "weakly_informed",
+]
+
+#: ``median_j(tau^2 * -d^2 log L / d theta_j^2)`` below this at the model's initial point: the
+#: data inform each group less than its prior does, and the variable is non-centered.
+WEAK_INFORMATION = 1.0
+
+
+class LocScaleTransform(Transform):
+    """``z = (theta - loc) / scale`` for ``theta ~ Normal(loc, scale)``: the non-centered
+    coordinates, as a value transform (``log |d theta / d z| = log scale`` per element)."""
+
+    name = "noncentered"
+    ndim_supp = 0
+
+    def forward(self, value, *inputs):
+        loc, scale = inputs[-2:]
+        return (value - loc) / scale
+
+    def backward(self, value, *inputs):
+        loc, scale = inputs[-2:]
+        return loc + scale * value
+
+    def log_jac_det(self, value, *inputs):
+        scale = inputs[-1]
+        return pt.log(scale) + pt.zeros_like(value)
+
+
+def funnel_candidates(model: pm.Model) -> list:
+    """Free ``Normal`` variables without a value transform whose scale depends on a free
+    variable (the funnel's shape)."""
+    free = set(model.free_RVs)
+    return [
+        rv
+        for rv in model.free_RVs
+        if isinstance(rv.owner.op, NormalRV)
+        and model.rvs_to_transforms.get(rv) is None
+        and set(ancestors([rv.owner.inputs[-1]])) & free
+    ]
+
+
+def weakly_informed(model: pm.Model, rv) -> bool:
+    """Whether the data inform ``rv``'s elements less than its prior does: the median over its
+    elements of ``scale^2 * (-d^2 log L / d theta_j^2)`` (the likelihood's curvature, summed over
+    the row of its Hessian: the diagonal where each observation reads one element) below
+    :data:`WEAK_INFORMATION`, at the model's initial point (the prior's central values)."""
+    value = model.rvs_to_values[rv]
+    log_lik = model.datalogp
+    if not model.observed_RVs and not model.potentials:
+        return False
+    grad = pytensor.grad(log_lik, value)
+    curvature = -pytensor.grad(grad.sum(), value)
+    scale = model.replace_rvs_by_values([rv.owner.inputs[-1]])[0]
+    information = pt.broadcast_to(scale**2, value.shape) * curvature
+    fn = pm.pytensorf.compile(model.value_vars, information, on_unused_input="ignore")
+    point = model.initial_point()
+    values = np.asarray(fn(**{v.name: point[v.name] for v in model.value_vars}), dtype=float)
+    return bool(np.all(np.isfinite(values)) and np.median(values) < WEAK_INFORMATION)
+
+
+def noncentered_model(model: pm.Model) -> tuple[pm.Model, tuple[str, ...]]:
+    """``model`` with its weakly informed funnel variables (:func:`funnel_candidates`,
+    :func:`weakly_informed`) in non-centered coordinates, and their names; ``model`` itself
+    and ``()`` where there are none."""
+    from pymc.model.transform.conditioning import change_value_transforms
+
+    chosen = [rv for rv in funnel_candidates(model) if weakly_informed(model, rv)]
+    if not chosen:
+        return model, ()
+    new = change_value_transforms(model, {rv.name: LocScaleTransform() for rv in chosen})
+    _share_data(model, new)
+    return new, tuple(rv.name for rv in chosen)
+
+
+def _share_data(model: pm.Model, new: pm.Model) -> None:
+    """Point the copy's data containers (``pm.Data``, symbolic dimension lengths) at the
+    original's, so that ``pm.set_data`` on the user's model reaches the copy
+    (``SharedVariable.clone`` shares a container the same way)."""
+    from pytensor.compile.sharedvalue import SharedVariable
+
+    for name, var in model.named_vars.items():
+        copy = new.named_vars.get(name)
+        if isinstance(var, SharedVariable) and isinstance(copy, SharedVariable):
+            copy.container = var.container
+    for name, var in model.dim_lengths.items():
+        copy = new.dim_lengths.get(name)
+        if isinstance(var, SharedVariable) and isinstance(copy, SharedVariable):
+            copy.container = var.container
