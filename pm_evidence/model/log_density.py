@@ -110,11 +110,11 @@ class LogDensity:
     block_size : int, optional
         Points per compiled call; by default chosen from the number of observations
         (:func:`~pm_evidence.model.batched.block_size_for`) so that memory stays bounded.
-    reparametrize : bool, default True
+    reparametrize : bool
         Compute centered hierarchies whose groups the data inform weakly (a funnel) in their
         non-centered coordinates (:mod:`~pm_evidence.model.noncentering`): the same integral,
-        so the same ``log Z``. :attr:`noncentered` names those variables; ``model`` is then
-        the model in those coordinates (same variables, data and names).
+        so the same ``log Z``. ``noncentered`` names those variables; ``model`` is then
+        the model in those coordinates (same variables, data and names). On by default.
 
     Notes
     -----
