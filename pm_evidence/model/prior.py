@@ -100,6 +100,25 @@ class OrderedPrior:
             )
 
 
+def _ordered_and_other_transforms(model: pm.Model, rv) -> tuple[list, list]:
+    """The parts of ``rv``'s value transform (a chain's links, or the transform alone) that are
+    ``ordered``, and those that are neither ``ordered`` nor the distribution's default."""
+    from pymc.distributions.transforms import Ordered, _default_transform
+    from pymc.logprob.transforms import ChainedTransform
+
+    transform = model.rvs_to_transforms.get(rv)
+    if transform is None:
+        return [], []
+    default = _default_transform(rv.owner.op, rv)
+    parts = transform.transform_list if isinstance(transform, ChainedTransform) else [transform]
+    ordered = [p for p in parts if isinstance(p, Ordered)]
+    other = [
+        p for p in parts
+        if p is not default and type(p) is not type(default) and not isinstance(p, Ordered)
+    ]  # fmt: skip
+    return ordered, other
+
+
 def _exchangeable(param, rv_ndim: int, free) -> bool | None:
     """Whether a distribution parameter is constant along the variable's last axis: by its
     static shape, else by its value where it depends on no free variable (``None``: cannot
@@ -121,23 +140,11 @@ def ordered_prior(model: pm.Model) -> OrderedPrior:
     images), the variable is univariate with parameters constant along its last axis (its
     components i.i.d. given its parents) and no other free variable depends on it (its
     children's draws would be drawn from the unsorted values)."""
-    from pymc.distributions.transforms import Ordered, _default_transform
-    from pymc.logprob.transforms import ChainedTransform
-
     free = set(model.free_RVs)
     shapes = {}
     sorted_, problems, log_normalizer = [], [], 0.0
     for rv in model.free_RVs:
-        transform = model.rvs_to_transforms.get(rv)
-        if transform is None:
-            continue
-        default = _default_transform(rv.owner.op, rv)
-        parts = transform.transform_list if isinstance(transform, ChainedTransform) else [transform]
-        other = [
-            p for p in parts
-            if p is not default and type(p) is not type(default) and not isinstance(p, Ordered)
-        ]  # fmt: skip
-        ordered = [p for p in parts if isinstance(p, Ordered)]
+        ordered, other = _ordered_and_other_transforms(model, rv)
         if not ordered:
             continue  # another transform alone: a possible cut, measured by PriorCut
         if other:
@@ -320,22 +327,7 @@ class PriorCut:
 def restricting_transforms(model: pm.Model) -> tuple[str, ...]:
     """The free variables whose transform is neither their distribution's default nor
     ``ordered`` (alone or chained): their forward draws may leave the transform's image."""
-    from pymc.distributions.transforms import Ordered, _default_transform
-    from pymc.logprob.transforms import ChainedTransform
-
-    names = []
-    for rv in model.free_RVs:
-        transform = model.rvs_to_transforms.get(rv)
-        if transform is None:
-            continue
-        default = _default_transform(rv.owner.op, rv)
-        parts = transform.transform_list if isinstance(transform, ChainedTransform) else [transform]
-        if any(
-            p is not default and type(p) is not type(default) and not isinstance(p, Ordered)
-            for p in parts
-        ):
-            names.append(rv.name)
-    return tuple(names)
+    return tuple(rv.name for rv in model.free_RVs if _ordered_and_other_transforms(model, rv)[1])
 
 
 def _image_bounds(model: pm.Model, rv) -> tuple | None:
