@@ -54,10 +54,10 @@ def _jax_function(model):
     return jax.jit(jax.vmap(one))
 
 
-def _timed(call, repeats: int) -> float:
+def _timed(call, args, repeats: int) -> float:
     start = time.perf_counter()
     for _ in range(repeats):
-        call()
+        call(*args)
     return (time.perf_counter() - start) / repeats
 
 
@@ -87,8 +87,8 @@ def main(names, points) -> None:
             jax_log_f, jax_grad = jax.block_until_ready(jitted(*pieces))
             jax_first = time.perf_counter() - start
             repeats = max(1, int(2e5 // (n * target.dim + 1)))
-            numba_s = _timed(lambda x=x: target.evaluate_with_grad(x), repeats)
-            jax_s = _timed(lambda p=pieces: jax.block_until_ready(jitted(*p)), repeats)
+            numba_s = _timed(target.evaluate_with_grad, (x,), repeats)
+            jax_s = _timed(lambda *p: jax.block_until_ready(jitted(*p)), pieces, repeats)
             diff = max(
                 np.max(np.abs(np.asarray(jax_log_f) - (log_prior + log_lik))),
                 np.max(np.abs(np.asarray(jax_grad) - (g_prior + g_lik))),
