@@ -54,6 +54,13 @@ def _jax_function(model):
     return jax.jit(jax.vmap(one))
 
 
+def _blocking(function):
+    """``function`` waiting for its result (JAX dispatches asynchronously)."""
+    import jax
+
+    return lambda *args: jax.block_until_ready(function(*args))
+
+
 def _timed(call, args, repeats: int) -> float:
     start = time.perf_counter()
     for _ in range(repeats):
@@ -88,7 +95,7 @@ def main(names, points) -> None:
             jax_first = time.perf_counter() - start
             repeats = max(1, int(2e5 // (n * target.dim + 1)))
             numba_s = _timed(target.evaluate_with_grad, (x,), repeats)
-            jax_s = _timed(lambda *p: jax.block_until_ready(jitted(*p)), pieces, repeats)
+            jax_s = _timed(_blocking(jitted), pieces, repeats)
             diff = max(
                 np.max(np.abs(np.asarray(jax_log_f) - (log_prior + log_lik))),
                 np.max(np.abs(np.asarray(jax_grad) - (g_prior + g_lik))),
