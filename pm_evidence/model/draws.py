@@ -356,7 +356,7 @@ def check_draws_match_model(target: LogDensity, idata, x: np.ndarray) -> None:
         return  # draws_source_messages says so on the result
     flat_lp, flat_x = lp.reshape(-1), x.reshape(-1, x.shape[-1])
     index = np.unique(np.linspace(0, flat_lp.size - 1, LP_CHECK_DRAWS).round().astype(int))
-    stored, ours = flat_lp[index], target.log_density(flat_x[index])
+    stored, ours = flat_lp[index], target.pymc_log_density(flat_x[index])
     differ = ~(np.abs(stored - ours) <= lp_tolerance(stored))
     if differ.mean() <= 0.5:
         return

@@ -58,7 +58,7 @@ from pm_evidence.model.graphs import (
 from pm_evidence.model.layout import Layout, VariableSlice
 from pm_evidence.model.maps import ValueMaps, posterior_dataset
 from pm_evidence.model.model_checks import model_messages
-from pm_evidence.model.noncentering import noncentered_model
+from pm_evidence.model.noncentering import noncentered_model, noncentering_log_jacobian
 from pm_evidence.model.prior import (
     OrderedPrior,
     PriorCut,
@@ -406,6 +406,28 @@ class LogDensity:
         """Unnormalized log posterior ``log f(x) = log prior + log likelihood`` (``model.logp``)."""
         log_prior, log_lik = self.evaluate(x)
         return log_prior + log_lik
+
+    def pymc_log_density(self, x) -> np.ndarray:
+        """``log f(x)`` as PyMC's own coordinates of the model give it (``pm.sample``'s
+        ``lp``): :meth:`log_density` less the Jacobian of the non-centered coordinates
+        (:func:`~pm_evidence.model.noncentering.noncentering_log_jacobian`), where there are
+        any."""
+        log_f = self.log_density(x)
+        if not self.noncentered:
+            return log_f
+        flat, batch_shape = self._check_x(x)
+        return log_f - np.asarray(self._noncentering_jacobian_fn(flat), float).reshape(batch_shape)
+
+    @cached_property
+    def _noncentering_jacobian_fn(self):
+        graph = noncentering_log_jacobian(self.model, self.noncentered)
+        (output,), x = pm.pytensorf.join_nonshared_inputs(
+            self._point, [graph], self.model.value_vars
+        )
+        x_batch = pt.matrix("x_batch", dtype=x.dtype)
+        return python_linker_function(
+            [x_batch], vectorize_batched([output], x, x_batch)[0], on_unused_input="ignore"
+        )
 
     def log_density_and_grad(self, x) -> tuple[np.ndarray, np.ndarray]:
         """``log f(x)`` and its gradient with respect to ``x`` (the sums of

@@ -32,6 +32,7 @@ __all__ = [
     "LocScaleTransform",
     "funnel_candidates",
     "noncentered_model",
+    "noncentering_log_jacobian",
     "weakly_informed",
 ]
 
@@ -110,6 +111,20 @@ def noncentered_model(model: pm.Model) -> tuple[pm.Model, tuple[str, ...]]:
     new = change_value_transforms(model, {rv.name: LocScaleTransform() for rv in chosen})
     _share_data(model, new)
     return new, tuple(rv.name for rv in chosen)
+
+
+def noncentering_log_jacobian(model: pm.Model, names: tuple[str, ...]):
+    """``sum log scale`` over the elements of the non-centered variables ``names`` of ``model``
+    (:func:`noncentered_model`'s), in ``model``'s value variables: its log density at a point
+    minus that of the original model in PyMC's coordinates at the same point (what
+    ``pm.sample`` stored as ``lp`` with its draws)."""
+    terms = []
+    for name in names:
+        rv = model[name]
+        value = model.rvs_to_values[rv]
+        scale = model.replace_rvs_by_values([rv.owner.inputs[-1]])[0]
+        terms.append(pt.sum(pt.log(scale) + pt.zeros_like(value)))
+    return pt.add(*terms) if len(terms) > 1 else terms[0]
 
 
 def _share_data(model: pm.Model, new: pm.Model) -> None:

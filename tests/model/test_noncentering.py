@@ -81,3 +81,19 @@ def test_auto_at_defaults_gets_the_centered_eight_schools(seed):
     assert ev.diagnostics["noncentered"] == ["theta"]
     assert ev.reliable
     assert abs(ev.log_z - gold) < max(4 * ev.se, 0.05) and abs(ev.log_z - gold) < 4 * ev.se
+
+
+def test_the_log_density_in_pymc_coordinates_is_the_centered_models_own():
+    """What ``pm.sample`` stores as ``lp`` with draws of the user's (centered) model: checked
+    against draws passed as ``idata``, so it must not carry the new coordinates' Jacobian."""
+    model = _centered_eight_schools()
+    target = LogDensity(model)
+    x = target.sample_prior(np.random.default_rng(5), 4)
+    values = target.to_constrained(x)
+    logp = model.compile_logp()
+    mine = [
+        logp({"mu": mu, "tau_log__": np.log(tau), "theta": theta})
+        for mu, tau, theta in zip(values["mu"], values["tau"], values["theta"], strict=True)
+    ]
+    np.testing.assert_allclose(target.pymc_log_density(x), mine, rtol=1e-12)
+    assert not np.allclose(target.log_density(x), mine)  # the Jacobian, 8 log tau, differs
