@@ -139,6 +139,7 @@ class LogDensity:
                 "is simply exp(model.logp()) at the observed data. Add at least one unobserved "
                 "random variable, or evaluate model.compile_logp()({}) directly."
             )
+        self.source_model = model  # the user's model, whose slot keeps this adapter (for_model)
         self.noncentered: tuple[str, ...] = ()
         if reparametrize:
             model, self.noncentered = noncentered_model(model)
@@ -169,8 +170,9 @@ class LogDensity:
             slot = AdapterSlot()
             setattr(model, ADAPTER_ATTRIBUTE, slot)
         # the adapter of this very model (a copy of a model shares its slot) and its variables
-        if slot.held is not None and slot.held[0] == signature and slot.held[1].model is model:
-            return slot.held[1]
+        held = slot.held
+        if held is not None and held[0] == signature and held[1].source_model is model:
+            return held[1]
         target = cls(model)
         slot.held = (signature, target)
         return target

@@ -47,8 +47,9 @@ def _noncentered_log_density(values, y):
 
 def test_the_centered_model_is_computed_as_the_noncentered_one_and_follows_set_data():
     model = _centered_eight_schools()
-    target = LogDensity(model)
+    target = LogDensity.for_model(model)
     assert target.noncentered == ("theta",)
+    assert LogDensity.for_model(model) is target  # compiled once per model, kept on the model
     x = target.sample_prior(np.random.default_rng(0), 4)
     values = target.to_constrained(x)
     log_prior, log_lik = target.evaluate(x)
