@@ -13,7 +13,10 @@ False, a property tests check).
 Variables declared with an ``ordered`` transform (PyMC's prior density is then the distribution
 cut to ``x_1 < ... < x_K``, not renormalized, and its forward draws ignore the order) are drawn
 by sorting: :func:`ordered_prior` says when that gives the model's prior, renormalized, and by
-what factor (issue 36, part 3).
+what factor. Variables declared with another transform than their distribution's default (an
+``Interval`` on a ``Normal`` or on a ``CustomDist``) may cut the prior the same way:
+:func:`measure_cut` says from forward draws whether they do, and the mass they keep
+(:class:`PriorCut`); the draws outside are rejected.
 """
 
 from __future__ import annotations
