@@ -329,8 +329,18 @@ class PriorCut:
 
 def restricting_transforms(model: pm.Model) -> tuple[str, ...]:
     """The free variables whose transform is neither their distribution's default nor
-    ``ordered`` (alone or chained): their forward draws may leave the transform's image."""
-    return tuple(rv.name for rv in model.free_RVs if _ordered_and_other_transforms(model, rv)[1])
+    ``ordered`` (alone or chained): their forward draws may leave the transform's image. The
+    non-centered coordinates of :mod:`~pm_evidence.model.noncentering` map onto the whole
+    line and cut nothing."""
+    from pm_evidence.model.noncentering import LocScaleTransform
+
+    return tuple(
+        rv.name
+        for rv in model.free_RVs
+        if any(
+            not isinstance(t, LocScaleTransform) for t in _ordered_and_other_transforms(model, rv)[1]
+        )
+    )
 
 
 def _image_bounds(model: pm.Model, rv) -> tuple | None:
