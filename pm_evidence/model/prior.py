@@ -38,6 +38,7 @@ from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import spawn_seed
 from pm_evidence.model.compile_mode import PYTHON_LINKER, without_c_compiler
 from pm_evidence.model.layout import variable_shapes
+from pm_evidence.model.noncentering import LocScaleTransform
 
 __all__ = [
     "MIN_PRIOR_CUT_MASS",
@@ -332,8 +333,6 @@ def restricting_transforms(model: pm.Model) -> tuple[str, ...]:
     ``ordered`` (alone or chained): their forward draws may leave the transform's image. The
     non-centered coordinates of :mod:`~pm_evidence.model.noncentering` map onto the whole
     line and cut nothing."""
-    from pm_evidence.model.noncentering import LocScaleTransform
-
     return tuple(
         rv.name
         for rv in model.free_RVs
