@@ -542,6 +542,10 @@ class LogDensity:
         cut = self.prior_cut
         if not cut.candidates:
             return self.to_unconstrained(self.prior.draw(rng, n), batch_ndim=1)
+        if cut.problems:
+            raise EvidenceInputError(
+                "The prior cannot be drawn forward: " + "; ".join(cut.problems) + "."
+            )
         columns = np.concatenate(
             [np.arange(v.start, v.stop) for v in self.layout if v.name in cut.candidates]
         )

@@ -138,3 +138,11 @@ def test_a_cut_of_tiny_mass_is_refused_with_its_reason():
         pm.Normal("x", f64(0), f64(1), transform=Interval(f64(4.0), f64(5.0)))
     with pytest.raises(EvidenceInputError, match=r"\['x'\] keep 3.1e-05 of the prior's forward"):
         PriorReference(LogDensity.for_model(model))
+
+
+def test_prior_draws_of_a_tiny_cut_are_refused_not_attempted():
+    """Rejection at a mass of 3e-5 would draw 30,000 times the draws asked for."""
+    with pm.Model() as model:
+        pm.Normal("x", f64(0), f64(1), transform=Interval(f64(4.0), f64(5.0)))
+    with pytest.raises(EvidenceInputError, match="cannot be drawn forward"):
+        LogDensity.for_model(model).sample_prior(np.random.default_rng(0), 10)
