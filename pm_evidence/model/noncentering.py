@@ -7,7 +7,9 @@ as ``tau -> 0`` every ``theta_j`` is squeezed onto ``mu``, a neck that fixed-ste
 fitted references do not reach, so the evidence comes back low with an SE that cannot see it.
 In the coordinates ``z = (theta - mu) / tau`` (the value transform
 :class:`LocScaleTransform`, whose Jacobian ``tau`` per element PyMC adds to the density) the
-neck is gone. The integral is the same (a change of variables, Jacobian included), so is
+neck is gone; correlated group effects ``theta_j ~ MvNormal(mu, cov)`` (an ``LKJCholeskyCov``
+prior) get ``z_j = L^{-1} (theta_j - mu)`` with ``L`` the Cholesky factor of ``cov``
+(:class:`MvLocScaleTransform`). The integral is the same (a change of variables, Jacobian included), so is
 ``log Z``: the model as written, computed in other coordinates.
 
 Where each group is well informed (``tau^2`` times the likelihood's curvature in ``theta_j``
@@ -25,11 +27,12 @@ import pytensor
 import pytensor.tensor as pt
 from pymc.logprob.transforms import Transform
 from pytensor.graph.traversal import ancestors
-from pytensor.tensor.random.basic import NormalRV
+from pytensor.tensor.random.basic import MvNormalRV, NormalRV
 
 __all__ = [
     "WEAK_INFORMATION",
     "LocScaleTransform",
+    "MvLocScaleTransform",
     "funnel_candidates",
     "noncentered_model",
     "noncentering_log_jacobian",
@@ -65,14 +68,50 @@ class LocScaleTransform(Transform):
         return pt.log(scale) + pt.zeros_like(value)
 
 
+class MvLocScaleTransform(Transform):
+    """``z = L^{-1} (theta - mean)`` for ``theta ~ MvNormal(mean, cov)`` with ``L`` the
+    Cholesky factor of ``cov`` (an ``LKJCholeskyCov`` prior's, say): the non-centered
+    coordinates of correlated group effects (``log |d theta / d z| = sum log diag L`` per
+    vector)."""
+
+    name = "noncentered"
+    ndim_supp = 1
+
+    def forward(self, value, *inputs):
+        mean, cov = inputs[-2:]
+        chol = pt.linalg.cholesky(cov)
+        return pt.linalg.solve_triangular(chol, (value - mean)[..., None], lower=True)[..., 0]
+
+    def backward(self, value, *inputs):
+        mean, cov = inputs[-2:]
+        return mean + pt.matmul(pt.linalg.cholesky(cov), value[..., None])[..., 0]
+
+    def log_jac_det(self, value, *inputs):
+        cov = inputs[-1]
+        log_diag = pt.log(pt.diagonal(pt.linalg.cholesky(cov), axis1=-2, axis2=-1))
+        return pt.sum(log_diag, axis=-1) + pt.zeros_like(value[..., 0])
+
+
+# the transform of each distribution this module rewrites, and its variance per element
+_TRANSFORMS = {NormalRV: LocScaleTransform, MvNormalRV: MvLocScaleTransform}
+
+
+def _variance(rv):
+    """The prior variance of each element of ``rv`` (``scale^2``, or the covariance's
+    diagonal), as a graph of the model's variables."""
+    if isinstance(rv.owner.op, MvNormalRV):
+        return pt.diagonal(rv.owner.inputs[-1], axis1=-2, axis2=-1)
+    return rv.owner.inputs[-1] ** 2
+
+
 def funnel_candidates(model: pm.Model) -> list:
-    """Free ``Normal`` variables without a value transform whose scale depends on a free
-    variable (the funnel's shape)."""
+    """Free ``Normal`` and ``MvNormal`` variables without a value transform whose scale
+    (covariance) depends on a free variable (the funnel's shape)."""
     free = set(model.free_RVs)
     return [
         rv
         for rv in model.free_RVs
-        if isinstance(rv.owner.op, NormalRV)
+        if isinstance(rv.owner.op, tuple(_TRANSFORMS))
         and model.rvs_to_transforms.get(rv) is None
         and set(ancestors([rv.owner.inputs[-1]])) & free
     ]
@@ -80,7 +119,8 @@ def funnel_candidates(model: pm.Model) -> list:
 
 def weakly_informed(model: pm.Model, rv) -> bool:
     """Whether the data inform ``rv``'s elements less than its prior does: the median over its
-    elements of ``scale^2 * (-d^2 log L / d theta_j^2)`` (the likelihood's curvature, summed over
+    elements of ``var_j * (-d^2 log L / d theta_j^2)`` (the prior variance, ``scale^2`` or the
+    covariance's diagonal, times the likelihood's curvature, summed over
     the row of its Hessian: the diagonal where each observation reads one element) below
     :data:`WEAK_INFORMATION`, at the model's initial point (the prior's central values).
     Between about 1 and 100 either form does; below, the centered form is a funnel, above, the
@@ -91,8 +131,8 @@ def weakly_informed(model: pm.Model, rv) -> bool:
         return False
     grad = pytensor.grad(log_lik, value)
     curvature = -pytensor.grad(grad.sum(), value)
-    scale = model.replace_rvs_by_values([rv.owner.inputs[-1]])[0]
-    information = pt.broadcast_to(scale**2, value.shape) * curvature
+    variance = model.replace_rvs_by_values([_variance(rv)])[0]
+    information = pt.broadcast_to(variance, value.shape) * curvature
     fn = pm.pytensorf.compile(model.value_vars, information, on_unused_input="ignore")
     point = model.initial_point()
     values = np.asarray(fn(**{v.name: point[v.name] for v in model.value_vars}), dtype=float)
@@ -108,7 +148,9 @@ def noncentered_model(model: pm.Model) -> tuple[pm.Model, tuple[str, ...]]:
     chosen = [rv for rv in funnel_candidates(model) if weakly_informed(model, rv)]
     if not chosen:
         return model, ()
-    new = change_value_transforms(model, {rv.name: LocScaleTransform() for rv in chosen})
+    new = change_value_transforms(
+        model, {rv.name: _TRANSFORMS[type(rv.owner.op)]() for rv in chosen}
+    )
     _share_data(model, new)
     return new, tuple(rv.name for rv in chosen)
 
@@ -122,8 +164,8 @@ def noncentering_log_jacobian(model: pm.Model, names: tuple[str, ...]):
     for name in names:
         rv = model[name]
         value = model.rvs_to_values[rv]
-        scale = model.replace_rvs_by_values([rv.owner.inputs[-1]])[0]
-        terms.append(pt.sum(pt.log(scale) + pt.zeros_like(value)))
+        log_jac = model.rvs_to_transforms[rv].log_jac_det(value, *rv.owner.inputs)
+        terms.append(pt.sum(model.replace_rvs_by_values([log_jac])[0]))
     return pt.add(*terms) if len(terms) > 1 else terms[0]
 
 

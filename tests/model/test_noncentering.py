@@ -98,3 +98,31 @@ def test_the_log_density_in_pymc_coordinates_is_the_centered_models_own():
     ]
     np.testing.assert_allclose(target.pymc_log_density(x), mine, rtol=1e-12)
     assert not np.allclose(target.log_density(x), mine)  # the Jacobian, 8 log tau, differs
+
+
+@pytest.mark.slow  # two compiles of an LKJ model's log density: 1-2 minutes on two cores
+def test_correlated_group_effects_are_noncentered_through_the_cholesky_factor():
+    """``ab_j ~ MvNormal(mu, chol=L)`` with an ``LKJCholeskyCov`` prior, two observations per
+    group: computed as ``z_j = L^{-1} (ab_j - mu)``, whose density is the centered one times
+    ``|det L|`` per group, and ``pymc_log_density`` gives back the centered one."""
+    rng = np.random.default_rng(1)
+    group = np.repeat(np.arange(20), 2)
+    x = rng.normal(size=group.size)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 2.0, shape=2)
+        chol, _, _ = pm.LKJCholeskyCov(
+            "chol", n=2, eta=2.0, sd_dist=pm.HalfNormal.dist(1.0, shape=2), compute_corr=True
+        )
+        ab = pm.MvNormal("ab", mu, chol=chol, shape=(20, 2))
+        pm.Normal("y", ab[group, 0] + ab[group, 1] * x, 1.0, observed=rng.normal(size=group.size))
+    target = LogDensity(model)
+    centered = LogDensity(model, reparametrize=False)
+    assert target.noncentered == ("ab",) and centered.noncentered == ()
+    x_nc = target.sample_prior(rng, 4)
+    values = target.to_constrained(x_nc)
+    lp_centered = centered.log_density(centered.to_unconstrained(values))
+    np.testing.assert_allclose(target.pymc_log_density(x_nc), lp_centered, rtol=1e-10)
+    chol_matrices = np.zeros((4, 2, 2))
+    chol_matrices[:, [0, 1, 1], [0, 0, 1]] = values["chol"]
+    log_det = 20 * np.log(np.diagonal(chol_matrices, axis1=1, axis2=2)).sum(axis=1)
+    np.testing.assert_allclose(target.log_density(x_nc) - lp_centered, log_det, rtol=1e-9)
