@@ -48,26 +48,31 @@ def _log_z(y, sigma, mu_sd, tau_prior) -> float:
     return float(np.log(value) + peak)
 
 
+def _centered(y, sigma, mu_sd, tau_dist, tau_prior):
+    """``theta_j ~ N(mu, tau^2)``, ``y_j ~ N(theta_j, sigma_j^2)``, ``mu ~ N(0, mu_sd^2)``, and
+    ``tau ~ tau_dist`` (PyMC) whose SciPy twin ``tau_prior`` the gold integrates."""
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, mu_sd)
+        tau = tau_dist("tau")
+        theta = pm.Normal("theta", mu, tau, shape=len(y))
+        pm.Normal("y", theta, sigma, observed=y)
+    return model, _log_z(y, sigma, mu_sd, tau_prior)
+
+
 def eight_schools_centered():
     y, sigma = np.array(EIGHT_SCHOOLS_Y), np.array(EIGHT_SCHOOLS_SIGMA)
-    with pm.Model() as model:
-        mu = pm.Normal("mu", 0.0, 5.0)
-        tau = pm.HalfNormal("tau", 5.0)
-        theta = pm.Normal("theta", mu, tau, shape=8)
-        pm.Normal("y", theta, sigma, observed=y)
-    return model, _log_z(y, sigma, 5.0, stats.halfnorm(scale=5.0))
+    return _centered(
+        y, sigma, 5.0, lambda name: pm.HalfNormal(name, 5.0), stats.halfnorm(scale=5.0)
+    )
 
 
 def thirty_groups_centered():
     rng = np.random.default_rng(30)
     sigma = np.ones(30)
     y = rng.normal(rng.normal(0.5, 0.3, 30), sigma)
-    with pm.Model() as model:
-        mu = pm.Normal("mu", 0.0, 1.0)
-        tau = pm.HalfCauchy("tau", 1.0)
-        theta = pm.Normal("theta", mu, tau, shape=30)
-        pm.Normal("y", theta, sigma, observed=y)
-    return model, _log_z(y, sigma, 1.0, stats.halfcauchy(scale=1.0))
+    return _centered(
+        y, sigma, 1.0, lambda name: pm.HalfCauchy(name, 1.0), stats.halfcauchy(scale=1.0)
+    )
 
 
 MODELS = {

@@ -951,13 +951,7 @@ class PriorReference(Reference):
                 f"'normal'), or give those variables proper priors."
             )
         self.target.prior_ordering.require_sampleable()
-        cut = self.target.prior_cut
-        if cut.problems:
-            raise EvidenceInputError(
-                "The prior cannot be drawn forward as a reference distribution: "
-                + "; ".join(cut.problems)
-                + ". Use a fitted reference (reference='student_t' or 'normal')."
-            )
+        self.target.prior_cut.require_sampleable()
 
     @property
     def log_normalizer(self) -> float:

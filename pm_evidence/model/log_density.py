@@ -514,11 +514,7 @@ class LogDensity:
         candidates = restricting_transforms(self.model)
         values = self.prior.draw(rng, n)
         flat, _ = self.maps.unconstrained_rows(values, batch_ndim=1)
-        inside = {
-            v.name: np.all(np.isfinite(flat[:, v.start : v.stop]), axis=1)
-            for v in self.layout
-            if v.name in candidates
-        }
+        inside = PriorCut(candidates).inside(flat, self.layout)
         return measure_cut(self.model, candidates, inside)
 
     @property
@@ -542,19 +538,13 @@ class LogDensity:
         cut = self.prior_cut
         if not cut.candidates:
             return self.to_unconstrained(self.prior.draw(rng, n), batch_ndim=1)
-        if cut.problems:
-            raise EvidenceInputError(
-                "The prior cannot be drawn forward: " + "; ".join(cut.problems) + "."
-            )
-        columns = np.concatenate(
-            [np.arange(v.start, v.stop) for v in self.layout if v.name in cut.candidates]
-        )
+        cut.require_sampleable()
         kept, n_kept = [], 0
         while n_kept < n:
             wanted = math.ceil(1.1 * (n - n_kept) / math.exp(cut.log_mass)) + 16
             values = self.prior.draw(rng, wanted)
             flat, _ = self.maps.unconstrained_rows(values, batch_ndim=1)
-            rows = flat[np.all(np.isfinite(flat[:, columns]), axis=1)]
+            rows = flat[np.all(list(cut.inside(flat, self.layout).values()), axis=0)]
             if not np.all(np.isfinite(rows)):  # another variable on its support's edge
                 self.to_unconstrained(values, batch_ndim=1)  # raises, naming it
             kept.append(rows)

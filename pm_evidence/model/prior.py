@@ -327,6 +327,24 @@ class PriorCut:
     how: str = ""
     problems: tuple[str, ...] = ()
 
+    def require_sampleable(self) -> None:
+        """Raise :class:`EvidenceInputError` naming the problems, if there are any."""
+        if self.problems:
+            raise EvidenceInputError(
+                "The prior cannot be drawn forward as a reference distribution: "
+                + "; ".join(self.problems)
+                + ". Use a fitted reference (reference='student_t' or 'normal')."
+            )
+
+    def inside(self, flat: np.ndarray, layout) -> dict[str, np.ndarray]:
+        """Per candidate, whether each row of flat unconstrained values ``(n, dim)`` (NaN
+        outside a transform's image: ``ValueMaps.unconstrained_rows``) lies inside it."""
+        return {
+            v.name: np.all(np.isfinite(flat[:, v.start : v.stop]), axis=1)
+            for v in layout
+            if v.name in self.candidates
+        }
+
 
 def restricting_transforms(model: pm.Model) -> tuple[str, ...]:
     """The free variables whose transform is neither their distribution's default nor
