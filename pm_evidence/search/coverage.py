@@ -7,17 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 from scipy import stats
 
 from pm_evidence.core.utils import log_sum_exp
+from pm_evidence.references import MixtureReference
 from pm_evidence.search.mixtures import OUTLIER_LEVEL
-
-if TYPE_CHECKING:
-    from pm_evidence.references import MixtureReference
-    from pm_evidence.search.exploration import Exploration
 
 __all__ = [
     "MIN_OUTSIDE_DRAWS",
@@ -31,7 +28,17 @@ __all__ = [
 ]
 
 
-def occupancy_jumps(exploration: Exploration, threshold: float = 0.2) -> list[tuple[float, int]]:
+class Explored(Protocol):
+    """What this module reads of an exploration
+    (:class:`~pm_evidence.search.exploration.Exploration` has it): its mixture, and each
+    mixture component's share of the particles at each rung."""
+
+    mixture: MixtureReference
+    betas: np.ndarray  # (R,) the rungs' inverse temperatures
+    occupancy: np.ndarray  # (R, K) each component's share of the particles at each rung
+
+
+def occupancy_jumps(exploration: Explored, threshold: float = 0.2) -> list[tuple[float, int]]:
     """Rungs where a component's share of the particles changed by more than ``threshold``
     from the rung before: ``(beta, component)`` pairs (an abrupt change of which mode holds
     the mass, the mark of a phase transition)."""
@@ -79,7 +86,7 @@ class ModeCoverage:
 
 
 def compare_coverage(
-    exploration: Exploration,
+    exploration: Explored,
     draws: np.ndarray,
     orbit=None,
     *,
@@ -90,7 +97,8 @@ def compare_coverage(
 
     Parameters
     ----------
-    exploration : pm_evidence.search.exploration.Exploration
+    exploration : Explored
+        An :class:`~pm_evidence.search.exploration.Exploration`.
     draws : numpy.ndarray
         Flat posterior draws ``(..., dim)``.
     orbit : callable, optional

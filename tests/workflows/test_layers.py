@@ -1,4 +1,4 @@
-"""The package's layers and the direction of its imports (issue 34, step 1: guard rails).
+"""The package's layers and the direction of its imports.
 
 Every module of ``pm_evidence`` sits on a floor of :data:`FLOORS`; a module may import modules
 on its own floor or below, never above, and no modules may import one another in a loop.
@@ -35,7 +35,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
     11: ("zoo",),  # models with gold log Z: nothing in the library imports them
 }
 
-# (importer, imported) pairs that point up today; each is a step of issue 34 to remove.
+# (importer, imported) pairs that point up today; each one to remove.
 KNOWN_UPWARD: set[tuple[str, str]] = set()
 # Loops of imports today: each the set of units that reach one another through imports.
 KNOWN_CYCLES: set[frozenset[str]] = set()
@@ -152,6 +152,46 @@ def test_no_new_import_cycles():
     assert KNOWN_CYCLES - cycles == set(), "gone: remove them from KNOWN_CYCLES"
 
 
+def _module_cycles() -> list[set[str]]:
+    """Loops among the package's modules themselves (not their units), counting every import:
+    inside functions and under ``if TYPE_CHECKING:`` too, since a loop hidden from the
+    interpreter is still a knot for the reader."""
+    modules = dict(_modules())
+    graph = {name: set() for name in modules}
+    for name, path in modules.items():
+        for target, _ in _imports(name, path):
+            while target not in modules and "." in target:  # an imported name, not a module
+                target = target.rsplit(".", 1)[0]
+            if target in modules and target != name:
+                graph[name].add(target)
+
+    def reach(start):
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in graph[todo.pop()] - seen:
+                seen.add(nxt)
+                todo.append(nxt)
+        return seen
+
+    reachable = {name: reach(name) for name in graph}
+    loops = {frozenset({a} | {b for b in reachable[a] if a in reachable[b]})
+             for a in graph if a in reachable[a]}  # fmt: skip
+    return sorted((set(loop) for loop in loops), key=sorted)
+
+
+def test_no_module_imports_itself_through_others():
+    assert _module_cycles() == []
+
+
+def test_no_module_passes_a_thousand_lines():
+    long = {
+        str(path.relative_to(PACKAGE.parent)): n
+        for _, path in _modules()
+        if (n := len(path.read_text().splitlines())) > 1000
+    }
+    assert long == {}, "split these modules by job"
+
+
 def test_at_most_a_dozen_modules_sit_at_the_root():
     root = sorted(p.stem for p in PACKAGE.glob("*.py"))
     assert len(root) <= 12, root
@@ -173,7 +213,7 @@ def test_every_public_name_imports(name):
 
 
 def test_every_module_has_its_line_in_the_docs():
-    """docs/concepts.rst lists every module with its one job (issue 34)."""
+    """docs/concepts.rst lists every module with its one job."""
     text = (PACKAGE.parent / "docs" / "concepts.rst").read_text()
     missing = [
         name.removeprefix("pm_evidence.")
@@ -184,7 +224,7 @@ def test_every_module_has_its_line_in_the_docs():
 
 
 # (test file, private name) that tests still use; each a name to make public or a use to drop
-# (issue 34, step 7: the tests use public names only). Empty: keep it so.
+# (the tests use public names only). Empty: keep it so.
 KNOWN_PRIVATE_IN_TESTS: set[tuple[str, str]] = set()
 
 TESTS = PACKAGE.parent / "tests"
