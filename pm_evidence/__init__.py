@@ -135,7 +135,7 @@ __all__ = [
 ]
 
 
-# old module path -> its place in the layer folders (issue 34)
+# old module path -> its place in the layer folders
 OLD_MODULE_PATHS = {
     "exceptions": "core.exceptions",
     "utils": "core.utils",

@@ -163,8 +163,8 @@ def check_precision(
     (stopping it early costs accuracy for little time; measured: docs/benchmarks.rst,
     Measurements behind the defaults). Where the draws visited every component and the
     estimate has no warning, nothing the check finds can make it the returned result unless it
-    disagrees, so it stops at ``max(CHECK_ONLY_SE, estimate.se)`` (issue 35: on the 10-D
-    hierarchical model AIS to 0.005 was 84% of a warm call). Options the user gave
+    disagrees, so it stops at ``max(CHECK_ONLY_SE, estimate.se)`` (run to its own default
+    precision, the check can be most of a warm call). Options the user gave
     (``annealing=`` or ``target_se=``) are kept as given. ``coverage``: the draws' coverage
     where it was computed already (:func:`draws_coverage`).
     """
@@ -600,9 +600,9 @@ def confirmed_or_flagged(
     first's). Otherwise
     ``estimate`` flagged as unconfirmed, with both numbers; where ``estimate`` fails its own
     diagnostics and the confirmation does not, the confirmation is the one returned, flagged
-    likewise (``confirmation_log_z`` then holds the first; issue 36: on three ordered
-    frequencies at seed 3 the first exploration missed the main mode, AIS from it 14 nats low
-    with an ESS of 1, and the second was 0.005 from the gold). ``nuts_estimate`` (bridge on the
+    likewise (``confirmation_log_z`` then holds the first: an exploration that missed the
+    main mode gives an AIS many nats low with an ESS near 1, where the second exploration may
+    find it). ``nuts_estimate`` (bridge on the
     draws that missed the modes; ``None`` where it did not run: :func:`estimate_skipped`)
     is kept in the diagnostics only. ``why``: why the draws could
     not confirm it (:func:`unconfirmed_draws`), in the words of the result."""
@@ -684,12 +684,10 @@ def confirms_the_confirmation(
     exploration's mixture holds and the other's lacks (``unshared``) must be resolved at that
     precision (:func:`unresolved_mass`).
 
-    Issue 35: on the eggbox, at seeds 1-8, the first AIS's weights had a Pareto k-hat of 0.77
-    to 1.15 at five seeds, and the confirmation, without a warning, agreed with it within
-    0.1-2.8 combined SEs at each; the arbiter (a third exploration and AIS) ran at each, a
-    quarter to a third of the call's time. Seeds 1-12: the arbiter ran in 6 calls before, in
-    none after; 1 result was flagged before, none after; mean time 6.09 -> 4.96 s; the same
-    largest error, 1.75 SEs."""
+    Why: on the eggbox the first AIS's weights often have a Pareto k-hat above 0.7 while a
+    confirmation without a warning agrees with it; without this rule the arbiter (a third
+    exploration and AIS, a quarter to a third of the call) would run on most seeds to confirm
+    what two agreeing estimates already show (measured: docs/benchmarks.rst)."""
     if not returns_the_confirmation(estimate, confirmation):  # not the one failing alone
         return False
     at_its_precision = dataclasses.replace(estimate, se=min(estimate.se, confirmation.se))
@@ -731,10 +729,9 @@ def arbitrated(
     lacks within what the comparison resolves, :func:`unresolved_mass`), and also where the
     mass that the other estimate's mixture holds and the arbiter's lacks is within it: two
     explorations that agree may both have missed a mode the third found, which their agreement
-    would not show. Issue 36: on three ordered frequencies at seed 3 the first exploration
-    missed the main mode (AIS 14 nats low, an ESS of 1); on three unordered frequencies at
-    seed 2 the confirmation missed it (25 nats low, no warning of its own); both were
-    flagged, right, before the arbiter. The result's diagnostics hold the arbiter's numbers
+    would not show: on periodic signals either exploration may miss the main mode (the first
+    with an ESS near 1; the confirmation, tens of nats low, without a warning of its own).
+    The result's diagnostics hold the arbiter's numbers
     (``arbiter_log_z``, ``arbiter_se``, ``arbiter_z`` against the one confirmed, the four
     masses, ``arbiter_warnings``)."""
     if arbiter is None:

@@ -14,8 +14,8 @@ import numpy as np
 
 # ArviZ's diagnostics are read by nearly every call (ESS, R-hat, Pareto k-hat), so they are
 # imported with the package, not inside the first call: there, arviz_base's lazy loads of jax
-# and numpyro (where neither is installed) walk the call's whole stack with inspect.stack, and
-# the import took 0.5 s against 0.2 s here (measured: docs/benchmarks.rst, issue 35, step 7).
+# and numpyro (where neither is installed) walk the call's whole stack with inspect.stack, which
+# costs more than the import itself (measured: docs/benchmarks.rst).
 from arviz_stats.base import array_stats
 from threadpoolctl import threadpool_limits
 
@@ -153,8 +153,8 @@ def log_sum_exp(values, axis: int | None = None):
     What ``scipy.special.logsumexp(values, axis)`` gives for real input (to rounding), a slice of
     ``-inf`` or an empty one giving ``-inf``, in plain NumPy: scipy's array-API dispatch has a
     fixed cost per call that dominated AIS's time on small runs, and the mixture references'
-    densities in the exploration's jumps (3 to 10 times NumPy's time on ``(n, K)`` arrays;
-    measured: docs/benchmarks.rst, Measurements behind the defaults and issue 35, step 7).
+    densities in the exploration's jumps (several times NumPy's time on ``(n, K)`` arrays;
+    measured: docs/benchmarks.rst, Measurements behind the defaults).
     """
     values = np.asarray(values, dtype=float)
     top = np.max(values, axis=axis, keepdims=True, initial=-np.inf)  # -inf for an empty slice

@@ -56,9 +56,8 @@ def jitted_function(function) -> Callable | None:
 
     Why: the samplers call a small model's value-and-gradient function tens of thousands of
     times on a few rows (a leapfrog step of 16 chains is one call). Around the numba call
-    (about 7 µs for 16 rows of the 2-D shells), ``Function.__call__`` and its thunk cost as
-    much again (issue 35, step 20: batched HMC on the shells about 1.3 s -> 0.8 s for the same
-    draws; measured: docs/benchmarks.rst). With ``trust_input`` the PyTensor function passes its
+    (a few microseconds for 16 rows of a 2-D model), ``Function.__call__`` and its thunk cost
+    as much again (measured: docs/benchmarks.rst). With ``trust_input`` the PyTensor function passes its
     inputs to the same numba function unchanged, so the outputs are the same arrays' values.
     """
     jit_fn = getattr(getattr(function, "vm", None), "jit_fn", None)

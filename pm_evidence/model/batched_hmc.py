@@ -1,5 +1,5 @@
 r"""Posterior draws from many short HMC chains moved as one batch: the default draws of the
-methods on posterior draws for small continuous models (issue 35).
+methods on posterior draws for small continuous models.
 
 PyMC's NUTS moves one chain at a time through a Python loop: on a model of a few parameters,
 four chains of 2,000 steps cost 2 to 5 s, almost all of it per-step overhead (measured:
@@ -80,10 +80,9 @@ TRAJECTORY_FACTOR = 2.0
 DIVERGENCE_ENERGY = 1000.0  # an energy error above this is a divergence (as PyMC's NUTS)
 # The pooled within-chain variance is at most this many times the chains' median one: where the
 # chains' variances are alike (one mode, or modes of one width) the mean is below the bound and
-# stands as it is; a few chains that hop between narrow modes (the eggbox: median variance
-# 2e-4, mean 0.045 in the first coordinate) no longer make every chain's steps a fraction of
-# its mode's width (a mean of 30-43 leapfrog steps per transition instead of 4-5, measured:
-# docs/benchmarks.rst, issue 35, step 16).
+# stands as it is; a few chains that hop between narrow modes (the eggbox) no longer make
+# every chain's steps a fraction of its mode's width, and so its trajectories many times
+# longer (measured: docs/benchmarks.rst).
 VARIANCE_OVER_MEDIAN = 4.0
 START_CANDIDATES = 256  # prior draws searched for starts where the jittered start is not finite
 

@@ -17,11 +17,8 @@ rewrites run after constant folding and before the fusion of elementwise operati
   with the same factor for all observations of a row (``pm.MvNormal(chol=L)`` on observed
   ``(n, k)`` data solves ``L z_i = y_i - mu`` for each ``i``; vectorized over points, a
   ``Blockwise`` loop of one LAPACK call per point and observation) becomes one solve per
-  point, with the observations as the (C-ordered) columns of its right-hand side. On
-  ``lkj_2d`` (30 observations) the value-and-gradient function took 0.78 instead of 5.1 µs per
-  point and a warm ``auto`` call 0.65 instead of 2.1 s, with the same numbers; Numba's solve of
-  a matrix took 1-3 s longer to compile than its solve of a vector (measured:
-  docs/benchmarks.rst, issue 35, step 14).
+  point, with the observations as the (C-ordered) columns of its right-hand side: several
+  times faster per point, for a compile a few seconds longer (measured: docs/benchmarks.rst).
 - ``SHARED_BLOCKWISE_INPUTS`` (every linker): a ``Blockwise`` whose inputs shared by all rows
   (batch dimensions of length one) are the only reason it is one, such as the ``Split`` in the
   gradient of a Dirichlet's simplex transform, becomes the operation itself on all rows at once
@@ -726,9 +723,8 @@ def model_function(inputs, outputs, **kwargs):
     compiled against callees loaded from the cache give results that differ in their last bits
     (LLVM reassociates and approximates across the functions it sees together), and the
     samplers amplify the difference: the first call on a machine and every later call gave
-    different ``log Z`` for the same seed (``periodic_2f`` of the multimodal zoo, seeds 1 and 2:
-    +0.0107 and +0.0138 from the gold from empty caches, -0.0003 and +0.0003 afterwards). With
-    them off both give the same numbers, and warm calls took the same time (measured:
+    different ``log Z`` for the same seed (by more than their SEs on a periodic model). With
+    them off both give the same numbers, and warm calls take the same time (measured:
     docs/benchmarks.rst, "Fewer NumPy operations per leapfrog step"). PyTensor reads the flag
     while it builds the function's numba code, so it is needed only then."""
     with config.change_flags(numba__fastmath=False):

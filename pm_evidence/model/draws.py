@@ -149,12 +149,9 @@ def _checked_plan(target: LogDensity, plan: PosteriorPlan) -> PosteriorPlan:
 # Models of at most this many unconstrained parameters draw from the posterior with batched
 # HMC (pm_evidence.model.batched_hmc) unless PyMC's options are given: on small models PyMC's
 # per-step loop is most of a default call (measured: docs/benchmarks.rst, Latency of a default
-# call). On the high-dimensional zoo at 51 to 202 parameters (three seeds each) ``auto`` on
-# batched HMC's draws took 0.64 to 1.03 times the wall time on NUTS's (median per model; 0.17
-# on the 100-D latent GP), with smaller SEs, every result reliable and within 1.7 of its SEs of
-# the gold; at 1,002 parameters (one seed) 0.6 times the time, but the largest of 1,002 split
-# R-hats was 1.010 and flagged the result, which NUTS's did not (benchmarks/draws_bound.py;
-# docs/benchmarks.rst, issue 35, step 21). Above this bound PyMC's NUTS draws.
+# call). Up to a few hundred parameters batched HMC's draws are as good and no slower; at a
+# thousand, the largest of its many split R-hats flags results that NUTS's draws do not
+# (benchmarks/draws_bound.py; docs/benchmarks.rst). Above this bound PyMC's NUTS draws.
 BATCHED_DRAWS_MAX_DIM = 250
 
 

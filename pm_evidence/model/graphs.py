@@ -145,9 +145,8 @@ def without_tagged_choleskys(outputs: list) -> list:
     own graphs, before two things that would lose it: the gradient, which would otherwise go
     through the decomposition's (two triangular solves per point), and the vectorization over
     points, whose new variables do not carry the tags. The values are PyMC's own (its compiled
-    ``logp`` has the same rewrite). On ``lkj_2d`` the value-and-gradient function lost a
-    ``Cholesky`` and two triangular solves and compiled in 28 s instead of 45 (measured:
-    docs/benchmarks.rst, issue 35, step 14)."""
+    ``logp`` has the same rewrite). The value-and-gradient function loses a ``Cholesky`` and
+    two triangular solves per point, and compiles faster (measured: docs/benchmarks.rst)."""
     return _rewritten(outputs, cholesky_ldotlt)
 
 
@@ -433,10 +432,8 @@ def softmax_gradients(outputs: list) -> list:
     ``m``; PyTensor differentiates through it all the same: an indicator of where ``x`` equals
     ``m``, times a factor that is zero (``1 - s / s``), and the reductions around them, each more
     for Numba to compile. The values are the same to the last bit and the gradients the same to
-    rounding (1e-13 relative). The three-component mixture's value-and-gradient function
-    (``trimodal_mixture_1d``) has 15 operations instead of 19 and compiles in 3.8 s instead of
-    4.5 from empty caches, the Dirichlet-categorical model's in 14.0 s instead of 15.1
-    (measured: docs/benchmarks.rst, issue 35, step 16). ``pt.logaddexp`` is left as it is: its
+    rounding (1e-13 relative); the compiled function has fewer operations and compiles faster
+    (measured: docs/benchmarks.rst). ``pt.logaddexp`` is left as it is: its
     gradient through the maximum compiles to the same operations."""
     return _rewritten(outputs, _log_sum_exp_with_softmax_gradient, _softmax_of_shifted_exps)
 
@@ -451,11 +448,8 @@ def slices_as_masks(outputs: list) -> list:
     The gradient of a slice or a take is a write into zeros, each a separate operation for
     Numba to compile (a ``Subtensor``, an ``Alloc``, an ``IncSubtensor``), and vectorizing keeps
     them so. Masks keep value and gradient elementwise, in fused loops. The values are the same
-    to the last bit. An ordered vector's value-and-gradient function (``ordered_means``) has 19
-    operations instead of 37 and compiles in 3.8 s instead of 6.0 from empty caches (measured:
-    docs/benchmarks.rst, issue 35, step 15); the Dirichlet-categorical model's has 69 instead of
-    74 (no indexing, one ``Alloc`` instead of four) and compiles in 10.3-11.0 s instead of
-    12.7 (issue 35, step 16)."""
+    to the last bit; an ordered vector's value-and-gradient function has about half the
+    operations and compiles faster (measured: docs/benchmarks.rst)."""
     return _rewritten(
         outputs,
         _ordered_writes_as_switch,
@@ -610,10 +604,9 @@ def relaxed_bernoulli_terms(model: pm.Model) -> tuple[list, list]:
     ``model.value_vars``' order), ``outputs`` ``[log_prior, log_lik, *grads of log_prior,
     *grads of log_lik]``, one gradient per value variable, as graphs of ``values``, after the
     passes of every compiled log-density (:func:`term_passes`). Like the model's own terms,
-    they are compiled with one input per variable (:func:`batched_by_variable`): a 2 x 3 grid
-    MRF's function, whose energy shifts the grid along both axes, has 19 operations instead
-    of 32 with one flat ``x`` sliced inside the graph, and compiles in 11.4 s instead of 15.3
-    from empty caches (issue 35, step 18).
+    they are compiled with one input per variable (:func:`batched_by_variable`): slicing one
+    flat ``x`` inside the graph would add a write into zeros per variable to the gradient, each
+    an operation for Numba to compile (on a grid MRF, a third more operations).
     """
     floats = {v: pt.tensor(dtype="float64", shape=v.type.shape, name=v.name)
               for v in model.value_vars}  # fmt: skip

@@ -85,7 +85,7 @@ __all__ = [
     "relabel",
 ]
 
-# old names (issue 34: one name per concept), with a FutureWarning
+# old names (one name per concept), with a FutureWarning
 __getattr__ = renamed_module_names(
     globals(),
     {

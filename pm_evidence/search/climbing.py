@@ -290,10 +290,10 @@ def laplace_polished(
     (:func:`laplace_covariance`) is added with weight ``1 / K``;
     :func:`~pm_evidence.search.mixtures.adapt_components` then sets the weights. A narrow
     mode's shape is set by the posterior's curvature there, which few particles fit well:
-    on three frequencies of a periodic signal (issue 36, seed 2) the mixture of both passes
-    had its components at the main mode and its mirror images but an importance-sampling ESS
-    of 0.2% (log weights spread over 3 nats within the mode); the Laplace components at the
-    12 modes climbed, adapted, gave an ESS of 54% and ``log Z`` 0.0004 from the gold.
+    on three frequencies of a periodic signal the particles' components can sit at the right
+    modes with an importance-sampling ESS of a fraction of a percent (log weights spread over
+    nats within a mode), where the Laplace components of the modes climbed give an ESS of
+    about half the draws.
 
     Returns
     -------

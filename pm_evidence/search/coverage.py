@@ -168,8 +168,8 @@ def outside_mass_share(
     from ``log_z``, at most 1. The largest chain's share, not their sum: chains stuck in the same
     local mode each estimate the same mass. A share of the draws is not a share of the mass:
     on one sinusoid of unknown frequency (``pm_evidence.zoo.periodic``) chains stuck at
-    local maxima holding under ``1e-9`` of the mass were a third of the draws (issue 36).
-    Chains with too few draws outside count by their share of all draws, as before.
+    local maxima holding under ``1e-9`` of the mass can be a third of the draws. Chains with
+    too few draws outside count by their share of all draws.
     """
     n_chains, n_draws, dim = chains.shape
     share = 0.0
@@ -215,10 +215,9 @@ def unshared_mass(
     Why it is needed: AIS from each mixture estimates the mass that mixture covers, so two
     explorations that each missed the same amount of mass agree on a wrong ``log Z``. With a
     symmetry the relabelling search does not detect, each may find one mirror image of the
-    main mode, and both give ``log Z - log |G|`` (issue 36: on three unordered frequencies
-    before their relabelling was detected, both explorations held one of the six images, and
-    ``auto`` returned ``-log 6`` from the gold as confirmed). The images they found then
-    differ (unless both found the same one), and this share is far above ``MISSED_SHARE``.
+    main mode, and both give ``log Z - log |G|`` (on three unordered frequencies of
+    ``pm_evidence.zoo.periodic``, ``log 6`` low). The images they found then differ (unless
+    both found the same one), and this share is far above ``MISSED_SHARE``.
 
     Parameters
     ----------
@@ -253,9 +252,8 @@ def held_and_missed(
     mass ``a`` covers, which is the share of ``Z`` where ``a`` covers the posterior (two
     mirror images of equal mass). With ``log_z`` (an estimate of ``log Z``),
     ``u_i = f(x_i) / (n a(x_i) Z)``: the share of that ``Z``, at most 1. A mixture that missed
-    the mode holding the mass covers only the minor modes, whose self-normalized share is
-    near 1 (issue 36, three frequencies at seed 2: 0.99) and whose share of ``Z`` is
-    ``e^{-25}``."""
+    the mode holding the mass covers only the minor modes, whose self-normalized share can be
+    near 1 while their share of ``Z`` is ``e^{-25}``."""
     limit = stats.chi2.ppf(1 - OUTLIER_LEVEL, a.dim)
     x = a.sample(rng, n_draws)
     log_u = np.asarray(log_density(x), dtype=float) - a.logpdf(x)

@@ -5,14 +5,13 @@ to 1,024-8,192 particles at every rung, several times per rung
 (:func:`~pm_evidence.search.mixtures.fit_gaussian_mixture`). scikit-learn's
 ``GaussianMixture`` runs the same algorithm, but loops over the components in Python and
 through SciPy's checked wrappers at every step; in two dimensions most of its time is that
-overhead (2.6-3.1 ms per EM iteration at 32 components and 1,024 points, against about
-0.35 ms here: docs/benchmarks.rst, issue 35, step 9). This module does the same steps on stacked
+overhead (measured: docs/benchmarks.rst). This module does the same steps on stacked
 arrays, with scikit-learn's formulas, starting values and stopping rule, so that the two give
 the same fit to rounding (tests/search/test_em.py compares them). The k-means++ seeds are
 scikit-learn's (``sklearn.cluster.kmeans_plusplus``), drawn by :func:`kmeans_plusplus_seeds`
 with the same random numbers and arithmetic: the same seeds, without scikit-learn's import
-(0.4 s in every process's first call with an exploration) and its per-call checks (issue 35,
-step 20; the test compares the seeds).
+(a fraction of a second in every process's first call with an exploration) and its per-call
+checks (the test compares the seeds).
 
 With responsibilities ``r_nk``, ``N_k = sum_n r_nk + 10 eps``:
 

@@ -139,7 +139,7 @@ __all__ = [
     "term_modes",
 ]
 
-# old names (issue 34: one name per concept), with a FutureWarning
+# old names (one name per concept), with a FutureWarning
 __getattr__ = renamed_module_names(
     globals(),
     {
@@ -228,8 +228,7 @@ class ExplorationOptions:
         also from the first pass's final mixture (``memory``): every mode found is proposed
         from ``beta = 0`` on, and its particles' share follows ``f_beta`` at every rung. The
         components of both passes' mixtures are then adapted together, so that no mode either
-        pass found is lost (issue 36, part 1; measured: docs/benchmarks.rst, "Exploration: a
-        second pass"). 0 never makes one.
+        pass found is lost (measured: docs/benchmarks.rst). 0 never makes one.
     reference_df : float or None
         Degrees of freedom of the Student-t components of :meth:`Exploration.reference`
         where the mixture has several components (the same locations and scale matrices as
@@ -245,11 +244,9 @@ class ExplorationOptions:
         components with ``reference_df`` gives weights whose Pareto k-hat is at least
         ``FINITE_VARIANCE_K`` (0.5: no finite variance) and from these a smaller one
         (``None``: ``reference_df`` always). Heavier
-        tails cost AIS chains and rungs everywhere (2 instead of 5: 3 times the chains on the
-        5-D trap, 7 times the evaluations on two frequencies), so they are taken only where
-        the lighter ones leave the weights heavy-tailed: on the eggbox, AIS's weights from
-        df = 5 had k-hat 0.87-1.00 on seeds 1-3 (right, flagged), from df = 2 0.58-0.60
-        (right, reliable; measured: docs/benchmarks.rst, issue 36 round 3).
+        tails cost AIS chains and rungs everywhere (several times the chains and
+        evaluations), so they are taken only where the lighter ones leave the weights
+        heavy-tailed, as on the eggbox (measured: docs/benchmarks.rst).
     """
 
     n_particles: int | None = None
@@ -370,10 +367,10 @@ class Exploration:
         mirror image of a component that it misses
         (:func:`~pm_evidence.search.mixtures.with_mirror_images`, ``MIRROR_DENSITY_RATIO``),
         so that it covers every image of each mode found, whether the exploration found one of
-        them or all (issue 36: on three unordered frequencies it found 2 of the 3! = 6
-        images, and AIS from its mixture alone was ``log 3`` low). Averaging the mixture over
-        the group, ``(1/|G|) sum_g q(g x)``, does the same at ``|G|`` times the cost of every
-        evaluation (measured: an AIS run of 15 minutes on that model).
+        them or all (an exploration that found 2 of ``|G|`` images leaves AIS from its
+        mixture alone ``log(|G| / 2)`` low). Averaging the mixture over the group,
+        ``(1/|G|) sum_g q(g x)``, does the same at ``|G|`` times the cost of every
+        evaluation.
         """
         if group is None or group.size < 2:
             return self._as_reference(self.mixture)
@@ -569,14 +566,12 @@ def _with_tails(target, rng, options: ExplorationOptions, exploration) -> Explor
     (:attr:`Exploration.reference_k_hat` holds the k-hat of the one chosen). AIS's weights
     from a reference are heavier-tailed than importance sampling's from it (its chains drift
     into the tails the reference lacks: on the eggbox, into the box's edges), so the lighter
-    tails are kept only where importance sampling's weights have a finite variance. Of the
-    multimodal zoo's models checked at seeds 1-3, the heavier tails are taken on the eggbox
-    (every seed; k-hat 0.65-0.98 with the default), ``periodic_1f`` (seeds 1 and 2: 1.11 and
-    0.95, the narrow frequency mode misshapen rather than its tails too light) and one seed
-    of the one-dimensional three-component mixture; the 2-D shells, the 5-D trap and the
-    mirror model keep the default (seed 1: k-hat at most -0.17). Where the heaviest weights
-    lie was no guide: 3-10% of the 192 heaviest lie beyond every component's 99% ellipsoid on
-    the eggbox, 0-3% on ``periodic_1f``."""
+    tails are kept only where importance sampling's weights have a finite variance. On the
+    multimodal zoo the heavier tails are taken on the eggbox, on one frequency of a periodic
+    signal (where the narrow mode is misshapen rather than its tails too light) and at some
+    seeds of the three-component mixture; the shells, the trap and the mirror model keep the
+    default. Where the heaviest weights lie is no guide: on the eggbox most of them lie inside
+    some component's 99% ellipsoid (measured: docs/benchmarks.rst)."""
     heavy, n = options.heavy_reference_df, options.n_reweighting_draws
     if (
         heavy is None or options.reference_df is None or n == 0

@@ -120,7 +120,7 @@ def _split_start(fitted: GaussianMixtureFit):
     (the two moments of a normal cut at its mean; together they keep the component's mean and
     covariance). A start whose halves keep the whole component's covariance overlaps so much
     that EM's steps are smaller than its tolerance: it stops after a few iterations near the
-    start, and the BIC search stops with it (issue 35: one Gaussian per Gaussian shell).
+    start, and the BIC search stops with it (on a Gaussian shell: one Gaussian per shell).
     """
     values, vectors = np.linalg.eigh(fitted.covariances)
     axis, variance = vectors[:, :, -1], values[:, -1]

@@ -42,7 +42,7 @@ __all__ = [
     "temper",
 ]
 
-# old names (issue 34: one name per concept), with a FutureWarning
+# old names (one name per concept), with a FutureWarning
 __getattr__ = renamed_module_names(
     globals(),
     {
