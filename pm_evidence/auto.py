@@ -40,6 +40,7 @@ neither the estimate nor the check is left is there an error
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import numpy as np
 
@@ -72,6 +73,7 @@ from pm_evidence.search.exploration import Exploration, ExplorationOptions, expl
 __all__ = [
     "ARBITER_STREAM",
     "CHECK_ONLY_SE",
+    "Halves",
     "arbiter_stage",
     "arbitrated",
     "auto_evidence",
@@ -84,8 +86,10 @@ __all__ = [
     "confirms_the_confirmation",
     "coverage_stage",
     "cross_checked",
+    "discrete_stages",
     "draws_coverage",
     "draws_stage",
+    "estimate_and_check",
     "estimate_skipped",
     "estimate_stage",
     "exploration_skipped",
@@ -96,6 +100,98 @@ __all__ = [
     "unconfirmed_draws",
     "unresolved_mass",
 ]
+
+
+def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -> Evidence:
+    """``method="auto"`` on a model's adapter: the stages of the module's text, in order.
+
+    Parameters
+    ----------
+    target : LogDensity
+    idata : optional
+        Posterior draws of this model.
+    random_seed : int, Generator or SeedSequence, optional
+    progressbar : bool
+    kwargs : dict
+        Options, already checked (:func:`~pm_evidence.run_methods.validate_options`).
+
+    Returns
+    -------
+    Evidence
+        The better-supported of the estimate and its check, with the comparison in its
+        diagnostics, and a warning for every stage that failed.
+
+    Raises
+    ------
+    EstimationFailedError
+        Where neither the estimate nor the check could be made.
+    """
+    primary, check = auto_pair(target)
+    check_options([primary, check], kwargs)
+    skipped = exploration_skipped(target, kwargs)
+    seed = root_sequence(random_seed)
+    failures: dict[str, str] = {}  # stage -> why it failed: a warning on the result
+    facts = {"exploration": f"skipped: {skipped}"} if skipped else {}  # -> its diagnostics
+    if "reference" in kwargs:  # the path method's (the pair shares no reference)
+        kwargs = for_the_path_methods(kwargs, kwargs["reference"])
+    if target.has_discrete:
+        return discrete_stages(target, idata, seed, progressbar, kwargs, failures, facts)
+
+    # 1. the exploration from the prior
+    exploration = None
+    if not skipped:
+        exploration = attempt(
+            "the exploration from the prior (tempered SMC with jumps between modes)",
+            lambda: exploration_stage(target, seed, progressbar),
+            failures,
+        )
+    # 2. the posterior draws, and which of the exploration's modes they visited
+    plan = attempt(
+        "the posterior draws (batched HMC or NUTS, or idata)",
+        lambda: draws_stage(target, idata, seed, progressbar, kwargs),
+        failures,
+    )
+    if plan is not None:  # how the draws were made, on whichever result is returned
+        facts.update(plan.facts)
+    coverage = None
+    if plan is not None and exploration is not None:
+        coverage = attempt(
+            "the coverage check (which modes each side's draws visited)",
+            lambda: draws_coverage(exploration, plan),
+            failures,
+        )
+    # 3 and 4. the estimate on the draws and its cross-check, AIS
+    halves = estimate_and_check(
+        target, plan, exploration, coverage, seed, progressbar, kwargs, skipped, failures
+    )
+    if halves.interrupted is not None:
+        return halves.interrupted
+    first, second = halves.estimate, halves.check
+    if halves.estimate_skipped:
+        facts["estimate"] = f"skipped: {halves.estimate_skipped}"
+    # 5. where each side's draws found mass the other's missed
+    if coverage is not None and (first is not None or second is not None):
+        first, second, more = coverage_stage(first, second, exploration, plan, coverage)
+        facts.update(more)
+        why = unconfirmed_draws(first, second, more["exploration_missed_by_nuts"])
+        if why:
+            # 6. only AIS from the exploration covers the mass the draws missed (or stands
+            # where the estimate on them failed): a second exploration confirms it or not
+            chosen = _confirmed(
+                target, plan, seed, progressbar, kwargs, (second, first),
+                halves.check_options["path"].reference, why, facts, failures,
+            )  # fmt: skip
+            return _with_failures(_with_diagnostics(chosen, facts), failures)
+    # 7. the better supported of the two; the term check where nothing explored
+    result = _settled(first, second, primary, check, failures, facts)
+    if exploration is None and plan is not None:  # both halves read the posterior draws
+        checked = attempt(
+            "the term check (modes of the model's log-sum-exp terms)",
+            lambda: term_check_stage(target, result, plan, seed),
+            failures,
+        )
+        result = _with_failures(result if checked is None else checked, failures)
+    return result
 
 
 def auto_pair(target) -> tuple[str, str]:
@@ -111,6 +207,21 @@ def auto_pair(target) -> tuple[str, str]:
     on one plan (the prior as ``p0``): they share the reference, not the draws.
     """
     return ("rts", "ais") if target.has_discrete else ("bridge", "ais")
+
+
+def discrete_stages(target, idata, seed, progressbar, kwargs, failures, facts) -> Evidence:
+    """A model with discrete variables: RTS and AIS from the prior on one path plan, in one
+    call (they share the plan, not the draws), then the better supported (stage 7)."""
+    primary, check = auto_pair(target)
+    pair = estimate_methods(
+        target, [primary, check], idata, seed, progressbar, kwargs, {}, term_check=False,
+        label=f"method='auto' ({primary} checked by {check})",
+    )  # fmt: skip
+    failures.update(pair.failures)
+    return _settled(pair.get(primary), pair.get(check), primary, check, failures, facts)
+
+
+# ----------------------------------------------------------- 1. The exploration from the prior
 
 
 def exploration_skipped(target, kwargs: dict) -> str:
@@ -138,6 +249,174 @@ def exploration_skipped(target, kwargs: dict) -> str:
     except EvidenceInputError as err:
         return f"the prior cannot be sampled as a reference ({err})"
     return ""
+
+
+def exploration_stage(target, seed, progressbar: bool) -> Exploration:
+    """Stage 1: tempered SMC from the prior (:func:`~pm_evidence.search.exploration.explore`) on
+    the ``"exploration"`` stream of ``seed``."""
+    return explore(target, stage_rngs(seed)["exploration"], progressbar=progressbar)
+
+
+# ---------------------------- 2. The posterior draws, and the exploration's modes they visited
+
+
+def draws_stage(target, idata, seed, progressbar, kwargs):
+    """Stage 2: the posterior plan both halves of ``auto`` read, the draws a list of methods
+    would make (from ``idata``, or drawn (:func:`~pm_evidence.model.draws.sampled_posterior`) on the ``"posterior"`` stream of ``seed``)."""
+    sampling = {k: v for k, v in kwargs.items() if k in SAMPLE_KEYS}
+    rng = stage_rngs(seed)["posterior"]
+    return posterior_plan(target, idata, rng=rng, progressbar=progressbar, **sampling)
+
+
+def draws_coverage(exploration: Exploration, plan) -> ModeCoverage:
+    """Which components of the exploration's mixture the posterior draws visited, and the
+    posterior mass of where the draws went outside every component
+    (:func:`~pm_evidence.search.coverage.compare_coverage`, mirror images counted where the
+    symmetry group is known); :func:`estimate_skipped` and :func:`coverage_stage` read it."""
+    group = plan.search.group
+    return compare_coverage(
+        exploration, plan.draws, None if group is None else group.orbit,
+        log_density=plan.target.log_density, log_z=exploration.log_z,
+    )  # fmt: skip
+
+
+def _judged(plan) -> bool:
+    """Whether the draws' missed components are judged: not where a symmetry was found whose
+    mirror images cannot be enumerated (each mirror mode would count as missed)."""
+    return not (plan.search.found and plan.search.group is None)
+
+
+# -------------------------------------- 3 and 4. The estimate on the draws and its cross-check
+
+
+class Halves(NamedTuple):
+    """What stages 3 and 4 leave: the estimate on the posterior draws and its cross-check
+    (``None`` where one failed or, for the estimate, was skipped: ``estimate_skipped`` says
+    why), the cross-check's options, and the result to return at once where Ctrl-C stopped
+    the cross-check after the estimate (``interrupted``)."""
+
+    estimate: Evidence | None
+    check: Evidence | None
+    check_options: dict | None
+    estimate_skipped: str
+    interrupted: Evidence | None = None
+
+
+def estimate_and_check(
+    target, plan, exploration, coverage, seed, progressbar, kwargs, skipped, failures
+) -> Halves:
+    """Stages 3 and 4: bridge on the posterior draws (not where they missed modes the
+    exploration found: :func:`estimate_skipped`) and AIS from the exploration's mixture, or
+    from the reference :func:`check_stage_options` chooses where nothing explored; AIS run to
+    the precision the comparison needs (:func:`check_precision`). Where AIS fails, a skipped
+    estimate is run after all. Failures are recorded in ``failures``."""
+    primary, check = auto_pair(target)
+    skipped_estimate = estimate_skipped(coverage, plan)
+
+    def estimate():
+        return attempt(
+            f"{primary!r} (on the posterior draws)",
+            lambda: estimate_stage(primary, target, plan, seed, progressbar, kwargs),
+            failures,
+        )
+
+    def stopped(result):
+        return result is not None and result.diagnostics.get("interrupted")
+
+    first = estimate() if plan is not None and not skipped_estimate else None
+    if stopped(first):
+        return Halves(first, None, None, skipped_estimate, interrupted=first)
+    options = check_stage_options(target, kwargs, exploration, plan, skipped)
+    second = None
+    if options is None:
+        failures[repr(check)] = (
+            f"{check!r} was not run: its reference is fitted to the posterior draws, which failed"
+            + (f", and the prior cannot be its reference ({skipped})" if skipped else "")
+        )
+    else:
+        if first is not None:
+            options = check_precision(check, options, first, exploration, plan, coverage)
+        try:
+            second = attempt(
+                f"{check!r} (from {_start_of(options, exploration)})",
+                lambda: estimate_stage(check, target, plan, seed, progressbar, options),
+                failures,
+            )
+        except KeyboardInterrupt:
+            if first is None:
+                raise
+            interrupted = _with_warning(first, (
+                f"Interrupted (Ctrl-C) while running {check!r}, method='auto''s cross-check: "
+                f"{primary!r} is returned unchecked."
+            ))  # fmt: skip
+            return Halves(first, None, options, skipped_estimate, interrupted=interrupted)
+    if skipped_estimate and second is None:  # AIS failed: the estimate is needed after all
+        first, skipped_estimate = estimate(), ""
+        if stopped(first):
+            return Halves(first, None, options, skipped_estimate, interrupted=first)
+    return Halves(first, second, options, skipped_estimate)
+
+
+def estimate_skipped(coverage: ModeCoverage | None, plan) -> str:
+    """Why the estimate on the posterior draws (bridge) cannot change ``auto``'s result, so
+    that it is not run (empty where it runs).
+
+    Where the draws missed components of the exploration's mixture holding at least
+    ``MISSED_SHARE`` of its mass (``coverage``: :func:`draws_coverage`), an estimate on them
+    misses that mass: AIS from the mixture is the estimate, and a second exploration confirms
+    it or not (:func:`confirmed_or_flagged`, where the estimate on the draws was only a
+    diagnostic). Where nothing is judged missed (no ``coverage``; mirror modes that cannot be
+    enumerated) the estimate runs. Where AIS then fails, it runs after all
+    (``auto_evidence``); a Ctrl-C during AIS then leaves nothing to return (the
+    ``KeyboardInterrupt`` is raised, as in any stage before an estimate exists).
+    """
+    if coverage is None or not _judged(plan) or not coverage.missed_by_draws >= MISSED_SHARE:
+        return ""
+    return (
+        f"the posterior draws missed components holding {coverage.missed_by_draws:.0%} of the "
+        f"mass that tempering from the prior found, so an estimate on them misses that mass "
+        f"and cannot be the result; AIS from the exploration's mixture is, checked by a second "
+        f"exploration"
+    )
+
+
+def estimate_stage(name: str, target, draws, seed, progressbar: bool, kwargs: dict) -> Evidence:
+    """Stages 3 and 4: one method of the pair, given the options it takes, on the shared
+    draws (a ``PosteriorPlan``, or ``None`` where they failed) and its own stream of ``seed``."""
+    accepted = accepted_options([name])
+    own = {k: v for k, v in kwargs.items() if k in accepted}
+    results = estimate_methods(target, [name], draws, seed, progressbar, own, {}, term_check=False)
+    return results[name]
+
+
+def check_stage_options(target, kwargs: dict, exploration, plan, skipped: str) -> dict | None:
+    """The options of stage 4, the cross-check: AIS from the exploration's mixture where it ran
+    (with a component at each mirror image it misses under the relabelling symmetry the
+    posterior plan found: :meth:`~pm_evidence.search.exploration.Exploration.reference`); else from
+    the path options given, or the reference fitted to the posterior draws; where those failed,
+    from the prior (a proper prior that can be sampled), or ``None`` where nothing is left to start
+    from."""
+    if exploration is not None:  # the mirror images under the plan's relabellings covered
+        group = None if plan is None else plan.search.group
+        return for_the_path_methods(kwargs, exploration.reference(group))
+    if plan is not None:
+        return kwargs
+    if "path" in kwargs:  # the user's path options: run them unless they need the failed draws
+        return None if reference_needs_draws(kwargs["path"].reference) else kwargs
+    if skipped.startswith("the prior cannot be sampled"):
+        return None
+    return for_the_path_methods(kwargs, "prior")
+
+
+def _start_of(options: dict, exploration) -> str:
+    """Where the cross-check starts, in words."""
+    if exploration is not None:
+        return "the exploration's mixture"
+    path = options.get("path")
+    reference = options.get("reference", getattr(path, "reference", "auto"))
+    if isinstance(reference, str):
+        return f"reference={reference!r}"
+    return f"the {getattr(reference, 'name', type(reference).__name__)} reference given"
 
 
 # The precision a pure cross-check of AIS is run to where the posterior draws visited every
@@ -192,214 +471,90 @@ def _draws_cover(exploration, plan, coverage=None) -> bool:
     return coverage.missed_by_draws < MISSED_SHARE
 
 
-def draws_coverage(exploration: Exploration, plan) -> ModeCoverage:
-    """Which components of the exploration's mixture the posterior draws visited, and the
-    posterior mass of where the draws went outside every component
-    (:func:`~pm_evidence.search.coverage.compare_coverage`, mirror images counted where the
-    symmetry group is known); :func:`estimate_skipped` and :func:`coverage_stage` read it."""
-    group = plan.search.group
-    return compare_coverage(
-        exploration, plan.draws, None if group is None else group.orbit,
-        log_density=plan.target.log_density, log_z=exploration.log_z,
-    )  # fmt: skip
+# ------------------------------------ 5. Where each side's draws found mass the other's missed
 
 
-def _judged(plan) -> bool:
-    """Whether the draws' missed components are judged: not where a symmetry was found whose
-    mirror images cannot be enumerated (each mirror mode would count as missed)."""
-    return not (plan.search.found and plan.search.group is None)
+def coverage_stage(
+    estimate: Evidence | None, check: Evidence | None, exploration, plan, coverage=None
+):  # fmt: skip
+    """Stage 5: both results with a warning where the other's draws found mass that theirs
+    missed (:func:`draws_coverage`, or ``coverage`` where it was computed already: the
+    exploration's components the draws missed by the mixture's weights, the draws outside every
+    component by the posterior mass of where they are), and the facts for the diagnostics.
+    ``estimate`` is ``None`` where it was not run (:func:`estimate_skipped`), ``check``
+    where it failed."""
+    unenumerated = not _judged(plan)
+    coverage = draws_coverage(exploration, plan) if coverage is None else coverage
+    facts = {
+        "exploration_n_modes": exploration.n_modes,
+        "exploration_n_term_modes": exploration.n_term_modes,
+        "exploration_n_evaluations": exploration.n_evaluations,
+        "exploration_passes": exploration.n_passes,
+        "exploration_log_z": exploration.log_z,
+        "exploration_missed_by_nuts": np.nan if unenumerated else coverage.missed_by_draws,
+        "exploration_missed_by_exploration": coverage.missed_by_exploration,
+        "exploration_draws_outside": coverage.draws_outside,
+    }
+    if estimate is not None and not unenumerated and coverage.missed_by_draws >= MISSED_SHARE:
+        estimate = _with_warning(estimate, (
+            f"The posterior draws missed part of the posterior: tempering from the prior "
+            f"(pm_evidence.search.exploration) found {exploration.n_modes} components, and "
+            f"{coverage.missed_by_draws:.0%} of the posterior's mass (its mixture's weights) "
+            f"lies in components that no posterior draw visited, so {estimate.method}, which reads "
+            f"the posterior draws, misses that mass."
+        ))  # fmt: skip
+    if check is not None and coverage.missed_by_exploration >= MISSED_SHARE:
+        check = _with_warning(check, (
+            f"Tempering from the prior (pm_evidence.search.exploration) missed part of the "
+            f"posterior: {coverage.draws_outside:.0%} of the posterior draws lie outside "
+            f"every component of the mixture it found, which is {check.method}'s reference, in "
+            f"a region holding about {coverage.missed_by_exploration:.0%} of the posterior's "
+            f"mass (reciprocal importance sampling at those draws)."
+        ))  # fmt: skip
+    return estimate, check, facts
 
 
-def estimate_skipped(coverage: ModeCoverage | None, plan) -> str:
-    """Why the estimate on the posterior draws (bridge) cannot change ``auto``'s result, so
-    that it is not run (empty where it runs).
+# -------------------------------------------------------- 6. The confirmation, and the arbiter
 
-    Where the draws missed components of the exploration's mixture holding at least
-    ``MISSED_SHARE`` of its mass (``coverage``: :func:`draws_coverage`), an estimate on them
-    misses that mass: AIS from the mixture is the estimate, and a second exploration confirms
-    it or not (:func:`confirmed_or_flagged`, where the estimate on the draws was only a
-    diagnostic). Where nothing is judged missed (no ``coverage``; mirror modes that cannot be
-    enumerated) the estimate runs. Where AIS then fails, it runs after all
-    (``auto_evidence``); a Ctrl-C during AIS then leaves nothing to return (the
-    ``KeyboardInterrupt`` is raised, as in any stage before an estimate exists).
+
+# Why the posterior draws cannot confirm AIS from the exploration, the usual case, in the words
+# of the result (unconfirmed_draws gives the other).
+DRAWS_MISSED_MODES = "the posterior draws missed modes that tempering from the prior found"
+
+
+def unconfirmed_draws(
+    draws_estimate: Evidence | None, check: Evidence | None, missed_by_draws: float
+) -> str:
+    """Why the estimate on the posterior draws cannot confirm AIS from the exploration's
+    mixture (empty where it can, and where AIS, ``check``, failed: nothing to confirm), so that
+    a second exploration is needed to confirm it:
+
+    * the draws missed components of the exploration holding at least ``MISSED_SHARE`` of its
+      mass (``missed_by_draws``: :func:`~pm_evidence.search.coverage.compare_coverage`);
+    * or the estimate on them fails its own diagnostics (R-hat, ESS, Pareto k-hat: chains stuck
+      at local modes that a few chains left) and disagrees by more than ``DISAGREEMENT_Z``
+      combined SEs with AIS, which has no warning (on two-frequency signals a few of the 16
+      chains reach the main mode, so no component counts as missed, while bridge on all of
+      them is tens of nats low);
+    * or the estimate on them failed (bridge's reference does not overlap draws whose chains
+      sit in different period modes of a radial-velocity model): nothing else can check AIS.
+
+    ``draws_estimate`` is ``None`` where it was not run (:func:`estimate_skipped`: the draws
+    missed modes) or failed.
     """
-    if coverage is None or not _judged(plan) or not coverage.missed_by_draws >= MISSED_SHARE:
+    if check is None:
         return ""
-    return (
-        f"the posterior draws missed components holding {coverage.missed_by_draws:.0%} of the "
-        f"mass that tempering from the prior found, so an estimate on them misses that mass "
-        f"and cannot be the result; AIS from the exploration's mixture is, checked by a second "
-        f"exploration"
-    )
-
-
-def exploration_stage(target, seed, progressbar: bool) -> Exploration:
-    """Stage 1: tempered SMC from the prior (:func:`~pm_evidence.search.exploration.explore`) on
-    the ``"exploration"`` stream of ``seed``."""
-    return explore(target, stage_rngs(seed)["exploration"], progressbar=progressbar)
-
-
-def estimate_stage(name: str, target, draws, seed, progressbar: bool, kwargs: dict) -> Evidence:
-    """Stages 3 and 4: one method of the pair, given the options it takes, on the shared
-    draws (a ``PosteriorPlan``, or ``None`` where they failed) and its own stream of ``seed``."""
-    accepted = accepted_options([name])
-    own = {k: v for k, v in kwargs.items() if k in accepted}
-    results = estimate_methods(target, [name], draws, seed, progressbar, own, {}, term_check=False)
-    return results[name]
-
-
-def draws_stage(target, idata, seed, progressbar, kwargs):
-    """Stage 2: the posterior plan both halves of ``auto`` read, the draws a list of methods
-    would make (from ``idata``, or drawn (:func:`~pm_evidence.model.draws.sampled_posterior`) on the ``"posterior"`` stream of ``seed``)."""
-    sampling = {k: v for k, v in kwargs.items() if k in SAMPLE_KEYS}
-    rng = stage_rngs(seed)["posterior"]
-    return posterior_plan(target, idata, rng=rng, progressbar=progressbar, **sampling)
-
-
-def check_stage_options(target, kwargs: dict, exploration, plan, skipped: str) -> dict | None:
-    """The options of stage 4, the cross-check: AIS from the exploration's mixture where it ran
-    (with a component at each mirror image it misses under the relabelling symmetry the
-    posterior plan found: :meth:`~pm_evidence.search.exploration.Exploration.reference`); else from
-    the path options given, or the reference fitted to the posterior draws; where those failed,
-    from the prior (a proper prior that can be sampled), or ``None`` where nothing is left to start
-    from."""
-    if exploration is not None:  # the mirror images under the plan's relabellings covered
-        group = None if plan is None else plan.search.group
-        return for_the_path_methods(kwargs, exploration.reference(group))
-    if plan is not None:
-        return kwargs
-    if "path" in kwargs:  # the user's path options: run them unless they need the failed draws
-        return None if reference_needs_draws(kwargs["path"].reference) else kwargs
-    if skipped.startswith("the prior cannot be sampled"):
-        return None
-    return for_the_path_methods(kwargs, "prior")
-
-
-def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -> Evidence:
-    """``method="auto"`` on a model's adapter: the stages of the module's text, in order.
-
-    Parameters
-    ----------
-    target : LogDensity
-    idata : optional
-        Posterior draws of this model.
-    random_seed : int, Generator or SeedSequence, optional
-    progressbar : bool
-    kwargs : dict
-        Options, already checked (:func:`~pm_evidence.run_methods.validate_options`).
-
-    Returns
-    -------
-    Evidence
-        The better-supported of the estimate and its check, with the comparison in its
-        diagnostics, and a warning for every stage that failed.
-
-    Raises
-    ------
-    EstimationFailedError
-        Where neither the estimate nor the check could be made.
-    """
-    primary, check = auto_pair(target)
-    check_options([primary, check], kwargs)
-    skipped = exploration_skipped(target, kwargs)
-    seed = root_sequence(random_seed)
-    failures: dict[str, str] = {}
-    facts = {"exploration": f"skipped: {skipped}"} if skipped else {}
-    if "reference" in kwargs:  # the path method's (the pair shares no reference)
-        kwargs = for_the_path_methods(kwargs, kwargs["reference"])
-    if target.has_discrete:  # RTS and AIS share one path plan: one call
-        pair = estimate_methods(
-            target, [primary, check], idata, seed, progressbar, kwargs, {}, term_check=False,
-            label=f"method='auto' ({primary} checked by {check})",
-        )  # fmt: skip
-        failures.update(pair.failures)
-        first, second = pair.get(primary), pair.get(check)
-        return _settled(first, second, primary, check, failures, facts)
-    exploration = None
-    if not skipped:
-        exploration = attempt(
-            "the exploration from the prior (tempered SMC with jumps between modes)",
-            lambda: exploration_stage(target, seed, progressbar),
-            failures,
+    if missed_by_draws >= MISSED_SHARE:
+        return DRAWS_MISSED_MODES
+    if draws_estimate is None:
+        return "the estimate on the posterior draws failed"
+    z = combined_z(draws_estimate, check)
+    if not draws_estimate.reliable and check.reliable and not z <= DISAGREEMENT_Z:
+        return (
+            f"the estimate on the posterior draws ({draws_estimate.method}) fails its own "
+            f"diagnostics and disagrees with it by {z:.1f} combined SEs"
         )
-    plan = attempt(
-        "the posterior draws (batched HMC or NUTS, or idata)",
-        lambda: draws_stage(target, idata, seed, progressbar, kwargs),
-        failures,
-    )
-    if plan is not None:  # how the draws were made, on whichever result is returned
-        facts.update(plan.facts)
-    coverage = None
-    if plan is not None and exploration is not None:
-        coverage = attempt(
-            "the coverage check (which modes each side's draws visited)",
-            lambda: draws_coverage(exploration, plan),
-            failures,
-        )
-    skipped_estimate = estimate_skipped(coverage, plan)
-
-    def estimate():
-        return attempt(
-            f"{primary!r} (on the posterior draws)",
-            lambda: estimate_stage(primary, target, plan, seed, progressbar, kwargs),
-            failures,
-        )
-
-    first = estimate() if plan is not None and not skipped_estimate else None
-    if first is not None and first.diagnostics.get("interrupted"):
-        return first
-    options = check_stage_options(target, kwargs, exploration, plan, skipped)
-    second = None
-    if options is None:
-        failures[repr(check)] = (
-            f"{check!r} was not run: its reference is fitted to the posterior draws, which failed"
-            + (f", and the prior cannot be its reference ({skipped})" if skipped else "")
-        )
-    else:
-        if first is not None:
-            options = check_precision(check, options, first, exploration, plan, coverage)
-        try:
-            second = attempt(
-                f"{check!r} (from {_start_of(options, exploration)})",
-                lambda: estimate_stage(check, target, plan, seed, progressbar, options),
-                failures,
-            )
-        except KeyboardInterrupt:
-            if first is None:
-                raise
-            return _with_warning(first, (
-                f"Interrupted (Ctrl-C) while running {check!r}, method='auto''s cross-check: "
-                f"{primary!r} is returned unchecked."
-            ))  # fmt: skip
-    if skipped_estimate and second is None:  # AIS failed: the estimate is needed after all
-        first, skipped_estimate = estimate(), ""
-        if first is not None and first.diagnostics.get("interrupted"):
-            return first
-    if skipped_estimate:
-        facts["estimate"] = f"skipped: {skipped_estimate}"
-    if coverage is not None and (first is not None or second is not None):
-        first, second, more = coverage_stage(first, second, exploration, plan, coverage)
-        facts.update(more)
-        why = unconfirmed_draws(first, second, more["exploration_missed_by_nuts"])
-        if why:
-            # only the estimate from the exploration covers the mass the posterior draws
-            # missed (or stands where the estimate on them failed its own diagnostics): a
-            # second exploration, with its own random stream, and AIS from its mixture
-            # confirm it or not
-            chosen = _confirmed(
-                target, plan, seed, progressbar, kwargs, (second, first),
-                options["path"].reference, why, facts, failures,
-            )  # fmt: skip
-            return _with_failures(_with_diagnostics(chosen, facts), failures)
-    result = _settled(first, second, primary, check, failures, facts)
-    if exploration is None and plan is not None:  # both halves read the posterior draws: check those
-        checked = attempt(
-            "the term check (modes of the model's log-sum-exp terms)",
-            lambda: term_check_stage(target, result, plan, seed),
-            failures,
-        )
-        result = _with_failures(result if checked is None else checked, failures)
-    return result
+    return ""
 
 
 def _confirmed(
@@ -440,13 +595,6 @@ def _interruptible(stage: str, run, failures: dict, kept: str):
     except KeyboardInterrupt:
         failures[stage] = f"{stage} was interrupted (Ctrl-C); {kept}"
         return None
-
-
-def term_check_stage(target, result: Evidence, plan, seed) -> Evidence:
-    """Stage 7, where no exploration ran: ``result`` checked against the modes of the terms of
-    the model's log-sum-exps that the draws of ``plan`` did not visit
-    (:func:`~pm_evidence.run_methods.term_checked`), on the ``"term_check"`` stream of ``seed``."""
-    return term_checked(target, [result], plan, stage_rngs(seed))[0]
 
 
 # The confirmation's streams: the children of the call's seed at this position and beyond
@@ -505,79 +653,6 @@ def _explored_ais(target, plan, seed, progressbar: bool, kwargs: dict, stream: i
     result = estimate_stage("ais", target, plan, child, progressbar, options)
     result = _with_diagnostics(result, {"confirmation_n_modes": exploration.n_modes})
     return result, options["path"].reference, stage_rngs(child)["mode_sets"]
-
-
-# The arbiter's streams: the children of the call's seed at this position, beyond the
-# confirmation's.
-ARBITER_STREAM = CONFIRMATION_STREAM + 1
-
-
-def arbiter_stage(
-    target, plan, seed, progressbar: bool, kwargs: dict, first_reference, confirmation_reference
-) -> Evidence:
-    """Stage 6b, where the confirmation neither confirmed AIS from the first exploration nor
-    failed, and one of the two passes its own diagnostics (:func:`needs_arbiter`): a third
-    exploration and AIS from its mixture, every stream a child of :func:`confirmation_seed` at
-    ``ARBITER_STREAM`` (no randomness shared with the stages or the confirmation). Its
-    diagnostics hold, for the first exploration's mixture (``first_reference``) and the
-    confirmation's (``confirmation_reference``), the posterior mass that mixture holds and
-    this one lacks (``arbiter_first_mass_missed``, ``arbiter_second_mass_missed``) and the
-    mass this one holds and that mixture lacks (``arbiter_first_mass_added``,
-    ``arbiter_second_mass_added``; :func:`~pm_evidence.search.coverage.held_and_missed`), as
-    shares of the ``Z`` this AIS estimates (a mixture that missed the main mode covers minor
-    modes only: their share of the mass it covers is near 1, their share of ``Z`` is not),
-    which :func:`arbitrated` reads."""
-    result, reference, rng = _explored_ais(target, plan, seed, progressbar, kwargs, ARBITER_STREAM)
-    log_z = result.log_z if np.isfinite(result.log_z) else None
-    facts = {}
-    for name, other in (("first", first_reference), ("second", confirmation_reference)):
-        facts[f"arbiter_{name}_mass_missed"] = held_and_missed(
-            other, reference, target.log_density, rng, log_z=log_z
-        )
-        facts[f"arbiter_{name}_mass_added"] = held_and_missed(
-            reference, other, target.log_density, rng, log_z=log_z
-        )
-    return _with_diagnostics(result, facts)
-
-
-# Why the posterior draws cannot confirm AIS from the exploration, the usual case, in the words
-# of the result (unconfirmed_draws gives the other).
-DRAWS_MISSED_MODES = "the posterior draws missed modes that tempering from the prior found"
-
-
-def unconfirmed_draws(
-    draws_estimate: Evidence | None, check: Evidence | None, missed_by_draws: float
-) -> str:
-    """Why the estimate on the posterior draws cannot confirm AIS from the exploration's
-    mixture (empty where it can, and where AIS, ``check``, failed: nothing to confirm), so that
-    a second exploration is needed to confirm it:
-
-    * the draws missed components of the exploration holding at least ``MISSED_SHARE`` of its
-      mass (``missed_by_draws``: :func:`~pm_evidence.search.coverage.compare_coverage`);
-    * or the estimate on them fails its own diagnostics (R-hat, ESS, Pareto k-hat: chains stuck
-      at local modes that a few chains left) and disagrees by more than ``DISAGREEMENT_Z``
-      combined SEs with AIS, which has no warning (on two-frequency signals a few of the 16
-      chains reach the main mode, so no component counts as missed, while bridge on all of
-      them is tens of nats low);
-    * or the estimate on them failed (bridge's reference does not overlap draws whose chains
-      sit in different period modes of a radial-velocity model): nothing else can check AIS.
-
-    ``draws_estimate`` is ``None`` where it was not run (:func:`estimate_skipped`: the draws
-    missed modes) or failed.
-    """
-    if check is None:
-        return ""
-    if missed_by_draws >= MISSED_SHARE:
-        return DRAWS_MISSED_MODES
-    if draws_estimate is None:
-        return "the estimate on the posterior draws failed"
-    z = combined_z(draws_estimate, check)
-    if not draws_estimate.reliable and check.reliable and not z <= DISAGREEMENT_Z:
-        return (
-            f"the estimate on the posterior draws ({draws_estimate.method}) fails its own "
-            f"diagnostics and disagrees with it by {z:.1f} combined SEs"
-        )
-    return ""
 
 
 def confirmed_or_flagged(
@@ -703,6 +778,20 @@ def returns_the_confirmation(estimate: Evidence, confirmation: Evidence | None) 
     return confirmation is not None and confirmation.reliable and not estimate.reliable
 
 
+def unresolved_mass(unshared: float, a: Evidence, b: Evidence) -> bool:
+    """Whether two explorations' mixtures differ by more posterior mass than the comparison
+    of their AIS estimates ``a`` and ``b`` can see: the mass one holds and the other lacks
+    (``unshared``, :func:`~pm_evidence.search.coverage.unshared_mass`), missed by both, would
+    shift both by ``-log(1 - unshared)`` nats, beyond ``DISAGREEMENT_Z`` combined SEs (their
+    agreement then says nothing about it). Mirror images under a symmetry the search cannot
+    see: ``1 - 1/|G|``, ``log |G|`` nats; the eggbox's two explorations differ by 2.3% of the
+    mass at the box's edges, 0.023 nats against 4 combined SEs of 0.026."""
+    if not np.isfinite(unshared):
+        return False
+    shift = -np.log1p(-min(float(unshared), 1.0 - 1e-12))
+    return bool(shift > DISAGREEMENT_Z * float(np.hypot(a.se, b.se)))
+
+
 def needs_arbiter(estimate: Evidence, confirmation: Evidence | None, facts: dict) -> bool:
     """Whether the arbiter (:func:`arbiter_stage`) runs: where the confirmation ran, did not
     confirm ``estimate`` (no ``confirmed_by`` in ``facts``, which :func:`confirmed_or_flagged`
@@ -713,6 +802,39 @@ def needs_arbiter(estimate: Evidence, confirmation: Evidence | None, facts: dict
         and "confirmed_by" not in facts
         and (estimate.reliable or confirmation.reliable)
     )
+
+
+# The arbiter's streams: the children of the call's seed at this position, beyond the
+# confirmation's.
+ARBITER_STREAM = CONFIRMATION_STREAM + 1
+
+
+def arbiter_stage(
+    target, plan, seed, progressbar: bool, kwargs: dict, first_reference, confirmation_reference
+) -> Evidence:
+    """Stage 6b, where the confirmation neither confirmed AIS from the first exploration nor
+    failed, and one of the two passes its own diagnostics (:func:`needs_arbiter`): a third
+    exploration and AIS from its mixture, every stream a child of :func:`confirmation_seed` at
+    ``ARBITER_STREAM`` (no randomness shared with the stages or the confirmation). Its
+    diagnostics hold, for the first exploration's mixture (``first_reference``) and the
+    confirmation's (``confirmation_reference``), the posterior mass that mixture holds and
+    this one lacks (``arbiter_first_mass_missed``, ``arbiter_second_mass_missed``) and the
+    mass this one holds and that mixture lacks (``arbiter_first_mass_added``,
+    ``arbiter_second_mass_added``; :func:`~pm_evidence.search.coverage.held_and_missed`), as
+    shares of the ``Z`` this AIS estimates (a mixture that missed the main mode covers minor
+    modes only: their share of the mass it covers is near 1, their share of ``Z`` is not),
+    which :func:`arbitrated` reads."""
+    result, reference, rng = _explored_ais(target, plan, seed, progressbar, kwargs, ARBITER_STREAM)
+    log_z = result.log_z if np.isfinite(result.log_z) else None
+    facts = {}
+    for name, other in (("first", first_reference), ("second", confirmation_reference)):
+        facts[f"arbiter_{name}_mass_missed"] = held_and_missed(
+            other, reference, target.log_density, rng, log_z=log_z
+        )
+        facts[f"arbiter_{name}_mass_added"] = held_and_missed(
+            reference, other, target.log_density, rng, log_z=log_z
+        )
+    return _with_diagnostics(result, facts)
 
 
 def arbitrated(
@@ -766,15 +888,7 @@ def arbitrated(
     return cross_checked(estimate, arbiter)
 
 
-def _start_of(options: dict, exploration) -> str:
-    """Where the cross-check starts, in words."""
-    if exploration is not None:
-        return "the exploration's mixture"
-    path = options.get("path")
-    reference = options.get("reference", getattr(path, "reference", "auto"))
-    if isinstance(reference, str):
-        return f"reference={reference!r}"
-    return f"the {getattr(reference, 'name', type(reference).__name__)} reference given"
+# ------------------------------------------------------------------------------- 7. The choice
 
 
 def _settled(first, second, primary, check, failures, facts) -> Evidence:
@@ -794,83 +908,6 @@ def _settled(first, second, primary, check, failures, facts) -> Evidence:
             f"more posterior draws)."
         ))  # fmt: skip
     return _with_failures(_with_diagnostics(chosen, facts), failures)
-
-
-def _with_failures(ev: Evidence, failures: dict[str, str]) -> Evidence:
-    """``ev`` with a warning for every failed stage not already on it."""
-    new = [f"method='auto': {text}." for text in failures.values()]
-    return dataclasses.replace(
-        ev, warnings=(*ev.warnings, *(m for m in new if m not in ev.warnings))
-    )
-
-
-def coverage_stage(
-    estimate: Evidence | None, check: Evidence | None, exploration, plan, coverage=None
-):  # fmt: skip
-    """Stage 5: both results with a warning where the other's draws found mass that theirs
-    missed (:func:`draws_coverage`, or ``coverage`` where it was computed already: the
-    exploration's components the draws missed by the mixture's weights, the draws outside every
-    component by the posterior mass of where they are), and the facts for the diagnostics.
-    ``estimate`` is ``None`` where it was not run (:func:`estimate_skipped`), ``check``
-    where it failed."""
-    unenumerated = not _judged(plan)
-    coverage = draws_coverage(exploration, plan) if coverage is None else coverage
-    facts = {
-        "exploration_n_modes": exploration.n_modes,
-        "exploration_n_term_modes": exploration.n_term_modes,
-        "exploration_n_evaluations": exploration.n_evaluations,
-        "exploration_passes": exploration.n_passes,
-        "exploration_log_z": exploration.log_z,
-        "exploration_missed_by_nuts": np.nan if unenumerated else coverage.missed_by_draws,
-        "exploration_missed_by_exploration": coverage.missed_by_exploration,
-        "exploration_draws_outside": coverage.draws_outside,
-    }
-    if estimate is not None and not unenumerated and coverage.missed_by_draws >= MISSED_SHARE:
-        estimate = _with_warning(estimate, (
-            f"The posterior draws missed part of the posterior: tempering from the prior "
-            f"(pm_evidence.search.exploration) found {exploration.n_modes} components, and "
-            f"{coverage.missed_by_draws:.0%} of the posterior's mass (its mixture's weights) "
-            f"lies in components that no posterior draw visited, so {estimate.method}, which reads "
-            f"the posterior draws, misses that mass."
-        ))  # fmt: skip
-    if check is not None and coverage.missed_by_exploration >= MISSED_SHARE:
-        check = _with_warning(check, (
-            f"Tempering from the prior (pm_evidence.search.exploration) missed part of the "
-            f"posterior: {coverage.draws_outside:.0%} of the posterior draws lie outside "
-            f"every component of the mixture it found, which is {check.method}'s reference, in "
-            f"a region holding about {coverage.missed_by_exploration:.0%} of the posterior's "
-            f"mass (reciprocal importance sampling at those draws)."
-        ))  # fmt: skip
-    return estimate, check, facts
-
-
-def _with_warning(ev: Evidence, message: str) -> Evidence:
-    return dataclasses.replace(ev, warnings=(*ev.warnings, message))
-
-
-def _with_diagnostics(ev: Evidence, facts: dict) -> Evidence:
-    return dataclasses.replace(ev, diagnostics={**ev.diagnostics, **facts})
-
-
-def unresolved_mass(unshared: float, a: Evidence, b: Evidence) -> bool:
-    """Whether two explorations' mixtures differ by more posterior mass than the comparison
-    of their AIS estimates ``a`` and ``b`` can see: the mass one holds and the other lacks
-    (``unshared``, :func:`~pm_evidence.search.coverage.unshared_mass`), missed by both, would
-    shift both by ``-log(1 - unshared)`` nats, beyond ``DISAGREEMENT_Z`` combined SEs (their
-    agreement then says nothing about it). Mirror images under a symmetry the search cannot
-    see: ``1 - 1/|G|``, ``log |G|`` nats; the eggbox's two explorations differ by 2.3% of the
-    mass at the box's edges, 0.023 nats against 4 combined SEs of 0.026."""
-    if not np.isfinite(unshared):
-        return False
-    shift = -np.log1p(-min(float(unshared), 1.0 - 1e-12))
-    return bool(shift > DISAGREEMENT_Z * float(np.hypot(a.se, b.se)))
-
-
-def combined_z(a: Evidence, b: Evidence) -> float:
-    """``|log Z_a - log Z_b| / hypot(se_a, se_b)``: the difference in combined standard errors
-    (``inf`` where both SEs are 0)."""
-    combined = float(np.hypot(a.se, b.se))
-    return abs(a.log_z - b.log_z) / combined if combined > 0 else np.inf
 
 
 def cross_checked(estimate: Evidence, check: Evidence, prefer_first: bool = False) -> Evidence:
@@ -923,3 +960,34 @@ def cross_checked(estimate: Evidence, check: Evidence, prefer_first: bool = Fals
     return dataclasses.replace(chosen, diagnostics=diagnostics, warnings=tuple(messages))
 
 
+def combined_z(a: Evidence, b: Evidence) -> float:
+    """``|log Z_a - log Z_b| / hypot(se_a, se_b)``: the difference in combined standard errors
+    (``inf`` where both SEs are 0)."""
+    combined = float(np.hypot(a.se, b.se))
+    return abs(a.log_z - b.log_z) / combined if combined > 0 else np.inf
+
+
+def term_check_stage(target, result: Evidence, plan, seed) -> Evidence:
+    """Stage 7, where no exploration ran: ``result`` checked against the modes of the terms of
+    the model's log-sum-exps that the draws of ``plan`` did not visit
+    (:func:`~pm_evidence.run_methods.term_checked`), on the ``"term_check"`` stream of ``seed``."""
+    return term_checked(target, [result], plan, stage_rngs(seed))[0]
+
+
+# ------------------------------------------------------------------------------- Small helpers
+
+
+def _with_failures(ev: Evidence, failures: dict[str, str]) -> Evidence:
+    """``ev`` with a warning for every failed stage not already on it."""
+    new = [f"method='auto': {text}." for text in failures.values()]
+    return dataclasses.replace(
+        ev, warnings=(*ev.warnings, *(m for m in new if m not in ev.warnings))
+    )
+
+
+def _with_warning(ev: Evidence, message: str) -> Evidence:
+    return dataclasses.replace(ev, warnings=(*ev.warnings, message))
+
+
+def _with_diagnostics(ev: Evidence, facts: dict) -> Evidence:
+    return dataclasses.replace(ev, diagnostics={**ev.diagnostics, **facts})
