@@ -97,8 +97,8 @@ def compare_coverage(
 
     Parameters
     ----------
-    exploration : Explored
-        An :class:`~pm_evidence.search.exploration.Exploration`.
+    exploration : pm_evidence.search.exploration.Exploration
+        Or anything with its ``mixture`` (:class:`Explored`).
     draws : numpy.ndarray
         Flat posterior draws ``(..., dim)``.
     orbit : callable, optional
