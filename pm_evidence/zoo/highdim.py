@@ -1,4 +1,4 @@
-"""High-dimensional members of the model zoo: 100 to 1,000 parameters (issue 24, part 4).
+"""High-dimensional members of the model zoo: 100 to 1,000 parameters.
 
 Ordinary PyMC models as users write them (a non-centered hierarchical normal with 200 and
 1,000 groups, a Poisson GLMM with 100 random intercepts, a logistic regression with 50
@@ -13,9 +13,9 @@ computed without PyMC:
   value is computed once and stored in this module with the code that computes it);
 * closed form (latent GP regression: ``y ~ N(0, K + sigma^2 I)``).
 
-Each entry of :data:`HIGHDIM_ZOO` is a :class:`~pm_evidence.zoo.testing.ZooModel` like those of
+Each entry of :data:`HIGHDIM_ZOO` is a :class:`~pm_evidence.zoo.entries.ZooModel` like those of
 :data:`pm_evidence.zoo.testing.ZOO`: a builder returning ``(model, gold_log_z)``, the gold with
-its numerical error (:class:`~pm_evidence.zoo.testing.Gold`) and the joint log density written
+its numerical error (:class:`~pm_evidence.zoo.gold.Gold`) and the joint log density written
 with NumPy/SciPy (``log_joint``), which ``tests/zoo/test_highdim.py`` compares with PyMC's
 ``logp``. Distribution parameters are float64 (STYLE habit 9).
 """
@@ -30,11 +30,10 @@ import numpy as np
 import pymc as pm
 from scipy import special, stats
 
-from pm_evidence.zoo.testing import (
+from pm_evidence.zoo.entries import ZooModel, entry
+from pm_evidence.zoo.gold import (
     LOG_2PI,
     Gold,
-    ZooModel,
-    entry,
     hierarchical_log_evidence_given_tau,
     laplace_frame,
     legendre_log_integral,
@@ -399,7 +398,7 @@ LOGISTIC_WIDE_GOLD = Gold(log_z=-213.08739250583656, error=0.0007854424834787178
 """Gold ``log Z`` of :func:`logistic_regression_wide` at its defaults, with the importance
 sampling SE as its error: ``logistic_regression_wide_importance()`` at its defaults (2e6 draws
 from a t with 20 degrees of freedom after 5 rounds of 1e5 adaptation draws, seed 71; Kish ESS
-fraction 0.45, largest normalized weight 2.2e-5; 66 s on one core). A second run, 8 degrees of
+fraction 0.45, largest normalized weight 2.2e-5). A second run, 8 degrees of
 freedom and seed 1234, gave -213.08549 +- 0.00111 (1.4 combined SEs away). The Laplace
 approximation gives -215.140."""
 

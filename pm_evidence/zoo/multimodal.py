@@ -1,10 +1,10 @@
-"""A multimodal and hard-geometry zoo (issue 23, part 5): PyMC models whose log evidence is known
+"""A multimodal and hard-geometry zoo: PyMC models whose log evidence is known
 independently of PyMC, for targets where NUTS misses part of the posterior's mass.
 
-Every entry of :data:`MULTIMODAL_ZOO` is a :class:`~pm_evidence.zoo.testing.ZooModel`: a builder
+Every entry of :data:`MULTIMODAL_ZOO` is a :class:`~pm_evidence.zoo.entries.ZooModel`: a builder
 returning ``(model, gold_log_z)``, a gold computed with NumPy/SciPy only (closed form,
 enumeration or Gauss-Legendre quadrature) with its numerical error, and the joint log density
-``log_joint`` written with NumPy, which ``tests/test_zoo_multimodal.py`` compares with PyMC's
+``log_joint`` written with NumPy, which ``tests/zoo/test_multimodal.py`` compares with PyMC's
 ``logp``.
 
 **Convention.** Every gold is ``log Z = log int p(theta) L(theta) dtheta`` of the PyMC model as
@@ -20,8 +20,8 @@ eggbox                      235.855940          = the published 235.856 (prior i
                                                 integral over the box alone is 242.750570
 gaussian_shells_2d          -1.745642           Feroz & Hobson (2008): -1.75
 gaussian_shells_10d         -14.590491          Feroz & Hobson (2008): -14.59
-unequal_modes_5d            -12.978661          ``2 - 5 log 20``; issue 23's "log Z = 2" is the
-                                                integral of the potential over the box
+unequal_modes_5d            -12.978661          ``2 - 5 log 20``; the potential alone
+                                                integrates to ``e^2`` over the box
 trimodal_mixture_1d         -4.512375           closed form (labels enumerated)
 change_point                -105.685049         enumeration over tau, rates in closed form
 funnel_box_10d              -36.253550          1-D quadrature over v
@@ -29,7 +29,7 @@ periodic_*, mirror_square,  see :mod:`pm_evidence.zoo.periodic`
 hyperbola_branches
 ==========================  ==================  ==================================================
 
-The last seven (issue 36) live in :mod:`pm_evidence.zoo.periodic`: sums of 1, 2 and 3
+The last seven live in :mod:`pm_evidence.zoo.periodic`: sums of 1, 2 and 3
 sinusoids of unknown frequencies (unordered, and ordered with the prior ``K! / V^K``; tag
 ``"periodic"``) and two mirror-mode models (tag ``"mirror"``).
 
@@ -40,6 +40,7 @@ sinusoids of unknown frequencies (unordered, and ordered with the prior ``K! / V
 from __future__ import annotations
 
 import functools
+import inspect
 import itertools
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
@@ -49,17 +50,15 @@ import pymc as pm
 import pytensor.tensor as pt
 from scipy import special, stats
 
-from pm_evidence.zoo.periodic import PERIODIC_ENTRIES, periodic_unit_cube
-from pm_evidence.zoo.testing import (
+from pm_evidence.zoo.entries import ZooModel, entry, select_entries
+from pm_evidence.zoo.gold import (
     LOG_2PI,
     Gold,
-    ZooModel,
-    entry,
     leggauss,
     log_normal_interval,
     normal_mean_log_evidence,
-    select_entries,
 )
+from pm_evidence.zoo.periodic import PERIODIC_ENTRIES, periodic_unit_cube
 
 __all__ = [
     "MULTIMODAL_ZOO",
@@ -342,8 +341,8 @@ def unequal_modes(
 
     Convention: ``log Z = 2 - dim log 20 + log(0.3 m_1 + 0.7 m_2) = -12.978661`` for the
     defaults, with the prior density ``20^-5`` included; ``m_k`` (each within ``1e-18`` of 1)
-    is the component's mass inside the box. Issue 23's "log Z = 2" is the integral of the
-    potential over the box, ``log Z + 5 log 20``.
+    is the component's mass inside the box. Without the prior density, the integral of the
+    potential over the box is ``log Z + 5 log 20 = 2``.
 
     Gold (closed form): ``m_k = prod_i [Phi((10 - mu_k) / s_k) - Phi((-10 - mu_k) / s_k)]``;
     error 0 (rounding). Checked in the tests by 1-D Gauss-Legendre quadrature per axis.
@@ -693,8 +692,6 @@ def unit_cube(entry: ZooModel) -> UnitCube:
     KeyError
         For an entry of another collection.
     """
-    import inspect
-
     builder = entry.build.func if isinstance(entry.build, functools.partial) else entry.build
     kwargs = {
         k: p.default

@@ -1,4 +1,4 @@
-"""Periodic signals and mirror modes (issue 36, part 5): multimodal PyMC models whose posterior
+"""Periodic signals and mirror modes: multimodal PyMC models whose posterior
 is not a mixture, with a gold ``log Z`` computed without PyMC.
 
 * **Sums of sinusoids** with 1, 2 and 3 unknown frequencies,
@@ -48,7 +48,7 @@ sigma^2``, ``b = X^T y``). Then ``Z = V^-K int_box p(y | f) df``, by :func:`log_
    frequency axis at the highest mode (the modes are the narrowest where the signal is the
    strongest); ``margin = 20 + 5 K`` nats.
 3. *Error*: the change from 6 to 10 nodes plus the bound ``V^K exp(max - margin) / Z`` on the
-   mass left out (each left-out point is below ``exp(max - margin)`` by the argument of step 2).
+   mass left out (each left-out point is below ``exp(max - margin)`` by the argument of item 2).
 
 Checked in ``tests/zoo/test_periodic.py`` by a second scheme (other cell sizes, nodes and
 margin) and, for one frequency, by brute force (the trapezoid rule on 10^6 points).
@@ -70,14 +70,8 @@ import pymc as pm
 import pytensor.tensor as pt
 from scipy import optimize, special, stats
 
-from pm_evidence.zoo.testing import (
-    LOG_2PI,
-    Gold,
-    ZooModel,
-    entry,
-    leggauss,
-    normal_mean_log_evidence,
-)
+from pm_evidence.zoo.entries import ZooModel, entry
+from pm_evidence.zoo.gold import LOG_2PI, Gold, leggauss, normal_mean_log_evidence
 
 __all__ = [
     "PERIODIC_ENTRIES",

@@ -32,7 +32,8 @@ from pymc.distributions.transforms import Interval
 from pytensor.gradient import disconnected_grad
 from scipy import integrate, special, stats
 
-from pm_evidence.zoo.testing import LOG_2PI, Gold, entry, leggauss
+from pm_evidence.zoo.entries import entry
+from pm_evidence.zoo.gold import LOG_2PI, Gold, leggauss
 
 __all__ = [
     "CUT_Y",
@@ -287,8 +288,8 @@ def _kepler_velocity(t, period, semi_amp, h, k, phase0):
     """Radial velocity of a Keplerian orbit with ``sqrt(e) cos w = h``, ``sqrt(e) sin w = k``.
 
     Kepler's equation ``E - e sin E = M``: 16 fixed-point steps ``E <- M + e sin E`` (each uses
-    ``E`` once, so the graph stays a chain: unrolled Newton steps, which use it three times,
-    kept PyTensor's rewrites busy for over 15 minutes) and two Newton steps (an error of 1e-10
+    ``E`` once, so the graph stays a chain; unrolled Newton steps use it three times, a graph
+    that PyTensor's rewrites take very long to optimize) and two Newton steps (an error of 1e-10
     at ``e = 0.7``), with no gradient through any of them but the last; at the root the last
     step's derivative is the implicit one, ``dE = (dM + sin E de) / (1 - e cos E)``. ``t`` is
     counted from the middle of the data, where the phase and the period are least correlated."""
