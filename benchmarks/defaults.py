@@ -1,4 +1,4 @@
-"""Every method at its defaults against ``pm.sample_smc`` at its defaults (issue 13's benchmark).
+"""Every method at its defaults against ``pm.sample_smc`` at its defaults .
 
 For each model with an exact or gold ``log Z`` computed without PyMC, and each method of
 ``pm_evidence.METHODS``, runs ::
@@ -48,7 +48,7 @@ and counted under ``errors``):
 * ``time``: mean wall time per call, in seconds;
 * ``eff``: efficiency against SMC, ``(MSE_smc * time_smc) / (MSE_m * time_m)`` (> 1: better than
   SMC at equal time);
-* the targets of issue 13: ``eff>=4`` (RTS, AIS and bridge only; a run that raised fails it)
+* the targets: ``eff>=4`` (RTS, AIS and bridge only; a run that raised fails it)
   and ``4SE``: no run off by more than 4 SE without being flagged (every method; a run that
   raised returned no number, so it does not fail this one).
 
@@ -88,7 +88,7 @@ from pathlib import Path
 import numpy as np
 
 QUICK_MODELS = ("linear_regression", "hierarchical_noncentered")
-TARGET_METHODS = ("rts", "ais", "bridge")  # issue 13: efficiency >= 4x SMC's on every model
+TARGET_METHODS = ("rts", "ais", "bridge")  # the target: efficiency >= 4x SMC's on every model
 TARGET_EFFICIENCY = 4.0
 Z_THRESHOLD = 4.0
 WARMUP_SEED = 1_000_000

@@ -1,4 +1,4 @@
-"""Where batched HMC stops drawing the posterior (``BATCHED_DRAWS_MAX_DIM``, issue 35 step 21):
+"""Where batched HMC stops drawing the posterior (``BATCHED_DRAWS_MAX_DIM``):
 ``method="auto"`` at its defaults on the draws of batched HMC and of PyMC's NUTS, on the
 high-dimensional zoo and a centered hierarchical model (a funnel).
 
@@ -8,8 +8,7 @@ For each model and seed, two calls, each in this process after the model is buil
   with ``BATCHED_DRAWS_MAX_DIM`` set above the model's parameter count for the call (restored
   afterwards): the defaults up to 250 parameters;
 * ``nuts``: the same call with ``sample_kwargs={"nuts_sampler": "pymc"}``: PyMC's NUTS, 4 chains
-  of 1,000 tuning and 1,000 kept iterations (the default draws above the bound, and below 50
-  parameters before step 21).
+  of 1,000 tuning and 1,000 kept iterations (the default draws above the bound).
 
 The gold ``log Z`` of the high-dimensional zoo comes from :mod:`pm_evidence.zoo.highdim`; the
 centered model's (``centered_60``: 60 groups, ``theta_j ~ N(mu, tau)``, ``y_j ~ N(theta_j,
@@ -24,7 +23,7 @@ Run::
     .venv/bin/python benchmarks/draws_bound.py [--models ...] [--seeds 1 2 3]
         [--samplers batched nuts]
 
-Measured (docs/benchmarks.rst, issue 35 step 21): on the four models of 51 to 202 parameters
+Measured (docs/benchmarks.rst): on the four models of 51 to 202 parameters
 ``auto`` on batched HMC's draws took 0.17 to 1.03 times the time on NUTS's (median per model),
 every result reliable and within 1.7 of its SEs of the gold.
 """

@@ -1,4 +1,4 @@
-"""What the path estimators cost on a run record, against the run itself (issue 13, part 7).
+"""What the path estimators cost on a run record, against the run itself.
 
 For each model, at defaults (no options): ``make_plan``, one annealing run
 (``run_annealing``) and one tempered run (``run_tempering`` with ``record=True``, which keeps

@@ -1,6 +1,6 @@
 """Methods at their defaults against ``pm.sample_smc`` at its defaults on the high-dimensional zoo.
 
-Issue 24's benchmark. For each model of :data:`pm_evidence.zoo.highdim.HIGHDIM_ZOO` (100 to
+For each model of :data:`pm_evidence.zoo.highdim.HIGHDIM_ZOO` (100 to
 1,002 parameters, gold ``log Z`` computed without PyMC), each seed and each method, one call ::
 
     pm_evidence.marginal_likelihood(model, method=m, random_seed=seed, progressbar=False)

@@ -1,4 +1,4 @@
-"""Latency of a default call (issue 35): ``method="auto"`` warm and cold against PyMC's SMC and
+"""Latency of a default call: ``method="auto"`` warm and cold against PyMC's SMC and
 against each of its stages alone, on small models of the zoo and the multimodal zoo, in one run.
 
 For each model (gold ``log Z`` computed without PyMC: :mod:`pm_evidence.zoo.testing`,

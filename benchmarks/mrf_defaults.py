@@ -1,4 +1,4 @@
-"""The user's default call on the 10 x 10 binary grid MRF (issue 21 part 6): time, evaluations,
+"""The user's default call on the 10 x 10 binary grid MRF: time, evaluations,
 SE reached, why the run stopped, error against the exact log Z.
 
 Run:  .venv/bin/python benchmarks/mrf_defaults.py [--seeds 1] [--methods ais rts auto]
@@ -20,9 +20,9 @@ any test: they depend on the machine (the budget, ``max_evaluations``, does not)
 Measured on the 2-core development machine, shared with another engineer's test runs (an
 earlier run under heavier load took 16-20 s for AIS, 16-30 s for RTS, 34-45 s for auto; the
 evaluations and estimates were the same to the last digit), seeds 1-3, exact
-``log Z = 10.2270``. Before: the code before issue 21 part 6 (commit fc863c7: one site per
-Gibbs update, no evaluation budget), seed 1, the same call in a fresh process. After: this commit (Gibbs in the
-2 blocks found from the model, budget 20 million evaluations per run).
+``log Z = 10.2270``. Before: one site per Gibbs update and no evaluation budget, seed 1, the same call in a fresh
+process. After: Gibbs in the 2 blocks found from the model, budget 20 million evaluations per
+run.
 
 ::
 
@@ -43,7 +43,7 @@ Errors (after): AIS +0.0145, -0.0181, -0.0060; RTS -0.0103, -0.0455, +0.0338 (be
 -0.0064, RTS -0.0036; RTS ran 2,088 sweeps; "auto", both runs, would have taken about their sum,
 7 minutes: not run). CPU above wall: NumPy's BLAS used the second core.
 
-Before, on this machine, AIS at defaults took 10,490 chains x 131 rungs (issue 21 saw 11,151 x
+Before, on this machine, AIS at defaults took 10,490 chains x 131 rungs (another run: 11,151 x
 137 and 6 minutes); after, 1,581-1,690 chains x 117-125 rungs of checkerboard Gibbs (102
 evaluations per sweep). Every run was ``reliable`` (no warning). AIS's SE is nearly the same at
 every seed: the budget fixes its chains (about 1,600; SE ~ 1 / sqrt(chains)); RTS's first stretch

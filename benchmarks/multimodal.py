@@ -1,4 +1,4 @@
-"""The multimodal zoo (issue 23, part 5) against every default method, PyMC's SMC and a nested
+"""The multimodal zoo against every default method, PyMC's SMC and a nested
 sampler, in one run.
 
 For each model of :data:`pm_evidence.zoo.multimodal.MULTIMODAL_ZOO` (gold ``log Z`` computed
@@ -33,7 +33,7 @@ n_setup_evaluations`` of a path method's run; SMC's particle evaluations, prior 
 counted once together; nautilus's ``n_like``; empty where unknown: NUTS's gradient evaluations
 are not reported by ``auto`` and ``bridge``), and a status:
 
-* ``ok``: within ``max(4 SE, 0.05)`` of the gold (issue 23's target);
+* ``ok``: within ``max(4 SE, 0.05)`` of the gold (the target);
 * ``flagged``: off, and ``reliable=False`` (the user was told);
 * ``WRONG``: off, and ``reliable=True``: a confident wrong number;
 * ``off``: off, for SMC and nautilus (no reliability flag);
@@ -45,7 +45,7 @@ are not reported by ``auto`` and ``bridge``), and a status:
 Each (model, seed) runs in a worker process; a call past ``--timeout`` kills the worker (and
 NUTS's processes) and the remaining columns go on in a fresh one.
 
-The zoo includes issue 36's periodic signals (sums of 1, 2 and 3 sinusoids of unknown
+The zoo includes periodic signals (sums of 1, 2 and 3 sinusoids of unknown
 frequency, unordered and ordered: tag ``periodic``) and two mirror-mode models (tag
 ``mirror``); ``--tags`` selects entries by tag. For an ordered entry the nested samplers get
 the sorted uniforms (the order statistics: density ``K! / V^K`` on the ordered region, the

@@ -1,4 +1,4 @@
-"""``auto`` against ``pm.sample_smc`` on ordinary models of moderate size (issue 35): tens to a
+"""``auto`` against ``pm.sample_smc`` on ordinary models of moderate size: tens to a
 hundred parameters and hundreds to thousands of observations, the models a user writes next, where
 the latency benchmark's small models say little.
 

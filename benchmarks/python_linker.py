@@ -1,5 +1,5 @@
-"""The functions on PyTensor's Python linker with and without the fusion of elementwise operations
-(issue 35, step 5), and what that changes for a default call on a model with many bounded
+"""The functions on PyTensor's Python linker with and without the fusion of elementwise operations,
+and what that changes for a default call on a model with many bounded
 parameters.
 
 ``PYTHON_LINKER`` (``pm_evidence.model.compile_mode``) runs the prior's forward draws and the

@@ -1,4 +1,4 @@
-"""Where the test suite's compile time goes (issue 35): the README's test command from empty
+"""Where the test suite's compile time goes: the README's test command from empty
 caches, with numba's compiles timed, by caller and by test.
 
 A pytest plugin (this module, loaded in every worker with ``-p suite_compile``) wraps numba's
@@ -9,7 +9,7 @@ attributed to the first frame outside numba and PyTensor that called the compile
 function from the cache goes through the same call and is counted, cheaply. Each worker writes
 its totals when it exits; the parent adds them up, prints the largest and writes a CSV.
 
-The timing slows the run (859 CPU-seconds against 698-743 without it, issue 35, step 18), so
+The timing slows the run (859 CPU-seconds against 698-743 without it, measured), so
 compare the CPU of runs without it (README) and use this for the split.
 
 Run from the repository root::

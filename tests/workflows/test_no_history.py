@@ -1,4 +1,4 @@
-"""The README, the docs and the package's docstrings and comments are written for users: they say
+"""The README, the docs, the package's docstrings and comments and the benchmark scripts are written for users: they say
 what a call does and costs now, not how it came to be. History (issue numbers, the steps of a
 piece of work, commit hashes) stays in git; measurements live in ``docs/benchmarks.rst``, each
 table with its command, date and machine."""
@@ -28,7 +28,8 @@ HISTORY = re.compile(
 def _pages() -> list[Path]:
     docs = [p for p in sorted((ROOT / "docs").rglob("*.rst")) if "_build" not in p.parts]
     package = sorted((ROOT / "pm_evidence").rglob("*.py"))
-    return [ROOT / "README.md", *docs, *package]
+    scripts = sorted((ROOT / "benchmarks").glob("*.py"))  # the docs' commands
+    return [ROOT / "README.md", *docs, *package, *scripts]
 
 
 @pytest.mark.parametrize("path", _pages(), ids=lambda p: str(p.relative_to(ROOT)))
