@@ -1,13 +1,21 @@
 """``auto`` at defaults against ``pm.sample_smc`` on centered hierarchical models (funnels),
 over seeds.
 
-Models (gold: ``theta`` and ``mu`` integrate out in closed form, then adaptive 1-D quadrature
-over ``tau``, QUADPACK at relative tolerance 1e-12; the non-centered model has the same log Z):
+Models (:mod:`pm_evidence.zoo.funnels`, where each builder's docstring gives its gold and how
+it is computed, each checked by a second scheme in ``tests/zoo/test_funnels.py``):
 
 - ``eight_schools_centered``: ``mu ~ N(0, 5^2)``, ``tau ~ HalfNormal(5)``,
-  ``theta_j ~ N(mu, tau^2)``, ``y_j ~ N(theta_j, sigma_j^2)``, the eight schools' data.
+  ``theta_j ~ N(mu, tau^2)``, ``y_j ~ N(theta_j, sigma_j^2)``, the eight schools' data; gold:
+  ``theta`` and ``mu`` integrate out in closed form, then QUADPACK over ``tau`` (the
+  non-centered model has the same log Z).
 - ``thirty_groups_centered``: 30 groups of one observation each (``sigma_j = 1``), true
-  ``tau = 0.3``; ``mu ~ N(0, 1)``, ``tau ~ HalfCauchy(1)``.
+  ``tau = 0.3``; ``mu ~ N(0, 1)``, ``tau ~ HalfCauchy(1)``; gold as above.
+- ``varying_slopes_centered``: 20 groups of 3 observations, ``(a_j, b_j) ~ MvNormal(mu, L L^T)``
+  with ``L ~ LKJCholeskyCov(n=2, eta=2, sd_dist=Exponential(1))``, ``mu ~ N(0, 2^2 I)``,
+  ``y_ij ~ N(a_j + b_j x_ij, 1)`` (45 parameters); gold: the group effects and ``mu``
+  integrate out given ``(s_1, s_2, rho)``, then 3-D Gauss-Legendre.
+- ``funnel_box_10d``: Neal's funnel in a box (:func:`pm_evidence.zoo.multimodal.funnel_box`),
+  gold by 1-D quadrature over ``v``.
 
 Printed per run: wall seconds, error against the gold, SE, ``z``, ``reliable``, the variables
 computed in non-centered coordinates; per model: the SD of ``log Z`` over seeds divided by the
@@ -26,58 +34,21 @@ import time
 
 import numpy as np
 import pymc as pm
-from scipy import integrate, stats
 
 import pm_evidence as pme
 from pm_evidence.interop.pymc_smc import from_smc
-from pm_evidence.zoo.testing import EIGHT_SCHOOLS_SIGMA, EIGHT_SCHOOLS_Y
-
-
-def _log_z(y, sigma, mu_sd, tau_prior) -> float:
-    """``log int p(tau) N(y; 0, diag(sigma^2 + tau^2) + mu_sd^2 11')`` by QUADPACK."""
-    y, sigma = np.asarray(y, float), np.asarray(sigma, float)
-
-    def log_marginal(tau):
-        cov = np.diag(sigma**2 + tau**2) + mu_sd**2
-        return stats.multivariate_normal(np.zeros(len(y)), cov).logpdf(y) + tau_prior.logpdf(tau)
-
-    peak = max(log_marginal(t) for t in np.linspace(1e-6, 20, 400))
-    value, _ = integrate.quad(
-        lambda t: np.exp(log_marginal(t) - peak), 0, np.inf, epsabs=0, epsrel=1e-12, limit=500
-    )
-    return float(np.log(value) + peak)
-
-
-def _centered(y, sigma, mu_sd, tau_dist, tau_prior):
-    """``theta_j ~ N(mu, tau^2)``, ``y_j ~ N(theta_j, sigma_j^2)``, ``mu ~ N(0, mu_sd^2)``, and
-    ``tau ~ tau_dist`` (PyMC) whose SciPy twin ``tau_prior`` the gold integrates."""
-    with pm.Model() as model:
-        mu = pm.Normal("mu", 0.0, mu_sd)
-        tau = tau_dist("tau")
-        theta = pm.Normal("theta", mu, tau, shape=len(y))
-        pm.Normal("y", theta, sigma, observed=y)
-    return model, _log_z(y, sigma, mu_sd, tau_prior)
-
-
-def eight_schools_centered():
-    y, sigma = np.array(EIGHT_SCHOOLS_Y), np.array(EIGHT_SCHOOLS_SIGMA)
-    return _centered(
-        y, sigma, 5.0, lambda name: pm.HalfNormal(name, 5.0), stats.halfnorm(scale=5.0)
-    )
-
-
-def thirty_groups_centered():
-    rng = np.random.default_rng(30)
-    sigma = np.ones(30)
-    y = rng.normal(rng.normal(0.5, 0.3, 30), sigma)
-    return _centered(
-        y, sigma, 1.0, lambda name: pm.HalfCauchy(name, 1.0), stats.halfcauchy(scale=1.0)
-    )
-
+from pm_evidence.zoo.funnels import (
+    eight_schools_centered,
+    thirty_groups_centered,
+    varying_slopes_centered,
+)
+from pm_evidence.zoo.multimodal import funnel_box
 
 MODELS = {
     "eight_schools_centered": eight_schools_centered,
     "thirty_groups_centered": thirty_groups_centered,
+    "varying_slopes_centered": varying_slopes_centered,
+    "funnel_box_10d": funnel_box,
 }
 
 
@@ -105,7 +76,9 @@ def main(names, seeds, smc: bool) -> None:
             trace = pm.sample_smc(model=model, random_seed=1, progressbar=False)
             seconds = time.perf_counter() - start
             result = from_smc(trace, model)
-            print(f"  smc  seed  1  {seconds:6.1f} s  err {result.log_z - gold:+.4f}  se {result.se:.4f}")
+            print(
+                f"  smc  seed  1  {seconds:6.1f} s  err {result.log_z - gold:+.4f}  se {result.se:.4f}"
+            )
 
 
 if __name__ == "__main__":

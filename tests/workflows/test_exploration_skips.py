@@ -15,6 +15,7 @@ import pytest
 
 from pm_evidence.auto import exploration_skipped
 from pm_evidence.model.log_density import as_target
+from pm_evidence.zoo.funnels import FUNNEL_ZOO
 from pm_evidence.zoo.highdim import HIGHDIM_ZOO
 from pm_evidence.zoo.multimodal import MULTIMODAL_ZOO
 from pm_evidence.zoo.support import SUPPORT_ZOO
@@ -45,7 +46,7 @@ SKIPPED = {
 
 def _reasons() -> dict[str, str]:
     reasons = {}
-    for entry in (*ZOO, *MULTIMODAL_ZOO, *HIGHDIM_ZOO, *SUPPORT_ZOO):
+    for entry in (*ZOO, *MULTIMODAL_ZOO, *HIGHDIM_ZOO, *SUPPORT_ZOO, *FUNNEL_ZOO):
         model, _ = entry.build()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # an improper prior's own warning
