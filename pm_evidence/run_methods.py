@@ -311,6 +311,7 @@ def estimate_methods(
         if registry.method(m).family == "posterior" and _needs_posterior_draws(m, kwargs)
     ]  # fmt: skip
     if plain:
+        target.require_continuous(plain[0])  # named as asked, before any draws are attempted
         # one posterior plan for every method on posterior draws: the draws (from idata, or
         # drawn once from the "posterior" stream: the same draws a path plan would make) and
         # the symmetry search at them

@@ -136,9 +136,12 @@ def nan_weight_messages(diagnostics: dict, what: str) -> list[str]:
         return []
     return [
         f"{what}: {diagnostics['n_nan_log_weights']} ({100 * share:.2g} %) are NaN, where the "
-        f"model's log density is NaN (typically at the edge of a variable's support, where "
-        f"bounds meet); they count as zero weights, so log Z misses whatever mass lies there. "
-        f"Check the model's density near its bounds (a bound that depends on another variable)."
+        f"model's log density is NaN (at the edge of a variable's support, where bounds meet, "
+        f"or where an operation is outside its domain: the log of a negative number, a "
+        f"Cholesky factor of a matrix that is not positive definite); they count as zero "
+        f"weights, so log Z misses whatever mass lies there. Check the model's density near "
+        f"its bounds (a bound that depends on another variable) and make it -inf, not NaN, "
+        f"outside them."
     ]
 
 

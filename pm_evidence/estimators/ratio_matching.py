@@ -106,7 +106,7 @@ def _meng_wong_iteration(log_l_target, log_l_reference, log_s1, log_s0, log_c0, 
         f"The bridge-sampling iteration did not converge in {maxiter} iterations "
         f"(tolerance {tol:g} on log Z); last iterates of log Z: "
         f"{[round(v, 6) for v in history[-3:]]}. Increase maxiter, use more draws, or try "
-        f"method='warp3'."
+        f"reference='warp3'."
     )
 
 
