@@ -31,7 +31,7 @@ For a continuous model (:func:`auto_evidence`):
 
 Models with discrete variables run RTS and AIS on one plan. Each stage draws from its own
 stream, so a stage's outcome does not depend on the others having run. A stage that fails
-(:func:`~pm_evidence.run_methods.is_stage_failure`) is a warning on the result and the others
+(``pm_evidence.run_methods.is_stage_failure``) is a warning on the result and the others
 go on; a result that no other stage checked says so (``reliable`` is then False). Only when
 neither the estimate nor the check is left is there an error
 (:class:`~pm_evidence.EstimationFailedError`) naming what each stage tried.
@@ -107,13 +107,13 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
 
     Parameters
     ----------
-    target : LogDensity
+    target : pm_evidence.LogDensity
     idata : optional
         Posterior draws of this model.
     random_seed : int, Generator or SeedSequence, optional
     progressbar : bool
     kwargs : dict
-        Options, already checked (:func:`~pm_evidence.run_methods.validate_options`).
+        Options, already checked (``pm_evidence.run_methods.validate_options``).
 
     Returns
     -------
@@ -230,7 +230,7 @@ def exploration_skipped(target, kwargs: dict) -> str:
     It explores continuous models whose prior is a reference distribution (proper, and
     restricted by no transform other than an ``ordered`` one on i.i.d. components, drawn by
     sorting: :class:`~pm_evidence.model.prior.OrderedPrior`) with at most
-    :data:`EXPLORATION_MAX_DIM` parameters, unless a reference or path options are given.
+    ``EXPLORATION_MAX_DIM`` parameters, unless a reference or path options are given.
     """
     if target.has_discrete:
         return "the model has discrete variables (RTS and AIS start from the prior)"
@@ -262,7 +262,8 @@ def exploration_stage(target, seed, progressbar: bool) -> Exploration:
 
 def draws_stage(target, idata, seed, progressbar, kwargs):
     """Stage 2: the posterior plan both halves of ``auto`` read, the draws a list of methods
-    would make (from ``idata``, or drawn (:func:`~pm_evidence.model.draws.sampled_posterior`) on the ``"posterior"`` stream of ``seed``)."""
+    would make (from ``idata``, or drawn by :func:`~pm_evidence.model.draws.sampled_posterior`
+    on the ``"posterior"`` stream of ``seed``)."""
     sampling = {k: v for k, v in kwargs.items() if k in SAMPLE_KEYS}
     rng = stage_rngs(seed)["posterior"]
     return posterior_plan(target, idata, rng=rng, progressbar=progressbar, **sampling)
@@ -917,7 +918,7 @@ def cross_checked(estimate: Evidence, check: Evidence, prefer_first: bool = Fals
     (``prefer_first``: the estimate, whatever its warnings; for the one of the two that can be
     right, as when the other read draws that missed a mode). The
     returned result's diagnostics hold the other's ``log Z`` and SE and ``auto_z``, the
-    difference in combined SEs; above :data:`~pm_evidence.core.evidence.DISAGREEMENT_Z` a warning
+    difference in combined SEs; above ``pm_evidence.core.evidence.DISAGREEMENT_Z`` a warning
     says so, on the result (``reliable`` is then False) and as a :class:`UserWarning`.
 
     Parameters
@@ -970,7 +971,7 @@ def combined_z(a: Evidence, b: Evidence) -> float:
 def term_check_stage(target, result: Evidence, plan, seed) -> Evidence:
     """Stage 7, where no exploration ran: ``result`` checked against the modes of the terms of
     the model's log-sum-exps that the draws of ``plan`` did not visit
-    (:func:`~pm_evidence.run_methods.term_checked`), on the ``"term_check"`` stream of ``seed``."""
+    (``pm_evidence.run_methods.term_checked``), on the ``"term_check"`` stream of ``seed``."""
     return term_checked(target, [result], plan, stage_rngs(seed))[0]
 
 

@@ -21,8 +21,8 @@ model as built, prior density included (what ``pm_evidence.marginal_likelihood``
   slopes ``(a_j, b_j) ~ MvNormal(mu, L L^T)`` with an LKJ prior on the Cholesky factor ``L``;
   gold ``-106.192304``.
 * The fourth funnel is Neal's, in a box: ``funnel_box_10d``
-  (:func:`pm_evidence.zoo.multimodal.funnel_box`, registered in
-  :data:`~pm_evidence.zoo.multimodal.MULTIMODAL_ZOO`), gold ``-36.253550``.
+  (``pm_evidence.zoo.multimodal.funnel_box``, registered in
+  ``pm_evidence.zoo.multimodal.MULTIMODAL_ZOO``), gold ``-36.253550``.
 
 Gold values. For the two one-scale models ``theta`` and ``mu`` integrate out in closed form,
 ``y | tau ~ N(0, diag(sigma^2 + tau^2) + mu_sd^2 11^T)``, and
@@ -524,7 +524,7 @@ FUNNEL_ZOO: tuple[ZooModel, ...] = (
 )  # fmt: skip
 """The centered hierarchical models, as zoo entries (not in
 :data:`pm_evidence.zoo.testing.ZOO`); the fourth funnel, ``funnel_box_10d``, is in
-:data:`~pm_evidence.zoo.multimodal.MULTIMODAL_ZOO`.
+``pm_evidence.zoo.multimodal.MULTIMODAL_ZOO``.
 
 :meta hide-value:
 """
