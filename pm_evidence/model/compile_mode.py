@@ -41,28 +41,28 @@ rewrites run after constant folding and before the fusion of elementwise operati
   of a pairwise potential, after vectorization), or whose matrices are small and of static
   shapes (at most ``MAX_PRODUCT_AS_SUM`` products: an LKJ prior's 2 x 2 ones), becomes products
   and a sum, which the fusion takes into one loop.
-  Numba's ``BatchedDot`` calls BLAS once per row; its compile (the BLAS bindings' pointer and
-  stride handling) took 6.7 s of a 6-variable binary model's 7.9 s value function from empty
-  caches (now 4.0 s), and the calls made it 18 times slower (0.35 against 0.019 µs per point).
-  The sum adds its terms in its own order, so values can differ from BLAS's in their last bits.
+  Numba's ``BatchedDot`` calls BLAS once per row: its compile (the BLAS bindings' pointer and
+  stride handling) is most of a small binary model's compile, and the calls make the function
+  many times slower per point (measured: docs/benchmarks.rst). The sum adds its terms in its
+  own order, so values can differ from BLAS's in their last bits.
 - :class:`ContiguousDotOperands` (Numba's linker): every computed operand of a matrix product
   C-ordered, so that ``np.dot`` is compiled for one pair of layouts.
 - ``REDUCTIONS_ACROSS_EXPAND_DIMS`` (Numba's linker): two reductions separated by an
   ``ExpandDims`` merged into one, which the elementwise fusion then takes in (a mixture's
-  gradient: 9.5 s of compile instead of 23-25 s). The sums are then added in another order, so
+  gradient compiles in less than half the time). The sums are then added in another order, so
   values can differ in their last bits.
 - ``CUMSUMS_AS_SUMS`` (Numba's linker): a cumulative sum along an axis of at most
   ``MAX_CUMSUM_AS_SUM`` entries known from the graph (an ``ordered`` transform's, and the
   reversed ones of its gradient; an LKJ prior's) becomes a masked sum, ``sum_i [i <= j] x_i``,
   which the fusion takes into one loop. Numba's own cumulative sum specializes on the axis and
-  the memory layout: 6.5 s of the ``ordered_means`` model's 15 s value-and-gradient compile
-  from empty caches went to three of them. The terms are added in the same order (then zeros),
+  the memory layout, and three of them were nearly half of an ordered vector's
+  value-and-gradient compile. The terms are added in the same order (then zeros),
   so the values are the same (up to the sign of a zero sum).
 - ``SPLITS_AS_SLICES`` (Numba's linker): a ``Split`` whose sizes are constants adding up to the
   static length of its axis (the gradient of a simplex transform's or a ``ZeroSumNormal``'s
   ``Join``) becomes the slices it stands for, views as its outputs are. Numba's ``Split`` (a
-  cumulative sum of the sizes, a check with a formatted error message, ``np.split``) took 2.0 s
-  of a Dirichlet-categorical model's compile.
+  cumulative sum of the sizes, a check with a formatted error message, ``np.split``) takes
+  seconds to compile, where slices are views.
 
 One rewrite runs later, after the in-place rewrites and just before PyTensor fuses reductions
 into elementwise loops (``FUSION_ANCHORS_POSITION``):
@@ -171,9 +171,8 @@ FUSION_ANCHORS_POSITION = 99.5
 # - PYTHON_LINKER, with the full rewrites (stabilization included) except the fusion of
 #   elementwise operations: the flat-to-named maps and the prior's forward draws, called on whole
 #   batches. The Python linker runs a fused Composite one element at a time in Python; unfused,
-#   each operation is one NumPy call on the whole array (4,096 prior draws of 400 bounded
-#   parameters and their maps: 0.2 s instead of 100 s; ``auto`` on a 100-group beta-binomial
-#   model, warm: 10-15 s instead of 24 s);
+#   each operation is one NumPy call on the whole array (hundreds of times faster on prior
+#   draws of hundreds of bounded parameters; measured: docs/benchmarks.rst);
 # - QUICK_PYTHON_LINKER, with the quick rewrites only: the free variables' shapes (a handful of
 #   integers; PyMC's own model.eval_rv_shapes uses a VM linker, whose first use in a process
 #   costs about a second and a half) and the term searches (a few hundred points, one L-BFGS
@@ -607,9 +606,8 @@ def _split_as_slices(fgraph, node):
 
 
 # Numba's Split (PyTensor's: ``np.cumsum`` of the sizes, their checks with a formatted error
-# message, ``np.split``) took 2.0 s of compile, a Dirichlet-categorical model's value and
-# gradient from empty caches (the gradient of a simplex transform's ``Join``); slices compile
-# as strided views. A Split's outputs are views of ``x`` (its ``view_map``), as slices are.
+# message, ``np.split``) takes seconds to compile in the gradient of a simplex transform's
+# ``Join``; slices compile as strided views. A Split's outputs are views of ``x`` (its ``view_map``), as slices are.
 SPLITS_AS_SLICES = WalkingGraphRewriter(_split_as_slices, order="in_to_out")
 
 
