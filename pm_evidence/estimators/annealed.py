@@ -15,7 +15,7 @@ from pm_evidence.core.utils import (
     pareto_khat,
     relative_sd_of_mean,
 )
-from pm_evidence.estimators.base import Estimate, as_log_weights, nan_weight_diagnostics
+from pm_evidence.estimators.base import Estimate, as_log_weights, nonfinite_weight_diagnostics
 from pm_evidence.estimators.multistate import solve_multistate
 from pm_evidence.estimators.ratio_matching import solve_weighted_ratio_matching_rows
 
@@ -54,7 +54,7 @@ def ais_core(log_weights) -> Estimate:
     is not tiny and the weights' tail is not too heavy (``pareto_k``, Vehtari et al. 2024).
     Raises :class:`~pm_evidence.core.exceptions.OverlapError` when every weight is zero.
     """
-    nan = nan_weight_diagnostics(log_weights)
+    nan = nonfinite_weight_diagnostics(log_weights)
     log_weights = as_log_weights(log_weights, what="AIS log weights", allow_neg_inf=True)
     _require_some_weight(log_weights, "AIS weight")
     return Estimate(
@@ -72,7 +72,7 @@ def raise_core(log_weights_reverse) -> Estimate:
     *upward*: a stochastic upper bound, the other slice of the sandwich with AIS. From MCMC
     draws the identity holds only approximately: an estimate, not a bound.
     """
-    nan = nan_weight_diagnostics(log_weights_reverse)
+    nan = nonfinite_weight_diagnostics(log_weights_reverse)
     log_weights_reverse = as_log_weights(
         log_weights_reverse, what="reverse AIS log weights", allow_neg_inf=True
     )

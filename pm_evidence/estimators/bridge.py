@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from pm_evidence.core.utils import mcmc_ess
-from pm_evidence.estimators.base import Estimate, as_two_samples, nan_weight_diagnostics
+from pm_evidence.estimators.base import Estimate, as_two_samples, nonfinite_weight_diagnostics
 from pm_evidence.estimators.ratio_matching import classifier_probabilities, solve_ratio_matching
 
 __all__ = [
@@ -128,7 +128,7 @@ def bridge_core(
     log_l_reference : array_like
         ``log f - log g`` at i.i.d. reference draws.
     """
-    nan = nan_weight_diagnostics(log_l_reference)
+    nan = nonfinite_weight_diagnostics(log_l_reference)
     log_l_target, log_l_reference = as_two_samples(log_l_target, log_l_reference)
     sol = solve_ratio_matching(
         log_l_target,

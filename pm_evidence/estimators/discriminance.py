@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from pm_evidence.core.utils import mcmc_ess
-from pm_evidence.estimators.base import Estimate, as_two_samples, nan_weight_diagnostics
+from pm_evidence.estimators.base import Estimate, as_two_samples, nonfinite_weight_diagnostics
 from pm_evidence.estimators.ratio_matching import solve_ratio_matching
 
 __all__ = ["discriminance_core", "discriminance_variance"]
@@ -64,7 +64,7 @@ def discriminance_core(log_l_target, log_l_reference, *, tol: float = 1e-12) -> 
     log_l_reference : array_like
         ``log f - log p0`` at i.i.d. reference draws.
     """
-    nan = nan_weight_diagnostics(log_l_reference)
+    nan = nonfinite_weight_diagnostics(log_l_reference)
     log_l_target, log_l_reference = as_two_samples(log_l_target, log_l_reference)
     sol = solve_ratio_matching(log_l_target, log_l_reference, solver="bracket", tol=tol)
     variance, ess = discriminance_variance(sol.pi_target, sol.pi_reference)

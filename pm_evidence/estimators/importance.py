@@ -18,7 +18,7 @@ from pm_evidence.core.utils import (
     pareto_khat,
     relative_sd_of_mean,
 )
-from pm_evidence.estimators.base import Estimate, as_log_weights, nan_weight_diagnostics
+from pm_evidence.estimators.base import Estimate, as_log_weights, nonfinite_weight_diagnostics
 
 __all__ = ["chi_square_to_target", "importance_core", "reverse_importance_core"]
 
@@ -38,7 +38,7 @@ def importance_core(log_l_reference) -> Estimate:
     log_l_reference : array_like
         ``log f(x) - log p0(x)`` at draws from ``p0`` (any shape; ``-inf`` is a zero weight).
     """
-    nan = nan_weight_diagnostics(log_l_reference)
+    nan = nonfinite_weight_diagnostics(log_l_reference)
     lw = as_log_weights(
         log_l_reference, what="log weights at reference draws", allow_neg_inf=True
     ).ravel()

@@ -19,7 +19,7 @@ __all__ = [
     "draws_bulk_ess",
     "draws_ess_messages",
     "flag",
-    "nan_weight_messages",
+    "nonfinite_weight_messages",
     "posterior_messages",
     "se_messages",
     "weight_messages",
@@ -27,9 +27,9 @@ __all__ = [
 
 # Weight ESS below this many draws makes IS / reverse IS unreliable.
 LOW_ESS = 30
-# A larger share of NaN log weights (zero weights: points where the model's log density is NaN)
-# is a warning; below it the mass they stand for is negligible against the SE.
-NEGLIGIBLE_NAN_SHARE = 1e-3
+# A larger share of NaN or +inf log weights (zero weights: points where the model's log density
+# is NaN or overflows) is a warning; below it the mass they stand for is negligible against the SE.
+NEGLIGIBLE_NONFINITE_SHARE = 1e-3
 # Posterior draws with a smaller bulk ESS are flagged (draws_ess_messages).
 MIN_DRAWS_ESS = 100
 
@@ -110,7 +110,7 @@ def weight_messages(
 ) -> list[str]:
     """Low weight ESS (below ``LOW_ESS``) and a Pareto k-hat above
     :func:`~pm_evidence.core.utils.good_pareto_k` of importance-type weights."""
-    messages = nan_weight_messages(diagnostics, what)
+    messages = nonfinite_weight_messages(diagnostics, what)
     ess = diagnostics.get(ess_key, np.nan)
     if ess < LOW_ESS:
         messages.append(
@@ -128,20 +128,20 @@ def weight_messages(
     return messages
 
 
-def nan_weight_messages(diagnostics: dict, what: str) -> list[str]:
-    """A warning where more than ``NEGLIGIBLE_NAN_SHARE`` of the weights were NaN (taken
-    as zero: the model's log density is NaN there; ``n_nan_log_weights``)."""
-    share = diagnostics.get("nan_log_weight_fraction", 0.0)
-    if not share > NEGLIGIBLE_NAN_SHARE:
+def nonfinite_weight_messages(diagnostics: dict, what: str) -> list[str]:
+    """A warning where more than ``NEGLIGIBLE_NONFINITE_SHARE`` of the weights were NaN or
+    ``+inf`` (taken as zero: ``n_nonfinite_log_weights``)."""
+    share = diagnostics.get("nonfinite_log_weight_fraction", 0.0)
+    if not share > NEGLIGIBLE_NONFINITE_SHARE:
         return []
     return [
-        f"{what}: {diagnostics['n_nan_log_weights']} ({100 * share:.2g} %) are NaN, where the "
-        f"model's log density is NaN (at the edge of a variable's support, where bounds meet, "
-        f"or where an operation is outside its domain: the log of a negative number, a "
-        f"Cholesky factor of a matrix that is not positive definite); they count as zero "
-        f"weights, so log Z misses whatever mass lies there. Check the model's density near "
-        f"its bounds (a bound that depends on another variable) and make it -inf, not NaN, "
-        f"outside them."
+        f"{what}: {diagnostics['n_nonfinite_log_weights']} ({100 * share:.2g} %) are not finite, "
+        f"where the model's log density is NaN (at the edge of a variable's support, where "
+        f"bounds meet, or where an operation is outside its domain: the log of a negative "
+        f"number, a Cholesky factor of a matrix that is not positive definite) or +inf (an "
+        f"overflow far in the tails); they count as zero weights, so log Z misses whatever mass "
+        f"lies there. Check the model's density near its bounds (a bound that depends on "
+        f"another variable) and make it -inf, not NaN, outside them."
     ]
 
 

@@ -145,16 +145,27 @@ def test_a_few_nan_ais_weights_are_zero_weights_counted_and_not_a_warning():
     zeroed[[5, 500, 5000]] = -np.inf
     estimate = ais_core(with_nan)
     assert estimate.log_z == ais_core(zeroed).log_z and estimate.se == ais_core(zeroed).se
-    assert estimate.diagnostics["n_nan_log_weights"] == 3
+    assert estimate.diagnostics["n_nonfinite_log_weights"] == 3
     assert weight_messages(estimate.diagnostics, "The AIS weights", "") == []
     many = log_w.copy()
     many[:200] = np.nan  # 1.6 %
     messages = weight_messages(ais_core(many).diagnostics, "The AIS weights", "")
-    assert len(messages) == 1 and "200 (1.6 %) are NaN" in messages[0]
+    assert len(messages) == 1 and "200 (1.6 %) are not finite" in messages[0]
 
 
-def test_a_positive_infinite_log_weight_is_still_an_error():
+def test_a_positive_infinite_ais_weight_is_a_zero_weight_counted():
+    """``+inf``: a log density that overflows far in the tails (an LKJ prior's standard
+    deviations of ``e^70``, in truth of density ``exp(-e^70)``) at an annealed chain's start:
+    a zero weight, counted with the NaNs."""
+    estimate = ais_core(np.array([0.0, np.inf, 1.0, np.nan]))
+    assert estimate.log_z == ais_core(np.array([0.0, -np.inf, 1.0, -np.inf])).log_z
+    assert estimate.diagnostics["n_nonfinite_log_weights"] == 2
+
+
+def test_a_non_finite_log_weight_at_draws_of_the_target_is_an_error():
     from pm_evidence.core.exceptions import NonFiniteLogDensityError
+    from pm_evidence.estimators.base import as_two_samples
 
-    with pytest.raises(NonFiniteLogDensityError, match=r"1 of 3 AIS log weights are not finite \(\+inf\)"):
-        ais_core(np.array([0.0, np.inf, 1.0]))
+    for bad in (np.inf, np.nan, -np.inf):
+        with pytest.raises(NonFiniteLogDensityError, match=r"1 of 3 log weights at target"):
+            as_two_samples(np.array([0.0, bad, 1.0]), np.zeros(3))
