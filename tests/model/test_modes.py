@@ -20,9 +20,11 @@ from scipy import stats
 
 import pm_evidence as pme
 from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.utils import RHAT_MAX
 from pm_evidence.model.log_density import LogDensity
 from pm_evidence.model.modes import (
     MAX_GROUP_SIZE,
+    AffineAction,
     check_coverage,
     find_symmetry,
     relabel,
@@ -193,6 +195,25 @@ def test_symmetrized_reference_is_normalized_and_samples_its_density(hand_made_t
     numeric = np.stack([(sym.logpdf(point + eps * e) - sym.logpdf(point - eps * e)) / (2 * eps)
                         for e in np.eye(target.dim)], axis=-1)  # fmt: skip
     np.testing.assert_allclose(sym.grad_logpdf(point), numeric, rtol=1e-5, atol=1e-6)
+
+
+def test_chains_that_did_not_mix_anywhere_are_no_sign_of_mirror_modes():
+    """A funnel whose ``x_1, x_2`` are exchangeable: chains stuck at different depths of the
+    neck (``v``, which no relabelling moves) disagree in ``v`` at least as much as in the
+    ``x``; that is poor mixing, not chains in different mirror images. Chains that agree in
+    ``v`` and disagree in the ``x`` are still judged to sit in mirror modes."""
+    swap = AffineAction(np.array([0, 2, 1]))
+    rng = np.random.default_rng(3)
+    depth = np.array([-3.0, -1.0, 0.0, 2.0])[:, None]  # each chain's v
+    v = depth + 0.1 * rng.standard_normal((4, 400))
+    x = np.exp(v / 2)[..., None] * rng.standard_normal((4, 400, 2))
+    stuck = np.concatenate([v[..., None], x], axis=-1)
+    coverage = check_coverage([swap], stuck)
+    assert coverage.rhat > RHAT_MAX and coverage.covered
+    apart = np.concatenate([0.1 * rng.standard_normal((4, 400, 1)), x], axis=-1)
+    apart[:2, :, 1] += 3.0  # two chains at x_1 ~ 3, two at x_2 ~ 3 (after the swap below)
+    apart[2:, :, 2] += 3.0
+    assert not check_coverage([swap], apart).covered
 
 
 def test_relabelling_and_coverage_on_two_mirror_modes(mixture):
