@@ -123,13 +123,9 @@ def test_the_library_does_not_import_its_test_fixtures():
     assert not {(a, b) for a, b, _ in _edges() if b in fixtures and a not in fixtures}
 
 
-def _cycles() -> set[frozenset[str]]:
-    """The strongly connected components of more than one unit of the import graph."""
-    graph: dict[str, set[str]] = {}
-    for a, b, _ in _edges():
-        if a != b:
-            graph.setdefault(a, set()).add(b)
-            graph.setdefault(b, set())
+def _loops(graph: dict[str, set[str]]) -> set[frozenset[str]]:
+    """The strongly connected components of more than one node of a directed graph: the sets
+    of nodes that reach one another."""
 
     def reach(start):
         seen, todo = set(), [start]
@@ -139,11 +135,21 @@ def _cycles() -> set[frozenset[str]]:
                 todo.append(nxt)
         return seen
 
-    reachable = {unit: reach(unit) for unit in graph}
+    reachable = {node: reach(node) for node in graph}
     return {
         frozenset({a} | {b for b in reachable[a] if a in reachable[b]})
         for a in graph if a in reachable[a]
     }  # fmt: skip
+
+
+def _cycles() -> set[frozenset[str]]:
+    """The loops of the import graph of the units."""
+    graph: dict[str, set[str]] = {}
+    for a, b, _ in _edges():
+        if a != b:
+            graph.setdefault(a, set()).add(b)
+            graph.setdefault(b, set())
+    return _loops(graph)
 
 
 def test_no_new_import_cycles():
@@ -164,19 +170,7 @@ def _module_cycles() -> list[set[str]]:
                 target = target.rsplit(".", 1)[0]
             if target in modules and target != name:
                 graph[name].add(target)
-
-    def reach(start):
-        seen, todo = set(), [start]
-        while todo:
-            for nxt in graph[todo.pop()] - seen:
-                seen.add(nxt)
-                todo.append(nxt)
-        return seen
-
-    reachable = {name: reach(name) for name in graph}
-    loops = {frozenset({a} | {b for b in reachable[a] if a in reachable[b]})
-             for a in graph if a in reachable[a]}  # fmt: skip
-    return sorted((set(loop) for loop in loops), key=sorted)
+    return sorted((set(loop) for loop in _loops(graph)), key=sorted)
 
 
 def test_no_module_imports_itself_through_others():

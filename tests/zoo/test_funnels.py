@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pymc as pm
 import pytest
 from scipy import special, stats
 
@@ -22,29 +21,15 @@ from pm_evidence.zoo import funnels
 from pm_evidence.zoo.funnels import FUNNEL_ZOO
 from pm_evidence.zoo.hierarchical import HIERARCHICAL_ENTRIES
 from pm_evidence.zoo.multimodal import composite_legendre
+from tests.zoo_support import assert_log_joint_is_pymc_logp
 
 ENTRIES = {entry.name: entry for entry in FUNNEL_ZOO}
 
 
 @pytest.mark.parametrize("entry", FUNNEL_ZOO, ids=lambda e: e.name)
 def test_log_joint_is_pymc_logp(entry):
-    model, gold = entry.build()
-    assert gold == entry.gold().log_z
-    logp = model.compile_logp(jacobian=False)
-    constrained = pm.pytensorf.compile(
-        model.value_vars, model.replace_rvs_by_values(model.free_RVs), on_unused_input="ignore"
-    )
-    rng = np.random.default_rng(0)
-    shapes = {name: np.shape(value) for name, value in model.initial_point().items()}
-    for _ in range(5):
-        point = {name: rng.normal(size=shape) for name, shape in shapes.items()}
-        values = {
-            rv.name.split("::")[-1]: value
-            for rv, value in zip(model.free_RVs, constrained(**point), strict=True)
-        }
-        mine = entry.log_joint(values)
-        assert np.isfinite(mine)
-        assert logp(point) == pytest.approx(mine, rel=1e-10, abs=1e-10)
+    assert entry.build()[1] == entry.gold().log_z
+    assert_log_joint_is_pymc_logp(entry, n_points=5)
 
 
 def test_the_models_are_centered_with_the_stated_parameters():

@@ -10,32 +10,17 @@
 from __future__ import annotations
 
 import numpy as np
-import pymc as pm
 import pytest
 from scipy import integrate, special, stats
 
 from pm_evidence.zoo import support
 from pm_evidence.zoo.support import SUPPORT_ZOO
+from tests.zoo_support import assert_log_joint_is_pymc_logp
 
 
 @pytest.mark.parametrize("entry", SUPPORT_ZOO, ids=lambda e: e.name)
 def test_log_joint_is_pymc_logp(entry):
-    model, _ = entry.build()
-    logp = model.compile_logp(jacobian=False)
-    constrained = pm.pytensorf.compile(
-        model.value_vars, model.replace_rvs_by_values(model.free_RVs), on_unused_input="ignore"
-    )
-    rng = np.random.default_rng(0)
-    shapes = {name: np.shape(value) for name, value in model.initial_point().items()}
-    for _ in range(4):
-        point = {name: rng.normal(size=shape) for name, shape in shapes.items()}
-        values = {
-            rv.name.split("::")[-1]: value
-            for rv, value in zip(model.free_RVs, constrained(**point), strict=True)
-        }
-        mine = entry.log_joint(values)
-        assert np.isfinite(mine)
-        assert logp(point) == pytest.approx(mine, rel=1e-10, abs=1e-10)
+    assert_log_joint_is_pymc_logp(entry, n_points=4)
 
 
 def test_circular_rv_gold_agrees_with_the_trapezoid_rule_in_period_and_jitter():
