@@ -307,7 +307,7 @@ def solve_multistate(
     counts = np.bincount(rung, minlength=n_rungs).astype(float)
     if np.any(counts == 0):
         empty = np.flatnonzero(counts == 0)
-        raise EvidenceInputError(
+        raise ConvergenceError(  # the run's outcome, not the user's input
             f"Rungs {empty[:10].tolist()} have no draws; the multistate equation cannot identify "
             f"their normalizing constants. Run longer or use fewer rungs."
         )

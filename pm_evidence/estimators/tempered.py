@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.exceptions import ConvergenceError, EvidenceInputError
 from pm_evidence.core.utils import normalized_weights, warn_user
 from pm_evidence.estimators.base import Estimate
 from pm_evidence.estimators.multistate import solve_multistate
@@ -189,7 +189,8 @@ def mbar_core(delta, rung, betas, *, unit=None, log_z0=None) -> Estimate:
     Rungs without draws are left out: MBAR's mixture is over the sampled rungs only, and the
     estimate of ``log Z_K - log Z_1`` stays consistent (diagnostics ``n_dropped_rungs`` and
     ``first_dropped_rung``, -1 when none). The two ends must have draws; otherwise
-    :class:`~pm_evidence.core.exceptions.EvidenceInputError` is raised.
+    :class:`~pm_evidence.core.exceptions.ConvergenceError` is raised (the run did not reach
+    them: a failure of that run, which a list of methods leaves out with a warning).
     """
     delta = np.asarray(delta, dtype=float).ravel()
     rung = np.asarray(rung, dtype=int).ravel()
@@ -198,8 +199,8 @@ def mbar_core(delta, rung, betas, *, unit=None, log_z0=None) -> Estimate:
         raise EvidenceInputError(f"rung labels must lie in 0..{betas.size - 1}.")
     counts = np.bincount(rung, minlength=betas.size)
     empty = np.flatnonzero(counts == 0)
-    if counts[0] == 0 or counts[-1] == 0:
-        raise EvidenceInputError(
+    if counts[0] == 0 or counts[-1] == 0:  # the run's outcome, not the user's input
+        raise ConvergenceError(
             f"MBAR needs draws at both ends of the ladder (beta = 0 and beta = 1); rungs "
             f"{empty[:10].tolist()} have none. The tempered chains did not reach "
             f"{'beta = 1' if counts[-1] == 0 else 'beta = 0'}: run longer, or use RTS, whose "

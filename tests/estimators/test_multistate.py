@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp, softmax
 
-from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.exceptions import ConvergenceError
 from pm_evidence.estimators.multistate import MultistateObjective, solve_multistate
 from pm_evidence.estimators.tempered import mbar_core
+from pm_evidence.run_methods import is_stage_failure
 
 
 def _dense_objective(delta, betas, omega, nu, a):
@@ -108,8 +109,10 @@ def test_mbar_drops_empty_rungs_and_equals_mbar_without_them():
     assert dropped.diagnostics["n_dropped_rungs"] == 1
     assert dropped.diagnostics["first_dropped_rung"] == 4
     assert abs(dropped.log_z) < 4 * dropped.se  # log Z = 0
-    with pytest.raises(EvidenceInputError, match="both ends"):
+    # a run that never reached beta = 1: its failure (a list of methods goes on without it)
+    with pytest.raises(ConvergenceError, match="both ends") as failed:
         mbar_core(delta.ravel()[rung < 7], rung[rung < 7], betas)
+    assert is_stage_failure(failed.value)
 
 
 def test_multistate_solution_has_zero_score_from_a_cold_start():
