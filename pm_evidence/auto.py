@@ -785,8 +785,8 @@ def unresolved_mass(unshared: float, a: Evidence, b: Evidence) -> bool:
     (``unshared``, :func:`~pm_evidence.search.coverage.unshared_mass`), missed by both, would
     shift both by ``-log(1 - unshared)`` nats, beyond ``DISAGREEMENT_Z`` combined SEs (their
     agreement then says nothing about it). Mirror images under a symmetry the search cannot
-    see: ``1 - 1/|G|``, ``log |G|`` nats; the eggbox's two explorations differ by 2.3% of the
-    mass at the box's edges, 0.023 nats against 4 combined SEs of 0.026."""
+    see: ``1 - 1/|G|``, ``log |G|`` nats; tails that two mixtures cover differently (the
+    eggbox's edges) a few percent, below what four combined SEs resolve."""
     if not np.isfinite(unshared):
         return False
     shift = -np.log1p(-min(float(unshared), 1.0 - 1e-12))

@@ -83,7 +83,7 @@ And one after that fusion (``ADVANCED_INDICES_POSITION``):
 - ``ADVANCED_INDICES_FIRST`` (Numba's linker): an advanced indexing or indexed update left
   outside the fused loops whose integer arrays follow full slices (``x[:, idx]``, the vectorized
   ``x[idx]``) indexes the leading axes instead, between two ``DimShuffle`` views. Numba's
-  implementation otherwise moves the axes with ``x.transpose(order)``, 2.3-2.6 s of compile the
+  implementation otherwise moves the axes with ``x.transpose(order)``, seconds of compile the
   first time in a process. The same elements are read and written.
 
 The functions off the hot paths run on PyTensor's Python linker instead (``PYTHON_LINKER``,
