@@ -48,8 +48,20 @@ __all__ = [
     "exact_log_mass",
     "measure_cut",
     "ordered_prior",
+    "require_no_problems",
     "restricting_transforms",
 ]
+
+
+def require_no_problems(problems: tuple[str, ...]) -> None:
+    """Raise :class:`EvidenceInputError` naming why the prior cannot be drawn as a reference
+    (``problems``), if there is anything to name."""
+    if problems:
+        raise EvidenceInputError(
+            "The prior cannot be drawn forward as a reference distribution: "
+            + "; ".join(problems)
+            + ". Use a fitted reference (reference='student_t' or 'normal')."
+        )
 
 
 @dataclass(frozen=True)
@@ -96,12 +108,7 @@ class OrderedPrior:
 
     def require_sampleable(self) -> None:
         """Raise :class:`EvidenceInputError` naming the problems, if there are any."""
-        if self.problems:
-            raise EvidenceInputError(
-                "The prior cannot be drawn forward as a reference distribution: "
-                + "; ".join(self.problems)
-                + ". Use a fitted reference (reference='student_t' or 'normal')."
-            )
+        require_no_problems(self.problems)
 
 
 def _ordered_and_other_transforms(model: pm.Model, rv) -> tuple[list, list]:
@@ -329,12 +336,7 @@ class PriorCut:
 
     def require_sampleable(self) -> None:
         """Raise :class:`EvidenceInputError` naming the problems, if there are any."""
-        if self.problems:
-            raise EvidenceInputError(
-                "The prior cannot be drawn forward as a reference distribution: "
-                + "; ".join(self.problems)
-                + ". Use a fitted reference (reference='student_t' or 'normal')."
-            )
+        require_no_problems(self.problems)
 
     def inside(self, flat: np.ndarray, layout) -> dict[str, np.ndarray]:
         """Per candidate, whether each row of flat unconstrained values ``(n, dim)`` (NaN
