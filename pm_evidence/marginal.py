@@ -68,6 +68,7 @@ def marginal_likelihood(
     tune: int | None = None,
     chains: int | None = None,
     sample_kwargs: dict | None = None,
+    backend: str = "auto",
     **kwargs,
 ) -> Evidence | EvidenceSet:
     """Estimate the log marginal likelihood ``log p(y | M)`` of a PyMC model.
@@ -102,6 +103,14 @@ def marginal_likelihood(
     random_seed : int or numpy.random.Generator, optional
     progressbar : bool
         Show progress bars (posterior draws, annealing, tempering).
+    backend : {"auto", "numba", "jax"}
+        The engine that compiles and runs the model's log density (and the fused HMC
+        transitions around it): ``"auto"`` (default) JAX where JAX sees a GPU, else PyTensor's
+        Numba backend; ``"jax"`` JAX on its default device (the CPU where it has no other;
+        ``pip install "pm_evidence[jax]"``). The estimators are the same on both; the result
+        records the engine and the device (``diagnostics["backend"]``, ``["device"]``). On
+        JAX, an operation PyTensor cannot compile to JAX is an error naming it; with
+        ``"auto"`` the model then runs on Numba (``diagnostics["backend_fallback"]`` says why).
     posterior, bridge : PosteriorOptions, BridgeOptions, optional
         The option objects of the methods on posterior draws.
     path, annealing, tempering : PathOptions, AnnealingOptions, TemperingOptions, optional
@@ -197,7 +206,7 @@ def marginal_likelihood(
             progressbar,
             phase_name=f"compilation / set-up of {label!r}",
         ):
-            target = as_target(model)
+            target = as_target(model, backend)
         if methods == ["auto"]:
             result = auto_evidence(target, idata, random_seed, progressbar, kwargs)
         else:

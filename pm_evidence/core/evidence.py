@@ -420,6 +420,9 @@ def build_evidence(
     """
     model_messages = tuple(m for m in target.model_messages if m not in warnings)
     se, diagnostics = estimate.se, estimate.diagnostics
+    backend = getattr(target, "backend", None)
+    if backend is not None:  # the engine and device of the model's compiled functions
+        diagnostics = {**diagnostics, **backend.diagnostics()}
     if getattr(target, "noncentered", ()):  # computed in non-centered coordinates: same log Z
         diagnostics = {**diagnostics, "noncentered": list(target.noncentered)}
     cut = getattr(target, "prior_cut", None) if diagnostics.get("reference") == "prior" else None

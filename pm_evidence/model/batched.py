@@ -23,12 +23,14 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from pm_evidence.core.utils import warn_user
+from pm_evidence.model.backend import bucket_rows
 
 __all__ = [
     "MAX_BLOCK_ELEMENTS",
     "BlockedFunction",
     "FlatRowsFunction",
     "block_size_for",
+    "direct_call",
     "jitted_function",
 ]
 
@@ -46,7 +48,7 @@ def block_size_for(n_observations: int, max_rows: int = MAX_BLOCK_ROWS) -> int:
     return int(np.clip(MAX_BLOCK_ELEMENTS // max(int(n_observations), 1), 1, max_rows))
 
 
-def jitted_function(function) -> Callable | None:
+def jitted_function(function, *, jax: bool = False) -> Callable | None:
     """The numba function behind a PyTensor function compiled by a JIT linker (its Numba
     backend), where calling it is the whole call: ``function.vm.jit_fn``, which
     ``JITLinker.make_all`` keeps on the thunk, takes the graph's inputs in order and returns its
@@ -59,6 +61,10 @@ def jitted_function(function) -> Callable | None:
     (a few microseconds for 16 rows of a 2-D model), ``Function.__call__`` and its thunk cost
     as much again (measured: docs/benchmarks.rst). With ``trust_input`` the PyTensor function passes its
     inputs to the same numba function unchanged, so the outputs are the same arrays' values.
+
+    With ``jax=True`` (a function of PyTensor's JAX backend) the shared values are put on JAX's
+    device once, and again only when the storage holds a new array (``pm.set_data``): a model's
+    data would otherwise travel to the GPU at every call.
     """
     jit_fn = getattr(getattr(function, "vm", None), "jit_fn", None)
     storage = getattr(function, "input_storage", None)
@@ -72,11 +78,50 @@ def jitted_function(function) -> Callable | None:
     if not any(implicit):
         return jit_fn
     shared = [c.storage for c in storage if c.implicit]
+    if jax:
+        return _with_shared_on_device(jit_fn, shared)
 
     def with_shared(*rows):
         return jit_fn(*rows, *[cell[0] for cell in shared])
 
     return with_shared
+
+
+def _with_shared_on_device(jit_fn, shared) -> Callable:
+    from jax import device_put
+
+    held: list = [None] * len(shared)  # (the host array, its copy on the device)
+
+    def on_device(k: int):
+        value = shared[k][0]
+        if held[k] is None or held[k][0] is not value:
+            held[k] = (value, device_put(value))
+        return held[k][1]
+
+    def with_shared(*rows):
+        return jit_fn(*rows, *[on_device(k) for k in range(len(shared))])
+
+    return with_shared
+
+
+def direct_call(function, *, jax: bool = False) -> Callable:
+    """A compiled PyTensor function as the samplers call it: its JIT-compiled function directly
+    where there is one (:func:`jitted_function`), else the function; outputs as NumPy arrays.
+    Where the direct call raises, the PyTensor function is called instead, which then raises
+    the same error with PyTensor's account of the operation that failed."""
+    jitted = jitted_function(function, jax=jax)
+
+    def call(*rows):
+        if jitted is not None:
+            try:
+                outputs = jitted(*rows)
+            except Exception:  # the call below raises it again, with PyTensor's account
+                outputs = function(*rows)
+        else:
+            outputs = function(*rows)
+        return [np.asarray(out) for out in outputs] if jax else outputs
+
+    return call
 
 
 class FlatRowsFunction:
@@ -102,12 +147,16 @@ class FlatRowsFunction:
         Outputs passed on as they are (one number per row).
     differentiated : sequence of bool, optional
         Which variables have a gradient output in each group (all, by default).
+    jax : bool
+        A function of PyTensor's JAX backend (:func:`direct_call`).
     """
 
-    def __init__(self, function, variables, dtypes, n_values: int, differentiated=None):
+    def __init__(
+        self, function, variables, dtypes, n_values: int, differentiated=None, *, jax=False
+    ):
         self.function = function
         self.function.trust_input = True  # the inputs are made here, of the types it expects
-        self._jitted = jitted_function(function)
+        self._compiled = direct_call(function, jax=jax)
         self.n_values = int(n_values)
         variables = tuple(variables)
         if differentiated is None:
@@ -157,18 +206,6 @@ class FlatRowsFunction:
         ]
         return [*outputs[: self.n_values], *joined]
 
-    def _compiled(self, *rows: np.ndarray):
-        """The compiled function's outputs at ``rows``: from its numba function directly where
-        there is one (:func:`jitted_function`); where that raises, from the PyTensor function,
-        which then raises the same error with PyTensor's account of the operation that failed
-        (or, should the direct call have failed for another reason, returns the outputs)."""
-        if self._jitted is not None:
-            try:
-                return self._jitted(*rows)
-            except Exception:  # the call below raises it again, with PyTensor's account
-                pass
-        return self.function(*rows)
-
     def _joined(self, group, n: int) -> np.ndarray:
         flat = [
             g[:, None] if scalar else g.reshape(n, -1)
@@ -195,12 +232,24 @@ class BlockedFunction:
     fill_values : sequence of float, optional
         One value per output for rows at which ``fn`` raises (``-inf`` for log-densities, 0 for
         gradients). Without it, errors propagate.
+    padded : bool
+        Call ``fn`` on a few row counts only (:func:`~pm_evidence.model.backend.bucket_rows`):
+        the rows padded with copies of the first, the padding's outputs dropped. For JAX, which
+        compiles a function once per shape of its inputs.
     """
 
-    def __init__(self, fn: Callable, block_size: int, fill_values: Sequence[float] | None = None):
+    def __init__(
+        self,
+        fn: Callable,
+        block_size: int,
+        fill_values: Sequence[float] | None = None,
+        *,
+        padded: bool = False,
+    ):
         self.fn = fn
         self.block_size = int(block_size)
         self.fill_values = None if fill_values is None else tuple(fill_values)
+        self.padded = bool(padded)
         self.n_raised = 0  # rows that raised and got fill values (a count, not state of results)
 
     def __call__(self, *arrays: np.ndarray, constants: Sequence = ()) -> list[np.ndarray]:
@@ -216,6 +265,15 @@ class BlockedFunction:
         return [np.concatenate([b[k] for b in blocks]) for k in range(len(blocks[0]))]
 
     def _call_block(self, arrays, constants) -> list[np.ndarray]:
+        n = arrays[0].shape[0]
+        rows = bucket_rows(n, self.block_size) if self.padded and n else n
+        if rows > n:
+            padding = [np.repeat(a[:1], rows - n, axis=0) for a in arrays]
+            padded = [np.concatenate([a, p]) for a, p in zip(arrays, padding, strict=True)]
+            return [out[:n] for out in self._call_rows(padded, constants)]
+        return self._call_rows(arrays, constants)
+
+    def _call_rows(self, arrays, constants) -> list[np.ndarray]:
         try:
             return [np.asarray(out) for out in self.fn(*arrays, *constants)]
         except POINT_ERRORS as error:

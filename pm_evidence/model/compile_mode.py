@@ -99,7 +99,7 @@ from typing import ClassVar
 import numpy as np
 import pytensor.tensor as pt
 from pytensor import config, function
-from pytensor.compile.mode import Mode, get_default_mode
+from pytensor.compile.mode import Mode, get_default_mode, get_mode
 from pytensor.graph.basic import Apply
 from pytensor.graph.features import ReplaceValidate
 from pytensor.graph.op import Op
@@ -711,9 +711,10 @@ ADVANCED_INDICES_FIRST = WalkingGraphRewriter(
 )
 
 
-def model_function(inputs, outputs, **kwargs):
-    """``pytensor.function(inputs, outputs, mode=model_function_mode(), **kwargs)`` for a
-    function on the hot paths, built with numba's fast-math flags off
+def model_function(inputs, outputs, *, jax: bool = False, **kwargs):
+    """``pytensor.function(inputs, outputs, mode=model_function_mode(jax), **kwargs)`` for a
+    function on the hot paths (compiled by JAX with ``jax=True``: :mod:`pm_evidence.model.backend`),
+    built with numba's fast-math flags off
     (``config.numba__fastmath``, on by PyTensor's default), so that its numbers do not depend on
     the state of PyTensor's cache.
 
@@ -726,11 +727,12 @@ def model_function(inputs, outputs, **kwargs):
     docs/benchmarks.rst, "Fewer NumPy operations per leapfrog step"). PyTensor reads the flag
     while it builds the function's numba code, so it is needed only then."""
     with config.change_flags(numba__fastmath=False):
-        return function(inputs, outputs, mode=model_function_mode(), **kwargs)
+        return function(inputs, outputs, mode=model_function_mode(jax), **kwargs)
 
 
-def model_function_mode() -> Mode:
-    """PyTensor's default mode, with, at ``REWRITES_POSITION`` and in this order,
+def model_function_mode(jax: bool = False) -> Mode:
+    """PyTensor's default mode (its ``"JAX"`` mode with ``jax=True``), with, at
+    ``REWRITES_POSITION`` and in this order,
     :class:`ContiguousConstants`, ``TRIANGULAR_SOLVES_BY_COLUMNS``,
     ``SHARED_BLOCKWISE_INPUTS`` and ``INDEXING_BY_BATCHED_INDICES``, then, under the Numba
     linker, :class:`UncheckedShapes`, ``VECTOR_PRODUCTS_AS_SUMS``, :class:`ContiguousDotOperands`,
@@ -742,7 +744,7 @@ def model_function_mode() -> Mode:
     registered at the same position by their names, which for rewriters registered with a mode
     hold the object's ``id``. As in PyTensor's own sequence, a rewriter that raises is logged
     and skipped."""
-    mode = get_default_mode()
+    mode = get_mode("JAX") if jax else get_default_mode()
     numba = isinstance(mode.linker, NumbaLinker)
     before_fusion = [
         ContiguousConstants(),

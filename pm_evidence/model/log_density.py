@@ -35,7 +35,18 @@ from pytensor.gradient import NullTypeGradError
 
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import warn_user
-from pm_evidence.model.batched import BlockedFunction, FlatRowsFunction, block_size_for
+from pm_evidence.model.backend import (
+    Backend,
+    resolve_backend,
+    rows_per_call,
+    unsupported_operation_error,
+)
+from pm_evidence.model.batched import (
+    BlockedFunction,
+    FlatRowsFunction,
+    block_size_for,
+    direct_call,
+)
 from pm_evidence.model.compile_mode import (
     QUICK_PYTHON_LINKER,
     model_function,
@@ -90,11 +101,11 @@ PRIOR_CUT_SEED = 65_537
 
 
 class AdapterSlot:
-    """Where a model keeps its adapter: ``(signature, LogDensity)`` or empty. Pickled empty,
+    """Where a model keeps its adapters: ``(signature, LogDensity)`` per backend. Pickled empty,
     so that a model pickles (compare_models sends models to workers) as before it was used."""
 
     def __init__(self):
-        self.held: tuple | None = None
+        self.held: dict[str, tuple] = {}  # backend name -> (signature, LogDensity)
 
     def __reduce__(self):
         return (AdapterSlot, ())
@@ -115,6 +126,10 @@ class LogDensity:
         non-centered coordinates (:mod:`~pm_evidence.model.noncentering`): the same integral,
         so the same ``log Z``. ``noncentered`` names those variables; ``model`` is then
         the model in those coordinates (same variables, data and names). On by default.
+    backend : {"auto", "numba", "jax"}
+        The engine of the compiled functions (:mod:`~pm_evidence.model.backend`): ``"auto"``
+        runs them on JAX where JAX sees a GPU, on Numba otherwise; :attr:`backend` holds the
+        choice and the device.
 
     Notes
     -----
@@ -131,6 +146,7 @@ class LogDensity:
         *,
         block_size: int | None = None,
         reparametrize: bool = True,
+        backend: str | Backend = "auto",
     ):
         model = pm.modelcontext(model)
         if not model.free_RVs:
@@ -150,31 +166,39 @@ class LogDensity:
         self.layout: tuple[VariableSlice, ...] = self.layout_info.variables
         self.dim: int = self.layout_info.dim
         self.n_observations = n_observations(model)
-        self.block_size = int(block_size or block_size_for(self.n_observations))
+        self.backend: Backend = resolve_backend(backend)
+        self.block_size = int(
+            block_size
+            or rows_per_call(block_size_for(self.n_observations), self.backend, self.n_observations)
+        )
         self.maps = ValueMaps(model, self.layout_info, self._point)
         # fused transitions compiled around this log-density, by (reference class, leapfrog
         # steps): filled by pm_evidence.tempering.compiled, owned (and dropped) with the adapter
         self.compiled_transitions: dict = {}
 
     @classmethod
-    def for_model(cls, model: pm.Model | None = None) -> LogDensity:
-        """The adapter of ``model``, built once and reused (compile once per model).
+    def for_model(
+        cls, model: pm.Model | None = None, backend: str | Backend = "auto"
+    ) -> LogDensity:
+        """The adapter of ``model`` on ``backend``, built once and reused (compile once per
+        model and backend).
 
         Kept on the model itself (``ADAPTER_ATTRIBUTE``), so it goes with the model; rebuilt if
         variables were added to the model since.
         """
         model = pm.modelcontext(model)
+        backend = resolve_backend(backend)
         signature = tuple(model.named_vars)
         slot = getattr(model, ADAPTER_ATTRIBUTE, None)
         if slot is None:
             slot = AdapterSlot()
             setattr(model, ADAPTER_ATTRIBUTE, slot)
         # the adapter of this very model (a copy of a model shares its slot) and its variables
-        held = slot.held
+        held = slot.held.get(backend.name)
         if held is not None and held[0] == signature and held[1].source_model is model:
             return held[1]
-        target = cls(model)
-        slot.held = (signature, target)
+        target = cls(model, backend=backend)
+        slot.held[backend.name] = (signature, target)
         return target
 
     # ------------------------------------------------------------------ layout
@@ -260,15 +284,36 @@ class LogDensity:
         graphs are of others (the float ones of the relaxed terms), in the same order."""
         values = self._graphs.values if values is None else values
         inputs, batched = batched_by_variable(outputs, values, [v.value_shape for v in self.layout])
-        fn = model_function(inputs, batched, on_unused_input="ignore")
+        fn = self.compile(inputs, batched)
         flat = FlatRowsFunction(
-            fn, self.layout, [v.dtype for v in values], n_values, differentiated
-        )
-        return BlockedFunction(flat, self.block_size, fill_values)
+            fn, self.layout, [v.dtype for v in values], n_values, differentiated,
+            jax=self.backend.is_jax,
+        )  # fmt: skip
+        return BlockedFunction(flat, self.block_size, fill_values, padded=self.backend.is_jax)
+
+    def compile(self, inputs, outputs):
+        """``outputs`` as a function of ``inputs`` compiled on this adapter's :attr:`backend`
+        (:func:`~pm_evidence.model.compile_mode.model_function`), for the hot paths.
+
+        On JAX, an operation PyTensor cannot compile to JAX is an error naming it
+        (``backend="jax"``), or, where the backend was chosen (``"auto"``), the adapter moves to
+        Numba for good and records why (``backend.fallback``)."""
+        if not self.backend.is_jax:
+            return model_function(inputs, outputs, on_unused_input="ignore")
+        try:
+            return model_function(inputs, outputs, jax=True, on_unused_input="ignore")
+        except NotImplementedError as error:
+            if self.backend.requested == "jax":
+                raise unsupported_operation_error(error) from error
+            self.backend = Backend("numba", "cpu", "auto", fallback=f"{error}")
+            self.block_size = block_size_for(self.n_observations)
+            return model_function(inputs, outputs, on_unused_input="ignore")
 
     def blocked(self, fn) -> BlockedFunction:
-        """A compiled function of row-aligned arrays called in blocks of ``block_size`` rows."""
-        return BlockedFunction(fn, self.block_size)
+        """A function compiled by :meth:`compile`, of row-aligned arrays, called directly
+        (:func:`~pm_evidence.model.batched.direct_call`) in blocks of ``block_size`` rows."""
+        jax = self.backend.is_jax
+        return BlockedFunction(direct_call(fn, jax=jax), self.block_size, padded=jax)
 
     @cached_property
     def _terms_fn(self):
@@ -586,7 +631,9 @@ ModelLike = pm.Model | LogDensity | None
 """What a model-level function takes as ``model`` (``None``: the ``with model:`` context)."""
 
 
-def as_target(model: pm.Model | LogDensity | None = None) -> LogDensity:
+def as_target(
+    model: pm.Model | LogDensity | None = None, backend: str | Backend = "auto"
+) -> LogDensity:
     """The compiled adapter of a model, as every public entry point obtains it.
 
     Made (or reused: :meth:`~pm_evidence.LogDensity.for_model`) from a PyMC model, the model's own warnings
@@ -598,12 +645,21 @@ def as_target(model: pm.Model | LogDensity | None = None) -> LogDensity:
     ----------
     model : pymc.Model or LogDensity, optional
         Taken from the ``with model:`` context when omitted.
+    backend : {"auto", "numba", "jax"}
+        The engine of the model's compiled functions (:mod:`~pm_evidence.model.backend`). An
+        adapter keeps its own: asking it for another backend is an error.
 
     Returns
     -------
     LogDensity
     """
     if isinstance(model, LogDensity):
+        if backend != "auto" and resolve_backend(backend).name != model.backend.name:
+            raise EvidenceInputError(
+                f"This LogDensity compiles on {model.backend.name!r}, and backend={backend!r} "
+                f"was asked for: pass the PyMC model itself (its adapter on each backend is "
+                f"kept on it), or LogDensity(model, backend={backend!r})."
+            )
         return model
     if model is not None and not isinstance(model, pm.Model):
         raise EvidenceInputError(
@@ -611,7 +667,7 @@ def as_target(model: pm.Model | LogDensity | None = None) -> LogDensity:
             f"{type(model).__name__} {model!r:.60}. Pass the model object itself, e.g. "
             f"marginal_likelihood(model_1), not its name."
         )
-    target = LogDensity.for_model(model)
+    target = LogDensity.for_model(model, backend)
     for message in target.model_messages:
         warn_user(message)
     return target

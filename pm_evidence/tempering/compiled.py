@@ -44,7 +44,6 @@ import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
 
-from pm_evidence.model.compile_mode import model_function
 from pm_evidence.tempering.path import GeometricPath, PathState
 
 __all__ = ["FUSE_AFTER_POINT_TRANSITIONS", "MAX_COMPILED_LEAPFROG", "hmc_transition_function"]
@@ -139,7 +138,7 @@ def _build(path: GeometricPath, n_leapfrog: int, parameters):
         ~finite,
     ]
     inputs = [*raw.values(), scale, *reference_inputs]
-    return model_function(inputs, outputs, on_unused_input="ignore")
+    return path.target.compile(inputs, outputs)
 
 
 def hmc_transition_function(path: GeometricPath, n_leapfrog: int) -> Callable | None:

@@ -1,0 +1,178 @@
+"""Which engine compiles and runs the model's functions: PyTensor's Numba backend on the CPU, or
+its JAX backend, on a GPU where JAX sees one.
+
+Every estimator waits on one thing, the model's batched log density and gradient (and, on small
+models, the fused HMC transition built around it: :mod:`pm_evidence.tempering.compiled`). Both
+are PyTensor graphs; PyTensor compiles the same graph with Numba or with JAX
+(:func:`~pm_evidence.model.compile_mode.model_function`), so the kernels, the samplers and the
+estimators exist once and call whichever function the model's adapter holds. This module is
+the one place of the package that imports ``jax``.
+
+``backend="auto"`` (the default) picks JAX where JAX sees a GPU or another accelerator, and
+Numba everywhere else: on a CPU, JAX ran the model's functions slower than Numba at the batch
+sizes the samplers use (measured: docs/benchmarks.rst, "The model's log density and gradient on
+JAX"). Whether JAX could see a GPU is read from the installed packages first
+(:func:`accelerator_plugins`), so that a machine without one does not pay for importing JAX.
+
+JAX compiles a function once per shape of its inputs: a JAX function is called on a handful of
+row counts (:func:`bucket_rows`, powers of two), the rows padded with copies of the first and
+the padding dropped from the outputs (:class:`~pm_evidence.model.batched.BlockedFunction`), so
+that a run compiles a few times, not once per batch size. Arrays are float64 throughout
+(PyTensor's JAX backend sets ``jax_enable_x64`` where ``floatX`` is ``float64``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from functools import cache
+
+from pm_evidence.core.exceptions import EvidenceInputError
+
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "accelerator_plugins",
+    "bucket_rows",
+    "jax_device",
+    "resolve_backend",
+    "rows_per_call",
+    "to_host",
+    "unsupported_operation_error",
+]
+
+BACKENDS = ("auto", "numba", "jax")
+
+# The PJRT plugins through which JAX reaches an accelerator (``jax[cuda12]``, ``jax[cuda13]``,
+# ``jax[rocm]``, ``jax[tpu]``): without one of them installed, JAX runs on the CPU only.
+ACCELERATOR_PLUGINS = (
+    "jax_cuda12_plugin",
+    "jax_cuda13_plugin",
+    "jax_rocm60_plugin",
+    "jax_rocm7_plugin",
+    "libtpu",
+)
+
+# Rows of the smallest padded call: the samplers call the model on 16 chains and up.
+MIN_BUCKET_ROWS = 16
+
+
+@dataclass(frozen=True)
+class Backend:
+    """The engine of one model's compiled functions.
+
+    Attributes
+    ----------
+    name : str
+        ``"numba"`` or ``"jax"``.
+    device : str
+        Where the functions run: ``"cpu"`` for Numba, JAX's default device otherwise
+        (``"cuda:0 (NVIDIA H200)"``, ``"cpu"``).
+    requested : str
+        What the call asked for: ``"auto"``, ``"numba"`` or ``"jax"``.
+    fallback : str
+        Why ``"auto"`` runs on Numba where it would have run on JAX (an operation of the model
+        that PyTensor cannot compile to JAX); empty otherwise.
+    """
+
+    name: str
+    device: str
+    requested: str
+    fallback: str = ""
+
+    @property
+    def is_jax(self) -> bool:
+        return self.name == "jax"
+
+    def diagnostics(self) -> dict:
+        """What a result records of the backend (``ev.diagnostics``)."""
+        out = {"backend": self.name, "device": self.device}
+        if self.fallback:
+            out["backend_fallback"] = self.fallback
+        return out
+
+
+def accelerator_plugins() -> tuple[str, ...]:
+    """The installed JAX plugins for an accelerator (``ACCELERATOR_PLUGINS``); nothing is
+    imported."""
+    return tuple(name for name in ACCELERATOR_PLUGINS if importlib.util.find_spec(name))
+
+
+@cache
+def jax_device() -> str | None:
+    """JAX's default device as ``"platform:id (kind)"``, or ``None`` where JAX is not installed.
+
+    Cached for the process: JAX chooses its devices once, when first used."""
+    if importlib.util.find_spec("jax") is None:
+        return None
+    import jax
+
+    device = jax.devices()[0]
+    kind = getattr(device, "device_kind", "") or ""
+    return f"{device.platform}:{device.id}" + (f" ({kind})" if kind else "")
+
+
+def _sees_accelerator() -> bool:
+    if not accelerator_plugins():
+        return False
+    device = jax_device()
+    return device is not None and not device.startswith("cpu")
+
+
+def resolve_backend(requested: str | Backend = "auto") -> Backend:
+    """The :class:`Backend` that ``backend=requested`` stands for.
+
+    ``"auto"``: JAX where JAX sees an accelerator (:func:`accelerator_plugins`, then JAX's
+    devices), Numba otherwise. ``"jax"`` needs JAX installed (``pip install
+    "pm_evidence[jax]"``; on a CUDA machine ``pip install "jax[cuda12]"``) and runs on JAX's
+    default device, the CPU where it has no other.
+    """
+    if isinstance(requested, Backend):
+        return requested
+    if requested not in BACKENDS:
+        raise EvidenceInputError(
+            f"backend must be one of {list(BACKENDS)}, got {requested!r}. 'auto' (the default) "
+            f"runs the model on JAX where JAX sees a GPU and on Numba otherwise."
+        )
+    if requested == "numba" or (requested == "auto" and not _sees_accelerator()):
+        return Backend("numba", "cpu", requested)
+    device = jax_device()
+    if device is None:
+        raise EvidenceInputError(
+            "backend='jax' needs JAX: pip install \"pm_evidence[jax]\" (JAX on the CPU), or "
+            "jax[cuda12] on a machine with an NVIDIA GPU; or use backend='numba'."
+        )
+    return Backend("jax", device, requested)
+
+
+def unsupported_operation_error(error: NotImplementedError) -> EvidenceInputError:
+    """The error of ``backend="jax"`` on a model with an operation PyTensor cannot compile to
+    JAX (PyTensor's ``jax_funcify`` raises ``NotImplementedError`` naming it)."""
+    return EvidenceInputError(
+        f"PyTensor cannot compile an operation of this model to JAX ({error}). Use "
+        f"backend='numba' (or backend='auto', which then runs the model on Numba)."
+    )
+
+
+def bucket_rows(n: int, block_size: int) -> int:
+    """The rows of the padded call for ``n`` rows: the next power of two, at least
+    ``MIN_BUCKET_ROWS``, at most ``block_size`` (a call has at most that many rows)."""
+    if n >= block_size:
+        return n
+    return min(max(MIN_BUCKET_ROWS, 1 << max(n - 1, 0).bit_length()), block_size)
+
+
+def to_host(outputs) -> list:
+    """A JAX function's outputs as NumPy arrays (the samplers' arithmetic is NumPy's)."""
+    import numpy as np
+
+    return [np.asarray(out) for out in outputs]
+
+
+def rows_per_call(default: int, backend: Backend, n_observations: int) -> int:
+    """Rows per compiled call: ``default`` on the CPU; on an accelerator, which pays only with
+    thousands of points in one call, up to ``2**16`` rows while a block's intermediates stay
+    within ``2**27`` numbers (1 GiB of float64)."""
+    if not backend.is_jax or backend.device.startswith("cpu"):
+        return default
+    return int(max(default, min(2**16, 2**27 // max(int(n_observations), 1))))
