@@ -49,6 +49,7 @@ from pm_evidence.core.progress import interruptible
 from pm_evidence.core.utils import root_sequence, warn_user
 from pm_evidence.interop.resolve import is_model, resolve_model
 from pm_evidence.marginal import auto_pair, check_options, marginal_likelihood
+from pm_evidence.model.backend import resolve_backend
 
 __all__ = [
     "ModelComparison",
@@ -248,6 +249,7 @@ def compare_models(
     method: str = "auto",
     random_seed=None,
     progressbar: bool = True,
+    backend: str = "auto",
     **options,
 ) -> ModelComparison:
     """The log evidence of every model, each computed in a worker, gathered for comparison.
@@ -292,6 +294,9 @@ def compare_models(
     progressbar : bool
         One line per model on stderr as it finishes (its ``log Z``, or its error); ``False``
         prints nothing. The models' own progress bars are off in the workers.
+    backend : {"auto", "numba", "jax"}
+        The engine of each model's compiled functions, in its worker
+        (:mod:`pm_evidence.model.backend`); ``"auto"`` JAX where JAX sees a GPU, else Numba.
     **options
         Options of :func:`~pm_evidence.marginal_likelihood` for every model (checked here,
         before any model is sent). NUTS in a worker runs its chains one after another
@@ -335,7 +340,8 @@ def compare_models(
     if not isinstance(progressbar, bool):
         raise EvidenceInputError(f"progressbar must be True or False, got {progressbar!r}.")
     seeds = root_sequence(random_seed).spawn(len(entries))
-    options = _worker_options(options)
+    resolve_backend(backend)  # a name it does not know, or JAX not installed: refused here
+    options = {**_worker_options(options), "backend": backend}
     tasks = [
         _task(name, model, idata, seed, method, options)
         for (name, (model, idata)), seed in zip(entries.items(), seeds, strict=True)

@@ -38,6 +38,7 @@ def prior_robustness(
     random_seed=None,
     progressbar: bool = True,
     check_data: bool = True,
+    backend: str = "auto",
     **options,
 ) -> xr.Dataset:
     """Log evidence of each model and log Bayes factors over a grid of prior scales.
@@ -76,6 +77,8 @@ def prior_robustness(
         One line per model as it finishes; ``False`` prints nothing.
     check_data : bool
         Refuse models of one scale fitted to different observed data.
+    backend : {"auto", "numba", "jax"}
+        The engine of each model's compiled functions (:func:`~pm_evidence.compare_models`).
     **options
         Options of :func:`~pm_evidence.marginal_likelihood` for every model.
 
@@ -142,6 +145,7 @@ def prior_robustness(
         method=method,
         random_seed=random_seed,
         progressbar=progressbar,
+        backend=backend,
         **options,
     )
     return _dataset(grid, names, reference, keys, result, method, check_data)
@@ -173,7 +177,6 @@ def _checked_scales(scales) -> np.ndarray:
     if np.unique(grid).size != grid.size:
         raise EvidenceInputError(f"scales must not repeat a value, got {grid.tolist()}.")
     return grid
-
 
 
 def _models_at(build_models, scale: float) -> dict[str, tuple[Any, Any]]:

@@ -35,9 +35,11 @@ __all__ = [
     "accelerator_plugins",
     "bucket_rows",
     "jax_device",
+    "register_jax_identity",
     "resolve_backend",
     "rows_per_call",
-    "to_host",
+    "sees_accelerator",
+    "to_device",
     "unsupported_operation_error",
 ]
 
@@ -112,7 +114,9 @@ def jax_device() -> str | None:
     return f"{device.platform}:{device.id}" + (f" ({kind})" if kind else "")
 
 
-def _sees_accelerator() -> bool:
+def sees_accelerator() -> bool:
+    """Whether JAX sees a GPU or another accelerator: one of its plugins is installed and JAX's
+    default device is not the CPU."""
     if not accelerator_plugins():
         return False
     device = jax_device()
@@ -134,7 +138,7 @@ def resolve_backend(requested: str | Backend = "auto") -> Backend:
             f"backend must be one of {list(BACKENDS)}, got {requested!r}. 'auto' (the default) "
             f"runs the model on JAX where JAX sees a GPU and on Numba otherwise."
         )
-    if requested == "numba" or (requested == "auto" and not _sees_accelerator()):
+    if requested == "numba" or (requested == "auto" and not sees_accelerator()):
         return Backend("numba", "cpu", requested)
     device = jax_device()
     if device is None:
@@ -162,11 +166,24 @@ def bucket_rows(n: int, block_size: int) -> int:
     return min(max(MIN_BUCKET_ROWS, 1 << max(n - 1, 0).bit_length()), block_size)
 
 
-def to_host(outputs) -> list:
-    """A JAX function's outputs as NumPy arrays (the samplers' arithmetic is NumPy's)."""
-    import numpy as np
+def to_device(value):
+    """``value`` (a NumPy array) on JAX's default device."""
+    import jax
 
-    return [np.asarray(out) for out in outputs]
+    return jax.device_put(value)
+
+
+def register_jax_identity(op_class: type) -> None:
+    """Compile ``op_class`` as the identity on PyTensor's JAX backend (an operation of this
+    package that only arranges memory for Numba)."""
+    from pytensor.link.jax.dispatch import jax_funcify
+
+    @jax_funcify.register(op_class)
+    def _identity(op, **kwargs):
+        def identity(x):
+            return x
+
+        return identity
 
 
 def rows_per_call(default: int, backend: Backend, n_observations: int) -> int:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from pm_evidence.core.utils import warn_user
-from pm_evidence.model.backend import bucket_rows
+from pm_evidence.model.backend import bucket_rows, to_device
 
 __all__ = [
     "MAX_BLOCK_ELEMENTS",
@@ -88,14 +88,12 @@ def jitted_function(function, *, jax: bool = False) -> Callable | None:
 
 
 def _with_shared_on_device(jit_fn, shared) -> Callable:
-    from jax import device_put
-
     held: list = [None] * len(shared)  # (the host array, its copy on the device)
 
     def on_device(k: int):
         value = shared[k][0]
         if held[k] is None or held[k][0] is not value:
-            held[k] = (value, device_put(value))
+            held[k] = (value, to_device(value))
         return held[k][1]
 
     def with_shared(*rows):

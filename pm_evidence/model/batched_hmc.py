@@ -252,7 +252,10 @@ class _State:
         """The same points, without evaluating them again (a transition moves the copy)."""
         other = _State.__new__(_State)
         other.function, other.x, other.log_f, other.grad = (
-            self.function, self.x, self.log_f, self.grad
+            self.function,
+            self.x,
+            self.log_f,
+            self.grad,
         )
         return other
 

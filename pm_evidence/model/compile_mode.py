@@ -94,6 +94,7 @@ their ``Scan``, ``OpFromGraph`` and symbolic operations run on NumPy too.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from functools import cache
 from typing import ClassVar
 
 import numpy as np
@@ -129,6 +130,8 @@ from pytensor.tensor.rewriting.math import local_reduce_chain
 from pytensor.tensor.shape import SpecifyShape
 from pytensor.tensor.subtensor import AdvancedIncSubtensor, AdvancedSubtensor, Subtensor
 from pytensor.tensor.type import integer_dtypes
+
+from pm_evidence.model.backend import register_jax_identity
 
 __all__ = [
     "ADVANCED_INDICES_FIRST",
@@ -711,6 +714,14 @@ ADVANCED_INDICES_FIRST = WalkingGraphRewriter(
 )
 
 
+@cache
+def _register_jax_implementations() -> None:
+    """This module's operations that every linker's rewrites insert, on PyTensor's JAX backend
+    (registered when a JAX function is first built, so that JAX is imported only then):
+    :class:`ContiguousCopy` is the identity there (XLA chooses its own layouts)."""
+    register_jax_identity(ContiguousCopy)
+
+
 def model_function(inputs, outputs, *, jax: bool = False, **kwargs):
     """``pytensor.function(inputs, outputs, mode=model_function_mode(jax), **kwargs)`` for a
     function on the hot paths (compiled by JAX with ``jax=True``: :mod:`pm_evidence.model.backend`),
@@ -744,6 +755,8 @@ def model_function_mode(jax: bool = False) -> Mode:
     registered at the same position by their names, which for rewriters registered with a mode
     hold the object's ``id``. As in PyTensor's own sequence, a rewriter that raises is logged
     and skipped."""
+    if jax:
+        _register_jax_implementations()
     mode = get_mode("JAX") if jax else get_default_mode()
     numba = isinstance(mode.linker, NumbaLinker)
     before_fusion = [

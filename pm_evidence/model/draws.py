@@ -398,7 +398,9 @@ def draws_source_messages(target: LogDensity, idata) -> list[str]:
     extra = _extra_variables(target, idata)
     extra_text = (
         f" They also hold variables this model lacks ({extra}): were they sampled from "
-        f"another model?" if extra else ""
+        f"another model?"
+        if extra
+        else ""
     )
     return [
         f"The posterior draws in idata could not be checked against this model: they carry "
@@ -407,8 +409,6 @@ def draws_source_messages(target: LogDensity, idata) -> list[str]:
         f"go unnoticed and give a wrong log Z.{extra_text} Pass the whole DataTree that "
         f"pm.sample() returned for this model."
     ]
-
-
 
 
 def finite_start_points(target: LogDensity, rng, chains: int, err: Exception) -> list[dict]:

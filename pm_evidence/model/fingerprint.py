@@ -65,7 +65,9 @@ def _differences(group, arrays) -> list[str]:
         model_value = np.asarray(model_value)
         stored = np.asarray(group[name].to_numpy())
         if stored.shape != model_value.shape:
-            lines.append(f"{name!r}: shape {stored.shape} in idata, {model_value.shape} in the model")
+            lines.append(
+                f"{name!r}: shape {stored.shape} in idata, {model_value.shape} in the model"
+            )
             continue
         if stored.dtype.kind in "biuf" and model_value.dtype.kind in "biuf":
             a, b = stored.astype(float), model_value.astype(float)

@@ -100,7 +100,9 @@ def _levels(rv, discrete: bool) -> tuple[int, int]:
             (n_levels,) = pm.pytensorf.constant_fold([n_levels])
             return int(n_levels), 0
         if isinstance(op, DiscreteUniformRV):
-            lower, upper = (np.unique(v) for v in pm.pytensorf.constant_fold(op.dist_params(rv.owner)))
+            lower, upper = (
+                np.unique(v) for v in pm.pytensorf.constant_fold(op.dist_params(rv.owner))
+            )
             if lower.size == 1 and upper.size == 1:  # the same range for every entry
                 return int(upper[0] - lower[0] + 1), int(lower[0])
     except NotConstantValueError:  # known only at run time: not finite here

@@ -574,7 +574,9 @@ def find_symmetry(
             pairs = [(i, i + 1) for i in range(length - 1)]
         candidates += [(s, p) for s in _subsets(same) for p in pairs]
     if len(candidates) > MAX_SYMMETRY_CANDIDATES:
-        logger.info("symmetry search: %d candidates, %d screened", len(candidates), MAX_SYMMETRY_CANDIDATES)
+        logger.info(
+            "symmetry search: %d candidates, %d screened", len(candidates), MAX_SYMMETRY_CANDIDATES
+        )
         candidates = candidates[:MAX_SYMMETRY_CANDIDATES]
     if not candidates:
         return SymmetrySearch(unchecked=tuple(unchecked))

@@ -170,8 +170,7 @@ def ordered_prior(model: pm.Model) -> OrderedPrior:
         elif not isinstance(rv.owner.op, RandomVariable) or rv.owner.op.ndim_supp != 0:
             reason = "it is not a univariate distribution, so its components are not i.i.d."
         elif any(
-            _exchangeable(p, rv.ndim, free) is not True
-            for p in rv.owner.op.dist_params(rv.owner)
+            _exchangeable(p, rv.ndim, free) is not True for p in rv.owner.op.dist_params(rv.owner)
         ):
             reason = (
                 "its distribution's parameters differ along the ordered axis, so its "
@@ -357,7 +356,8 @@ def restricting_transforms(model: pm.Model) -> tuple[str, ...]:
         rv.name
         for rv in model.free_RVs
         if any(
-            not isinstance(t, LocScaleTransform) for t in _ordered_and_other_transforms(model, rv)[1]
+            not isinstance(t, LocScaleTransform)
+            for t in _ordered_and_other_transforms(model, rv)[1]
         )
     )
 

@@ -64,7 +64,7 @@ PATH_ESTIMATES = {
 
 
 @runs_with_one_blas_thread
-def _path_method(name, model, idata, random_seed, progressbar, keywords):
+def _path_method(name, model, idata, random_seed, progressbar, keywords, backend):
     """One path method alone on a model, as its row of
     :data:`~pm_evidence.core.methods.METHOD_TABLE` says: the plan (with posterior draws if the
     method starts from them), the run it reads (keeping every draw if it needs them) from its
@@ -80,6 +80,7 @@ def _path_method(name, model, idata, random_seed, progressbar, keywords):
     plan = make_plan(
         model, options.objects["path"], idata=idata, sampling=options.sampling,
         need_posterior=row.needs_posterior, rngs=rngs, progressbar=progressbar,
+        backend=backend,
     )  # fmt: skip
     run = RUN_MAKERS[row.run](plan, run_options, rng=rngs[row.stream], progressbar=progressbar)
     return PATH_ESTIMATES[name](run, **options.own)
@@ -97,7 +98,10 @@ _COMMON_PARAMETERS = """
     idata : xarray.DataTree, optional
         Posterior draws of this model; drawn with NUTS when needed.
     random_seed : int or numpy.random.Generator, optional
-    progressbar : bool"""
+    progressbar : bool
+    backend : {"auto", "numba", "jax"}
+        The engine of the model's compiled functions: ``"auto"`` JAX where JAX sees a GPU, else
+        Numba (:mod:`pm_evidence.model.backend`)."""
 
 # the last parameters of every function, after its run's options object
 _BY_NAME = """
@@ -115,6 +119,7 @@ def annealed_importance_sampling(
     idata=None,
     random_seed=None,
     progressbar: bool = True,
+    backend: str = "auto",
     path: PathOptions | None = None,
     annealing: AnnealingOptions | None = None,
     draws: int | None = None,
@@ -150,7 +155,7 @@ def annealed_importance_sampling(
     options = dict(
         path=path, annealing=annealing, draws=draws, tune=tune, chains=chains, sample_kwargs=sample_kwargs, **fields,
     )  # fmt: skip
-    return _path_method("ais", model, idata, random_seed, progressbar, options)
+    return _path_method("ais", model, idata, random_seed, progressbar, options, backend)
 
 
 def reverse_annealed_importance_sampling(
@@ -159,6 +164,7 @@ def reverse_annealed_importance_sampling(
     idata=None,
     random_seed=None,
     progressbar: bool = True,
+    backend: str = "auto",
     path: PathOptions | None = None,
     annealing: AnnealingOptions | None = None,
     draws: int | None = None,
@@ -192,7 +198,7 @@ def reverse_annealed_importance_sampling(
     options = dict(
         path=path, annealing=annealing, draws=draws, tune=tune, chains=chains, sample_kwargs=sample_kwargs, **fields,
     )  # fmt: skip
-    return _path_method("raise", model, idata, random_seed, progressbar, options)
+    return _path_method("raise", model, idata, random_seed, progressbar, options, backend)
 
 
 def annealed_discriminance_sampling(
@@ -201,6 +207,7 @@ def annealed_discriminance_sampling(
     idata=None,
     random_seed=None,
     progressbar: bool = True,
+    backend: str = "auto",
     path: PathOptions | None = None,
     annealing: AnnealingOptions | None = None,
     version: str = "binary",
@@ -228,7 +235,7 @@ def annealed_discriminance_sampling(
     options = dict(
         path=path, annealing=annealing, version=version, draws=draws, tune=tune, chains=chains, sample_kwargs=sample_kwargs, **fields,
     )  # fmt: skip
-    return _path_method("ads", model, idata, random_seed, progressbar, options)
+    return _path_method("ads", model, idata, random_seed, progressbar, options, backend)
 
 
 def rao_blackwellized_tempered_sampling(
@@ -237,6 +244,7 @@ def rao_blackwellized_tempered_sampling(
     idata=None,
     random_seed=None,
     progressbar: bool = True,
+    backend: str = "auto",
     path: PathOptions | None = None,
     tempering: TemperingOptions | None = None,
     draws: int | None = None,
@@ -272,7 +280,7 @@ def rao_blackwellized_tempered_sampling(
     options = dict(
         path=path, tempering=tempering, draws=draws, tune=tune, chains=chains, sample_kwargs=sample_kwargs, **fields,
     )  # fmt: skip
-    return _path_method("rts", model, idata, random_seed, progressbar, options)
+    return _path_method("rts", model, idata, random_seed, progressbar, options, backend)
 
 
 def thermodynamic_integration(
@@ -281,6 +289,7 @@ def thermodynamic_integration(
     idata=None,
     random_seed=None,
     progressbar: bool = True,
+    backend: str = "auto",
     path: PathOptions | None = None,
     tempering: TemperingOptions | None = None,
     variant: str = "rb",
@@ -313,7 +322,7 @@ def thermodynamic_integration(
     options = dict(
         path=path, tempering=tempering, variant=variant, corrected=corrected, draws=draws, tune=tune, chains=chains, sample_kwargs=sample_kwargs, **fields,
     )  # fmt: skip
-    return _path_method("ti", model, idata, random_seed, progressbar, options)
+    return _path_method("ti", model, idata, random_seed, progressbar, options, backend)
 
 
 def mbar(
@@ -322,6 +331,7 @@ def mbar(
     idata=None,
     random_seed=None,
     progressbar: bool = True,
+    backend: str = "auto",
     path: PathOptions | None = None,
     tempering: TemperingOptions | None = None,
     draws: int | None = None,
@@ -349,7 +359,7 @@ def mbar(
     options = dict(
         path=path, tempering=tempering, draws=draws, tune=tune, chains=chains, sample_kwargs=sample_kwargs, **fields,
     )  # fmt: skip
-    return _path_method("mbar", model, idata, random_seed, progressbar, options)
+    return _path_method("mbar", model, idata, random_seed, progressbar, options, backend)
 
 
 for _function in (

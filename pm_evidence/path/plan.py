@@ -154,13 +154,13 @@ class PathPlan:
         return Ladder(betas, step_size, log_z, how)
 
 
-
 def _plan_sampling(target, sampling: dict) -> dict:
     """The plan's options of the posterior draws: ``PLAN_SAMPLING`` under those given, where
     PyMC's NUTS draws."""
     if draws_sampler(target, sampling.get("sample_kwargs")) == "pymc_nuts":
         return {**PLAN_SAMPLING, **sampling}
     return sampling
+
 
 def _plan_lines(plan: PathPlan) -> list[str]:
     """The lines of a plan's repr after its title (also those of a run's repr)."""
@@ -343,6 +343,7 @@ def make_plan(
     random_seed=None,
     rngs: dict | None = None,
     progressbar: bool = True,
+    backend: str = "auto",
 ) -> PathPlan:
     """Build the plan: posterior draws where needed, the reference, the kernel, the pilot.
 
@@ -367,6 +368,9 @@ def make_plan(
     rngs : dict, optional
         The stage generators; this uses ``"posterior"`` and ``"pilot"``.
     progressbar : bool
+    backend : {"auto", "numba", "jax"}
+        The engine of the model's compiled functions: ``"auto"`` JAX where JAX sees a GPU, else
+        Numba (:mod:`pm_evidence.model.backend`).
 
     Returns
     -------
@@ -376,7 +380,7 @@ def make_plan(
     sampling = dict(sampling or {})
     check_sampling_options(sampling)
     rngs = rngs if rngs is not None else stage_rngs(random_seed)
-    target = as_target(model)
+    target = as_target(model, backend)
     reference = options.reference
     check_reference_covers_support(reference, "The geometric path of the path methods")
     ref = _explicit_reference(target, reference)

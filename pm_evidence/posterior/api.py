@@ -102,6 +102,9 @@ _SHARED_PARAMETERS = """symmetrize : {"auto", True, False}, default "auto"
         shared with other methods; drawn by NUTS when omitted.
     random_seed : int or numpy.random.Generator, optional
     progressbar : bool
+    backend : {"auto", "numba", "jax"}
+        The engine of the model's compiled functions: ``"auto"`` JAX where JAX sees a GPU, else
+        Numba (:mod:`pm_evidence.model.backend`).
     draws, tune, chains, sample_kwargs
         NUTS options when it draws (``None``: 1000 draws and 1000 tuning iterations, 4 chains).
     **fields
@@ -134,9 +137,10 @@ class _Call:
     sampling: dict  # NUTS options and progressbar, for posterior_draws
 
     @classmethod
-    def make(cls, model, options, sampling, idata, random_seed, progressbar) -> _Call:
+    def make(cls, model, options, sampling, idata, random_seed, progressbar, backend) -> _Call:
         sampling = dict(sampling, progressbar=progressbar)
-        return cls(as_target(model), options, idata, stage_rngs(random_seed), sampling)
+        target = as_target(model, backend)
+        return cls(target, options, idata, stage_rngs(random_seed), sampling)
 
     def fit_and_weigh(self, reference, choose_reference=None):
         """:func:`~pm_evidence.model.draws.fit_and_weigh` with this call's draws and options."""
@@ -159,6 +163,7 @@ def make_posterior_plan(
     *,
     random_seed=None,
     progressbar: bool = True,
+    backend: str = "auto",
     draws: int = 1000,
     tune: int = 1000,
     chains: int = 4,
@@ -182,6 +187,9 @@ def make_posterior_plan(
     random_seed : int or numpy.random.Generator, optional
         Seeds NUTS from the ``"posterior"`` stage stream, as every method does.
     progressbar : bool
+    backend : {"auto", "numba", "jax"}
+        The engine of the model's compiled functions: ``"auto"`` JAX where JAX sees a GPU, else
+        Numba (:mod:`pm_evidence.model.backend`).
     draws, tune, chains, sample_kwargs
         NUTS options.
 
@@ -189,7 +197,7 @@ def make_posterior_plan(
     -------
     PosteriorPlan
     """
-    target = as_target(model)
+    target = as_target(model, backend)
     rng = stage_rngs(random_seed)["posterior"]
     return posterior_plan(target, idata, rng=rng, progressbar=progressbar, draws=draws,
                           tune=tune, chains=chains, sample_kwargs=sample_kwargs)  # fmt: skip
@@ -203,6 +211,7 @@ def importance_sampling(
     idata=None,
     random_seed=None,
     progressbar: bool = True,
+    backend: str = "auto",
     posterior: PosteriorOptions | None = None,
     draws: int | None = None,
     tune: int | None = None,
@@ -236,7 +245,13 @@ def importance_sampling(
     reference = options.objects["posterior"].reference_or("student_t")
     check_reference_covers_support(reference, "Importance sampling")
     call = _Call.make(
-        model, options.objects["posterior"], options.sampling, idata, random_seed, progressbar
+        model,
+        options.objects["posterior"],
+        options.sampling,
+        idata,
+        random_seed,
+        progressbar,
+        backend,
     )
     target, rngs = call.target, call.rngs
     rng = rngs["is"]
@@ -284,6 +299,7 @@ def reverse_importance_sampling(
     idata=None,
     random_seed=None,
     progressbar: bool = True,
+    backend: str = "auto",
     posterior: PosteriorOptions | None = None,
     draws: int | None = None,
     tune: int | None = None,
@@ -335,7 +351,13 @@ def reverse_importance_sampling(
         chains=chains, sample_kwargs=sample_kwargs, **fields,
     )  # fmt: skip
     call = _Call.make(
-        model, options.objects["posterior"], options.sampling, idata, random_seed, progressbar
+        model,
+        options.objects["posterior"],
+        options.sampling,
+        idata,
+        random_seed,
+        progressbar,
+        backend,
     )
     target, rng = call.target, call.rngs["ris"]
     choose = None
@@ -415,6 +437,7 @@ def discriminance_sampling(
     idata=None,
     random_seed=None,
     progressbar: bool = True,
+    backend: str = "auto",
     posterior: PosteriorOptions | None = None,
     draws: int | None = None,
     tune: int | None = None,
@@ -450,7 +473,13 @@ def discriminance_sampling(
         chains=chains, sample_kwargs=sample_kwargs, **fields,
     )  # fmt: skip
     call = _Call.make(
-        model, options.objects["posterior"], options.sampling, idata, random_seed, progressbar
+        model,
+        options.objects["posterior"],
+        options.sampling,
+        idata,
+        random_seed,
+        progressbar,
+        backend,
     )
     target, rng = call.target, call.rngs["ds"]
     reference = call.options.reference_or("normal")
@@ -481,6 +510,7 @@ def bridge_sampling(
     idata=None,
     random_seed=None,
     progressbar: bool = True,
+    backend: str = "auto",
     posterior: PosteriorOptions | None = None,
     bridge: BridgeOptions | None = None,
     draws: int | None = None,
@@ -564,7 +594,13 @@ def bridge_sampling(
             f"{['auto', *BRIDGE_REFERENCES]}."
         )
     call = _Call.make(
-        model, options.objects["posterior"], options.sampling, idata, random_seed, progressbar
+        model,
+        options.objects["posterior"],
+        options.sampling,
+        idata,
+        random_seed,
+        progressbar,
+        backend,
     )
     target, rng = call.target, call.rngs["bridge"]
     est_half, ref, lw_target, messages, symmetry = call.fit_and_weigh(reference)
@@ -583,9 +619,7 @@ def bridge_sampling(
             n_eff = float(min(np.nanmedian(per_coordinate), n_target))
     choice = None
     if choose and type(ref) is MultivariateNormalReference:  # not symmetrized
-        choice = choose_bridge_reference(
-            target, ref, est_half, lw_target, rng, n_reference, n_eff
-        )
+        choice = choose_bridge_reference(target, ref, est_half, lw_target, rng, n_reference, n_eff)
         ref, lw_target = choice.reference, choice.log_weights_target
         n_reference = choice.n_reference
     elif choose:
@@ -602,7 +636,9 @@ def bridge_sampling(
         except OverlapError as err:
             tried = "the normal fitted to the first halves of the chains"
             if choice is not None:
-                tried += f" and its warp-3 (the pilot chose {choice.diagnostics['reference_choice']})"
+                tried += (
+                    f" and its warp-3 (the pilot chose {choice.diagnostics['reference_choice']})"
+                )
             raise OverlapError(
                 f"Bridge sampling's reference does not overlap the posterior draws ({err}) It "
                 f"tried {tried}. {OVERLAP_LEFT_TO_TRY}"
@@ -617,9 +653,12 @@ def bridge_sampling(
         estimate = estimate_from(lw_reference)
         if call.options.n_reference is None:  # the default: balanced against the draws
             d = estimate.diagnostics
-            more = balanced_reference_draws(
-                n_reference, d["re2_reference"], d["re2_target"], target.dim
-            ) - n_reference
+            more = (
+                balanced_reference_draws(
+                    n_reference, d["re2_reference"], d["re2_target"], target.dim
+                )
+                - n_reference
+            )
             if more > 0:
                 extra = reference_log_weights(target, ref, rng, more)
                 lw_reference = np.concatenate([lw_reference, extra])
@@ -700,6 +739,7 @@ def is_ris_combination(
     idata=None,
     random_seed=None,
     progressbar: bool = True,
+    backend: str = "auto",
     posterior: PosteriorOptions | None = None,
     rule: str = "selection",
     draws: int | None = None,
@@ -754,7 +794,13 @@ def is_ris_combination(
     reference = options.objects["posterior"].reference
     check_reference_covers_support(reference, "The importance-sampling half of the combination")
     call = _Call.make(
-        model, options.objects["posterior"], options.sampling, idata, random_seed, progressbar
+        model,
+        options.objects["posterior"],
+        options.sampling,
+        idata,
+        random_seed,
+        progressbar,
+        backend,
     )
     target, rng = call.target, call.rngs["is_ris"]
     choose = _HalvesOwnReferences(target, rng) if call.options.auto else None

@@ -118,6 +118,25 @@ def test_function_level_imports_are_only_the_known_ones():
     assert KNOWN_FUNCTION_LEVEL - found == set(), "gone: remove them from KNOWN_FUNCTION_LEVEL"
 
 
+# The one module that imports JAX (and PyTensor's JAX backend): the backend lives in one place.
+JAX_MODULES = {"pm_evidence.model.backend"}
+
+
+def test_only_the_backend_module_imports_jax():
+    importers = set()
+    for name, path in _modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                targets = [node.module or ""]
+            else:
+                continue
+            if any(t == "jax" or t.startswith(("jax.", "pytensor.link.jax")) for t in targets):
+                importers.add(name)
+    assert importers == JAX_MODULES
+
+
 def test_the_library_does_not_import_its_test_fixtures():
     fixtures = set(FLOORS[11])
     assert not {(a, b) for a, b, _ in _edges() if b in fixtures and a not in fixtures}

@@ -1,0 +1,127 @@
+"""The engine of the model's compiled functions (pm_evidence.model.backend): Numba or JAX, the
+same values on both, a few compiled shapes on JAX, a clear error (or, for "auto", a recorded
+fallback) where PyTensor cannot compile an operation to JAX."""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+from pytensor import wrap_py
+
+import pm_evidence as pme
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.model import backend as backend_module
+from pm_evidence.model.backend import Backend, bucket_rows, resolve_backend, rows_per_call
+from pm_evidence.model.batched import BlockedFunction
+from pm_evidence.model.log_density import LogDensity, as_target
+from pm_evidence.zoo.testing import zoo
+
+pytest.importorskip("jax")
+
+
+def test_unknown_backend_is_refused_with_the_choices():
+    with pytest.raises(EvidenceInputError, match=r"backend must be one of \['auto', 'numba'"):
+        resolve_backend("cuda")
+
+
+def test_auto_is_numba_where_jax_sees_no_accelerator(monkeypatch):
+    monkeypatch.setattr(backend_module, "accelerator_plugins", lambda: ())
+    chosen = resolve_backend("auto")
+    assert (chosen.name, chosen.device, chosen.requested) == ("numba", "cpu", "auto")
+    assert resolve_backend("jax").name == "jax"
+    assert resolve_backend("jax").device.startswith("cpu")  # JAX's CPU on this machine
+
+
+def test_auto_is_jax_where_jax_sees_an_accelerator(monkeypatch):
+    monkeypatch.setattr(backend_module, "sees_accelerator", lambda: True)
+    assert resolve_backend("auto") == Backend("jax", backend_module.jax_device(), "auto")
+
+
+def test_rows_are_bucketed_to_powers_of_two_within_a_block():
+    assert [bucket_rows(n, 1024) for n in (1, 16, 17, 100, 1000, 1024, 5000)] == [
+        16, 16, 32, 128, 1024, 1024, 5000,
+    ]  # fmt: skip
+    assert bucket_rows(40, 48) == 48  # never beyond the block
+    numba, gpu = Backend("numba", "cpu", "auto"), Backend("jax", "cuda:0", "auto")
+    assert rows_per_call(1024, numba, 10) == 1024
+    assert rows_per_call(1024, Backend("jax", "cpu:0", "jax"), 10) == 1024
+    assert rows_per_call(1024, gpu, 10) == 2**16
+    assert rows_per_call(2, gpu, 10**6) == 134  # 2**27 numbers per block
+
+
+def test_padded_calls_compile_few_shapes_and_return_the_rows_asked_for():
+    shapes = []
+
+    def fn(a, b):
+        shapes.append(a.shape[0])
+        return [a.sum(axis=1) + b, a * 2.0]
+
+    blocked = BlockedFunction(fn, block_size=64, padded=True)
+    for n in (3, 5, 9, 16, 30, 64, 100, 150):
+        a = np.arange(n * 2, dtype=float).reshape(n, 2)
+        b = np.arange(n, dtype=float)
+        out = blocked(a, b)
+        np.testing.assert_array_equal(out[0], a.sum(axis=1) + b)
+        np.testing.assert_array_equal(out[1], a * 2.0)
+    assert set(shapes) == {16, 32, 64}  # 100 rows: 64 + 36 -> 64; 150: 64 + 64 + 22 -> 32
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["linear_regression", "dirichlet_categorical", "lkj_2d", "categorical_chain", "ordered_means"],
+)
+def test_jax_gives_numba_values_and_gradients(name):
+    (entry,) = zoo([name])
+    model, _ = entry.build()
+    numba, jax = LogDensity(model, backend="numba"), LogDensity(model, backend="jax")
+    assert jax.backend.name == "jax" and numba.backend.name == "numba"
+    rng = np.random.default_rng(1)
+    x = numba.sample_prior(rng, 37)
+    np.testing.assert_allclose(jax.evaluate(x), numba.evaluate(x), rtol=1e-10, atol=1e-9)
+    if numba.has_gradient:
+        for a, b in zip(jax.evaluate_with_grad(x), numba.evaluate_with_grad(x), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-8)
+
+
+def _model_with_an_operation_jax_lacks():
+    @wrap_py(itypes=[pt.dscalar], otypes=[pt.dscalar])
+    def squared(mu):
+        return np.asarray(mu**2)
+
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("y", squared(mu), 1.0, observed=[0.3, 0.5])
+    return model
+
+
+def test_jax_names_the_operation_it_cannot_compile_and_the_fix():
+    model = _model_with_an_operation_jax_lacks()
+    target = LogDensity(model, backend="jax")
+    with pytest.raises(EvidenceInputError, match=r"(?s)cannot compile.*squared.*backend='numba'"):
+        target.log_density(np.zeros((4, 1)))
+
+
+def test_auto_falls_back_to_numba_and_the_result_says_why(monkeypatch):
+    monkeypatch.setattr(backend_module, "sees_accelerator", lambda: True)
+    model = _model_with_an_operation_jax_lacks()
+    ev = pme.marginal_likelihood(
+        model, method="is", reference="prior", random_seed=1, progressbar=False
+    )
+    assert ev.diagnostics["backend"] == "numba"
+    assert "squared" in ev.diagnostics["backend_fallback"]
+
+
+def test_the_result_records_backend_and_device_and_an_adapter_keeps_its_own():
+    (entry,) = zoo(["normal_mean"])
+    model, _ = entry.build()
+    ev = pme.marginal_likelihood(model, method="bridge", random_seed=1, progressbar=False,
+                                 backend="jax")  # fmt: skip
+    assert ev.diagnostics["backend"] == "jax"
+    assert ev.diagnostics["device"].startswith("cpu")
+    numba = as_target(model, "numba")
+    assert as_target(model, "jax") is not numba  # one adapter per backend, kept on the model
+    assert as_target(model, "numba") is numba
+    with pytest.raises(EvidenceInputError, match="compiles on 'numba'"):
+        as_target(numba, "jax")
