@@ -32,6 +32,7 @@ from pm_evidence.core.exceptions import EvidenceInputError
 __all__ = [
     "BACKENDS",
     "Backend",
+    "VmappedFunction",
     "accelerator_plugins",
     "bucket_rows",
     "jax_device",
@@ -171,6 +172,59 @@ def to_device(value):
     import jax
 
     return jax.device_put(value)
+
+
+class VmappedFunction:
+    """A graph of one point's value variables compiled by JAX and mapped over rows:
+    ``jax.jit(jax.vmap(f))``, called on one array ``(n, *value_shape)`` per variable, returning
+    NumPy arrays with the ``n`` rows first.
+
+    JAX batches the one point's graph itself (``vmap``), as PyMC's own JAX samplers do
+    (``pymc.sampling.jax.get_jaxified_graph``); the graph PyTensor vectorizes for Numba carries
+    shapes computed at run time (``arange`` over the rows) that JAX cannot compile. The
+    model's shared variables (``pm.Data``) are inputs of the graph, not constants: their values
+    are read at each call and kept on the device until they change (``pm.set_data``).
+
+    Parameters
+    ----------
+    inputs : list of TensorVariable
+        One point's value variables.
+    outputs : list of TensorVariable
+        Graphs of ``inputs`` (and of the model's shared variables).
+    mode : pytensor.compile.mode.Mode
+        A JAX mode whose rewrites are applied before the graph is turned into JAX.
+    """
+
+    def __init__(self, inputs, outputs, mode):
+        import jax
+        from pytensor.compile.sharedvalue import SharedVariable
+        from pytensor.graph.fg import FunctionGraph
+        from pytensor.graph.replace import clone_replace
+        from pytensor.graph.traversal import graph_inputs
+        from pytensor.link.jax.dispatch import jax_funcify
+
+        shared = [v for v in graph_inputs(outputs) if isinstance(v, SharedVariable)]
+        stand_ins = [v.type() for v in shared]
+        outputs = clone_replace(outputs, replace=dict(zip(shared, stand_ins, strict=True)))
+        self.fgraph = FunctionGraph(inputs=[*inputs, *stand_ins], outputs=outputs, clone=True)
+        mode.optimizer.rewrite(self.fgraph)
+        point_function = jax_funcify(self.fgraph)
+        axes = (0,) * len(inputs) + (None,) * len(shared)
+        self._rows = jax.jit(jax.vmap(point_function, in_axes=axes))
+        self._shared = shared
+        self._held: list = [None] * len(shared)  # (the host array, its copy on the device)
+
+    def _on_device(self, k: int):
+        value = self._shared[k].get_value(borrow=True)
+        if self._held[k] is None or self._held[k][0] is not value:
+            self._held[k] = (value, to_device(value))
+        return self._held[k][1]
+
+    def __call__(self, *rows) -> list:
+        import numpy as np
+
+        data = [self._on_device(k) for k in range(len(self._shared))]
+        return [np.asarray(out) for out in self._rows(*rows, *data)]
 
 
 def register_jax_identity(op_class: type) -> None:

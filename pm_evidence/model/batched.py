@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from pm_evidence.core.utils import warn_user
-from pm_evidence.model.backend import bucket_rows, to_device
+from pm_evidence.model.backend import bucket_rows
 
 __all__ = [
     "MAX_BLOCK_ELEMENTS",
@@ -48,7 +48,7 @@ def block_size_for(n_observations: int, max_rows: int = MAX_BLOCK_ROWS) -> int:
     return int(np.clip(MAX_BLOCK_ELEMENTS // max(int(n_observations), 1), 1, max_rows))
 
 
-def jitted_function(function, *, jax: bool = False) -> Callable | None:
+def jitted_function(function) -> Callable | None:
     """The numba function behind a PyTensor function compiled by a JIT linker (its Numba
     backend), where calling it is the whole call: ``function.vm.jit_fn``, which
     ``JITLinker.make_all`` keeps on the thunk, takes the graph's inputs in order and returns its
@@ -61,10 +61,6 @@ def jitted_function(function, *, jax: bool = False) -> Callable | None:
     (a few microseconds for 16 rows of a 2-D model), ``Function.__call__`` and its thunk cost
     as much again (measured: docs/benchmarks.rst). With ``trust_input`` the PyTensor function passes its
     inputs to the same numba function unchanged, so the outputs are the same arrays' values.
-
-    With ``jax=True`` (a function of PyTensor's JAX backend) the shared values are put on JAX's
-    device once, and again only when the storage holds a new array (``pm.set_data``): a model's
-    data would otherwise travel to the GPU at every call.
     """
     jit_fn = getattr(getattr(function, "vm", None), "jit_fn", None)
     storage = getattr(function, "input_storage", None)
@@ -78,8 +74,6 @@ def jitted_function(function, *, jax: bool = False) -> Callable | None:
     if not any(implicit):
         return jit_fn
     shared = [c.storage for c in storage if c.implicit]
-    if jax:
-        return _with_shared_on_device(jit_fn, shared)
 
     def with_shared(*rows):
         return jit_fn(*rows, *[cell[0] for cell in shared])
@@ -87,37 +81,20 @@ def jitted_function(function, *, jax: bool = False) -> Callable | None:
     return with_shared
 
 
-def _with_shared_on_device(jit_fn, shared) -> Callable:
-    held: list = [None] * len(shared)  # (the host array, its copy on the device)
-
-    def on_device(k: int):
-        value = shared[k][0]
-        if held[k] is None or held[k][0] is not value:
-            held[k] = (value, to_device(value))
-        return held[k][1]
-
-    def with_shared(*rows):
-        return jit_fn(*rows, *[on_device(k) for k in range(len(shared))])
-
-    return with_shared
-
-
-def direct_call(function, *, jax: bool = False) -> Callable:
+def direct_call(function) -> Callable:
     """A compiled PyTensor function as the samplers call it: its JIT-compiled function directly
-    where there is one (:func:`jitted_function`), else the function; outputs as NumPy arrays.
-    Where the direct call raises, the PyTensor function is called instead, which then raises
-    the same error with PyTensor's account of the operation that failed."""
-    jitted = jitted_function(function, jax=jax)
+    where there is one (:func:`jitted_function`), else the function. Where the direct call
+    raises, the PyTensor function is called instead, which then raises the same error with
+    PyTensor's account of the operation that failed."""
+    jitted = jitted_function(function)
+    if jitted is None:
+        return function
 
     def call(*rows):
-        if jitted is not None:
-            try:
-                outputs = jitted(*rows)
-            except Exception:  # the call below raises it again, with PyTensor's account
-                outputs = function(*rows)
-        else:
-            outputs = function(*rows)
-        return [np.asarray(out) for out in outputs] if jax else outputs
+        try:
+            return jitted(*rows)
+        except Exception:  # the call below raises it again, with PyTensor's account
+            return function(*rows)
 
     return call
 
@@ -146,15 +123,18 @@ class FlatRowsFunction:
     differentiated : sequence of bool, optional
         Which variables have a gradient output in each group (all, by default).
     jax : bool
-        A function of PyTensor's JAX backend (:func:`direct_call`).
+        ``function`` is a :class:`~pm_evidence.model.backend.VmappedFunction`.
     """
 
     def __init__(
         self, function, variables, dtypes, n_values: int, differentiated=None, *, jax=False
     ):
         self.function = function
-        self.function.trust_input = True  # the inputs are made here, of the types it expects
-        self._compiled = direct_call(function, jax=jax)
+        if jax:  # a VmappedFunction: called as it is, NumPy arrays out
+            self._compiled = function
+        else:
+            self.function.trust_input = True  # the inputs are made here, of the types it expects
+            self._compiled = direct_call(function)
         self.n_values = int(n_values)
         variables = tuple(variables)
         if differentiated is None:

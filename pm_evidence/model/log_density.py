@@ -37,6 +37,7 @@ from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import warn_user
 from pm_evidence.model.backend import (
     Backend,
+    VmappedFunction,
     resolve_backend,
     rows_per_call,
     unsupported_operation_error,
@@ -50,6 +51,7 @@ from pm_evidence.model.batched import (
 from pm_evidence.model.compile_mode import (
     QUICK_PYTHON_LINKER,
     model_function,
+    model_function_mode,
     python_linker_function,
     without_c_compiler,
 )
@@ -283,37 +285,50 @@ class LogDensity:
         ``x (n, dim)`` called in blocks. ``values`` stand for the value variables where the
         graphs are of others (the float ones of the relaxed terms), in the same order."""
         values = self._graphs.values if values is None else values
-        inputs, batched = batched_by_variable(outputs, values, [v.value_shape for v in self.layout])
-        fn = self.compile(inputs, batched)
+        fn = self._compile_rows(outputs, values)
         flat = FlatRowsFunction(
             fn, self.layout, [v.dtype for v in values], n_values, differentiated,
             jax=self.backend.is_jax,
         )  # fmt: skip
         return BlockedFunction(flat, self.block_size, fill_values, padded=self.backend.is_jax)
 
-    def compile(self, inputs, outputs):
-        """``outputs`` as a function of ``inputs`` compiled on this adapter's :attr:`backend`
-        (:func:`~pm_evidence.model.compile_mode.model_function`), for the hot paths.
+    def _compile_rows(self, outputs, values):
+        """``outputs`` on rows of one input per value variable: the graphs vectorized over
+        rows and compiled by Numba, or one point's graphs compiled by JAX and mapped over rows
+        (:class:`~pm_evidence.model.backend.VmappedFunction`)."""
+        if self.backend.is_jax:
+            function = self._on_jax(
+                lambda: VmappedFunction(values, outputs, model_function_mode(jax=True))
+            )
+            if function is not None:
+                return function
+        inputs, batched = batched_by_variable(outputs, values, [v.value_shape for v in self.layout])
+        return self.compile(inputs, batched)
 
-        On JAX, an operation PyTensor cannot compile to JAX is an error naming it
-        (``backend="jax"``), or, where the backend was chosen (``"auto"``), the adapter moves to
-        Numba for good and records why (``backend.fallback``)."""
-        if not self.backend.is_jax:
-            return model_function(inputs, outputs, on_unused_input="ignore")
+    def _on_jax(self, build):
+        """``build()``, or, where PyTensor cannot compile an operation of the model to JAX,
+        an error naming it (``backend="jax"``) or ``None`` after the adapter moved to Numba
+        for good, recording why (``backend="auto"``)."""
         try:
-            return model_function(inputs, outputs, jax=True, on_unused_input="ignore")
+            return build()
         except NotImplementedError as error:
             if self.backend.requested == "jax":
                 raise unsupported_operation_error(error) from error
             self.backend = Backend("numba", "cpu", "auto", fallback=f"{error}")
             self.block_size = block_size_for(self.n_observations)
-            return model_function(inputs, outputs, on_unused_input="ignore")
+            return None
+
+    def compile(self, inputs, outputs):
+        """``outputs`` as a function of ``inputs`` compiled by Numba
+        (:func:`~pm_evidence.model.compile_mode.model_function`), for the hot paths: the fused
+        HMC transitions of :mod:`pm_evidence.tempering.compiled`, built on the Numba backend
+        only."""
+        return model_function(inputs, outputs, on_unused_input="ignore")
 
     def blocked(self, fn) -> BlockedFunction:
         """A function compiled by :meth:`compile`, of row-aligned arrays, called directly
         (:func:`~pm_evidence.model.batched.direct_call`) in blocks of ``block_size`` rows."""
-        jax = self.backend.is_jax
-        return BlockedFunction(direct_call(fn, jax=jax), self.block_size, padded=jax)
+        return BlockedFunction(direct_call(fn), self.block_size)
 
     @cached_property
     def _terms_fn(self):

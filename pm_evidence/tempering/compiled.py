@@ -144,7 +144,7 @@ def _build(path: GeometricPath, n_leapfrog: int, parameters):
 def hmc_transition_function(path: GeometricPath, n_leapfrog: int) -> Callable | None:
     """A compiled HMC transition ``(state, beta, eps, momentum, log_u) -> (state, accepted,
     nonfinite)`` for ``path``, or ``None`` where NumPy HMC must be used (a reference without a
-    symbolic log-density, a model without gradients, more than ``MAX_COMPILED_LEAPFROG``
+    symbolic log-density, a model without gradients, a model on the JAX backend, more than ``MAX_COMPILED_LEAPFROG``
     leapfrog steps, a model whose graph times ``n_leapfrog`` exceeds ``MAX_FUSED_OPERATIONS``).
 
     ``eps`` are the (already jittered) step sizes per point; ``log_u`` the logs of the
@@ -163,6 +163,8 @@ def _bind(path: GeometricPath, n_leapfrog: int) -> Callable | None:
     target = path.target
     parameters = () if path.is_prior else path.reference.graph_parameters()
     if parameters is None or n_leapfrog > MAX_COMPILED_LEAPFROG or target.has_discrete:
+        return None
+    if target.backend.is_jax:  # JAX maps one point's graph over the rows: NumPy HMC around it
         return None
     if target.gradient_graph_size * n_leapfrog > MAX_FUSED_OPERATIONS:
         return None

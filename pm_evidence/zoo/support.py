@@ -44,8 +44,11 @@ __all__ = [
     "eccentric_rv",
     "hierarchical_cut_normal",
     "jeffreys",
+    "kepler_velocity",
     "modified_jeffreys",
     "rv_data",
+    "rv_gp",
+    "rv_gp_data",
 ]
 
 
@@ -140,7 +143,9 @@ def _hierarchical_cut_gold(y, sigma, bound) -> Gold:
         z, w = leggauss(16)
         half = np.diff(edges) / 2
         x = ((edges[1:] + edges[:-1]) / 2)[:, None] + half[:, None] * z
-        return float(special.logsumexp(log_f(x.ravel()) + (np.log(half)[:, None] + np.log(w)).ravel()))
+        return float(
+            special.logsumexp(log_f(x.ravel()) + (np.log(half)[:, None] + np.log(w)).ravel())
+        )
 
     coarse, fine = rule(20), rule(40)
     return Gold(fine, abs(fine - coarse))
@@ -284,7 +289,7 @@ def _circular_rv_log_joint(values, n, seed):
 # --- eccentric orbits ------------------------------------------------------------------------
 
 
-def _kepler_velocity(t, period, semi_amp, h, k, phase0):
+def kepler_velocity(t, period, semi_amp, h, k, phase0):
     """Radial velocity of a Keplerian orbit with ``sqrt(e) cos w = h``, ``sqrt(e) sin w = k``.
 
     Kepler's equation ``E - e sin E = M``: 16 fixed-point steps ``E <- M + e sin E`` (each uses
@@ -355,11 +360,68 @@ def eccentric_rv(n: int = 60, seed: int = 66, n_planets: int = 1):
                 random=uniform_random, transform=Interval(np.float64(-1.0), np.float64(1.0)),
             )  # fmt: skip
             bound = pt.sqrt(1 - h**2)
-            k = pm.TruncatedNormal(f"k_{j}", np.float64(0.0), np.float64(0.3), lower=-bound, upper=bound)
+            k = pm.TruncatedNormal(
+                f"k_{j}", np.float64(0.0), np.float64(0.3), lower=-bound, upper=bound
+            )
             phase0 = pm.Uniform(f"phase_{j}", np.float64(0.0), np.float64(2 * np.pi))
-            mean = mean + _kepler_velocity(t - t.mean(), period, semi_amp, h, k, phase0)
+            mean = mean + kepler_velocity(t - t.mean(), period, semi_amp, h, k, phase0)
         jitter = modified_jeffreys("jitter", 1.0, 20.0)
         pm.Normal("v", mean, pt.sqrt(err**2 + jitter**2), observed=v)
+    return model, float("nan")
+
+
+def _quasi_periodic(lag, amplitude, decay, period, smoothness, xp=np):
+    """The quasi-periodic kernel of stellar activity:
+    ``a^2 exp(-lag^2 / (2 decay^2) - 2 sin^2(pi lag / period) / smoothness^2)``."""
+    return amplitude**2 * xp.exp(
+        -(lag**2) / (2 * decay**2) - 2 * xp.sin(np.pi * lag / period) ** 2 / smoothness**2
+    )
+
+
+RV_GP_TRUTH = {"amplitude": 4.0, "decay": 40.0, "rotation": 25.0, "smoothness": 0.6}
+
+
+def rv_gp_data(n: int, seed: int, n_planets: int):
+    """The orbits of :func:`eccentric_rv_data` plus stellar activity: a draw of a Gaussian
+    process with the quasi-periodic kernel (``RV_GP_TRUTH``) at the ``n`` times."""
+    t, v, err = eccentric_rv_data(n, seed, n_planets)
+    lag = t[:, None] - t[None, :]
+    cov = _quasi_periodic(lag, *RV_GP_TRUTH.values()) + 1e-9 * np.eye(n)
+    activity = np.linalg.cholesky(cov) @ np.random.default_rng(seed + 1).normal(size=n)
+    return t, v + activity, err
+
+
+def rv_gp(n: int = 200, seed: int = 67, n_planets: int = 2):
+    """:func:`eccentric_rv`'s orbits and priors with correlated noise: the velocities are
+    ``MvNormal(orbits, K + diag(err^2 + jitter^2))`` with the quasi-periodic kernel ``K``
+    (amplitude ``HalfNormal(5)``, decay ``Uniform(10, 100)`` days, rotation period
+    ``Uniform(15, 35)`` days, smoothness ``Uniform(0.3, 1.5)``), on ``n`` simulated
+    observations (:func:`rv_gp_data`): ``6 + 5 n_planets`` parameters, and a Cholesky
+    factorization of an ``n x n`` matrix per point, the costly log density of real
+    radial-velocity work. No gold (returned as NaN): a benchmark of speed and agreement."""
+    t, v, err = rv_gp_data(n, seed, n_planets)
+    lag = t[:, None] - t[None, :]
+    period_ranges = ((2.0, 20.0), (20.0, 80.0))
+    with pm.Model(name=f"rv_gp_{n_planets}") as model:
+        mean = pm.Normal("offset", np.float64(0.0), np.float64(10.0))
+        for j in range(n_planets):
+            period = jeffreys(f"period_{j}", *period_ranges[j])
+            semi_amp = modified_jeffreys(f"semi_amp_{j}", 1.0, 30.0)
+            h = pm.Uniform(f"h_{j}", np.float64(-1.0), np.float64(1.0))
+            bound = pt.sqrt(1 - h**2)
+            k = pm.TruncatedNormal(
+                f"k_{j}", np.float64(0.0), np.float64(0.3), lower=-bound, upper=bound
+            )
+            phase0 = pm.Uniform(f"phase_{j}", np.float64(0.0), np.float64(2 * np.pi))
+            mean = mean + kepler_velocity(t - t.mean(), period, semi_amp, h, k, phase0)
+        jitter = modified_jeffreys("jitter", 1.0, 20.0)
+        amplitude = pm.HalfNormal("gp_amplitude", np.float64(5.0))
+        decay = pm.Uniform("gp_decay", np.float64(10.0), np.float64(100.0))
+        rotation = pm.Uniform("gp_rotation", np.float64(15.0), np.float64(35.0))
+        smoothness = pm.Uniform("gp_smoothness", np.float64(0.3), np.float64(1.5))
+        cov = _quasi_periodic(lag, amplitude, decay, rotation, smoothness, xp=pt)
+        cov = cov + pt.diag(err**2 + jitter**2)
+        pm.MvNormal("v", mean, cov=cov, observed=v)
     return model, float("nan")
 
 

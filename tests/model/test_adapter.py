@@ -103,7 +103,9 @@ def test_prior_reference_sorts_ordered_draws_and_rejects_draws_outside_a_cut(tra
     assert np.all(np.diff(draws["cuts"], axis=-1) > 0)  # sorted: tests/model/test_ordered_prior.py
     with pm.Model() as model:
         pm.Normal("s", 0.0, 1.0, transform=pm.distributions.transforms.log)  # s > 0 only
-    cut = LogDensity.for_model(model)  # the half-normal, by rejection: tests/model/test_prior_cut.py
+    cut = LogDensity.for_model(
+        model
+    )  # the half-normal, by rejection: tests/model/test_prior_cut.py
     assert np.all(cut.to_constrained(PriorReference(cut).sample(rng, 50))["s"] > 0)
 
 

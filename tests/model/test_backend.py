@@ -79,10 +79,13 @@ def test_jax_gives_numba_values_and_gradients(name):
     assert jax.backend.name == "jax" and numba.backend.name == "numba"
     rng = np.random.default_rng(1)
     x = numba.sample_prior(rng, 37)
-    np.testing.assert_allclose(jax.evaluate(x), numba.evaluate(x), rtol=1e-10, atol=1e-9)
+    # float64 on both; the LKJ prior's term differs by about 1e-8 between PyTensor's own JAX
+    # and default modes (model.logp compiled in each), 10,000 times below the default SE
+    tolerance = 1e-7 if name == "lkj_2d" else 1e-9
+    np.testing.assert_allclose(jax.evaluate(x), numba.evaluate(x), rtol=tolerance, atol=tolerance)
     if numba.has_gradient:
         for a, b in zip(jax.evaluate_with_grad(x), numba.evaluate_with_grad(x), strict=True):
-            np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-8)
+            np.testing.assert_allclose(a, b, rtol=tolerance, atol=tolerance)
 
 
 def _model_with_an_operation_jax_lacks():

@@ -145,8 +145,11 @@ def test_python_linker_runs_each_operation_on_whole_arrays(rng):
     x = target.sample_prior(rng, 4096)
     values = target.to_constrained(x)
     np.testing.assert_allclose(values["p"], special.expit(x[:, :200]), rtol=1e-10)
-    np.testing.assert_allclose(values["u"], -1 + 3 * special.expit(x[:, 200:]), rtol=1e-10, atol=1e-15)
+    np.testing.assert_allclose(
+        values["u"], -1 + 3 * special.expit(x[:, 200:]), rtol=1e-10, atol=1e-15
+    )
     np.testing.assert_allclose(target.to_unconstrained(values), x, rtol=1e-9, atol=1e-9)
+
 
 def test_posterior_to_unconstrained(inverse_gamma_case):
     target = LogDensity.for_model(inverse_gamma_case.model)
@@ -841,7 +844,9 @@ def test_triangular_solves_with_one_factor_per_row_are_one_solve_of_columns(rng,
         assert solves([x]) == [1] and solves([rewritten]) == [2]
         fn = pytensor.function([factor, y], [x, rewritten], mode=PYTHON_LINKER)
         L = np.tril(rng.normal(size=(5, 1, 3, 3))) + 3.0 * np.eye(3)
-        expected, got = fn(L if lower else L.swapaxes(-1, -2), rng.normal(size=(b_rows or 5, 30, 3)))
+        expected, got = fn(
+            L if lower else L.swapaxes(-1, -2), rng.normal(size=(b_rows or 5, 30, 3))
+        )
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
 
     per_observation = solve_triangular(pt.tensor(shape=(None, 30, 3, 3)), y, b_ndim=1)
