@@ -167,11 +167,12 @@ def bucket_rows(n: int, block_size: int) -> int:
     return min(max(MIN_BUCKET_ROWS, 1 << max(n - 1, 0).bit_length()), block_size)
 
 
-def to_device(value):
-    """``value`` (a NumPy array) on JAX's default device."""
+def to_device(value, placement=None):
+    """``value`` (a NumPy array) on JAX's default device, or where ``placement`` (a sharding)
+    says."""
     import jax
 
-    return jax.device_put(value)
+    return jax.device_put(value, placement)
 
 
 class VmappedFunction:
@@ -184,6 +185,10 @@ class VmappedFunction:
     shapes computed at run time (``arange`` over the rows) that JAX cannot compile. The
     model's shared variables (``pm.Data``) are inputs of the graph, not constants: their values
     are read at each call and kept on the device until they change (``pm.set_data``).
+
+    With several devices (GPUs), the rows are split over all of them and the data copied to
+    each (``jax.sharding``); each row is computed by the same one-point graph wherever it runs,
+    so the values are those of one device.
 
     Parameters
     ----------
@@ -210,21 +215,49 @@ class VmappedFunction:
         mode.optimizer.rewrite(self.fgraph)
         point_function = jax_funcify(self.fgraph)
         axes = (0,) * len(inputs) + (None,) * len(shared)
-        self._rows = jax.jit(jax.vmap(point_function, in_axes=axes))
         self._shared = shared
         self._held: list = [None] * len(shared)  # (the host array, its copy on the device)
+        self._rows_placement, self._data_placement = _placements()
+        shardings = {}
+        if self._rows_placement is not None:  # the rows split over the devices, data on each
+            shardings = {
+                "in_shardings": (self._rows_placement,) * len(inputs)
+                + (self._data_placement,) * len(shared),
+                "out_shardings": self._rows_placement,
+            }
+        self._rows = jax.jit(jax.vmap(point_function, in_axes=axes), **shardings)
+        self.n_devices = len(jax.devices())
 
     def _on_device(self, k: int):
         value = self._shared[k].get_value(borrow=True)
         if self._held[k] is None or self._held[k][0] is not value:
-            self._held[k] = (value, to_device(value))
+            self._held[k] = (value, to_device(value, self._data_placement))
         return self._held[k][1]
 
     def __call__(self, *rows) -> list:
         import numpy as np
 
+        n = rows[0].shape[0]
+        extra = -n % self.n_devices  # a whole number of rows per device
+        if extra:
+            rows = [np.concatenate([r, np.repeat(r[:1], extra, axis=0)]) for r in rows]
         data = [self._on_device(k) for k in range(len(self._shared))]
-        return [np.asarray(out) for out in self._rows(*rows, *data)]
+        return [np.asarray(out)[:n] for out in self._rows(*rows, *data)]
+
+
+def _placements():
+    """Where the rows and the data go with several devices: the rows split along their first
+    axis over every device JAX sees, the data copied to each; ``(None, None)`` with one device
+    (JAX's default placement)."""
+    import jax
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    devices = jax.devices()
+    if len(devices) == 1:
+        return None, None
+    mesh = Mesh(np.array(devices), ("rows",))
+    return NamedSharding(mesh, PartitionSpec("rows")), NamedSharding(mesh, PartitionSpec())
 
 
 def register_jax_identity(op_class: type) -> None:

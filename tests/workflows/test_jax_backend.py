@@ -1,0 +1,82 @@
+"""Every model of the zoo (pm_evidence.zoo.testing.ZOO) on the JAX backend, at defaults: within
+max(4 SE, 0.05) of its gold log Z or flagged, and within 4 combined SEs of the Numba backend's
+answer for the same seed. JAX runs on this machine's CPU here (CI has no GPU): the same code
+that runs on a GPU, where only the device differs (pm_evidence.model.backend)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import pm_evidence as pme
+from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.zoo.testing import ZOO
+
+pytest.importorskip("jax")
+
+SEED = 20261128
+# minutes on JAX's CPU (a million or a hundred thousand observations, a long sharp path)
+SLOW = {"large_normal_mean_1e5", "large_normal_mean_1e6", "peaked_normal_mean"}
+
+
+def _run(model, backend):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the result carries its warnings
+        return pme.marginal_likelihood(model, random_seed=SEED, progressbar=False, backend=backend)
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [pytest.param(e, marks=[pytest.mark.slow] if e.name in SLOW else []) for e in ZOO],
+    ids=lambda e: e.name,
+)
+def test_zoo_model_on_jax_against_its_gold_and_numba(entry):
+    model, gold = entry.build()
+    try:
+        on_jax = _run(model, "jax")
+    except EvidenceInputError as error:  # a model no kernel can move: refused alike on Numba
+        with pytest.raises(EvidenceInputError, match="unbounded support"):
+            _run(model, "numba")
+        assert "unbounded support" in str(error)
+        return
+    on_numba = _run(model, "numba")
+    assert (on_jax.diagnostics["backend"], on_numba.diagnostics["backend"]) == ("jax", "numba")
+    error = abs(on_jax.log_z - gold)
+    assert error < max(4 * on_jax.se, 0.05) + entry.gold_error or not on_jax.reliable, (
+        f"{entry.name} on JAX: {on_jax.log_z:.4f} ± {on_jax.se:.4f}, gold {gold:.4f}"
+    )
+    combined = np.hypot(on_jax.se, on_numba.se)
+    assert abs(on_jax.log_z - on_numba.log_z) < 4 * combined, (
+        f"{entry.name}: JAX {on_jax.log_z:.4f} ± {on_jax.se:.4f}, "
+        f"Numba {on_numba.log_z:.4f} ± {on_numba.se:.4f}"
+    )
+
+
+SHARDED = """
+import numpy as np, jax, pm_evidence as pme
+from pm_evidence.zoo.testing import zoo
+(entry,) = zoo(["poisson_regression"])
+model, _ = entry.build()
+ev = pme.marginal_likelihood(model, method="rts", random_seed=1, progressbar=False, backend="jax")
+print(len(jax.devices()), repr(ev.log_z), repr(ev.se))
+"""
+
+
+def test_rows_sharded_over_several_devices_give_the_one_device_result():
+    """Two devices (JAX's CPU split in two by XLA_FLAGS) against one, in fresh processes."""
+    lines = []
+    for flags in ("", "--xla_force_host_platform_device_count=2"):
+        done = subprocess.run(
+            [sys.executable, "-c", SHARDED], capture_output=True, text=True, check=True,
+            env={**os.environ, "XLA_FLAGS": flags},
+        )  # fmt: skip
+        lines.append(done.stdout.split())
+    (one, log_z_1, se_1), (two, log_z_2, se_2) = lines
+    assert (one, two) == ("1", "2")
+    assert float(log_z_1) == pytest.approx(float(log_z_2), abs=1e-12)
+    assert float(se_1) == pytest.approx(float(se_2), rel=1e-9)
