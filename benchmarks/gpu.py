@@ -18,10 +18,14 @@ Models (``--models``, in this order; ``--quick`` keeps the first three):
   :func:`pm_evidence.zoo.support.rv_gp`;
 - ``hierarchical_1000``: a normal hierarchy with 1,000 groups (1,002 parameters).
 
+``--zoo`` runs instead every model of :data:`pm_evidence.zoo.testing.ZOO` (each with a gold
+``log Z``) once per backend, printing each answer's error against the gold.
+
 Run from the repository root (needs ``pip install -e ".[jax]"``; on an NVIDIA GPU also
 ``pip install "jax[cuda12]"``)::
 
     python benchmarks/gpu.py --quick
+    python benchmarks/gpu.py --zoo
     python benchmarks/gpu.py --models rv_gp logistic_100k --backends jax
 """
 
@@ -98,6 +102,28 @@ def main(names, backends, seed: int, warm: bool) -> None:
             print(f"{name:24s} numba / jax time {t_numba / t_jax:6.2f}x   difference {z:+.1f} SE")
 
 
+def zoo(backends, seed: int) -> None:
+    from pm_evidence.zoo.testing import ZOO
+
+    print(
+        f"{'model':29s} "
+        + "  ".join(f"{b + ' error':>13s} {'SE':>6s} {'s':>6s} rel" for b in backends)
+    )
+    for entry in ZOO:
+        model, gold = entry.build()
+        cells = []
+        for backend in backends:
+            try:
+                seconds, ev = _timed(model, backend, seed)
+            except pme.EvidenceInputError as error:
+                cells.append(f"refused: {str(error)[:40]}")
+                continue
+            cells.append(
+                f"{ev.log_z - gold:+13.4f} {ev.se:6.4f} {seconds:6.1f} {'yes' if ev.reliable else 'no'}"
+            )
+        print(f"{entry.name:29s} " + "  ".join(cells), flush=True)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
@@ -105,6 +131,10 @@ if __name__ == "__main__":
     parser.add_argument("--backends", nargs="+", choices=("numba", "jax"), default=["numba", "jax"])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-warm", action="store_true", help="first calls only")
+    parser.add_argument("--zoo", action="store_true", help="every zoo model, against its gold")
     args = parser.parse_args()
+    if args.zoo:
+        zoo(args.backends, args.seed)
+        raise SystemExit
     models = list(MODELS[:3]) if args.quick else args.models
     main(models, args.backends, args.seed, warm=not args.no_warm)

@@ -130,7 +130,7 @@ class LogDensity:
         the model in those coordinates (same variables, data and names). On by default.
     backend : {"auto", "numba", "jax"}
         The engine of the compiled functions (:mod:`~pm_evidence.model.backend`): ``"auto"``
-        runs them on JAX where JAX sees a GPU, on Numba otherwise; :attr:`backend` holds the
+        runs them on JAX where JAX sees a GPU, on Numba otherwise; the attribute ``backend`` holds the
         choice and the device.
 
     Notes

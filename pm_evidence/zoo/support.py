@@ -382,7 +382,7 @@ RV_GP_TRUTH = {"amplitude": 4.0, "decay": 40.0, "rotation": 25.0, "smoothness": 
 
 
 def rv_gp_data(n: int, seed: int, n_planets: int):
-    """The orbits of :func:`eccentric_rv_data` plus stellar activity: a draw of a Gaussian
+    """The orbits of ``eccentric_rv_data`` plus stellar activity: a draw of a Gaussian
     process with the quasi-periodic kernel (``RV_GP_TRUTH``) at the ``n`` times."""
     t, v, err = eccentric_rv_data(n, seed, n_planets)
     lag = t[:, None] - t[None, :]
