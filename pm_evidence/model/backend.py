@@ -193,14 +193,16 @@ class VmappedFunction:
     Parameters
     ----------
     inputs : list of TensorVariable
-        One point's value variables.
+        One point's value variables (or other inputs of one point), mapped over rows.
     outputs : list of TensorVariable
-        Graphs of ``inputs`` (and of the model's shared variables).
+        Graphs of ``inputs`` (and of ``unmapped`` and the model's shared variables).
     mode : pytensor.compile.mode.Mode
         A JAX mode whose rewrites are applied before the graph is turned into JAX.
+    unmapped : list of TensorVariable
+        Inputs the same for every row (a reference's parameters), passed after the rows.
     """
 
-    def __init__(self, inputs, outputs, mode):
+    def __init__(self, inputs, outputs, mode, unmapped=()):
         import jax
         from pytensor.compile.sharedvalue import SharedVariable
         from pytensor.graph.fg import FunctionGraph
@@ -211,10 +213,14 @@ class VmappedFunction:
         shared = [v for v in graph_inputs(outputs) if isinstance(v, SharedVariable)]
         stand_ins = [v.type() for v in shared]
         outputs = clone_replace(outputs, replace=dict(zip(shared, stand_ins, strict=True)))
-        self.fgraph = FunctionGraph(inputs=[*inputs, *stand_ins], outputs=outputs, clone=True)
+        unmapped = list(unmapped)
+        self.fgraph = FunctionGraph(
+            inputs=[*inputs, *unmapped, *stand_ins], outputs=outputs, clone=True
+        )
         mode.optimizer.rewrite(self.fgraph)
         point_function = jax_funcify(self.fgraph)
-        axes = (0,) * len(inputs) + (None,) * len(shared)
+        axes = (0,) * len(inputs) + (None,) * (len(unmapped) + len(shared))
+        self._n_mapped = len(inputs)
         self._shared = shared
         self._held: list = [None] * len(shared)  # (the host array, its copy on the device)
         self._rows_placement, self._data_placement = _placements()
@@ -222,7 +228,7 @@ class VmappedFunction:
         if self._rows_placement is not None:  # the rows split over the devices, data on each
             shardings = {
                 "in_shardings": (self._rows_placement,) * len(inputs)
-                + (self._data_placement,) * len(shared),
+                + (self._data_placement,) * (len(unmapped) + len(shared)),
                 "out_shardings": self._rows_placement,
             }
         self._rows = jax.jit(jax.vmap(point_function, in_axes=axes), **shardings)
@@ -234,15 +240,17 @@ class VmappedFunction:
             self._held[k] = (value, to_device(value, self._data_placement))
         return self._held[k][1]
 
-    def __call__(self, *rows) -> list:
+    def __call__(self, *arrays) -> list:
+        """``arrays``: one array per mapped input (rows first), then the unmapped inputs."""
         import numpy as np
 
+        rows, unmapped = arrays[: self._n_mapped], arrays[self._n_mapped :]
         n = rows[0].shape[0]
         extra = -n % self.n_devices  # a whole number of rows per device
         if extra:
             rows = [np.concatenate([r, np.repeat(r[:1], extra, axis=0)]) for r in rows]
         data = [self._on_device(k) for k in range(len(self._shared))]
-        return [np.asarray(out)[:n] for out in self._rows(*rows, *data)]
+        return [np.asarray(out)[:n] for out in self._rows(*rows, *unmapped, *data)]
 
 
 def _placements():

@@ -32,6 +32,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 from pytensor.gradient import NullTypeGradError
+from pytensor.graph.replace import graph_replace
 
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import warn_user
@@ -326,8 +327,12 @@ class LogDensity:
         return model_function(inputs, outputs, on_unused_input="ignore")
 
     def blocked(self, fn) -> BlockedFunction:
-        """A function compiled by :meth:`compile`, of row-aligned arrays, called directly
-        (:func:`~pm_evidence.model.batched.direct_call`) in blocks of ``block_size`` rows."""
+        """A function compiled by :meth:`compile` (called directly:
+        :func:`~pm_evidence.model.batched.direct_call`) or by :meth:`compile_point_rows`
+        (padded to a few row counts), of row-aligned arrays, called in blocks of
+        ``block_size`` rows."""
+        if isinstance(fn, VmappedFunction):
+            return BlockedFunction(fn, self.block_size, padded=True)
         return BlockedFunction(direct_call(fn), self.block_size)
 
     @cached_property
@@ -400,6 +405,23 @@ class LogDensity:
         self._require_gradient()
         g = self._graphs
         return vectorize_batched(g.with_grads(), g.x, x_batch)
+
+    def symbolic_point_terms_with_grad(self, x_point):
+        """``(log_prior, log_lik, grad log_prior, grad log_lik)`` as symbolic graphs of one
+        point ``x_point (dim,)``, for larger functions built around the model's log-density
+        that JAX maps over rows (:class:`~pm_evidence.model.backend.VmappedFunction`)."""
+        self._require_gradient()
+        g = self._graphs
+        return graph_replace(g.with_grads(), {g.x: x_point}, strict=False)
+
+    def compile_point_rows(self, inputs, outputs, unmapped=()):
+        """One point's graphs ``outputs`` of ``inputs`` (and of ``unmapped``, the same for
+        every row) compiled by JAX and mapped over rows
+        (:class:`~pm_evidence.model.backend.VmappedFunction`; :meth:`blocked` calls it in
+        blocks); on the JAX backend only. ``None`` where the adapter moved to Numba (an
+        operation JAX lacks)."""
+        mode = model_function_mode(jax=True)
+        return self._on_jax(lambda: VmappedFunction(inputs, outputs, mode, unmapped))
 
     @cached_property
     def _relaxed_terms_grad_fn(self):

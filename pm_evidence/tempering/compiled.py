@@ -67,68 +67,55 @@ def _parameter_inputs(values) -> list:
     return [pt.tensor(dtype="float64", shape=(None,) * np.ndim(v)) for v in values]
 
 
-def _path_terms(path: GeometricPath, dim: int, reference_inputs):
-    """Symbolic ``(log p0, Delta, grad log p0, grad Delta)`` at the rows of a placeholder
-    ``x (n, dim)``, and the placeholder. Built once per transition graph, each leapfrog step
-    replacing the placeholder by its own position: vectorizing the model's graph at a position
-    that is itself the previous steps' graph infers the batch size through all of them (the
-    graph building took 23 of a 7-step transition's 41 s on a 1-parameter model)."""
-    x = pt.tensor("x_rows", dtype="float64", shape=(None, dim))
-    log_prior, log_lik, g_prior, g_lik = path.target.symbolic_terms_with_grad(x)
+def _path_terms(path: GeometricPath, x, reference_inputs, terms):
+    """Symbolic ``(log p0, Delta, grad log p0, grad Delta)`` at ``x`` from the model's
+    ``terms = (log_prior, log_lik, grad log_prior, grad log_lik)`` there: the rows of a
+    placeholder ``x (n, dim)``, or one point ``x (dim,)`` (the reference's graph is of rows)."""
+    log_prior, log_lik, g_prior, g_lik = terms
     if path.is_prior:  # PriorReference.log_normalizer: log K! per ordered vector, else 0
         c = path.reference.log_normalizer
-        return x, (log_prior + c, log_lik - c, g_prior, g_lik)
-    log_p0 = path.reference.graph_logpdf(x, *reference_inputs)
+        return log_prior + c, log_lik - c, g_prior, g_lik
+    if x.type.ndim == 1:
+        log_p0 = path.reference.graph_logpdf(x[None, :], *reference_inputs)[0]
+    else:
+        log_p0 = path.reference.graph_logpdf(x, *reference_inputs)
     g_p0 = pytensor.grad(log_p0.sum(), x)  # rows are independent
-    return x, (log_p0, log_prior + log_lik - log_p0, g_p0, g_prior + g_lik - g_p0)
+    return log_p0, log_prior + log_lik - log_p0, g_p0, g_prior + g_lik - g_p0
 
 
 _ROWS_OF_X = ("x", "g_p0", "g_delta", "momentum")  # the inputs of shape (n, dim)
+_INPUTS = ("x", "log_p0", "delta", "g_p0", "g_delta", "beta", "eps", "momentum", "log_u")
 
 
-def _build(path: GeometricPath, n_leapfrog: int, parameters):
-    # The inputs' shapes are declared: ``dim`` statically, the rows ``n`` as the rows of ``x``
-    # (``specify_shape``, unchecked in the compiled function: ``transition`` checks them).
-    # Otherwise every elementwise operation between two inputs carries a check that their
-    # lengths broadcast: several times the operations of the transition itself.
-    dim = path.target.dim
-    raw = {  # the function's inputs, in the order of the call
-        name: pt.tensor(name, dtype="float64", shape=(None, dim) if name in _ROWS_OF_X else (None,))
-        for name in ("x", "log_p0", "delta", "g_p0", "g_delta", "beta", "eps", "momentum", "log_u")
-    }
-    scale = pt.tensor("step_scale", dtype="float64", shape=(dim,))
-    x = raw["x"]
-    n = x.shape[0]
-    g_p0, g_delta, momentum = (pt.specify_shape(raw[k], (n, dim)) for k in _ROWS_OF_X[1:])
-    log_p0, delta, beta, eps, log_u = (
-        pt.specify_shape(raw[k], (n,)) for k in ("log_p0", "delta", "beta", "eps", "log_u")
-    )
-    reference_inputs = _parameter_inputs(parameters)
+def _transition(inputs: dict, scale, terms_at, n_leapfrog: int) -> list:
+    """The outputs of one HMC transition (module docstring) of the rows ``(n, dim)`` or of one
+    point ``(dim,)``: the same graph either way, the coordinates on the last axis;
+    ``terms_at(x)`` is ``(log p0, Delta, grad log p0, grad Delta)`` at a position ``x``."""
+    x, log_p0, delta, g_p0, g_delta, beta, eps, momentum, log_u = (inputs[k] for k in _INPUTS)
 
     def log_f(lp0, d):  # 0 * (-inf) = 0 at beta = 0, as in tempered_log_density
         return lp0 + pt.switch(pt.eq(beta, 0.0), 0.0, beta * d)
 
     def grad(gp0, gd):
-        return gp0 + beta[:, None] * gd
+        return gp0 + pt.shape_padright(beta) * gd
 
     def kinetic(p):
-        return 0.5 * pt.sum(p**2, axis=1)
+        return 0.5 * pt.sum(p**2, axis=-1)
 
-    step = eps[:, None] * scale[None, :]
+    step = pt.shape_padright(eps) * scale
     current_h = kinetic(momentum) - log_f(log_p0, delta)
     p = momentum + 0.5 * step * grad(g_p0, g_delta)
-    x_rows, terms = _path_terms(path, dim, reference_inputs)
     x_new = x
     for leap in range(n_leapfrog):
         x_new = x_new + step * p
-        lp0_new, d_new, gp0_new, gd_new = graph_replace(terms, {x_rows: x_new}, strict=False)
+        lp0_new, d_new, gp0_new, gd_new = terms_at(x_new)
         factor = 1.0 if leap < n_leapfrog - 1 else 0.5
         p = p + factor * step * grad(gp0_new, gd_new)
     log_ratio = current_h - (kinetic(p) - log_f(lp0_new, d_new))
     finite = pt.isfinite(log_ratio)
     accept = finite & (log_u < pt.switch(finite, log_ratio, -np.inf))
-    take = accept[:, None]
-    outputs = [
+    take = pt.shape_padright(accept)
+    return [
         pt.switch(take, x_new, x),
         pt.switch(accept, lp0_new, log_p0),
         pt.switch(accept, d_new, delta),
@@ -137,14 +124,65 @@ def _build(path: GeometricPath, n_leapfrog: int, parameters):
         accept,
         ~finite,
     ]
+
+
+def _build(path: GeometricPath, n_leapfrog: int, parameters):
+    """The transition of rows ``(n, dim)``, compiled by Numba around the model's graph
+    vectorized over the rows."""
+    # The inputs' shapes are declared: ``dim`` statically, the rows ``n`` as the rows of ``x``
+    # (``specify_shape``, unchecked in the compiled function: ``transition`` checks them).
+    # Otherwise every elementwise operation between two inputs carries a check that their
+    # lengths broadcast: several times the operations of the transition itself.
+    dim = path.target.dim
+    raw = {  # the function's inputs, in the order of the call
+        name: pt.tensor(name, dtype="float64", shape=(None, dim) if name in _ROWS_OF_X else (None,))
+        for name in _INPUTS
+    }
+    scale = pt.tensor("step_scale", dtype="float64", shape=(dim,))
+    n = raw["x"].shape[0]
+    shaped = {
+        k: pt.specify_shape(v, (n, dim) if k in _ROWS_OF_X else (n,)) if k != "x" else v
+        for k, v in raw.items()
+    }
+    reference_inputs = _parameter_inputs(parameters)
+    # Built once per transition graph, each leapfrog step replacing the placeholder by its own
+    # position: vectorizing the model's graph at a position that is itself the previous steps'
+    # graph infers the batch size through all of them (the graph building took 23 of a 7-step
+    # transition's 41 s on a 1-parameter model).
+    x_rows = pt.tensor("x_rows", dtype="float64", shape=(None, dim))
+    terms = _path_terms(
+        path, x_rows, reference_inputs, path.target.symbolic_terms_with_grad(x_rows)
+    )
+    outputs = _transition(
+        shaped, scale, lambda x: graph_replace(terms, {x_rows: x}, strict=False), n_leapfrog
+    )
     inputs = [*raw.values(), scale, *reference_inputs]
     return path.target.compile(inputs, outputs)
+
+
+def _build_point(path: GeometricPath, n_leapfrog: int, parameters):
+    """The transition of one point ``(dim,)``, compiled by JAX and mapped over rows
+    (``LogDensity.compile_point_rows``): a whole trajectory in one call on the device."""
+    target = path.target
+    dim = target.dim
+    point = {
+        name: pt.tensor(name, dtype="float64", shape=(dim,) if name in _ROWS_OF_X else ())
+        for name in _INPUTS
+    }
+    scale = pt.tensor("step_scale", dtype="float64", shape=(dim,))
+    reference_inputs = _parameter_inputs(parameters)
+
+    def terms_at(x):
+        return _path_terms(path, x, reference_inputs, target.symbolic_point_terms_with_grad(x))
+
+    outputs = _transition(point, scale, terms_at, n_leapfrog)
+    return target.compile_point_rows(list(point.values()), outputs, [scale, *reference_inputs])
 
 
 def hmc_transition_function(path: GeometricPath, n_leapfrog: int) -> Callable | None:
     """A compiled HMC transition ``(state, beta, eps, momentum, log_u) -> (state, accepted,
     nonfinite)`` for ``path``, or ``None`` where NumPy HMC must be used (a reference without a
-    symbolic log-density, a model without gradients, a model on the JAX backend, more than ``MAX_COMPILED_LEAPFROG``
+    symbolic log-density, a model without gradients, more than ``MAX_COMPILED_LEAPFROG``
     leapfrog steps, a model whose graph times ``n_leapfrog`` exceeds ``MAX_FUSED_OPERATIONS``).
 
     ``eps`` are the (already jittered) step sizes per point; ``log_u`` the logs of the
@@ -164,8 +202,6 @@ def _bind(path: GeometricPath, n_leapfrog: int) -> Callable | None:
     parameters = () if path.is_prior else path.reference.graph_parameters()
     if parameters is None or n_leapfrog > MAX_COMPILED_LEAPFROG or target.has_discrete:
         return None
-    if target.backend.is_jax:  # JAX maps one point's graph over the rows: NumPy HMC around it
-        return None
     if target.gradient_graph_size * n_leapfrog > MAX_FUSED_OPERATIONS:
         return None
     # the graph depends on the model's prior, or on the reference's class (its parameters are
@@ -173,7 +209,10 @@ def _bind(path: GeometricPath, n_leapfrog: int) -> Callable | None:
     key = ("prior" if path.is_prior else type(path.reference), n_leapfrog)
     functions = target.compiled_transitions  # owned by the model's adapter
     if key not in functions:
-        functions[key] = _build(path, n_leapfrog, parameters)
+        build = _build_point if target.backend.is_jax else _build
+        functions[key] = build(path, n_leapfrog, parameters)
+    if functions[key] is None:  # the adapter moved from JAX to Numba while building it
+        return None
     fn = target.blocked(functions[key])
 
     def transition(state: PathState, beta, eps, momentum, log_u):

@@ -195,3 +195,26 @@ def test_preconditioned_hmc_leaves_an_anisotropic_target_invariant():
     state = identity.evaluate(1.0 + scales * rng.standard_normal((n, 2)), with_grad=True)
     _, accepted, _ = hmc_step(rng, identity, state, np.ones(n), step, 3)
     assert accepted.mean() < 0.1
+
+
+def test_jax_transition_of_one_point_mapped_over_rows_equals_numba_rows():
+    """The fused transition on the JAX backend (one point's graph, mapped over the rows) gives
+    the Numba backend's states, acceptances and rejections."""
+    pytest.importorskip("jax")
+    model, _ = exact_models.linear_regression(d=3)
+    draws = np.random.default_rng(3).normal(0.0, 0.3, size=(500, 3))
+    ref = MultivariateStudentTReference.fit(draws)
+    outs = []
+    for backend in ("numba", "jax"):
+        target = LogDensity(model, backend=backend)
+        path = GeometricPath(target, ref)
+        assert hmc_transition_function(path, 3) is not None
+        state, beta, step_size = _state_and_inputs(path, n=50)
+        rng = np.random.default_rng(7)
+        outs.append(hmc_step(rng, path, state, beta, step_size, 3, compiled=True))
+    (numba_state, numba_acc, numba_bad), (jax_state, jax_acc, jax_bad) = outs
+    assert numba_acc.any() and not numba_acc.all()
+    np.testing.assert_array_equal(jax_acc, numba_acc)
+    np.testing.assert_array_equal(jax_bad, numba_bad)
+    for a, b in zip(jax_state, numba_state, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)
