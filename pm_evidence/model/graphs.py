@@ -41,7 +41,7 @@ from pytensor.gradient import DisconnectedType, disconnected_type
 from pytensor.graph.replace import clone_replace, vectorize_graph
 from pytensor.graph.rewriting.basic import dfs_rewriter, node_rewriter
 from pytensor.graph.rewriting.utils import rewrite_graph
-from pytensor.graph.traversal import ancestors, toposort
+from pytensor.graph.traversal import ancestors, apply_ancestors, toposort
 from pytensor.scalar import basic as ps
 from pytensor.tensor.basic import (
     Alloc,
@@ -616,13 +616,30 @@ def relaxed_bernoulli_terms(model: pm.Model) -> tuple[list, list]:
         p = rv.owner.inputs[-1]
         prior_terms.append(pt.sum(value * pt.log(p) + (1.0 - value) * pt.log1p(-p)))
     log_prior = pt.sum(prior_terms) if len(prior_terms) > 1 else prior_terms[0]
-    log_lik = clone_replace(model.datalogp, replace=floats, rebuild_strict=False)
+    log_lik = clone_replace(_float_reductions(model.datalogp), replace=floats, rebuild_strict=False)
     terms = term_passes([log_prior, log_lik])
     values = list(floats.values())
     grads = [
         grad for term in terms for grad in pytensor.grad(term, values, disconnected_inputs="ignore")
     ]
     return [*terms, *grads], values
+
+
+def _float_reductions(graph):
+    """``graph`` with every sum, product or other reduction that accumulates integers (the sum
+    in ``z.mean()`` of a Bernoulli vector ``z``) accumulating floats instead: the same values
+    at integer points, and a graph in which the integers can be replaced by reals (a
+    reduction with an integer accumulator refuses a float input)."""
+    replace = {}
+    for node in apply_ancestors([graph]):
+        op = node.op
+        if isinstance(op, CAReduce) and any(
+            np.dtype(d).kind in "iub" for d in (op.dtype, op.acc_dtype) if d is not None
+        ):
+            replace[node.outputs[0]] = op.clone(dtype="float64", acc_dtype="float64")(*node.inputs)
+    if not replace:
+        return graph
+    return clone_replace(graph, replace=replace, rebuild_strict=False)
 
 
 @dataclass(frozen=True)

@@ -196,7 +196,9 @@ def test_the_former_names_still_read_with_a_warning(plan, target):
     ladder = plan.ladder("linear", 5, 1e-4, 5)
     with pytest.warns(FutureWarning, match=r"Ladder.tuning is deprecated .* Ladder.step_size"):
         np.testing.assert_array_equal(ladder.tuning, ladder.step_size)
-    with pytest.warns(FutureWarning, match=r"Pilot.log_tuning is deprecated .* Pilot.log_step_size"):
+    with pytest.warns(
+        FutureWarning, match=r"Pilot.log_tuning is deprecated .* Pilot.log_step_size"
+    ):
         np.testing.assert_array_equal(plan.pilot.log_tuning, plan.pilot.log_step_size)
     with pytest.warns(FutureWarning, match=r"Kernel.kind is deprecated .* Kernel.name"):
         assert plan.kernel.kind == plan.kernel.name == "hmc"
@@ -268,3 +270,20 @@ def test_hmc_path_refuses_a_reference_without_gradient(target):
 def test_tracker_options_are_tempering_options():
     with pytest.raises(EvidenceInputError, match="n_chains"):
         LogZTracker(energy.random_rbm(3, 2, seed=0).to_pymc(name="t"), n_chains=0)
+
+
+def test_relaxed_terms_of_a_model_that_averages_its_binary_variables():
+    """``z.mean()`` of a Bernoulli vector sums integers; the relaxed log-density of
+    Gibbs-with-gradients (z real) reduces in floats and equals the model's at 0/1 points."""
+    from pm_evidence import LogDensity
+    from pm_evidence.zoo.testing import zoo
+
+    (entry,) = zoo(["bernoulli_only"])
+    model, _ = entry.build()
+    target = LogDensity(model, backend="numba")
+    x = np.array([[0.0, 1.0, 1.0], [1.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
+    relaxed = target.evaluate_with_relaxed_grad(x)
+    exact = target.evaluate(x)
+    np.testing.assert_allclose(relaxed[0], exact[0], rtol=1e-12)
+    np.testing.assert_allclose(relaxed[1], exact[1], rtol=1e-12)
+    assert np.all(np.isfinite(relaxed[3])) and np.any(relaxed[3] != 0.0)

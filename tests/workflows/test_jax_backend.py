@@ -80,3 +80,36 @@ def test_rows_sharded_over_several_devices_give_the_one_device_result():
     assert (one, two) == ("1", "2")
     assert float(log_z_1) == pytest.approx(float(log_z_2), abs=1e-12)
     assert float(se_1) == pytest.approx(float(se_2), rel=1e-9)
+
+
+def _entry(name):
+    return next(e for e in ZOO if e.name == name)
+
+
+def test_every_method_in_one_list_on_jax():
+    """Each method of pm_evidence.METHODS but auto, on the JAX backend, one call: within 4 of
+    its own SEs of the gold (or flagged)."""
+    entry = _entry("normal_halfnormal_sigma")
+    model, gold = entry.build()
+    methods = [m for m in pme.METHODS if m != "auto"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = pme.marginal_likelihood(
+            model, method=methods, random_seed=SEED, progressbar=False, backend="jax"
+        )
+    assert sorted(results) == sorted(methods)
+    for name, ev in results.items():
+        assert ev.diagnostics["backend"] == "jax", name
+        assert abs(ev.log_z - gold) < 4 * ev.se + 1e-3 or not ev.reliable, (name, ev)
+
+
+def test_gibbs_with_gradients_on_jax():
+    """The relaxed gradient of an all-binary model (Gibbs-with-gradients) on JAX."""
+    model, gold = _entry("bernoulli_only").build()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ev = pme.marginal_likelihood(
+            model, method="rts", kernel="gwg", random_seed=SEED, progressbar=False, backend="jax"
+        )
+    assert ev.diagnostics["backend"] == "jax" and ev.diagnostics["kernel"] == "gwg"
+    assert abs(ev.log_z - gold) < 4 * ev.se + 1e-3
