@@ -247,5 +247,3 @@ def _checked_methods(method) -> list[str]:
     if len(set(methods)) != len(methods):
         raise EvidenceInputError(f"A method is listed twice in {methods}.")
     return methods
-
-

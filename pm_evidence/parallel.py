@@ -49,7 +49,7 @@ from pm_evidence.core.progress import interruptible
 from pm_evidence.core.utils import root_sequence, warn_user
 from pm_evidence.interop.resolve import is_model, resolve_model
 from pm_evidence.marginal import auto_pair, check_options, marginal_likelihood
-from pm_evidence.model.backend import resolve_backend
+from pm_evidence.model.backend import check_backend
 
 __all__ = [
     "ModelComparison",
@@ -297,6 +297,9 @@ def compare_models(
     backend : {"auto", "numba", "jax"}
         The engine of each model's compiled functions, in its worker
         (:mod:`pm_evidence.model.backend`); ``"auto"`` JAX where JAX sees a GPU, else Numba.
+        On a GPU every worker holds a JAX client of its own; the default pool's workers take
+        GPU memory as they need it (``XLA_PYTHON_CLIENT_PREALLOCATE=false``), which the
+        workers of an executor of your own should set in their environment too.
     **options
         Options of :func:`~pm_evidence.marginal_likelihood` for every model (checked here,
         before any model is sent). NUTS in a worker runs its chains one after another
@@ -340,7 +343,7 @@ def compare_models(
     if not isinstance(progressbar, bool):
         raise EvidenceInputError(f"progressbar must be True or False, got {progressbar!r}.")
     seeds = root_sequence(random_seed).spawn(len(entries))
-    resolve_backend(backend)  # a name it does not know, or JAX not installed: refused here
+    check_backend(backend)  # a name it does not know, or JAX not installed: refused here
     options = {**_worker_options(options), "backend": backend}
     tasks = [
         _task(name, model, idata, seed, method, options)
@@ -558,7 +561,10 @@ def check_main_importable(context: multiprocessing.context.BaseContext) -> None:
 
 def _worker_started(event) -> None:
     """The default pool's initializer: this worker got through its start (and imported the
-    main module)."""
+    main module). Its JAX, if a model runs on a GPU, takes GPU memory as it needs it
+    (``XLA_PYTHON_CLIENT_PREALLOCATE=false``, unless set) instead of three quarters of it at
+    once, so that the pool's workers share the GPU."""
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     event.set()
 
 

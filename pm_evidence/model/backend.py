@@ -27,6 +27,8 @@ import importlib.util
 from dataclasses import dataclass
 from functools import cache
 
+import numpy as np
+
 from pm_evidence.core.exceptions import EvidenceInputError
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "VmappedFunction",
     "accelerator_plugins",
     "bucket_rows",
+    "check_backend",
     "jax_device",
     "register_jax_identity",
     "resolve_backend",
@@ -124,6 +127,23 @@ def sees_accelerator() -> bool:
     return device is not None and not device.startswith("cpu")
 
 
+def check_backend(requested: str) -> None:
+    """Refuse a ``backend=`` that :func:`resolve_backend` would refuse (a name it does not
+    know; ``"jax"`` without JAX installed), without importing JAX or choosing a device: for a
+    caller whose models run in other processes (``compare_models``)."""
+    if requested not in BACKENDS:
+        resolve_backend(requested)  # raises, naming the choices
+    if requested == "jax" and importlib.util.find_spec("jax") is None:
+        raise _jax_missing()
+
+
+def _jax_missing() -> EvidenceInputError:
+    return EvidenceInputError(
+        "backend='jax' needs JAX: pip install \"pm_evidence[jax]\" (JAX on the CPU), or "
+        "jax[cuda12] on a machine with an NVIDIA GPU; or use backend='numba'."
+    )
+
+
 def resolve_backend(requested: str | Backend = "auto") -> Backend:
     """The :class:`Backend` that ``backend=requested`` stands for.
 
@@ -143,10 +163,7 @@ def resolve_backend(requested: str | Backend = "auto") -> Backend:
         return Backend("numba", "cpu", requested)
     device = jax_device()
     if device is None:
-        raise EvidenceInputError(
-            "backend='jax' needs JAX: pip install \"pm_evidence[jax]\" (JAX on the CPU), or "
-            "jax[cuda12] on a machine with an NVIDIA GPU; or use backend='numba'."
-        )
+        raise _jax_missing()
     return Backend("jax", device, requested)
 
 
@@ -200,9 +217,19 @@ class VmappedFunction:
         A JAX mode whose rewrites are applied before the graph is turned into JAX.
     unmapped : list of TensorVariable
         Inputs the same for every row (a reference's parameters), passed after the rows.
+    point_shapes : list of tuple, optional
+        The shape of each input for one point. Given (and without ``unmapped``), JAX traces
+        the function here, so that a graph PyTensor turns into JAX that JAX cannot trace (a
+        split whose sizes are computed, say) is a ``NotImplementedError`` now, not an error at
+        the first call.
+
+    Notes
+    -----
+    Data replaced by ``pm.set_data`` (or ``set_value``) is seen at the next call; an array
+    changed in place, behind PyTensor's back, is not.
     """
 
-    def __init__(self, inputs, outputs, mode, unmapped=()):
+    def __init__(self, inputs, outputs, mode, unmapped=(), point_shapes=None):
         import jax
         from pytensor.compile.sharedvalue import SharedVariable
         from pytensor.graph.fg import FunctionGraph
@@ -233,6 +260,27 @@ class VmappedFunction:
             }
         self._rows = jax.jit(jax.vmap(point_function, in_axes=axes), **shardings)
         self.n_devices = len(jax.devices())
+        if point_shapes is not None and not unmapped:
+            self._trace(inputs, point_shapes)
+
+    def _trace(self, inputs, point_shapes) -> None:
+        import jax
+
+        rows = [
+            jax.ShapeDtypeStruct((MIN_BUCKET_ROWS * self.n_devices, *shape), v.type.dtype)
+            for v, shape in zip(inputs, point_shapes, strict=True)
+        ]
+        data = [v.get_value(borrow=True) for v in self._shared]
+        data = [jax.ShapeDtypeStruct(np.shape(d), d.dtype) for d in data]
+        try:
+            self._rows.trace(*rows, *data)
+        except NotImplementedError:
+            raise
+        except Exception as error:  # JAX's own errors of tracing (a value needed as a constant)
+            raise NotImplementedError(
+                f"JAX cannot trace the graph PyTensor made of this model: {type(error).__name__}:"
+                f" {str(error).splitlines()[0] if str(error) else ''}"
+            ) from error
 
     def _on_device(self, k: int):
         value = self._shared[k].get_value(borrow=True)
@@ -242,8 +290,6 @@ class VmappedFunction:
 
     def __call__(self, *arrays) -> list:
         """``arrays``: one array per mapped input (rows first), then the unmapped inputs."""
-        import numpy as np
-
         rows, unmapped = arrays[: self._n_mapped], arrays[self._n_mapped :]
         n = rows[0].shape[0]
         extra = -n % self.n_devices  # a whole number of rows per device
@@ -258,7 +304,6 @@ def _placements():
     axis over every device JAX sees, the data copied to each; ``(None, None)`` with one device
     (JAX's default placement)."""
     import jax
-    import numpy as np
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
     devices = jax.devices()

@@ -170,6 +170,7 @@ class LogDensity:
         self.dim: int = self.layout_info.dim
         self.n_observations = n_observations(model)
         self.backend: Backend = resolve_backend(backend)
+        self._block_size_given = block_size
         self.block_size = int(
             block_size
             or rows_per_call(block_size_for(self.n_observations), self.backend, self.n_observations)
@@ -197,11 +198,14 @@ class LogDensity:
             slot = AdapterSlot()
             setattr(model, ADAPTER_ATTRIBUTE, slot)
         # the adapter of this very model (a copy of a model shares its slot) and its variables
-        held = slot.held.get(backend.name)
+        # one adapter per engine, and on JAX one that may move to Numba ("auto") apart from one
+        # that must not ("jax")
+        key = backend.requested if backend.is_jax else "numba"
+        held = slot.held.get(key)
         if held is not None and held[0] == signature and held[1].source_model is model:
             return held[1]
         target = cls(model, backend=backend)
-        slot.held[backend.name] = (signature, target)
+        slot.held[key] = (signature, target)
         return target
 
     # ------------------------------------------------------------------ layout
@@ -298,8 +302,11 @@ class LogDensity:
         rows and compiled by Numba, or one point's graphs compiled by JAX and mapped over rows
         (:class:`~pm_evidence.model.backend.VmappedFunction`)."""
         if self.backend.is_jax:
+            shapes = [v.value_shape for v in self.layout]
             function = self._on_jax(
-                lambda: VmappedFunction(values, outputs, model_function_mode(jax=True))
+                lambda: VmappedFunction(
+                    values, outputs, model_function_mode(jax=True), point_shapes=shapes
+                )
             )
             if function is not None:
                 return function
@@ -315,9 +322,18 @@ class LogDensity:
         except NotImplementedError as error:
             if self.backend.requested == "jax":
                 raise unsupported_operation_error(error) from error
-            self.backend = Backend("numba", "cpu", "auto", fallback=f"{error}")
-            self.block_size = block_size_for(self.n_observations)
+            self._move_to_numba(f"{error}")
             return None
+
+    def _move_to_numba(self, why: str) -> None:
+        """The adapter on Numba for good, ``why`` recorded (``backend.fallback``): the
+        functions compiled on JAX so far are dropped, so that every function of the model runs
+        on one engine, which the results record."""
+        self.backend = Backend("numba", "cpu", "auto", fallback=why)
+        self.block_size = int(self._block_size_given or block_size_for(self.n_observations))
+        for name in ("_terms_fn", "_terms_grad_fn", "_relaxed_terms_grad_fn"):
+            self.__dict__.pop(name, None)  # cached properties: compiled again when next used
+        self.compiled_transitions.clear()
 
     def compile(self, inputs, outputs):
         """``outputs`` as a function of ``inputs`` compiled by Numba

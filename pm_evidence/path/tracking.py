@@ -54,6 +54,8 @@ class LogZTracker:
         The initial iterations of seed 004 §2.4, run once at construction.
     random_seed, progressbar
         As elsewhere; the generator is kept and advanced by :meth:`update`.
+    backend : {"auto", "numba", "jax"}
+        The engine of the model's compiled functions (:mod:`pm_evidence.model.backend`).
 
     Attributes
     ----------
@@ -85,13 +87,14 @@ class LogZTracker:
         max_init_iterations: int = 10,
         random_seed=None,
         progressbar: bool = False,
+        backend: str = "auto",
     ):
         self.options = TemperingOptions(
             n_chains=n_chains, ladder=ladder, n_rungs=n_rungs, beta_min=beta_min,
             prior_r=prior_r, n_init_sweeps=n_init_sweeps, max_init_iterations=max_init_iterations,
         )  # fmt: skip
         options = self.options
-        self._target = as_target(model)
+        self._target = as_target(model, backend)
         self._rng = as_generator(random_seed)
         self._progressbar = progressbar
         plan = make_plan(

@@ -209,10 +209,9 @@ def _bind(path: GeometricPath, n_leapfrog: int) -> Callable | None:
     key = ("prior" if path.is_prior else type(path.reference), n_leapfrog)
     functions = target.compiled_transitions  # owned by the model's adapter
     if key not in functions:
-        build = _build_point if target.backend.is_jax else _build
-        functions[key] = build(path, n_leapfrog, parameters)
-    if functions[key] is None:  # the adapter moved from JAX to Numba while building it
-        return None
+        built = _build_point(path, n_leapfrog, parameters) if target.backend.is_jax else None
+        # None on JAX: the adapter moved to Numba while building it
+        functions[key] = built if built is not None else _build(path, n_leapfrog, parameters)
     fn = target.blocked(functions[key])
 
     def transition(state: PathState, beta, eps, momentum, log_u):

@@ -128,3 +128,61 @@ def test_the_result_records_backend_and_device_and_an_adapter_keeps_its_own():
     assert as_target(model, "numba") is numba
     with pytest.raises(EvidenceInputError, match="compiles on 'numba'"):
         as_target(numba, "jax")
+
+
+def _model_jax_cannot_trace():
+    """A ZeroSumNormal over named dims: PyTensor turns its gradient into a split whose sizes
+    come from the dims' lengths, which JAX cannot trace (PyTensor's own JAX mode fails too)."""
+    with pm.Model(coords={"g": range(3)}) as model:
+        z = pm.ZeroSumNormal("z", sigma=1.0, dims="g")
+        pm.Normal("y", z[np.array([0, 1, 2, 0, 1, 2])], 1.0, observed=np.linspace(0, 1, 6))
+    return model
+
+
+def test_a_graph_jax_cannot_trace_is_refused_when_compiled_not_at_a_call():
+    target = LogDensity(_model_jax_cannot_trace(), backend="jax")
+    with pytest.raises(EvidenceInputError, match="JAX cannot trace"):
+        target.evaluate_with_grad(np.zeros((4, 2)))
+
+
+def test_the_fallback_moves_every_function_and_keeps_the_block_size(monkeypatch):
+    monkeypatch.setattr(backend_module, "sees_accelerator", lambda: True)
+    target = LogDensity(_model_jax_cannot_trace(), backend="auto", block_size=8)
+    assert target.backend.name == "jax"
+    x = np.zeros((5, 2))
+    log_f = target.log_density(x)  # the gradient function falls back while compiling
+    assert target.backend.name == "numba" and "JAX cannot trace" in target.backend.fallback
+    assert target.block_size == 8
+    assert not target.terms_grad_function.padded
+    np.testing.assert_allclose(
+        log_f, LogDensity(target.source_model, backend="numba").log_density(x)
+    )
+
+
+def test_auto_and_jax_adapters_are_kept_apart(monkeypatch):
+    """On a GPU machine, "auto" may move to Numba and "jax" must not: a model asked for both
+    keeps one adapter for each, and "numba" shares the CPU's."""
+    monkeypatch.setattr(backend_module, "sees_accelerator", lambda: True)
+    model = _model_with_an_operation_jax_lacks()
+    auto = LogDensity.for_model(model, "auto")
+    auto.log_density(np.zeros((2, 1)))
+    assert auto.backend.name == "numba"
+    with pytest.raises(EvidenceInputError, match="cannot compile"):
+        LogDensity.for_model(model, "jax").log_density(np.zeros((2, 1)))
+    assert LogDensity.for_model(model, "auto") is auto
+    assert LogDensity.for_model(model, "numba") is not auto
+
+
+def test_data_replaced_with_set_data_is_seen_on_jax():
+    with pm.Model() as model:
+        y = pm.Data("y", np.array([0.1, 0.4, -0.2]))
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("obs", mu, 1.0, observed=y, shape=y.shape)
+    jax_target = LogDensity(model, backend="jax")
+    numba_target = LogDensity(model, backend="numba")
+    x = np.array([[0.0], [0.5]])
+    before = jax_target.log_density(x)
+    pm.set_data({"y": np.array([1.0, 2.0, 3.0, 4.0])}, model=model)
+    after = jax_target.log_density(x)
+    assert not np.allclose(before, after)
+    np.testing.assert_allclose(after, numba_target.log_density(x), rtol=1e-12)
