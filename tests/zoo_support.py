@@ -1,13 +1,17 @@
 """What the zoo tests share: PyMC's log density and constrained values of a zoo model, compiled
 once, and the log volume of its transforms by finite differences (to check a NumPy ``log_joint``
-against PyMC's ``logp``)."""
+against PyMC's ``logp``); a zoo model's answer on the JAX backend against its gold and Numba's."""
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pymc as pm
 import pytest
 
+import pm_evidence as pme
+from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.model.compile_mode import PYTHON_LINKER, without_c_compiler
 
 
@@ -42,7 +46,8 @@ class CompiledZooModel:
         # C for inner functions (without_c_compiler)
         with without_c_compiler():
             self.fn = model.compile_fn(
-                [model.logp(), model.logp(jacobian=False), *constrained], point_fn=True,
+                [model.logp(), model.logp(jacobian=False), *constrained],
+                point_fn=True,
                 mode=PYTHON_LINKER,
             )
             self._initial_point = model.initial_point()  # PyMC compiles it on each call
@@ -99,3 +104,51 @@ def assert_log_joint_is_pymc_logp(entry, n_points: int, seed: int = 0) -> None:
         mine = entry.log_joint(values)
         assert np.isfinite(mine)
         assert logp(point) == pytest.approx(mine, rel=1e-10, abs=1e-10)
+
+
+JAX_ZOO_SEED = 20261128
+
+
+def _at_defaults(model, backend: str):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the result carries its warnings
+        return pme.marginal_likelihood(
+            model, random_seed=JAX_ZOO_SEED, progressbar=False, backend=backend
+        )
+
+
+def assert_jax_matches_gold_and_numba(entry) -> None:
+    """``auto`` at defaults on the JAX backend within max(4 SE, 0.05) of the gold or flagged,
+    and within 4 combined SEs of the Numba backend's answer for the same seed; a model that
+    no kernel can move refused alike on both."""
+    model, gold = entry.build()
+    try:
+        on_jax = _at_defaults(model, "jax")
+    except EvidenceInputError as error:
+        with pytest.raises(EvidenceInputError, match="unbounded support"):
+            _at_defaults(model, "numba")
+        assert "unbounded support" in str(error)
+        return
+    on_numba = _at_defaults(model, "numba")
+    assert (on_jax.diagnostics["backend"], on_numba.diagnostics["backend"]) == ("jax", "numba")
+    error = abs(on_jax.log_z - gold)
+    assert error < max(4 * on_jax.se, 0.05) + entry.gold_error or not on_jax.reliable, (
+        f"{entry.name} on JAX: {on_jax.log_z:.4f} ± {on_jax.se:.4f}, gold {gold:.4f}"
+    )
+    combined = np.hypot(on_jax.se, on_numba.se)
+    assert abs(on_jax.log_z - on_numba.log_z) < 4 * combined, (
+        f"{entry.name}: JAX {on_jax.log_z:.4f} ± {on_jax.se:.4f}, "
+        f"Numba {on_numba.log_z:.4f} ± {on_numba.se:.4f}"
+    )
+
+
+# minutes on JAX's CPU (a million or a hundred thousand observations, a long sharp path)
+JAX_SLOW = {"large_normal_mean_1e5", "large_normal_mean_1e6", "peaked_normal_mean"}
+
+
+def jax_zoo_params(entries) -> list:
+    """``entries`` as pytest parameters, the slow ones marked ``slow``."""
+    return [
+        pytest.param(e, id=e.name, marks=[pytest.mark.slow] if e.name in JAX_SLOW else [])
+        for e in entries
+    ]

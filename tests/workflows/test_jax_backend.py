@@ -1,7 +1,9 @@
-"""Every model of the zoo (pm_evidence.zoo.testing.ZOO) on the JAX backend, at defaults: within
-max(4 SE, 0.05) of its gold log Z or flagged, and within 4 combined SEs of the Numba backend's
-answer for the same seed. JAX runs on this machine's CPU here (CI has no GPU): the same code
-that runs on a GPU, where only the device differs (pm_evidence.model.backend)."""
+"""Every model of the zoo (pm_evidence.zoo.testing.ZOO; the first half here, the rest in
+test_jax_backend_zoo.py) on the JAX backend, at defaults: within max(4 SE, 0.05) of its gold
+log Z or flagged, and within 4 combined SEs of the Numba backend's answer for the same seed;
+every method and Gibbs-with-gradients on JAX; rows split over several devices. JAX runs on this
+machine's CPU here (CI has no GPU): the same code that runs on a GPU, where only the device
+differs (pm_evidence.model.backend)."""
 
 from __future__ import annotations
 
@@ -10,51 +12,22 @@ import subprocess
 import sys
 import warnings
 
-import numpy as np
 import pytest
 
 import pm_evidence as pme
-from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.zoo.testing import ZOO
+from tests.zoo_support import JAX_ZOO_SEED, assert_jax_matches_gold_and_numba, jax_zoo_params
 
 pytest.importorskip("jax")
 
-SEED = 20261128
-# minutes on JAX's CPU (a million or a hundred thousand observations, a long sharp path)
-SLOW = {"large_normal_mean_1e5", "large_normal_mean_1e6", "peaked_normal_mean"}
+SEED = JAX_ZOO_SEED
+# the zoo in two modules, so that the two workers of the test run share it (--dist loadfile)
+FIRST_HALF = ZOO[: len(ZOO) // 2]
 
 
-def _run(model, backend):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the result carries its warnings
-        return pme.marginal_likelihood(model, random_seed=SEED, progressbar=False, backend=backend)
-
-
-@pytest.mark.parametrize(
-    "entry",
-    [pytest.param(e, marks=[pytest.mark.slow] if e.name in SLOW else []) for e in ZOO],
-    ids=lambda e: e.name,
-)
+@pytest.mark.parametrize("entry", jax_zoo_params(FIRST_HALF))
 def test_zoo_model_on_jax_against_its_gold_and_numba(entry):
-    model, gold = entry.build()
-    try:
-        on_jax = _run(model, "jax")
-    except EvidenceInputError as error:  # a model no kernel can move: refused alike on Numba
-        with pytest.raises(EvidenceInputError, match="unbounded support"):
-            _run(model, "numba")
-        assert "unbounded support" in str(error)
-        return
-    on_numba = _run(model, "numba")
-    assert (on_jax.diagnostics["backend"], on_numba.diagnostics["backend"]) == ("jax", "numba")
-    error = abs(on_jax.log_z - gold)
-    assert error < max(4 * on_jax.se, 0.05) + entry.gold_error or not on_jax.reliable, (
-        f"{entry.name} on JAX: {on_jax.log_z:.4f} ± {on_jax.se:.4f}, gold {gold:.4f}"
-    )
-    combined = np.hypot(on_jax.se, on_numba.se)
-    assert abs(on_jax.log_z - on_numba.log_z) < 4 * combined, (
-        f"{entry.name}: JAX {on_jax.log_z:.4f} ± {on_jax.se:.4f}, "
-        f"Numba {on_numba.log_z:.4f} ± {on_numba.se:.4f}"
-    )
+    assert_jax_matches_gold_and_numba(entry)
 
 
 SHARDED = """
