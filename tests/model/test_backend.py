@@ -186,3 +186,17 @@ def test_data_replaced_with_set_data_is_seen_on_jax():
     after = jax_target.log_density(x)
     assert not np.allclose(before, after)
     np.testing.assert_allclose(after, numba_target.log_density(x), rtol=1e-12)
+
+
+def test_jax_without_jax_installed_is_refused_with_the_install_line(monkeypatch):
+    real_find_spec = backend_module.importlib.util.find_spec
+    monkeypatch.setattr(
+        backend_module.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "jax" else real_find_spec(name, *a),
+    )
+    with pytest.raises(EvidenceInputError, match=r'needs JAX: pip install "pm_evidence\[jax\]"'):
+        backend_module.check_backend("jax")
+    backend_module.check_backend("numba")  # nothing to check
+    with pytest.raises(EvidenceInputError, match="backend must be one of"):
+        backend_module.check_backend("gpu")
