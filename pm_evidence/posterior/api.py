@@ -137,10 +137,13 @@ class _Call:
     sampling: dict  # NUTS options and progressbar, for posterior_draws
 
     @classmethod
-    def make(cls, model, options, sampling, idata, random_seed, progressbar, backend) -> _Call:
-        sampling = dict(sampling, progressbar=progressbar)
+    def make(cls, model, routed, idata, random_seed, progressbar, backend) -> _Call:
+        """The call of a method whose options ``routed`` are
+        :func:`~pm_evidence.core.methods.route_options`' for it."""
+        sampling = dict(routed.sampling, progressbar=progressbar)
         target = as_target(model, backend)
-        return cls(target, options, idata, stage_rngs(random_seed), sampling)
+        posterior = routed.objects["posterior"]
+        return cls(target, posterior, idata, stage_rngs(random_seed), sampling)
 
     def fit_and_weigh(self, reference, choose_reference=None):
         """:func:`~pm_evidence.model.draws.fit_and_weigh` with this call's draws and options."""
@@ -244,15 +247,7 @@ def importance_sampling(
     )  # fmt: skip
     reference = options.objects["posterior"].reference_or("student_t")
     check_reference_covers_support(reference, "Importance sampling")
-    call = _Call.make(
-        model,
-        options.objects["posterior"],
-        options.sampling,
-        idata,
-        random_seed,
-        progressbar,
-        backend,
-    )
+    call = _Call.make(model, options, idata, random_seed, progressbar, backend)
     target, rngs = call.target, call.rngs
     rng = rngs["is"]
     fit_draws, messages, facts = None, [], {}
@@ -350,15 +345,7 @@ def reverse_importance_sampling(
     options = _routed("ris", posterior=posterior, draws=draws, tune=tune,
         chains=chains, sample_kwargs=sample_kwargs, **fields,
     )  # fmt: skip
-    call = _Call.make(
-        model,
-        options.objects["posterior"],
-        options.sampling,
-        idata,
-        random_seed,
-        progressbar,
-        backend,
-    )
+    call = _Call.make(model, options, idata, random_seed, progressbar, backend)
     target, rng = call.target, call.rngs["ris"]
     choose = None
     if call.options.auto:
@@ -472,15 +459,7 @@ def discriminance_sampling(
     options = _routed("ds", posterior=posterior, draws=draws, tune=tune,
         chains=chains, sample_kwargs=sample_kwargs, **fields,
     )  # fmt: skip
-    call = _Call.make(
-        model,
-        options.objects["posterior"],
-        options.sampling,
-        idata,
-        random_seed,
-        progressbar,
-        backend,
-    )
+    call = _Call.make(model, options, idata, random_seed, progressbar, backend)
     target, rng = call.target, call.rngs["ds"]
     reference = call.options.reference_or("normal")
     est_half, ref, lw_target, messages, symmetry = call.fit_and_weigh(reference)
@@ -593,15 +572,7 @@ def bridge_sampling(
             f"Requested bridge reference {reference!r} but it must be one of "
             f"{['auto', *BRIDGE_REFERENCES]}."
         )
-    call = _Call.make(
-        model,
-        options.objects["posterior"],
-        options.sampling,
-        idata,
-        random_seed,
-        progressbar,
-        backend,
-    )
+    call = _Call.make(model, options, idata, random_seed, progressbar, backend)
     target, rng = call.target, call.rngs["bridge"]
     est_half, ref, lw_target, messages, symmetry = call.fit_and_weigh(reference)
     n_target = est_half.shape[0] * est_half.shape[1]
@@ -793,15 +764,7 @@ def is_ris_combination(
     )  # fmt: skip
     reference = options.objects["posterior"].reference
     check_reference_covers_support(reference, "The importance-sampling half of the combination")
-    call = _Call.make(
-        model,
-        options.objects["posterior"],
-        options.sampling,
-        idata,
-        random_seed,
-        progressbar,
-        backend,
-    )
+    call = _Call.make(model, options, idata, random_seed, progressbar, backend)
     target, rng = call.target, call.rngs["is_ris"]
     choose = _HalvesOwnReferences(target, rng) if call.options.auto else None
     est_half, ref, lw_target, messages, diagnostics = call.fit_and_weigh(reference, choose)

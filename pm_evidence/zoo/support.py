@@ -341,33 +341,41 @@ def eccentric_rv(n: int = 60, seed: int = 66, n_planets: int = 1):
     -sqrt(1 - h^2), sqrt(1 - h^2))``, a uniform phase, a modified-Jeffreys jitter and a normal
     offset. No gold (returned as NaN): a benchmark of real radial-velocity priors."""
     t, v, err = eccentric_rv_data(n, seed, n_planets)
-
-    def uniform_logp(value, lo, hi):
-        inside = pt.and_(pt.ge(value, lo), pt.le(value, hi))
-        return pt.switch(inside, -pt.log(hi - lo), -np.inf)
-
-    def uniform_random(lo, hi, rng=None, size=None):
-        return rng.uniform(lo, hi, size=size)
-
-    period_ranges = ((2.0, 20.0), (20.0, 80.0))
     with pm.Model(name=f"eccentric_rv_{n_planets}") as model:
-        mean = pm.Normal("offset", np.float64(0.0), np.float64(10.0))
-        for j in range(n_planets):
-            period = jeffreys(f"period_{j}", *period_ranges[j])
-            semi_amp = modified_jeffreys(f"semi_amp_{j}", 1.0, 30.0)
-            h = pm.CustomDist(
-                f"h_{j}", np.float64(-1.0), np.float64(1.0), logp=uniform_logp,
-                random=uniform_random, transform=Interval(np.float64(-1.0), np.float64(1.0)),
-            )  # fmt: skip
-            bound = pt.sqrt(1 - h**2)
-            k = pm.TruncatedNormal(
-                f"k_{j}", np.float64(0.0), np.float64(0.3), lower=-bound, upper=bound
-            )
-            phase0 = pm.Uniform(f"phase_{j}", np.float64(0.0), np.float64(2 * np.pi))
-            mean = mean + kepler_velocity(t - t.mean(), period, semi_amp, h, k, phase0)
+        mean = _orbits(t - t.mean(), n_planets)
         jitter = modified_jeffreys("jitter", 1.0, 20.0)
         pm.Normal("v", mean, pt.sqrt(err**2 + jitter**2), observed=v)
     return model, float("nan")
+
+
+def _uniform_logp(value, lo, hi):
+    inside = pt.and_(pt.ge(value, lo), pt.le(value, hi))
+    return pt.switch(inside, -pt.log(hi - lo), -np.inf)
+
+
+def _uniform_random(lo, hi, rng=None, size=None):
+    return rng.uniform(lo, hi, size=size)
+
+
+def _orbits(t, n_planets: int):
+    """:func:`eccentric_rv`'s offset and orbits (their priors as its docstring gives them) in
+    the model of the context, and their velocity at the times ``t``."""
+    period_ranges = ((2.0, 20.0), (20.0, 80.0))
+    mean = pm.Normal("offset", np.float64(0.0), np.float64(10.0))
+    for j in range(n_planets):
+        period = jeffreys(f"period_{j}", *period_ranges[j])
+        semi_amp = modified_jeffreys(f"semi_amp_{j}", 1.0, 30.0)
+        h = pm.CustomDist(
+            f"h_{j}", np.float64(-1.0), np.float64(1.0), logp=_uniform_logp,
+            random=_uniform_random, transform=Interval(np.float64(-1.0), np.float64(1.0)),
+        )  # fmt: skip
+        bound = pt.sqrt(1 - h**2)
+        k = pm.TruncatedNormal(
+            f"k_{j}", np.float64(0.0), np.float64(0.3), lower=-bound, upper=bound
+        )
+        phase0 = pm.Uniform(f"phase_{j}", np.float64(0.0), np.float64(2 * np.pi))
+        mean = mean + kepler_velocity(t, period, semi_amp, h, k, phase0)
+    return mean
 
 
 def _quasi_periodic(lag, amplitude, decay, period, smoothness, xp=np):
@@ -401,19 +409,8 @@ def rv_gp(n: int = 200, seed: int = 67, n_planets: int = 2):
     radial-velocity work. No gold (returned as NaN): a benchmark of speed and agreement."""
     t, v, err = rv_gp_data(n, seed, n_planets)
     lag = t[:, None] - t[None, :]
-    period_ranges = ((2.0, 20.0), (20.0, 80.0))
     with pm.Model(name=f"rv_gp_{n_planets}") as model:
-        mean = pm.Normal("offset", np.float64(0.0), np.float64(10.0))
-        for j in range(n_planets):
-            period = jeffreys(f"period_{j}", *period_ranges[j])
-            semi_amp = modified_jeffreys(f"semi_amp_{j}", 1.0, 30.0)
-            h = pm.Uniform(f"h_{j}", np.float64(-1.0), np.float64(1.0))
-            bound = pt.sqrt(1 - h**2)
-            k = pm.TruncatedNormal(
-                f"k_{j}", np.float64(0.0), np.float64(0.3), lower=-bound, upper=bound
-            )
-            phase0 = pm.Uniform(f"phase_{j}", np.float64(0.0), np.float64(2 * np.pi))
-            mean = mean + kepler_velocity(t - t.mean(), period, semi_amp, h, k, phase0)
+        mean = _orbits(t - t.mean(), n_planets)
         jitter = modified_jeffreys("jitter", 1.0, 20.0)
         amplitude = pm.HalfNormal("gp_amplitude", np.float64(5.0))
         decay = pm.Uniform("gp_decay", np.float64(10.0), np.float64(100.0))
