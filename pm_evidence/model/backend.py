@@ -50,8 +50,10 @@ __all__ = [
 BACKENDS = ("auto", "numba", "jax")
 
 # The PJRT plugins through which JAX reaches an accelerator (``jax[cuda12]``, ``jax[cuda13]``,
-# ``jax[rocm]``, ``jax[tpu]``): without one of them installed, JAX runs on the CPU only.
+# ``jax[rocm]``, ``jax[tpu]``; ``jax_plugins`` is the namespace of any other): without one of
+# them installed, JAX runs on the CPU only.
 ACCELERATOR_PLUGINS = (
+    "jax_plugins",
     "jax_cuda12_plugin",
     "jax_cuda13_plugin",
     "jax_rocm60_plugin",
@@ -78,7 +80,7 @@ class Backend:
         What the call asked for: ``"auto"``, ``"numba"`` or ``"jax"``.
     fallback : str
         Why ``"auto"`` runs on Numba where it would have run on JAX (an operation of the model
-        that PyTensor cannot compile to JAX); empty otherwise.
+        that PyTensor cannot compile to JAX, or a graph JAX cannot trace); empty otherwise.
     """
 
     name: str
