@@ -41,7 +41,7 @@ import pymc as pm
 import pm_evidence as pme
 
 
-def _logistic_100k(n: int = 100_000, d: int = 20, seed: int = 70):
+def logistic_100k(n: int = 100_000, d: int = 20, seed: int = 70):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
     y = rng.random(n) < 1.0 / (1.0 + np.exp(-(-0.5 + X @ rng.normal(0.0, 0.5, size=d))))
@@ -52,7 +52,7 @@ def _logistic_100k(n: int = 100_000, d: int = 20, seed: int = 70):
     return model
 
 
-def _build(name: str):
+def build_model(name: str):
     from pm_evidence.zoo import funnels, hierarchical, highdim, support
 
     builders = {
@@ -60,7 +60,7 @@ def _build(name: str):
         "eight_schools_centered": lambda: funnels.eight_schools_centered()[0],
         "poisson_glmm": lambda: highdim.poisson_glmm()[0],
         "hierarchical_200": lambda: highdim.hierarchical_normal(200)[0],
-        "logistic_100k": _logistic_100k,
+        "logistic_100k": logistic_100k,
         "rv_gp": lambda: support.rv_gp()[0],
         "hierarchical_1000": lambda: highdim.hierarchical_normal(1000)[0],
     }
@@ -85,7 +85,7 @@ def main(names, backends, seed: int, warm: bool) -> None:
     print(f"{'model':24s} {'backend':7s} {'device':22s} {'first s':>8s} {'warm s':>8s} "
           f"{'log Z':>14s} {'SE':>8s} reliable")  # fmt: skip
     for name in names:
-        model = _build(name)
+        model = build_model(name)
         results = {}
         for backend in backends:
             first, ev = _timed(model, backend, seed)
