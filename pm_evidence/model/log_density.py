@@ -47,7 +47,6 @@ from pm_evidence.model.batched import (
     BlockedFunction,
     FlatRowsFunction,
     block_size_for,
-    direct_call,
 )
 from pm_evidence.model.compile_mode import (
     QUICK_PYTHON_LINKER,
@@ -343,13 +342,11 @@ class LogDensity:
         return model_function(inputs, outputs, on_unused_input="ignore")
 
     def blocked(self, fn) -> BlockedFunction:
-        """A function compiled by :meth:`compile` (called directly:
-        :func:`~pm_evidence.model.batched.direct_call`) or by :meth:`compile_point_rows`
-        (padded to a few row counts), of row-aligned arrays, called in blocks of
-        ``block_size`` rows."""
+        """A function compiled by :meth:`compile` or by :meth:`compile_point_rows` (padded to
+        a few row counts), of row-aligned arrays, called in blocks of ``block_size`` rows."""
         if isinstance(fn, VmappedFunction):
             return BlockedFunction(fn, self.block_size, padded=True)
-        return BlockedFunction(direct_call(fn), self.block_size)
+        return BlockedFunction(fn, self.block_size)
 
     @cached_property
     def _terms_fn(self):
