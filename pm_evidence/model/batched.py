@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from pm_evidence.core.utils import warn_user
-from pm_evidence.model.backend import bucket_rows
+from pm_evidence.model.backend import VmappedFunction, bucket_rows
 
 __all__ = [
     "MAX_BLOCK_ELEMENTS",
@@ -112,8 +112,9 @@ class FlatRowsFunction:
 
     Parameters
     ----------
-    function : pytensor.compile.Function
-        The compiled function; kept as ``function``, for inspecting its graph.
+    function : pytensor.compile.Function or pm_evidence.model.backend.VmappedFunction
+        The compiled function (Numba's, or JAX's mapped over rows); kept as ``function``, for
+        inspecting its graph.
     variables : sequence of pm_evidence.model.layout.VariableSlice
         Where each input sits in the flat vector (:class:`~pm_evidence.model.layout.Layout`).
     dtypes : sequence of str
@@ -122,15 +123,11 @@ class FlatRowsFunction:
         Outputs passed on as they are (one number per row).
     differentiated : sequence of bool, optional
         Which variables have a gradient output in each group (all, by default).
-    jax : bool
-        ``function`` is a :class:`~pm_evidence.model.backend.VmappedFunction`.
     """
 
-    def __init__(
-        self, function, variables, dtypes, n_values: int, differentiated=None, *, jax=False
-    ):
+    def __init__(self, function, variables, dtypes, n_values: int, differentiated=None):
         self.function = function
-        if jax:  # a VmappedFunction: called as it is, NumPy arrays out
+        if isinstance(function, VmappedFunction):  # JAX's: called as it is, NumPy arrays out
             self._compiled = function
         else:
             self.function.trust_input = True  # the inputs are made here, of the types it expects

@@ -722,10 +722,9 @@ def _register_jax_implementations() -> None:
     register_jax_identity(ContiguousCopy)
 
 
-def model_function(inputs, outputs, *, jax: bool = False, **kwargs):
-    """``pytensor.function(inputs, outputs, mode=model_function_mode(jax), **kwargs)`` for a
-    function on the hot paths (compiled by JAX with ``jax=True``: :mod:`pm_evidence.model.backend`),
-    built with numba's fast-math flags off
+def model_function(inputs, outputs, **kwargs):
+    """``pytensor.function(inputs, outputs, mode=model_function_mode(), **kwargs)`` for a
+    function on the hot paths, built with numba's fast-math flags off
     (``config.numba__fastmath``, on by PyTensor's default), so that its numbers do not depend on
     the state of PyTensor's cache.
 
@@ -738,7 +737,7 @@ def model_function(inputs, outputs, *, jax: bool = False, **kwargs):
     docs/benchmarks.rst, "Fewer NumPy operations per leapfrog step"). PyTensor reads the flag
     while it builds the function's numba code, so it is needed only then."""
     with config.change_flags(numba__fastmath=False):
-        return function(inputs, outputs, mode=model_function_mode(jax), **kwargs)
+        return function(inputs, outputs, mode=model_function_mode(), **kwargs)
 
 
 def model_function_mode(jax: bool = False) -> Mode:

@@ -291,17 +291,17 @@ class LogDensity:
         values = self._graphs.values if values is None else values
         fn = self._compile_rows(outputs, values)
         flat = FlatRowsFunction(
-            fn, self.layout, [v.dtype for v in values], n_values, differentiated,
-            jax=self.backend.is_jax,
-        )  # fmt: skip
-        return BlockedFunction(flat, self.block_size, fill_values, padded=self.backend.is_jax)
+            fn, self.layout, [v.dtype for v in values], n_values, differentiated
+        )
+        padded = isinstance(fn, VmappedFunction)
+        return BlockedFunction(flat, self.block_size, fill_values, padded=padded)
 
     def _compile_rows(self, outputs, values):
         """``outputs`` on rows of one input per value variable: the graphs vectorized over
         rows and compiled by Numba, or one point's graphs compiled by JAX and mapped over rows
         (:class:`~pm_evidence.model.backend.VmappedFunction`)."""
+        shapes = [v.value_shape for v in self.layout]
         if self.backend.is_jax:
-            shapes = [v.value_shape for v in self.layout]
             function = self._on_jax(
                 lambda: VmappedFunction(
                     values, outputs, model_function_mode(jax=True), point_shapes=shapes
@@ -309,7 +309,7 @@ class LogDensity:
             )
             if function is not None:
                 return function
-        inputs, batched = batched_by_variable(outputs, values, [v.value_shape for v in self.layout])
+        inputs, batched = batched_by_variable(outputs, values, shapes)
         return self.compile(inputs, batched)
 
     def _on_jax(self, build):
