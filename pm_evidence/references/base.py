@@ -64,7 +64,7 @@ class Reference:
         raise NotImplementedError
 
 
-def _finite_rows(x: np.ndarray) -> np.ndarray:
+def finite_rows(x: np.ndarray) -> np.ndarray:
     """Whether every coordinate of each point of ``x (..., dim)`` is finite: shape ``(...)``.
 
     A point with a NaN or infinite coordinate lies outside every reference's support: its
@@ -78,7 +78,7 @@ def _finite_rows(x: np.ndarray) -> np.ndarray:
 def _zero_nonfinite_rows(x: np.ndarray, grad: np.ndarray) -> np.ndarray:
     """``grad`` with zeros at the points of ``x`` that have a non-finite coordinate (a mixture's
     responsibilities are NaN there, ``-inf - (-inf)``); ``grad`` itself when there are none."""
-    finite = _finite_rows(x)
+    finite = finite_rows(x)
     if finite.all():
         return grad
     return np.where(finite[..., None], grad, 0.0)

@@ -9,7 +9,7 @@ from pm_evidence.core.utils import renamed_parameters
 from pm_evidence.references.base import Reference
 from pm_evidence.references.normal import MultivariateNormalReference, Warp3Reference
 from pm_evidence.references.prior import PriorReference
-from pm_evidence.references.shrinkage import _fit_location_scale
+from pm_evidence.references.shrinkage import fit_location_scale
 from pm_evidence.references.student_t import MultivariateStudentTReference
 from pm_evidence.references.truncated import TruncatedNormalReference
 
@@ -52,5 +52,5 @@ def fit_reference(reference, target, draws: np.ndarray | None) -> Reference:
         return MultivariateStudentTReference.fit(draws)
     if reference == "truncated_normal":
         return TruncatedNormalReference.fit(draws)
-    mean, chol = _fit_location_scale(draws)
+    mean, chol = fit_location_scale(draws)
     return Warp3Reference(mean=mean, chol=chol)

@@ -16,9 +16,9 @@ from scipy import linalg, special
 
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import log_sum_exp
-from pm_evidence.references.base import Reference, _finite_rows
-from pm_evidence.references.shrinkage import _fit_location_scale
-from pm_evidence.references.whitening import _diagonal_sd, _inverse_lower
+from pm_evidence.references.base import Reference, finite_rows
+from pm_evidence.references.shrinkage import fit_location_scale
+from pm_evidence.references.whitening import diagonal_sd, inverse_lower
 
 # Numbers of whitened points (points x components x dim) a mixture holds at once: its
 # evaluation goes in chunks of points so that a chunk's arrays (8 * WHITENED_CHUNK bytes,
@@ -82,13 +82,13 @@ class MixtureReference(Reference):
     @classmethod
     def single(cls, draws: np.ndarray) -> MixtureReference:
         """One normal component moment-matched to ``draws (..., dim)``."""
-        mean, chol = _fit_location_scale(draws)
+        mean, chol = fit_location_scale(draws)
         return cls(np.ones(1), mean[None], chol[None])
 
     def marginal_scale(self) -> np.ndarray:
         """``sqrt(sum_k w_k diag(L_k L_k^T))``: the within-component scale (the spread between
         modes left out: a local move stays within one)."""
-        return np.sqrt(self.weights @ _diagonal_sd(self.chols) ** 2)
+        return np.sqrt(self.weights @ diagonal_sd(self.chols) ** 2)
 
     @property
     def dim(self) -> int:
@@ -120,7 +120,7 @@ class MixtureReference(Reference):
     @cached_property
     def _chol_inverses(self) -> np.ndarray:
         """``L_k^{-1}``, shape ``(K, dim, dim)``."""
-        return np.stack([_inverse_lower(c) for c in self.chols])
+        return np.stack([inverse_lower(c) for c in self.chols])
 
     @cached_property
     def _whitening(self) -> tuple[np.ndarray, np.ndarray]:
@@ -157,7 +157,7 @@ class MixtureReference(Reference):
         and a chunk length that keeps the whitened points of a chunk (``n K dim`` numbers)
         near ``WHITENED_CHUNK``."""
         rows = np.asarray(x, dtype=float).reshape(-1, self.dim)
-        finite = _finite_rows(rows)
+        finite = finite_rows(rows)
         if not finite.all():
             rows = np.where(finite[:, None], rows, 0.0)
         step = max(1, WHITENED_CHUNK // (self.n_components * self.dim))

@@ -14,13 +14,13 @@ from typing import ClassVar
 import numpy as np
 
 from pm_evidence.references.base import Reference
-from pm_evidence.references.shrinkage import _fit_location_scale
+from pm_evidence.references.shrinkage import fit_location_scale
 from pm_evidence.references.whitening import (
-    _diagonal_sd,
-    _graph_mahalanobis_sq,
-    _inverse_lower,
-    _mahalanobis_sq,
-    _precision_times_centred,
+    diagonal_sd,
+    graph_mahalanobis_sq,
+    inverse_lower,
+    mahalanobis_sq,
+    precision_times_centred,
 )
 
 
@@ -46,7 +46,7 @@ class MultivariateNormalReference(Reference):
     @classmethod
     def fit(cls, draws: np.ndarray) -> MultivariateNormalReference:
         """Moment-match to draws ``(..., dim)`` (e.g. unconstrained posterior draws)."""
-        mean, chol = _fit_location_scale(draws)
+        mean, chol = fit_location_scale(draws)
         return cls(mean=mean, chol=chol)
 
     @property
@@ -62,19 +62,19 @@ class MultivariateNormalReference(Reference):
         return -self._log_det - 0.5 * self.dim * np.log(2 * np.pi)
 
     def logpdf(self, x):
-        return self._log_norm - 0.5 * _mahalanobis_sq(x, self.mean, self.chol)
+        return self._log_norm - 0.5 * mahalanobis_sq(x, self.mean, self.chol)
 
     def grad_logpdf(self, x):
         """Gradient ``-Sigma^{-1} (x - mean)``."""
-        return -_precision_times_centred(x, self.mean, self.chol)
+        return -precision_times_centred(x, self.mean, self.chol)
 
     def graph_parameters(self):
         """``(mean, L^{-1}, log normalizer)``."""
-        return self.mean, _inverse_lower(self.chol), np.float64(self._log_norm)
+        return self.mean, inverse_lower(self.chol), np.float64(self._log_norm)
 
     @staticmethod
     def graph_logpdf(x, mean, chol_inv, log_norm):
-        return log_norm - 0.5 * _graph_mahalanobis_sq(x, mean, chol_inv)
+        return log_norm - 0.5 * graph_mahalanobis_sq(x, mean, chol_inv)
 
     def sample(self, rng, n):
         z = rng.standard_normal((n, self.dim))
@@ -82,7 +82,7 @@ class MultivariateNormalReference(Reference):
 
     def marginal_scale(self) -> np.ndarray:
         """``sqrt(diag(L L^T))``."""
-        return _diagonal_sd(self.chol)
+        return diagonal_sd(self.chol)
 
 
 @dataclass(frozen=True, eq=False)

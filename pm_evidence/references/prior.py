@@ -9,7 +9,7 @@ import numpy as np
 from pymc.distributions.continuous import FlatRV, HalfFlatRV
 
 from pm_evidence.core.exceptions import EvidenceInputError
-from pm_evidence.references.base import Reference, _finite_rows
+from pm_evidence.references.base import Reference, finite_rows
 
 
 @dataclass(eq=False)
@@ -85,7 +85,7 @@ class PriorReference(Reference):
         coordinate."""
         x = np.asarray(x, dtype=float)
         log_p = self.target.log_prior(x) + self.log_normalizer
-        finite = _finite_rows(x)
+        finite = finite_rows(x)
         return log_p if finite.all() else np.where(finite, log_p, -np.inf)
 
     def sample(self, rng, n):

@@ -167,7 +167,7 @@ def shrunk_covariance(draws: np.ndarray) -> ShrunkCovariance:
     return ShrunkCovariance(mean, covariance, float(lam), rank)
 
 
-def _fit_location_scale(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def fit_location_scale(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean and lower Cholesky factor of the covariance of ``draws (..., dim)``, shrunk towards
     its diagonal where held-out draws say so (:func:`shrunk_covariance`)."""
     draws = np.asarray(draws, dtype=float)

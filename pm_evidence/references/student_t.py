@@ -17,13 +17,13 @@ from scipy import special
 
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.references.base import Reference
-from pm_evidence.references.shrinkage import _fit_location_scale
+from pm_evidence.references.shrinkage import fit_location_scale
 from pm_evidence.references.whitening import (
-    _diagonal_sd,
-    _graph_mahalanobis_sq,
-    _inverse_lower,
-    _mahalanobis_sq,
-    _precision_times_centred,
+    diagonal_sd,
+    graph_mahalanobis_sq,
+    inverse_lower,
+    mahalanobis_sq,
+    precision_times_centred,
 )
 
 
@@ -58,7 +58,7 @@ class MultivariateStudentTReference(Reference):
         """Match location and covariance to draws; the scale is ``cov * (df - 2) / df``."""
         if df <= 2:
             raise EvidenceInputError(f"df must be > 2 to match a covariance, got {df}.")
-        mean, chol = _fit_location_scale(draws)
+        mean, chol = fit_location_scale(draws)
         return cls(mean=mean, chol=chol * np.sqrt((df - 2) / df), df=float(df))
 
     @property
@@ -76,24 +76,24 @@ class MultivariateStudentTReference(Reference):
         )
 
     def logpdf(self, x):
-        maha = _mahalanobis_sq(x, self.mean, self.chol)
+        maha = mahalanobis_sq(x, self.mean, self.chol)
         return self._log_norm - 0.5 * (self.df + self.dim) * np.log1p(maha / self.df)
 
     def grad_logpdf(self, x):
         """Gradient ``-(df + d) / (df + m) Sigma^{-1} (x - mean)``, ``m`` the Mahalanobis square."""
-        maha = _mahalanobis_sq(x, self.mean, self.chol)
+        maha = mahalanobis_sq(x, self.mean, self.chol)
         factor = (self.df + self.dim) / (self.df + maha)
-        return -factor[..., None] * _precision_times_centred(x, self.mean, self.chol)
+        return -factor[..., None] * precision_times_centred(x, self.mean, self.chol)
 
     def graph_parameters(self):
         """``(mean, L^{-1}, log normalizer, df)``."""
         return (
-            self.mean, _inverse_lower(self.chol), np.float64(self._log_norm), np.float64(self.df)
+            self.mean, inverse_lower(self.chol), np.float64(self._log_norm), np.float64(self.df)
         )  # fmt: skip
 
     @staticmethod
     def graph_logpdf(x, mean, chol_inv, log_norm, df):
-        maha = _graph_mahalanobis_sq(x, mean, chol_inv)
+        maha = graph_mahalanobis_sq(x, mean, chol_inv)
         return log_norm - 0.5 * (df + x.shape[-1]) * pt.log1p(maha / df)
 
     def sample(self, rng, n):
@@ -103,4 +103,4 @@ class MultivariateStudentTReference(Reference):
 
     def marginal_scale(self) -> np.ndarray:
         """``sqrt(diag(L L^T))``, the scale matrix's (the shape, not the variance)."""
-        return _diagonal_sd(self.chol)
+        return diagonal_sd(self.chol)

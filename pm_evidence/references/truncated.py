@@ -16,8 +16,8 @@ from scipy import stats
 
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.references.normal import MultivariateNormalReference
-from pm_evidence.references.shrinkage import _fit_location_scale
-from pm_evidence.references.whitening import _mahalanobis_sq
+from pm_evidence.references.shrinkage import fit_location_scale
+from pm_evidence.references.whitening import mahalanobis_sq
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,7 +51,7 @@ class TruncatedNormalReference(MultivariateNormalReference):
                 f"A truncated normal needs 0 < mass <= 1 and scale > 0; got mass={mass}, "
                 f"scale={scale}."
             )
-        mean, chol = _fit_location_scale(draws)
+        mean, chol = fit_location_scale(draws)
         return cls(mean=mean, chol=np.sqrt(scale) * chol, mass=mass)
 
     @cached_property
@@ -60,7 +60,7 @@ class TruncatedNormalReference(MultivariateNormalReference):
         return float(stats.chi2.ppf(self.mass, self.dim))
 
     def logpdf(self, x):
-        d2 = _mahalanobis_sq(x, self.mean, self.chol)
+        d2 = mahalanobis_sq(x, self.mean, self.chol)
         inside = self._log_norm - np.log(self.mass) - 0.5 * d2
         return np.where(d2 <= self.radius_sq, inside, -np.inf)
 

@@ -13,10 +13,10 @@ import numpy as np
 import pytensor.tensor as pt
 from scipy import linalg
 
-from pm_evidence.references.base import _finite_rows
+from pm_evidence.references.base import finite_rows
 
 
-def _diagonal_sd(chol: np.ndarray) -> np.ndarray:
+def diagonal_sd(chol: np.ndarray) -> np.ndarray:
     """``sqrt(diag(L L^T))`` for a lower Cholesky factor ``L`` (or a stack of them)."""
     return np.sqrt(np.sum(chol**2, axis=-1))
 
@@ -29,15 +29,15 @@ def _centred_rows(x: np.ndarray, mean: np.ndarray) -> tuple[np.ndarray, np.ndarr
     finite rows are computed exactly as without the mask (bit-identical).
     """
     centred = (x - mean).reshape(-1, mean.size)
-    finite = _finite_rows(centred)
+    finite = finite_rows(centred)
     if finite.all():
         return centred, None
     return np.where(finite[:, None], centred, 0.0), finite
 
 
-def _mahalanobis_sq(x: np.ndarray, mean: np.ndarray, chol: np.ndarray) -> np.ndarray:
+def mahalanobis_sq(x: np.ndarray, mean: np.ndarray, chol: np.ndarray) -> np.ndarray:
     """``|L^{-1} (x - mean)|^2`` for points ``x (..., dim)``; ``+inf`` at a point with a
-    non-finite coordinate (every log-density of it is then ``-inf``: :func:`_finite_rows`)."""
+    non-finite coordinate (every log-density of it is then ``-inf``: :func:`finite_rows`)."""
     x = np.asarray(x, dtype=float)
     centred, finite = _centred_rows(x, mean)
     z = linalg.solve_triangular(chol, centred.T, lower=True)
@@ -47,9 +47,9 @@ def _mahalanobis_sq(x: np.ndarray, mean: np.ndarray, chol: np.ndarray) -> np.nda
     return distance.reshape(x.shape[:-1])
 
 
-def _precision_times_centred(x: np.ndarray, mean: np.ndarray, chol: np.ndarray) -> np.ndarray:
+def precision_times_centred(x: np.ndarray, mean: np.ndarray, chol: np.ndarray) -> np.ndarray:
     """``(L L^T)^{-1} (x - mean)`` for points ``x (..., dim)``; zero at a point with a
-    non-finite coordinate (:func:`_finite_rows`)."""
+    non-finite coordinate (:func:`finite_rows`)."""
     x = np.asarray(x, dtype=float)
     centred, finite = _centred_rows(x, mean)
     z = linalg.solve_triangular(chol, centred.T, lower=True)
@@ -59,12 +59,12 @@ def _precision_times_centred(x: np.ndarray, mean: np.ndarray, chol: np.ndarray) 
     return out.reshape(x.shape)
 
 
-def _inverse_lower(chol: np.ndarray) -> np.ndarray:
+def inverse_lower(chol: np.ndarray) -> np.ndarray:
     """``L^{-1}`` of a lower-triangular ``L``."""
     return linalg.solve_triangular(chol, np.eye(chol.shape[0]), lower=True)
 
 
-def _graph_mahalanobis_sq(x, mean, chol_inv):
+def graph_mahalanobis_sq(x, mean, chol_inv):
     """Symbolic ``|L^{-1} (x - mean)|^2`` per row of ``x (n, dim)``."""
     z = pt.dot(x - mean, chol_inv.T)
     return pt.sum(z**2, axis=-1)

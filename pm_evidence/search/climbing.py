@@ -317,7 +317,7 @@ def laplace_polished(
         if not (np.all(np.isfinite(mode)) and np.isfinite(mode_log_f)):
             continue
         found = zip(modes, covariances, strict=True)
-        if any(_mahalanobis_sq(mode, m, c) < mode.size for m, c in found):
+        if any(mahalanobis_sq(mode, m, c) < mode.size for m, c in found):
             continue  # a mode found from another component
         covariance = laplace_covariance(mode, log_f_and_grad)
         n_eval += 2 * mode.size
@@ -336,7 +336,7 @@ def laplace_polished(
     return polished, len(modes), n_eval
 
 
-def _mahalanobis_sq(x: np.ndarray, mean: np.ndarray, covariance: np.ndarray) -> float:
+def mahalanobis_sq(x: np.ndarray, mean: np.ndarray, covariance: np.ndarray) -> float:
     """``(x - mean)^T covariance^{-1} (x - mean)``."""
     centred = x - mean
     return float(centred @ np.linalg.solve(covariance, centred))
