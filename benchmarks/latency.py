@@ -208,6 +208,7 @@ def run_stages(model, seed: int) -> tuple[list[tuple[str, float, float]], object
     """``auto``'s stages run one by one, composed as ``auto_evidence`` composes them; each
     stage's (name, wall, CPU) and the result (equal to the call's for the same seed)."""
     from pm_evidence import auto
+    from pm_evidence.auto import verdicts
     from pm_evidence.core.progress import quiet
     from pm_evidence.core.utils import one_blas_thread, root_sequence
     from pm_evidence.model.log_density import as_target
@@ -238,7 +239,7 @@ def run_stages(model, seed: int) -> tuple[list[tuple[str, float, float]], object
                     target, [primary, check], None, seed_seq, False, kwargs, {}, term_check=False
                 ),
             )
-            return times(), auto.cross_checked(pair[primary], pair[check])
+            return times(), verdicts.cross_checked(pair[primary], pair[check])
         skipped = auto.exploration_skipped(target, kwargs)
         exploration = None
         if not skipped:
@@ -266,20 +267,20 @@ def run_stages(model, seed: int) -> tuple[list[tuple[str, float, float]], object
             a, b, facts = timed(
                 "coverage", lambda: auto.coverage_stage(first, second, exploration, plan, coverage)
             )
-            why = auto.unconfirmed_draws(a, b, facts["exploration_missed_by_nuts"])
+            why = verdicts.unconfirmed_draws(a, b, facts["exploration_missed_by_nuts"])
             if not why:
-                return times(), auto.cross_checked(a, b)
+                return times(), verdicts.cross_checked(a, b)
             confirmation = timed(
                 "confirmation",
                 lambda: auto.confirmation_stage(
                     target, plan, seed_seq, False, kwargs, options["path"].reference
                 ),
             )
-            # the choice, as auto_evidence makes it (auto.confirmed_or_flagged; where it calls
+            # the choice, as auto_evidence makes it (verdicts.confirmed_or_flagged; where it calls
             # the arbiter, a third exploration, the stages' result is not the call's, and the
             # table says so)
-            return times(), auto.confirmed_or_flagged(b, a, confirmation, facts, why)
-        result = auto.cross_checked(first, second)
+            return times(), verdicts.confirmed_or_flagged(b, a, confirmation, facts, why)
+        result = verdicts.cross_checked(first, second)
         result = timed("term_check", lambda: auto.term_check_stage(target, result, plan, seed_seq))
         return times(), result
 

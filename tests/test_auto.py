@@ -11,6 +11,7 @@ from scipy import stats
 
 import pm_evidence as pme
 from pm_evidence import auto
+from pm_evidence.auto import verdicts
 from pm_evidence.core.utils import root_sequence
 
 SEED = 5
@@ -103,19 +104,19 @@ def test_the_draws_cannot_confirm_ais_when_they_missed_mass_or_failed_or_disagre
     ais = Evidence(log_z=-67.25, se=0.004, method="ais")
     stuck = Evidence(log_z=-111.2, se=0.2, method="bridge", warnings=("R-hat 6.1 > 1.01",))
     fine = Evidence(log_z=-67.26, se=0.005, method="bridge")
-    assert "missed modes" in auto.unconfirmed_draws(fine, ais, missed_by_draws=0.5)
-    why = auto.unconfirmed_draws(stuck, ais, missed_by_draws=0.0)
+    assert "missed modes" in verdicts.unconfirmed_draws(fine, ais, missed_by_draws=0.5)
+    why = verdicts.unconfirmed_draws(stuck, ais, missed_by_draws=0.0)
     assert "bridge" in why and "fails its own diagnostics" in why
-    assert auto.unconfirmed_draws(fine, ais, 0.0) == ""  # they confirm it
+    assert verdicts.unconfirmed_draws(fine, ais, 0.0) == ""  # they confirm it
     agreeing = dataclasses.replace(stuck, log_z=-67.3)  # a warning, but no disagreement
-    assert auto.unconfirmed_draws(agreeing, ais, 0.0) == ""
+    assert verdicts.unconfirmed_draws(agreeing, ais, 0.0) == ""
     flagged_ais = dataclasses.replace(ais, warnings=("k-hat",))  # settled as a disagreement
-    assert auto.unconfirmed_draws(stuck, flagged_ais, 0.0) == ""
+    assert verdicts.unconfirmed_draws(stuck, flagged_ais, 0.0) == ""
     # bridge failed (chains in different period modes of a radial-velocity model)
-    assert "failed" in auto.unconfirmed_draws(None, ais, 0.0)
+    assert "failed" in verdicts.unconfirmed_draws(None, ais, 0.0)
     facts = {}
     with pytest.warns(UserWarning, match="disagree by"):  # AIS returned, bridge its check
-        unconfirmed = auto.confirmed_or_flagged(ais, stuck, None, facts, why)
+        unconfirmed = verdicts.confirmed_or_flagged(ais, stuck, None, facts, why)
     assert not unconfirmed.reliable
     assert f"No independent confirmation: {why}" in unconfirmed.warnings[0]
 
@@ -129,12 +130,12 @@ def test_an_unconfirmed_ais_that_fails_its_diagnostics_gives_way_to_the_confirma
     second = Evidence(log_z=-106.31, se=0.004, method="ais")
     facts = {}
     why = "the posterior draws missed modes that tempering from the prior found"
-    result = auto.confirmed_or_flagged(degenerate, None, second, facts, why)
+    result = verdicts.confirmed_or_flagged(degenerate, None, second, facts, why)
     assert result.log_z == second.log_z and not result.reliable
     assert "the second is returned" in result.warnings[-1]
     assert facts["confirmation_log_z"] == degenerate.log_z
     # both without warnings and disagreeing: the first stays, flagged
-    kept = auto.confirmed_or_flagged(dataclasses.replace(degenerate, warnings=()), None, second,
+    kept = verdicts.confirmed_or_flagged(dataclasses.replace(degenerate, warnings=()), None, second,
                                      {}, why)  # fmt: skip
     assert kept.log_z == degenerate.log_z and not kept.reliable
 
@@ -154,17 +155,17 @@ def test_a_third_exploration_confirms_the_one_it_agrees_with():
     shared = {f"arbiter_{name}_mass_{way}": 0.0001
               for name in ("first", "second") for way in ("missed", "added")}  # fmt: skip
     third = Evidence(log_z=-106.305, se=0.0045, method="ais", diagnostics=shared)
-    assert auto.returns_the_confirmation(degenerate, right)
-    assert not auto.returns_the_confirmation(right, low)
+    assert verdicts.returns_the_confirmation(degenerate, right)
+    assert not verdicts.returns_the_confirmation(right, low)
     for first, second, winner in ((degenerate, right, "second"), (right, low, "first")):
         facts = {}
-        flagged = auto.confirmed_or_flagged(first, None, second, facts, why)
-        assert not flagged.reliable and auto.needs_arbiter(first, second, facts)
+        flagged = verdicts.confirmed_or_flagged(first, None, second, facts, why)
+        assert not flagged.reliable and verdicts.needs_arbiter(first, second, facts)
         # the loser's mixture lacks the mode: the arbiter holds mass it lacks, both ways
         loser = "first" if winner == "second" else "second"
         masses = {**shared, f"arbiter_{loser}_mass_added": 0.99}
         arbiter = dataclasses.replace(third, diagnostics=masses)
-        confirmed = auto.arbitrated(flagged, (first, second), arbiter, facts)
+        confirmed = verdicts.arbitrated(flagged, (first, second), arbiter, facts)
         assert confirmed.reliable and f"the {winner} exploration" in facts["confirmed_by"]
         assert abs(confirmed.log_z - right.log_z) < 0.01
         assert facts["arbiter_log_z"] == third.log_z
@@ -177,13 +178,13 @@ def test_a_third_exploration_confirms_the_one_it_agrees_with():
                                                       f"arbiter_{loser}_mass_missed": 0.3}),
         ):  # fmt: skip
             facts = {}
-            assert auto.arbitrated(flagged, (first, second), changed, facts) is flagged
+            assert verdicts.arbitrated(flagged, (first, second), changed, facts) is flagged
             assert "confirmed_by" not in facts
-        assert auto.arbitrated(flagged, (first, second), None, {}) is flagged  # it failed
+        assert verdicts.arbitrated(flagged, (first, second), None, {}) is flagged  # it failed
     # no arbiter where the confirmation confirmed, failed, or both fail their diagnostics
-    assert not auto.needs_arbiter(right, right, {"confirmed_by": "a second exploration"})
-    assert not auto.needs_arbiter(right, None, {})
-    assert not auto.needs_arbiter(degenerate, degenerate, {})
+    assert not verdicts.needs_arbiter(right, right, {"confirmed_by": "a second exploration"})
+    assert not verdicts.needs_arbiter(right, None, {})
+    assert not verdicts.needs_arbiter(degenerate, degenerate, {})
 
 
 def test_a_confirmation_that_passes_its_diagnostics_is_confirmed_by_a_first_that_fails_them():
@@ -198,32 +199,32 @@ def test_a_confirmation_that_passes_its_diagnostics_is_confirmed_by_a_first_that
     heavy = Evidence(log_z=235.8532, se=0.0044, method="ais", warnings=("k-hat 1.15 > 0.70",))
     second = Evidence(log_z=235.8549, se=0.0045, method="ais", diagnostics=same_modes)
     facts = {}
-    result = auto.confirmed_or_flagged(heavy, None, second, facts, why)
+    result = verdicts.confirmed_or_flagged(heavy, None, second, facts, why)
     assert result.reliable and result.log_z == second.log_z
     assert "first exploration's AIS, which fails its own diagnostics" in facts["confirmed_by"]
     assert facts["confirmation_log_z"] == heavy.log_z  # the other one's numbers, as ever
     assert facts["confirmation_warnings"] == heavy.warnings
-    assert not auto.needs_arbiter(heavy, second, facts)
-    assert auto.confirms_the_confirmation(heavy, second, 0.006)
+    assert not verdicts.needs_arbiter(heavy, second, facts)
+    assert verdicts.confirms_the_confirmation(heavy, second, 0.006)
     # a wide SE on the failing one is no agreement: 0.05 apart is 7.9 of the second's SEs
     # taken for both (the combined SEs, 0.05 apart at 0.02 and 0.0045, were 2.4)
     wide = dataclasses.replace(heavy, log_z=second.log_z - 0.05, se=0.02)
-    assert auto.combined_z(wide, second) < auto.DISAGREEMENT_Z
-    assert not auto.confirms_the_confirmation(wide, second, 0.006)
+    assert verdicts.combined_z(wide, second) < verdicts.DISAGREEMENT_Z
+    assert not verdicts.confirms_the_confirmation(wide, second, 0.006)
     facts = {}
-    flagged = auto.confirmed_or_flagged(wide, None, second, facts, why)
-    assert not flagged.reliable and auto.needs_arbiter(wide, second, facts)
+    flagged = verdicts.confirmed_or_flagged(wide, None, second, facts, why)
+    assert not flagged.reliable and verdicts.needs_arbiter(wide, second, facts)
     # nor where the explorations found different modes at the second's precision
     # (-log(1 - 0.03) = 0.030 nats > 4 sqrt(2) 0.0045 = 0.025), nor where both fail
-    assert not auto.confirms_the_confirmation(heavy, second, 0.03)
-    assert not auto.confirms_the_confirmation(heavy, dataclasses.replace(second, warnings=("k",)),
+    assert not verdicts.confirms_the_confirmation(heavy, second, 0.03)
+    assert not verdicts.confirms_the_confirmation(heavy, dataclasses.replace(second, warnings=("k",)),
                                               0.006)  # fmt: skip
-    assert not auto.confirms_the_confirmation(second, second, 0.006)  # the first passes: as ever
+    assert not verdicts.confirms_the_confirmation(second, second, 0.006)  # the first passes: as ever
     # a small SE on the failing one counts: 0.02 apart is 4.3 combined SEs at 0.001 and 0.0045
     # (3.1 at the second's SE taken for both), so no confirmation, as the comparison would flag
     precise = dataclasses.replace(heavy, log_z=second.log_z - 0.02, se=0.001)
-    assert auto.combined_z(precise, second) > auto.DISAGREEMENT_Z
-    assert not auto.confirms_the_confirmation(precise, second, 0.006)
+    assert verdicts.combined_z(precise, second) > verdicts.DISAGREEMENT_Z
+    assert not verdicts.confirms_the_confirmation(precise, second, 0.006)
 
 
 def two_images_log_f(x):
@@ -290,17 +291,17 @@ def test_two_explorations_on_different_mirror_images_do_not_confirm_each_other()
                         diagnostics={"confirmation_unshared_mass": 0.998})  # fmt: skip
     why = "the posterior draws missed modes that tempering from the prior found"
     facts = {}
-    result = auto.confirmed_or_flagged(estimate, None, agreeing, facts, why)
+    result = verdicts.confirmed_or_flagged(estimate, None, agreeing, facts, why)
     assert not result.reliable and "found different modes: 100%" in result.warnings[-1]
     assert facts["confirmation_unshared_mass"] == 0.998 and "confirmed_by" not in facts
     shared = dataclasses.replace(agreeing, diagnostics={"confirmation_unshared_mass": 0.001})
-    assert auto.confirmed_or_flagged(estimate, None, shared, {}, why).reliable
+    assert verdicts.confirmed_or_flagged(estimate, None, shared, {}, why).reliable
     # a difference the comparison resolves is no reason to withhold the confirmation: the
     # eggbox's explorations differ by 2.3% of the mass (0.023 nats) at SEs near 0.0047
     first = dataclasses.replace(estimate, se=0.0045)
     edges = dataclasses.replace(agreeing, se=0.0048,
                                 diagnostics={"confirmation_unshared_mass": 0.023})  # fmt: skip
-    assert not auto.unresolved_mass(0.023, first, edges)  # 0.023 nats < 4 x 0.0066
-    assert auto.confirmed_or_flagged(first, None, edges, {}, why).reliable
-    assert auto.unresolved_mass(0.023, dataclasses.replace(first, se=0.001),
+    assert not verdicts.unresolved_mass(0.023, first, edges)  # 0.023 nats < 4 x 0.0066
+    assert verdicts.confirmed_or_flagged(first, None, edges, {}, why).reliable
+    assert verdicts.unresolved_mass(0.023, dataclasses.replace(first, se=0.001),
                                 dataclasses.replace(edges, se=0.001))  # fmt: skip

@@ -20,12 +20,12 @@ For a continuous model (:func:`auto_evidence`):
    streams no other stage uses (:func:`confirmation_stage`); AIS is returned confirmed where
    the two agree and the two explorations found the same modes
    (:func:`~pm_evidence.search.coverage.unshared_mass`; the confirmation is, where it alone
-   passes its own diagnostics: :func:`confirms_the_confirmation`), flagged as unconfirmed
+   passes its own diagnostics: :func:`~pm_evidence.auto.verdicts.confirms_the_confirmation`), flagged as unconfirmed
    otherwise;
    where the confirmation neither confirms nor fails and one of the two passes its own
    diagnostics, the **arbiter**, a third exploration and AIS on streams of its own
-   (:func:`arbiter_stage`), confirms the one it agrees with, or neither (:func:`arbitrated`);
-7. **choice**: the better supported of the two (:func:`cross_checked`), a disagreement over
+   (:func:`arbiter_stage`), confirms the one it agrees with, or neither (:func:`~pm_evidence.auto.verdicts.arbitrated`);
+7. **choice**: the better supported of the two (:func:`~pm_evidence.auto.verdicts.cross_checked`), a disagreement over
    4 combined SEs a warning on it; where no exploration ran, the **term check**
    (:mod:`pm_evidence.search.term_check`).
 
@@ -45,11 +45,20 @@ from typing import NamedTuple
 import numpy as np
 
 from pm_evidence import registry
-from pm_evidence.core.evidence import DISAGREEMENT_Z, Evidence, format_estimate
+from pm_evidence.auto.verdicts import (
+    arbitrated,
+    confirmed_or_flagged,
+    cross_checked,
+    needs_arbiter,
+    unconfirmed_draws,
+    with_diagnostics,
+    with_warning,
+)
+from pm_evidence.core.evidence import Evidence
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.methods import accepted_options
 from pm_evidence.core.options import SAMPLE_KEYS, AnnealingOptions
-from pm_evidence.core.utils import root_sequence, stage_rngs, warn_user
+from pm_evidence.core.utils import root_sequence, stage_rngs
 from pm_evidence.model.draws import posterior_plan, reference_needs_draws
 from pm_evidence.references import PriorReference
 from pm_evidence.run_methods import (
@@ -75,17 +84,13 @@ __all__ = [
     "CHECK_ONLY_SE",
     "Halves",
     "arbiter_stage",
-    "arbitrated",
     "auto_evidence",
     "auto_pair",
     "check_precision",
     "check_stage_options",
     "confirmation_seed",
     "confirmation_stage",
-    "confirmed_or_flagged",
-    "confirms_the_confirmation",
     "coverage_stage",
-    "cross_checked",
     "discrete_stages",
     "draws_coverage",
     "draws_stage",
@@ -94,11 +99,7 @@ __all__ = [
     "estimate_stage",
     "exploration_skipped",
     "exploration_stage",
-    "needs_arbiter",
-    "returns_the_confirmation",
     "term_check_stage",
-    "unconfirmed_draws",
-    "unresolved_mass",
 ]
 
 
@@ -181,7 +182,7 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
                 target, plan, seed, progressbar, kwargs, (second, first),
                 halves.check_options["path"].reference, why, facts, failures,
             )  # fmt: skip
-            return _with_failures(_with_diagnostics(chosen, facts), failures)
+            return _with_failures(with_diagnostics(chosen, facts), failures)
     # 7. the better supported of the two; the term check where nothing explored
     result = _settled(first, second, primary, check, failures, facts)
     if exploration is None and plan is not None:  # both halves read the posterior draws
@@ -346,7 +347,7 @@ def estimate_and_check(
         except KeyboardInterrupt:
             if first is None:
                 raise
-            interrupted = _with_warning(first, (
+            interrupted = with_warning(first, (
                 f"Interrupted (Ctrl-C) while running {check!r}, method='auto''s cross-check: "
                 f"{primary!r} is returned unchecked."
             ))  # fmt: skip
@@ -365,7 +366,7 @@ def estimate_skipped(coverage: ModeCoverage | None, plan) -> str:
     Where the draws missed components of the exploration's mixture holding at least
     ``MISSED_SHARE`` of its mass (``coverage``: :func:`draws_coverage`), an estimate on them
     misses that mass: AIS from the mixture is the estimate, and a second exploration confirms
-    it or not (:func:`confirmed_or_flagged`, where the estimate on the draws was only a
+    it or not (:func:`~pm_evidence.auto.verdicts.confirmed_or_flagged`, where the estimate on the draws was only a
     diagnostic). Where nothing is judged missed (no ``coverage``; mirror modes that cannot be
     enumerated) the estimate runs. Where AIS then fails, it runs after all
     (``auto_evidence``); a Ctrl-C during AIS then leaves nothing to return (the
@@ -497,7 +498,7 @@ def coverage_stage(
         "exploration_draws_outside": coverage.draws_outside,
     }
     if estimate is not None and not unenumerated and coverage.missed_by_draws >= MISSED_SHARE:
-        estimate = _with_warning(estimate, (
+        estimate = with_warning(estimate, (
             f"The posterior draws missed part of the posterior: tempering from the prior "
             f"(pm_evidence.search.exploration) found {exploration.n_modes} components, and "
             f"{coverage.missed_by_draws:.0%} of the posterior's mass (its mixture's weights) "
@@ -505,7 +506,7 @@ def coverage_stage(
             f"the posterior draws, misses that mass."
         ))  # fmt: skip
     if check is not None and coverage.missed_by_exploration >= MISSED_SHARE:
-        check = _with_warning(check, (
+        check = with_warning(check, (
             f"Tempering from the prior (pm_evidence.search.exploration) missed part of the "
             f"posterior: {coverage.draws_outside:.0%} of the posterior draws lie outside "
             f"every component of the mixture it found, which is {check.method}'s reference, in "
@@ -518,53 +519,13 @@ def coverage_stage(
 # -------------------------------------------------------- 6. The confirmation, and the arbiter
 
 
-# Why the posterior draws cannot confirm AIS from the exploration, the usual case, in the words
-# of the result (unconfirmed_draws gives the other).
-DRAWS_MISSED_MODES = "the posterior draws missed modes that tempering from the prior found"
-
-
-def unconfirmed_draws(
-    draws_estimate: Evidence | None, check: Evidence | None, missed_by_draws: float
-) -> str:
-    """Why the estimate on the posterior draws cannot confirm AIS from the exploration's
-    mixture (empty where it can, and where AIS, ``check``, failed: nothing to confirm), so that
-    a second exploration is needed to confirm it:
-
-    * the draws missed components of the exploration holding at least ``MISSED_SHARE`` of its
-      mass (``missed_by_draws``: :func:`~pm_evidence.search.coverage.compare_coverage`);
-    * or the estimate on them fails its own diagnostics (R-hat, ESS, Pareto k-hat: chains stuck
-      at local modes that a few chains left) and disagrees by more than ``DISAGREEMENT_Z``
-      combined SEs with AIS, which has no warning (on two-frequency signals a few of the 16
-      chains reach the main mode, so no component counts as missed, while bridge on all of
-      them is tens of nats low);
-    * or the estimate on them failed (bridge's reference does not overlap draws whose chains
-      sit in different period modes of a radial-velocity model): nothing else can check AIS.
-
-    ``draws_estimate`` is ``None`` where it was not run (:func:`estimate_skipped`: the draws
-    missed modes) or failed.
-    """
-    if check is None:
-        return ""
-    if missed_by_draws >= MISSED_SHARE:
-        return DRAWS_MISSED_MODES
-    if draws_estimate is None:
-        return "the estimate on the posterior draws failed"
-    z = combined_z(draws_estimate, check)
-    if not draws_estimate.reliable and check.reliable and not z <= DISAGREEMENT_Z:
-        return (
-            f"the estimate on the posterior draws ({draws_estimate.method}) fails its own "
-            f"diagnostics and disagrees with it by {z:.1f} combined SEs"
-        )
-    return ""
-
-
 def _confirmed(
     target, plan, seed, progressbar, kwargs, estimates, first_reference, why, facts, failures
 ) -> Evidence:
     """Stages 6 and 6b: AIS from the exploration (``estimates[0]``; ``estimates[1]`` is the
     estimate on the posterior draws) confirmed by a second exploration, or flagged
-    (:func:`confirmed_or_flagged`); where that second exploration did not confirm it, the
-    arbiter's verdict (:func:`needs_arbiter`, :func:`arbitrated`). Ctrl-C during either keeps
+    (:func:`~pm_evidence.auto.verdicts.confirmed_or_flagged`); where that second exploration did not confirm it, the
+    arbiter's verdict (:func:`~pm_evidence.auto.verdicts.needs_arbiter`, :func:`~pm_evidence.auto.verdicts.arbitrated`). Ctrl-C during either keeps
     what finished."""
     ais, on_draws = estimates
     confirmed = _interruptible(
@@ -626,7 +587,7 @@ def confirmation_stage(
     result's diagnostics hold ``confirmation_unshared_mass``, the posterior mass either
     mixture holds where the other has no component
     (:func:`~pm_evidence.search.coverage.unshared_mass`, on the ``"mode_sets"`` stream of the
-    confirmation's seed), which :func:`confirmed_or_flagged` reads."""
+    confirmation's seed), which :func:`~pm_evidence.auto.verdicts.confirmed_or_flagged` reads."""
     return _confirmation(target, plan, seed, progressbar, kwargs, first_reference)[0]
 
 
@@ -640,7 +601,7 @@ def _confirmation(target, plan, seed, progressbar, kwargs, first_reference):
         facts["confirmation_unshared_mass"] = unshared_mass(
             first_reference, reference, target.log_density, rng
         )
-    return _with_diagnostics(result, facts), reference
+    return with_diagnostics(result, facts), reference
 
 
 def _explored_ais(target, plan, seed, progressbar: bool, kwargs: dict, stream: int):
@@ -652,157 +613,8 @@ def _explored_ais(target, plan, seed, progressbar: bool, kwargs: dict, stream: i
     exploration = exploration_stage(target, child, progressbar)
     options = check_stage_options(target, kwargs, exploration, plan, "")
     result = estimate_stage("ais", target, plan, child, progressbar, options)
-    result = _with_diagnostics(result, {"confirmation_n_modes": exploration.n_modes})
+    result = with_diagnostics(result, {"confirmation_n_modes": exploration.n_modes})
     return result, options["path"].reference, stage_rngs(child)["mode_sets"]
-
-
-def confirmed_or_flagged(
-    estimate, nuts_estimate, confirmation, facts: dict,
-    why: str = DRAWS_MISSED_MODES,
-) -> Evidence:  # fmt: skip
-    """``estimate`` (AIS from the exploration's mixture) confirmed by ``confirmation`` where
-    ``estimate`` carries no warning, the two agree within ``DISAGREEMENT_Z`` combined SEs and
-    the two explorations found the same modes (the confirmation's
-    ``confirmation_unshared_mass`` within what the comparison resolves:
-    :func:`unresolved_mass`):
-    the better supported of the two, ``reliable`` unless something else says otherwise. A
-    warning on the confirmation (heavy-tailed weights: an SE that is too small, if anything)
-    does not stop it confirming, since an SE too small can only make a chance agreement less
-    likely; its warnings are kept in the diagnostics (``confirmation_warnings``). Where
-    ``estimate`` fails its own diagnostics and the confirmation passes them, the roles turn
-    round: the confirmation is returned, confirmed, where the two agree, the first's SE
-    counted at most as the confirmation's (:func:`confirms_the_confirmation`;
-    ``confirmation_log_z``, ``confirmation_se`` and ``confirmation_warnings`` then hold the
-    first's). Otherwise
-    ``estimate`` flagged as unconfirmed, with both numbers; where ``estimate`` fails its own
-    diagnostics and the confirmation does not, the confirmation is the one returned, flagged
-    likewise (``confirmation_log_z`` then holds the first: an exploration that missed the
-    main mode gives an AIS many nats low with an ESS near 1, where the second exploration may
-    find it). ``nuts_estimate`` (bridge on the
-    draws that missed the modes; ``None`` where it did not run: :func:`estimate_skipped`)
-    is kept in the diagnostics only. ``why``: why the draws could
-    not confirm it (:func:`unconfirmed_draws`), in the words of the result."""
-    facts["auto_nuts_method"] = getattr(nuts_estimate, "method", None)
-    facts["auto_nuts_log_z"] = getattr(nuts_estimate, "log_z", np.nan)
-    unshared, different_modes = np.nan, False
-    if confirmation is not None:
-        facts["confirmation_log_z"] = confirmation.log_z
-        facts["confirmation_se"] = confirmation.se
-        z = combined_z(estimate, confirmation)
-        facts["confirmation_z"] = z
-        facts["confirmation_warnings"] = tuple(confirmation.warnings)
-        unshared = confirmation.diagnostics.get("confirmation_unshared_mass", np.nan)
-        facts["confirmation_unshared_mass"] = unshared
-        different_modes = unresolved_mass(unshared, estimate, confirmation)
-        if z <= DISAGREEMENT_Z and estimate.reliable and not different_modes:
-            facts["confirmed_by"] = (
-                f"a second exploration from the prior with its own random stream, and AIS from "
-                f"its mixture ({why})"
-            )
-            return cross_checked(estimate, confirmation)
-        if confirms_the_confirmation(estimate, confirmation, unshared):
-            # the confirmation passes its diagnostics and the first, which fails them, agrees
-            # with it, its SE counted at most as the confirmation's: the roles turned round
-            facts["confirmation_log_z"], facts["confirmation_se"] = estimate.log_z, estimate.se
-            facts["confirmation_warnings"] = tuple(estimate.warnings)
-            facts["confirmed_by"] = (
-                f"the first exploration's AIS, which fails its own diagnostics but agrees with "
-                f"this one within {DISAGREEMENT_Z:g} combined SEs (its own SE counted at most "
-                f"as this one's) and whose exploration found the same modes; this one is AIS "
-                f"from a second exploration from the prior with its own random stream ({why})"
-            )
-            return cross_checked(confirmation, estimate)
-    found = (
-        "the confirmation failed (below)" if confirmation is None else
-        f"a second exploration with its own random stream gave "
-        f"{format_estimate(confirmation.log_z, confirmation.se)} against "
-        f"{format_estimate(estimate.log_z, estimate.se)}"
-    )  # fmt: skip
-    if different_modes:  # agreeing or not, they did not cover the same mass
-        found += (
-            f", but the two explorations found different modes: {unshared:.0%} of the "
-            f"posterior mass one of them holds lies where the other has no component (two "
-            f"estimates that each miss the same mass agree, e.g. each on one mirror image of "
-            f"a symmetric posterior)"
-        )
-    if returns_the_confirmation(estimate, confirmation):
-        # the first exploration's AIS fails its own diagnostics (its mixture missed the mode
-        # that holds the mass: AIS is a lower bound, its weights degenerate): the second one,
-        # without a warning, is the better supported, still unconfirmed
-        facts["confirmation_log_z"], facts["confirmation_se"] = estimate.log_z, estimate.se
-        estimate = confirmation
-        found += " (the first fails its own diagnostics; the second is returned)"
-    estimate = _with_warning(estimate, (
-        f"No independent confirmation: {why}, so this estimate ({estimate.method} from the "
-        f"exploration's mixture) is the only one that covers the posterior, and {found}; "
-        f"the exploration can miss modes too "
-        f"(narrow ones, or mass in the far tails of the unconstrained space). Compare it with "
-        f"a run from another reference, e.g. method=['ais', 'rts'] with reference='prior'."
-    ))  # fmt: skip
-    if nuts_estimate is None:  # not run (estimate_skipped) or failed: nothing to compare
-        return _with_diagnostics(estimate, {
-            "auto_pair": f"{estimate.method} (no estimate on the posterior draws to compare)"
-        })  # fmt: skip
-    return cross_checked(estimate, nuts_estimate, prefer_first=True)
-
-
-def confirms_the_confirmation(
-    estimate: Evidence, confirmation: Evidence | None, unshared: float
-) -> bool:
-    """Whether AIS from the first exploration (``estimate``), which fails its own diagnostics,
-    confirms the confirmation, which passes them (:func:`confirmed_or_flagged`). The two
-    explorations are exchangeable (each from the prior, on a stream of its own), so the one
-    that passes its diagnostics is confirmed by the other as the first would be by the
-    second, save that the failing one's SE is not trusted (heavy-tailed or degenerate
-    weights: too small or too large): it counts only where it is below the confirmation's SE
-    ``s``, which makes the test stricter, and is ``s`` otherwise, so the two must agree within
-    ``DISAGREEMENT_Z`` combined SEs, at most ``DISAGREEMENT_Z sqrt(2) s``, and the mass one
-    exploration's mixture holds and the other's lacks (``unshared``) must be resolved at that
-    precision (:func:`unresolved_mass`).
-
-    Why: on the eggbox the first AIS's weights often have a Pareto k-hat above 0.7 while a
-    confirmation without a warning agrees with it; without this rule the arbiter (a third
-    exploration and AIS, a quarter to a third of the call) would run on most seeds to confirm
-    what two agreeing estimates already show (measured: docs/benchmarks.rst)."""
-    if not returns_the_confirmation(estimate, confirmation):  # not the one failing alone
-        return False
-    at_its_precision = dataclasses.replace(estimate, se=min(estimate.se, confirmation.se))
-    return combined_z(at_its_precision, confirmation) <= DISAGREEMENT_Z and not unresolved_mass(
-        unshared, at_its_precision, confirmation
-    )
-
-
-def returns_the_confirmation(estimate: Evidence, confirmation: Evidence | None) -> bool:
-    """Whether :func:`confirmed_or_flagged` returns the confirmation in place of ``estimate``
-    (AIS from the first exploration's mixture): where ``estimate`` fails its own diagnostics
-    and the confirmation does not."""
-    return confirmation is not None and confirmation.reliable and not estimate.reliable
-
-
-def unresolved_mass(unshared: float, a: Evidence, b: Evidence) -> bool:
-    """Whether two explorations' mixtures differ by more posterior mass than the comparison
-    of their AIS estimates ``a`` and ``b`` can see: the mass one holds and the other lacks
-    (``unshared``, :func:`~pm_evidence.search.coverage.unshared_mass`), missed by both, would
-    shift both by ``-log(1 - unshared)`` nats, beyond ``DISAGREEMENT_Z`` combined SEs (their
-    agreement then says nothing about it). Mirror images under a symmetry the search cannot
-    see: ``1 - 1/|G|``, ``log |G|`` nats; tails that two mixtures cover differently (the
-    eggbox's edges) a few percent, below what four combined SEs resolve."""
-    if not np.isfinite(unshared):
-        return False
-    shift = -np.log1p(-min(float(unshared), 1.0 - 1e-12))
-    return bool(shift > DISAGREEMENT_Z * float(np.hypot(a.se, b.se)))
-
-
-def needs_arbiter(estimate: Evidence, confirmation: Evidence | None, facts: dict) -> bool:
-    """Whether the arbiter (:func:`arbiter_stage`) runs: where the confirmation ran, did not
-    confirm ``estimate`` (no ``confirmed_by`` in ``facts``, which :func:`confirmed_or_flagged`
-    filled), and one of the two passes its own diagnostics, so that a third exploration can
-    say which of them it agrees with."""
-    return (
-        confirmation is not None
-        and "confirmed_by" not in facts
-        and (estimate.reliable or confirmation.reliable)
-    )
 
 
 # The arbiter's streams: the children of the call's seed at this position, beyond the
@@ -814,7 +626,7 @@ def arbiter_stage(
     target, plan, seed, progressbar: bool, kwargs: dict, first_reference, confirmation_reference
 ) -> Evidence:
     """Stage 6b, where the confirmation neither confirmed AIS from the first exploration nor
-    failed, and one of the two passes its own diagnostics (:func:`needs_arbiter`): a third
+    failed, and one of the two passes its own diagnostics (:func:`~pm_evidence.auto.verdicts.needs_arbiter`): a third
     exploration and AIS from its mixture, every stream a child of :func:`confirmation_seed` at
     ``ARBITER_STREAM`` (no randomness shared with the stages or the confirmation). Its
     diagnostics hold, for the first exploration's mixture (``first_reference``) and the
@@ -824,7 +636,7 @@ def arbiter_stage(
     ``arbiter_second_mass_added``; :func:`~pm_evidence.search.coverage.held_and_missed`), as
     shares of the ``Z`` this AIS estimates (a mixture that missed the main mode covers minor
     modes only: their share of the mass it covers is near 1, their share of ``Z`` is not),
-    which :func:`arbitrated` reads."""
+    which :func:`~pm_evidence.auto.verdicts.arbitrated` reads."""
     result, reference, rng = _explored_ais(target, plan, seed, progressbar, kwargs, ARBITER_STREAM)
     log_z = result.log_z if np.isfinite(result.log_z) else None
     facts = {}
@@ -835,58 +647,7 @@ def arbiter_stage(
         facts[f"arbiter_{name}_mass_added"] = held_and_missed(
             reference, other, target.log_density, rng, log_z=log_z
         )
-    return _with_diagnostics(result, facts)
-
-
-def arbitrated(
-    flagged: Evidence, estimates: tuple[Evidence, Evidence], arbiter: Evidence | None,
-    facts: dict,
-) -> Evidence:  # fmt: skip
-    """The one of ``estimates`` (AIS from the first exploration, the confirmation's AIS) that
-    the arbiter (a third exploration's AIS, :func:`arbiter_stage`) confirms, or ``flagged``
-    (what :func:`confirmed_or_flagged` returned) where it confirms neither or both.
-
-    The arbiter confirms an estimate that passes its own diagnostics where, as a confirmation
-    does (:func:`confirmed_or_flagged`), the two agree within ``DISAGREEMENT_Z`` combined SEs
-    and their explorations found the same modes (the mass either mixture holds and the other
-    lacks within what the comparison resolves, :func:`unresolved_mass`), and also where the
-    mass that the other estimate's mixture holds and the arbiter's lacks is within it: two
-    explorations that agree may both have missed a mode the third found, which their agreement
-    would not show: on periodic signals either exploration may miss the main mode (the first
-    with an ESS near 1; the confirmation, tens of nats low, without a warning of its own).
-    The result's diagnostics hold the arbiter's numbers
-    (``arbiter_log_z``, ``arbiter_se``, ``arbiter_z`` against the one confirmed, the four
-    masses, ``arbiter_warnings``)."""
-    if arbiter is None:
-        return flagged
-    masses = {key: value for key, value in arbiter.diagnostics.items()
-              if key.startswith("arbiter_")}  # fmt: skip
-    facts.update({
-        "arbiter_log_z": arbiter.log_z, "arbiter_se": arbiter.se,
-        "arbiter_warnings": tuple(arbiter.warnings), **masses,
-    })  # fmt: skip
-    confirmed = []
-    names = (("first", "second"), ("second", "first"))  # each estimate's and the other's
-    for estimate, (name, other) in zip(estimates, names, strict=True):
-        either_way = np.fmax(masses[f"arbiter_{name}_mass_missed"],
-                             masses[f"arbiter_{name}_mass_added"])  # fmt: skip
-        if (
-            estimate.reliable
-            and combined_z(estimate, arbiter) <= DISAGREEMENT_Z
-            and not unresolved_mass(either_way, estimate, arbiter)
-            and not unresolved_mass(masses[f"arbiter_{other}_mass_missed"], estimate, arbiter)
-        ):  # fmt: skip
-            confirmed.append((name, estimate))
-    if len(confirmed) != 1:
-        return flagged
-    name, estimate = confirmed[0]
-    facts["arbiter_z"] = combined_z(estimate, arbiter)
-    facts["confirmed_by"] = (
-        f"a third exploration from the prior with its own random stream, and AIS from its "
-        f"mixture: it agrees with the {name} exploration's AIS and found the same modes, and "
-        f"the other exploration's mixture holds no mass it lacks"
-    )
-    return cross_checked(estimate, arbiter)
+    return with_diagnostics(result, facts)
 
 
 # ------------------------------------------------------------------------------- 7. The choice
@@ -902,70 +663,13 @@ def _settled(first, second, primary, check, failures, facts) -> Evidence:
     else:
         chosen = first if first is not None else second
         missing = check if first is not None else primary
-        chosen = _with_warning(chosen, (
+        chosen = with_warning(chosen, (
             f"method='auto' returns {chosen.method} unchecked: {missing}, its independent "
             f"check, failed (below), so nothing confirms this estimate. Compare it with "
             f"another method (method=['ais', 'rts'] with reference='prior', or bridge on "
             f"more posterior draws)."
         ))  # fmt: skip
-    return _with_failures(_with_diagnostics(chosen, facts), failures)
-
-
-def cross_checked(estimate: Evidence, check: Evidence, prefer_first: bool = False) -> Evidence:
-    """The better-supported of an estimate and its cross-check, carrying the comparison.
-
-    Better supported: a result without warnings before one with, then the smaller SE
-    (``prefer_first``: the estimate, whatever its warnings; for the one of the two that can be
-    right, as when the other read draws that missed a mode). The
-    returned result's diagnostics hold the other's ``log Z`` and SE and ``auto_z``, the
-    difference in combined SEs; above ``pm_evidence.core.evidence.DISAGREEMENT_Z`` a warning
-    says so, on the result (``reliable`` is then False) and as a :class:`UserWarning`.
-
-    Parameters
-    ----------
-    estimate, check : Evidence
-        The primary estimate and its cross-check.
-    prefer_first : bool
-        Return ``estimate`` (with the comparison) whatever the two's warnings and SEs.
-
-    Returns
-    -------
-    Evidence
-    """
-    a, b = estimate, check
-    z = combined_z(a, b)
-    better = prefer_first or (not a.reliable, a.se) <= (not b.reliable, b.se)
-    chosen, other = (a, b) if better else (b, a)
-    diagnostics = {
-        **chosen.diagnostics,
-        "auto_pair": f"{a.method} checked by {b.method}",
-        "auto_other_method": other.method,
-        "auto_other_log_z": other.log_z,
-        "auto_other_se": other.se,
-        "auto_z": z,
-    }
-    messages = list(chosen.warnings)
-    if not z <= DISAGREEMENT_Z:
-        message = (
-            f"method='auto': {a.method} and its cross-check {b.method} (different draws and "
-            f"reference) disagree by {z:.1f} combined standard errors (> {DISAGREEMENT_Z:g}): "
-            f"log Z = {format_estimate(a.log_z, a.se)} vs {format_estimate(b.log_z, b.se)}. At "
-            f"least one is "
-            f"wrong or under-states its error (a missed mode, a poor reference, or posterior "
-            f"draws fitted to other data than the model holds: pass idata only from pm.sample "
-            f"on this model and its current data); run both with "
-            f"method=[{a.method!r}, {b.method!r}] and check their diagnostics."
-        )
-        warn_user(message)
-        messages.append(message)
-    return dataclasses.replace(chosen, diagnostics=diagnostics, warnings=tuple(messages))
-
-
-def combined_z(a: Evidence, b: Evidence) -> float:
-    """``|log Z_a - log Z_b| / hypot(se_a, se_b)``: the difference in combined standard errors
-    (``inf`` where both SEs are 0)."""
-    combined = float(np.hypot(a.se, b.se))
-    return abs(a.log_z - b.log_z) / combined if combined > 0 else np.inf
+    return _with_failures(with_diagnostics(chosen, facts), failures)
 
 
 def term_check_stage(target, result: Evidence, plan, seed) -> Evidence:
@@ -984,11 +688,3 @@ def _with_failures(ev: Evidence, failures: dict[str, str]) -> Evidence:
     return dataclasses.replace(
         ev, warnings=(*ev.warnings, *(m for m in new if m not in ev.warnings))
     )
-
-
-def _with_warning(ev: Evidence, message: str) -> Evidence:
-    return dataclasses.replace(ev, warnings=(*ev.warnings, message))
-
-
-def _with_diagnostics(ev: Evidence, facts: dict) -> Evidence:
-    return dataclasses.replace(ev, diagnostics={**ev.diagnostics, **facts})
