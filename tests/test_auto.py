@@ -305,3 +305,53 @@ def test_two_explorations_on_different_mirror_images_do_not_confirm_each_other()
     assert verdicts.confirmed_or_flagged(first, None, edges, {}, why).reliable
     assert verdicts.unresolved_mass(0.023, dataclasses.replace(first, se=0.001),
                                 dataclasses.replace(edges, se=0.001))  # fmt: skip
+
+
+def test_agreeing_explorations_whose_mixtures_differ_by_a_few_percent_widen_the_se():
+    """Two AIS estimates that agree, from mixtures that differ by a share of the posterior mass
+    their SEs cannot resolve: where that mass could move log Z by at most
+    ``WIDENED_SHIFT_MAX`` nats, the result is confirmed with an SE grown by half the shift;
+    beyond it, flagged as before. Numbers of the eccentric radial-velocity orbit at seed 1:
+    -154.3631 +- 0.0047 and -154.3595 +- 0.0078, mixtures 3.7% apart (0.038 nats, over four
+    combined SEs, 0.036), where five explorations' AIS estimates spread by 0.015."""
+    Evidence = pme.Evidence
+    why = "the estimate on the posterior draws failed"
+    first = Evidence(log_z=-154.3631, se=0.0047, method="ais")
+    second = Evidence(log_z=-154.3595, se=0.0078, method="ais",
+                      diagnostics={"confirmation_unshared_mass": 0.037})  # fmt: skip
+    assert verdicts.unresolved_mass(0.037, first, second)
+    facts = {}
+    result = verdicts.confirmed_or_flagged(first, None, second, facts, why)
+    shift = -np.log(1 - 0.037)
+    assert result.reliable and result.log_z == first.log_z
+    assert result.se == pytest.approx(np.hypot(0.0047, shift / 2), rel=1e-12)
+    assert result.diagnostics["se_of_weights"] == 0.0047
+    assert result.diagnostics["se_unshared_mass"] == pytest.approx(shift / 2, rel=1e-12)
+    assert "differ by 3.7% of the posterior mass" in facts["confirmed_by"]
+    assert not verdicts.needs_arbiter(first, second, facts)
+    # more than WIDENED_SHIFT_MAX apart (20% of the mass: 0.22 nats): flagged, the arbiter next
+    apart = dataclasses.replace(second, diagnostics={"confirmation_unshared_mass": 0.2})
+    facts = {}
+    flagged = verdicts.confirmed_or_flagged(first, None, apart, facts, why)
+    assert not flagged.reliable and flagged.se == first.se
+    assert "found different modes: 20%" in flagged.warnings[-1]
+    assert verdicts.needs_arbiter(first, apart, facts)
+    # agreeing within four SEs only once widened is no agreement: 0.05 apart is 5.5 combined SEs
+    far = dataclasses.replace(second, log_z=first.log_z + 0.05)
+    assert not verdicts.confirmed_or_flagged(first, None, far, {}, why).reliable
+
+
+def test_a_failed_estimate_on_the_draws_that_a_confirmation_replaced_is_kept_in_the_diagnostics():
+    """Where bridge on the posterior draws failed (chains in different period modes of a
+    radial-velocity model) and a second exploration confirmed AIS, the failure was the reason
+    for the confirmation, not a doubt about the result: it moves from the warnings to
+    ``auto_superseded_failures``. Any other stage's failure stays a warning."""
+    stage = "'bridge' (on the posterior draws)"
+    failures = {stage: "bridge failed: OverlapError", "the term check": "failed"}
+    facts = {}
+    auto.superseded_failures(failures, facts, stage)
+    assert failures == {"the term check": "failed"}
+    assert facts["auto_superseded_failures"] == ("bridge failed: OverlapError",)
+    facts = {}
+    auto.superseded_failures(failures, facts, stage)  # nothing of the estimate's to move
+    assert facts == {} and failures == {"the term check": "failed"}

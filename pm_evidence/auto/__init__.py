@@ -99,6 +99,7 @@ __all__ = [
     "estimate_stage",
     "exploration_skipped",
     "exploration_stage",
+    "superseded_failures",
     "term_check_stage",
 ]
 
@@ -182,6 +183,8 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
                 target, plan, seed, progressbar, kwargs, (second, first),
                 halves.check_options["path"].reference, why, facts, failures,
             )  # fmt: skip
+            if "confirmed_by" in facts:
+                superseded_failures(failures, facts, f"{primary!r} (on the posterior draws)")
             return _with_failures(with_diagnostics(chosen, facts), failures)
     # 7. the better supported of the two; the term check where nothing explored
     result = _settled(first, second, primary, check, failures, facts)
@@ -547,6 +550,15 @@ def _confirmed(
         failures, "the result is returned unconfirmed",
     )  # fmt: skip
     return arbitrated(chosen, (ais, confirmation), arbiter, facts)
+
+
+def superseded_failures(failures: dict, facts: dict, estimate_stage_name: str) -> None:
+    """Where a second exploration confirmed AIS, the estimate on the posterior draws, had it
+    failed, was one of the reasons for that confirmation (``confirmed_by`` says so), not a doubt
+    about the result: its failure moves from ``failures`` (a warning on the result) to the
+    diagnostics (``auto_superseded_failures``), where it stays visible."""
+    if estimate_stage_name in failures:
+        facts["auto_superseded_failures"] = (failures.pop(estimate_stage_name),)
 
 
 def _interruptible(stage: str, run, failures: dict, kept: str):

@@ -33,6 +33,9 @@ each chain so that chains in different modes do not inflate them:
   (one chain's own variance is too noisy: a chain that spent a window pressed against a
   boundary of the support would get tiny steps and stall; the bound keeps a few chains that
   hop between narrow modes from setting every chain's scales to the distance between modes);
+* where the draws' correlation is ill-conditioned (condition number above
+  ``DENSE_CONDITION``), a dense metric: the Cholesky factor of their regularized correlation
+  (Stan's dense adaptation), so that HMC moves in coordinates where they are uncorrelated;
 * the trajectory length, one for all chains: ``T = (pi / 2) sqrt(lambda_max)``,
   ``lambda_max`` the largest eigenvalue of the correlation of the window's draws standardized
   within each chain (pooled over chains), a quarter period of the slowest direction of a
@@ -54,6 +57,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -63,11 +67,14 @@ from pm_evidence.model.log_density import LogDensity
 from pm_evidence.model.model_checks import nan_data_names
 
 __all__ = [
+    "DENSE_CONDITION",
+    "DENSE_DRAWS_PER_DIM",
     "DIVERGENCE_ENERGY",
     "START_CANDIDATES",
     "VARIANCE_OVER_MEDIAN",
     "BatchedHMCSettings",
     "BatchedHMCStats",
+    "Metric",
     "adaptation_windows",
     "finite_prior_points",
     "sample_batched_hmc",
@@ -84,6 +91,12 @@ DIVERGENCE_ENERGY = 1000.0  # an energy error above this is a divergence (as PyM
 # every chain's steps a fraction of its mode's width, and so its trajectories many times
 # longer (measured: docs/benchmarks.rst).
 VARIANCE_OVER_MEDIAN = 4.0
+# A dense metric where the posterior's correlation has a condition number above this (a
+# diagonal metric's transitions would take over sqrt(100) = 10 times the leapfrog steps) and the
+# window holds at least DENSE_DRAWS_PER_DIM draws per dimension to estimate it from (measured:
+# docs/benchmarks.rst, "A dense metric for correlated posteriors").
+DENSE_CONDITION = 100.0
+DENSE_DRAWS_PER_DIM = 10
 START_CANDIDATES = 256  # prior draws searched for starts where the jittered start is not finite
 
 
@@ -145,6 +158,8 @@ class BatchedHMCStats:
         ``DIVERGENCE_ENERGY``).
     evaluations : int
         Points at which the log-density and gradient were evaluated (tuning included).
+    dense_metric : bool
+        Whether the draws were made with a dense metric (:func:`window_estimates`).
     """
 
     chains: int
@@ -155,6 +170,7 @@ class BatchedHMCStats:
     accept_rate: float
     divergences: int
     evaluations: int
+    dense_metric: bool = False
 
     def diagnostics(self) -> dict:
         """The statistics as result diagnostics (``draws_*`` keys)."""
@@ -168,6 +184,7 @@ class BatchedHMCStats:
             "draws_accept_rate": self.accept_rate,
             "draws_divergences": self.divergences,
             "draws_evaluations": self.evaluations,
+            "draws_dense_metric": self.dense_metric,
         }
 
 
@@ -270,10 +287,37 @@ def _log_f_and_grad(function, x):
     return log_prior + log_lik, g_prior + g_lik
 
 
-def _transition(rng, state: _State, eps: np.ndarray, scale: np.ndarray, n_steps: int):
+class Metric(NamedTuple):
+    """The mass matrix's square root ``M^{-1/2} = diag(s) F``: the scales ``s (c, dim)`` and,
+    where the posterior's correlations call for it (:func:`window_estimates`), the Cholesky
+    factor ``F (dim, dim)`` of its regularized correlation (``None``: a diagonal metric)."""
+
+    scale: np.ndarray
+    factor: np.ndarray | None = None
+
+    @property
+    def dense(self) -> bool:
+        return self.factor is not None
+
+
+def _leapfrog_maps(metric: Metric, eps: np.ndarray):
+    """The leapfrog's position step ``eps M^{-1/2} p`` and momentum kick
+    ``fraction eps M^{-1/2 T} grad`` of every chain, as functions of ``(c, dim)`` rows."""
+    if metric.factor is None:
+        step = eps[:, None] * metric.scale
+        half_step = 0.5 * step
+        return (lambda p: step * p), (lambda g, half: (half_step if half else step) * g)
+    e, s, f = eps[:, None], metric.scale, metric.factor
+    return (
+        lambda p: e * (s * (p @ f.T)),
+        lambda g, half: (0.5 * e if half else e) * ((s * g) @ f),
+    )
+
+
+def _transition(rng, state: _State, eps: np.ndarray, metric: Metric, n_steps: int):
     """One HMC transition of every chain (module text) with per-chain step sizes ``eps (c,)``
-    and scales ``scale (c, dim)``; updates ``state`` in place and returns ``(acceptance
-    probabilities, divergent)``.
+    and ``metric``; updates ``state`` in place and returns ``(acceptance probabilities,
+    divergent)``.
 
     A leapfrog step is one call of the compiled function and a few NumPy operations on
     ``(c, dim)`` arrays, each a microsecond or two on a small model, as long as the call: the
@@ -281,8 +325,7 @@ def _transition(rng, state: _State, eps: np.ndarray, scale: np.ndarray, n_steps:
     their sum (finite only where every position is) and row by row only where the sum is not
     (a non-finite position, or finite ones whose sum overflows); a chain whose position became
     non-finite stays where it started and is never evaluated there."""
-    step = eps[:, None] * scale
-    half_step = 0.5 * step
+    move, kick = _leapfrog_maps(metric, eps)
     p = rng.standard_normal(state.x.shape)
     h0 = 0.5 * np.sum(p * p, axis=1) - state.log_f
     x, log_f, grad = state.x, state.log_f, state.grad
@@ -290,9 +333,9 @@ def _transition(rng, state: _State, eps: np.ndarray, scale: np.ndarray, n_steps:
     any_diverged = False
     function = state.function
     with np.errstate(invalid="ignore", over="ignore"):
-        p = p + half_step * grad
+        p = p + kick(grad, True)
         for i in range(n_steps):
-            x = x + step * p
+            x = x + move(p)
             if not math.isfinite(np.sum(x)):
                 diverged |= ~np.all(np.isfinite(x), axis=1)
                 any_diverged = bool(diverged.any())
@@ -300,7 +343,7 @@ def _transition(rng, state: _State, eps: np.ndarray, scale: np.ndarray, n_steps:
                 x = np.where(diverged[:, None], state.x, x)  # never evaluate a non-finite x
             log_prior, log_lik, g_prior, g_lik = function(x)  # log f only at the last step
             grad = g_prior + g_lik
-            p = p + (step if i < n_steps - 1 else half_step) * grad
+            p = p + kick(grad, i == n_steps - 1)
         log_f = log_prior + log_lik
         h1 = 0.5 * np.sum(p * p, axis=1) - log_f
         energy_error = h1 - h0
@@ -337,13 +380,13 @@ class _DualAveraging:
         return np.exp(self.log_eps_bar)
 
 
-def _initial_step_size(rng, state: _State, scale: np.ndarray) -> np.ndarray:
+def _initial_step_size(rng, state: _State, metric: Metric) -> np.ndarray:
     """Hoffman and Gelman (2014), Algorithm 4, for each chain: double or halve its step size
     until the acceptance of one leapfrog step crosses 1/2 (``state`` is not moved)."""
     c = state.x.shape[0]
 
     def accept(e):
-        return _transition(rng, state.copy(), e, scale, 1)[0]
+        return _transition(rng, state.copy(), e, metric, 1)[0]
 
     eps, done = np.ones(c), np.zeros(c, dtype=bool)
     direction = np.where(accept(eps) > 0.5, 1.0, -1.0)
@@ -358,15 +401,24 @@ def _initial_step_size(rng, state: _State, scale: np.ndarray) -> np.ndarray:
     return eps
 
 
-def window_estimates(window: np.ndarray) -> tuple[np.ndarray, float]:
-    """The scales and the trajectory length from a window's draws ``(transitions, chains, dim)``.
+def window_estimates(window: np.ndarray) -> tuple[Metric, float]:
+    """The metric and the trajectory length from a window's draws ``(transitions, chains, dim)``.
 
     The scales are the same for every chain: ``s^2 = n / (n + 5) v + 10^-3 5 / (n + 5)`` (Stan's
     regularization, ``n`` transitions), ``v = min(mean_c v_c, VARIANCE_OVER_MEDIAN median_c
-    v_c)`` with ``v_c`` chain ``c``'s own variance. The trajectory length is
-    ``(pi / 2) sqrt(lambda_max)``, ``lambda_max`` the largest eigenvalue of the correlation of
-    the draws standardized within each chain (so that chains in different modes do not inflate
-    it). Returns ``(scales (chains, dim), length)``."""
+    v_c)`` with ``v_c`` chain ``c``'s own variance. ``R`` is the correlation of the draws
+    standardized within each chain (so that chains in different modes do not inflate it).
+
+    With a diagonal metric the step size is set by ``R``'s smallest eigenvalue and the
+    trajectory by its largest, so a transition takes about ``sqrt(kappa)`` leapfrog steps,
+    ``kappa`` its condition number. Where ``kappa > DENSE_CONDITION`` and the window holds at
+    least ``DENSE_DRAWS_PER_DIM`` draws per dimension, the metric is dense: ``F`` the Cholesky
+    factor of ``R_reg = N / (N + 5) R + 5 / (N + 5) I`` (``N`` the window's draws, Stan's
+    regularization of a dense metric), so that HMC moves in coordinates where the posterior's
+    correlation is about ``I`` (Stan's dense adaptation). The trajectory length is
+    ``(pi / 2) sqrt(lambda_max)``, ``lambda_max`` the largest eigenvalue of ``R`` in the
+    metric's coordinates (``F^-1 R F^-T``; ``R`` itself for a diagonal metric), a quarter period
+    of the slowest direction. Returns ``(metric, length)``."""
     n = window.shape[0]
     variances = np.var(window, axis=0)  # (chains, dim)
     within = np.minimum(  # the chains' mean variance, at most VARIANCE_OVER_MEDIAN median ones
@@ -374,14 +426,24 @@ def window_estimates(window: np.ndarray) -> tuple[np.ndarray, float]:
     )
     var = (n / (n + 5.0)) * within + 1e-3 * (5.0 / (n + 5.0))
     scale = np.broadcast_to(np.sqrt(var), window.shape[1:])  # (chains, dim)
-    if window.shape[-1] == 1:
-        return scale, 0.5 * math.pi
-    z = ((window - window.mean(axis=0)) / scale).reshape(-1, window.shape[-1])
+    dim = window.shape[-1]
+    if dim == 1:
+        return Metric(scale), 0.5 * math.pi
+    z = ((window - window.mean(axis=0)) / scale).reshape(-1, dim)
     corr = np.corrcoef(z, rowvar=False)
     if not np.all(np.isfinite(corr)):
-        return scale, 0.5 * math.pi
-    lam = float(np.max(np.linalg.eigvalsh(corr)))
-    return scale, 0.5 * math.pi * math.sqrt(max(lam, 1.0))
+        return Metric(scale), 0.5 * math.pi
+    eigenvalues = np.linalg.eigvalsh(corr)
+    lam = float(eigenvalues[-1])
+    draws = z.shape[0]
+    condition = lam / max(float(eigenvalues[0]), np.finfo(float).tiny)
+    if condition > DENSE_CONDITION and draws >= DENSE_DRAWS_PER_DIM * dim:
+        regularized = (draws / (draws + 5.0)) * corr + (5.0 / (draws + 5.0)) * np.eye(dim)
+        factor = np.linalg.cholesky(regularized)
+        inverse = np.linalg.inv(factor)
+        lam = float(np.max(np.linalg.eigvalsh(inverse @ corr @ inverse.T)))
+        return Metric(scale, factor), 0.5 * math.pi * math.sqrt(max(lam, 1.0))
+    return Metric(scale), 0.5 * math.pi * math.sqrt(max(lam, 1.0))
 
 
 def sample_batched_hmc(
@@ -404,8 +466,8 @@ def sample_batched_hmc(
     target.require_continuous("batched HMC posterior sampling")
     c, dim = settings.chains, target.dim
     state = _State(target, starting_points(target, rng, c))
-    scale = np.ones((c, dim))
-    eps = _initial_step_size(rng, state, scale)
+    metric = Metric(np.ones((c, dim)))
+    eps = _initial_step_size(rng, state, metric)
     length = 0.5 * math.pi  # before the first window: a quarter period of a unit scale
     averaging = _DualAveraging(eps, settings.target_accept)
     first, windows, _ = adaptation_windows(settings.tune)  # the last window: step size only
@@ -423,16 +485,16 @@ def sample_batched_hmc(
             # chain's step size; a chain with a longer step moves further
             jittered = rng.uniform(0.0, 1.0) * TRAJECTORY_FACTOR * length / float(np.median(eps))
             n_steps = int(min(settings.max_leapfrog, max(1, math.ceil(jittered))))
-            accept, diverged = _transition(rng, state, eps, scale, n_steps)
+            accept, diverged = _transition(rng, state, eps, metric, n_steps)
             evaluations += c * n_steps
             if tuning:
                 eps = averaging.update(accept)
                 if first <= t < ends[-1]:
                     window.append(state.x.copy())
                 if t + 1 in ends[1:]:  # the end of a slow window: new scales, restart averaging
-                    scale, length = window_estimates(np.asarray(window))
+                    metric, length = window_estimates(np.asarray(window))
                     window = []
-                    eps = _initial_step_size(rng, state, scale)
+                    eps = _initial_step_size(rng, state, metric)
                     averaging = _DualAveraging(eps, settings.target_accept)
                 if t + 1 == settings.tune:
                     eps = averaging.final
@@ -447,6 +509,6 @@ def sample_batched_hmc(
     stats = BatchedHMCStats(
         chains=c, draws=settings.draws, tune=settings.tune, step_size=float(np.median(eps)),
         mean_leapfrog=leapfrog_sum / settings.draws, accept_rate=accept_sum / settings.draws,
-        divergences=divergences, evaluations=evaluations,
+        divergences=divergences, evaluations=evaluations, dense_metric=metric.dense,
     )  # fmt: skip
     return kept, stats

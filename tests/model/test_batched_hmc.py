@@ -16,7 +16,9 @@ from arviz_stats.base import array_stats
 import pm_evidence as pme
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import RHAT_MAX, max_rhat
+from pm_evidence.model import batched_hmc
 from pm_evidence.model.batched_hmc import (
+    DENSE_CONDITION,
     VARIANCE_OVER_MEDIAN,
     BatchedHMCSettings,
     adaptation_windows,
@@ -76,6 +78,45 @@ def test_same_seed_same_draws(correlated_regression):
     np.testing.assert_array_equal(a, b)
 
 
+def test_a_correlated_posterior_gets_a_dense_metric_and_shorter_trajectories(
+    correlated_regression, monkeypatch
+):
+    """The regression's posterior correlation has a condition number near 10^3: a dense metric
+    (the Cholesky factor of the draws' correlation) takes a few leapfrog steps per transition
+    where the diagonal one takes tens, with the same exact moments (the test above)."""
+    model = correlated_regression[0]
+    target = as_target(model)
+    _, dense = sample_batched_hmc(target, np.random.default_rng(1), progressbar=False)
+    monkeypatch.setattr(batched_hmc, "DENSE_CONDITION", np.inf)
+    _, diagonal = sample_batched_hmc(target, np.random.default_rng(1), progressbar=False)
+    assert dense.dense_metric and not diagonal.dense_metric
+    assert dense.diagnostics()["draws_dense_metric"]
+    assert dense.mean_leapfrog * 3 < diagonal.mean_leapfrog, (dense, diagonal)
+    assert dense.divergences == 0 and 0.6 < dense.accept_rate < 1.0
+
+
+def test_window_estimates_choose_the_metric_from_the_correlation():
+    """A window of draws with correlation 0.999 between two of three coordinates (condition
+    number 2,000): the metric's factor ``F`` is the Cholesky factor of the regularized
+    correlation and the trajectory a quarter period of a unit scale (the correlation is about
+    ``I`` in its coordinates); uncorrelated draws, or too few per dimension, keep the diagonal
+    metric."""
+    rng = np.random.default_rng(4)
+    corr = np.array([[1.0, 0.999, 0.0], [0.999, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    window = rng.multivariate_normal(np.zeros(3), corr, size=(200, 16))
+    metric, length = window_estimates(window)
+    n = 200 * 16
+    z = ((window - window.mean(axis=0)) / metric.scale).reshape(-1, 3)
+    sample = np.corrcoef(z, rowvar=False)
+    assert np.linalg.cond(sample) > DENSE_CONDITION
+    regularized = n / (n + 5.0) * sample + 5.0 / (n + 5.0) * np.eye(3)
+    np.testing.assert_allclose(metric.factor @ metric.factor.T, regularized, rtol=1e-10)
+    assert 0.5 * np.pi <= length < 0.5 * np.pi * 1.01
+    independent, length = window_estimates(rng.standard_normal((200, 16, 3)))
+    assert not independent.dense and length < 0.5 * np.pi * 1.2
+    assert not window_estimates(window[:1, :16])[0].dense  # 16 draws: under 10 per dimension
+
+
 @pytest.mark.parametrize("tune", [10, 39, 40, 100, 400, 1000, 5000])
 def test_adaptation_windows_cover_the_tuning(tune):
     first, windows, last = adaptation_windows(tune)
@@ -95,7 +136,7 @@ def test_chains_hopping_between_narrow_modes_do_not_set_every_chains_scales():
     window = rng.normal(0.0, 0.01, size=(n, chains, 2))
     window[:, :, 0] += np.arange(chains)  # each chain in its own mode
     window[:, 0, 0] += rng.choice([-0.5, 0.5], size=n)  # one chain hops between two
-    scale, _ = window_estimates(window)
+    scale = window_estimates(window)[0].scale
     assert scale.shape == (chains, 2)
     variances = window.var(axis=0)
 
