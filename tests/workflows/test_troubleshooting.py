@@ -6,7 +6,7 @@ and its error examples raise what the page says.
 reaches one of these *sinks*:
 
 * the argument that holds the text in a call of ``warn_user``, ``warnings.warn``, ``flag``,
-  ``_with_warning``, ``attempt`` / ``_interruptible`` (the stage names of the failures that
+  ``with_warning``, ``attempt`` / ``_interruptible`` (the stage names of the failures that
   ``method="auto"`` and lists of methods report) or ``ModelFailure`` (the failures that
   ``compare_models`` reports in its warning) (:data:`SINK_CALLS`), and the arguments after the
   first of any function whose name ends in ``messages`` (``weight_messages(diagnostics, "The
@@ -62,7 +62,7 @@ SINK_CALLS = {
     "warn_user": (0,),
     "warn": (0,),
     "flag": (0,),
-    "_with_warning": (1,),
+    "with_warning": (1,),
     "attempt": (0,),
     "_interruptible": (0, 3),
     "ModelFailure": (2,),
@@ -293,7 +293,7 @@ def test_the_collector_finds_the_warnings(templates):
         "have an effective sample size of only",  # appended to messages
         "The AIS weights",  # an argument of weight_messages
         "(different draws and reference) disagree by",  # warn_user(message), message = ...
-        "No independent confirmation:",  # _with_warning
+        "No independent confirmation:",  # with_warning
         "failed and was left out (",  # failures[stage] = failure_text(...)
         "the exploration from the prior (tempered SMC with jumps",  # attempt's stage name
         "The posterior is invariant under",  # SymmetryDecision(messages=...)
