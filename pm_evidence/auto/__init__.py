@@ -78,6 +78,7 @@ from pm_evidence.search.coverage import (
     unshared_mass,
 )
 from pm_evidence.search.exploration import Exploration, ExplorationOptions, explore
+from pm_evidence.search.mixtures import with_draws_outside
 
 __all__ = [
     "ARBITER_STREAM",
@@ -101,6 +102,7 @@ __all__ = [
     "exploration_stage",
     "superseded_failures",
     "term_check_stage",
+    "with_draws_outside_stage",
 ]
 
 
@@ -332,6 +334,7 @@ def estimate_and_check(
     if stopped(first):
         return Halves(first, None, None, skipped_estimate, interrupted=first)
     options = check_stage_options(target, kwargs, exploration, plan, skipped)
+    options, added = with_draws_outside_stage(target, options, exploration, plan, coverage, seed)
     second = None
     if options is None:
         failures[repr(check)] = (
@@ -355,6 +358,8 @@ def estimate_and_check(
                 f"{primary!r} is returned unchecked."
             ))  # fmt: skip
             return Halves(first, None, options, skipped_estimate, interrupted=interrupted)
+    if second is not None and added:
+        second = with_diagnostics(second, {"reference_draws_components": added})
     if skipped_estimate and second is None:  # AIS failed: the estimate is needed after all
         first, skipped_estimate = estimate(), ""
         if stopped(first):
@@ -411,6 +416,34 @@ def check_stage_options(target, kwargs: dict, exploration, plan, skipped: str) -
     if skipped.startswith("the prior cannot be sampled"):
         return None
     return for_the_path_methods(kwargs, "prior")
+
+
+def with_draws_outside_stage(target, options, exploration, plan, coverage, seed):
+    """Stage 4's options with the posterior draws' region that the exploration missed in AIS's
+    reference, and the number of components that added (0: ``options`` as given).
+
+    Where the draws lie outside every component of the exploration's mixture in a region
+    holding at least ``MISSED_SHARE`` of the posterior mass (``coverage``'s
+    ``missed_by_exploration``: chains that found a mode tempering from the prior lost), AIS
+    from that mixture alone is low by about that share: the mixture gets components fitted to
+    those draws, every weight adapted by importance sampling
+    (:func:`~pm_evidence.search.mixtures.with_draws_outside`, on the ``"draws_outside"``
+    stream of ``seed``), and AIS starts from the union. The result's diagnostics then hold
+    ``reference_draws_components``, and :func:`coverage_stage` does not warn that AIS's
+    reference missed that region."""
+    if (
+        options is None or exploration is None or plan is None or coverage is None
+        or not coverage.missed_by_exploration >= MISSED_SHARE
+    ):  # fmt: skip
+        return options, 0
+    mixture, added = with_draws_outside(
+        exploration.mixture, plan.draws, target.log_density, stage_rngs(seed)["draws_outside"],
+        ExplorationOptions().n_reweighting_draws,
+    )  # fmt: skip
+    if not added:
+        return options, 0
+    group = plan.search.group
+    return for_the_path_methods(options, exploration.reference(group, mixture)), added
 
 
 def _start_of(options: dict, exploration) -> str:
@@ -508,7 +541,11 @@ def coverage_stage(
             f"lies in components that no posterior draw visited, so {estimate.method}, which reads "
             f"the posterior draws, misses that mass."
         ))  # fmt: skip
-    if check is not None and coverage.missed_by_exploration >= MISSED_SHARE:
+    if (
+        check is not None
+        and coverage.missed_by_exploration >= MISSED_SHARE
+        and not check.diagnostics.get("reference_draws_components")
+    ):  # AIS's reference lacked the region the draws found (with_draws_outside_stage)
         check = with_warning(check, (
             f"Tempering from the prior (pm_evidence.search.exploration) missed part of the "
             f"posterior: {coverage.draws_outside:.0%} of the posterior draws lie outside "
@@ -624,8 +661,12 @@ def _explored_ais(target, plan, seed, progressbar: bool, kwargs: dict, stream: i
     child = confirmation_seed(root_sequence(seed), stream)
     exploration = exploration_stage(target, child, progressbar)
     options = check_stage_options(target, kwargs, exploration, plan, "")
+    coverage = draws_coverage(exploration, plan) if plan is not None else None
+    options, added = with_draws_outside_stage(target, options, exploration, plan, coverage, child)
     result = estimate_stage("ais", target, plan, child, progressbar, options)
-    result = with_diagnostics(result, {"confirmation_n_modes": exploration.n_modes})
+    result = with_diagnostics(result, {
+        "confirmation_n_modes": exploration.n_modes, "reference_draws_components": added,
+    })  # fmt: skip
     return result, options["path"].reference, stage_rngs(child)["mode_sets"]
 
 

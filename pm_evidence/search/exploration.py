@@ -353,7 +353,7 @@ class Exploration:
         """Components of the mixture fitted at ``beta = 1``."""
         return self.mixture.n_components
 
-    def reference(self, group=None) -> Reference:
+    def reference(self, group=None, mixture: MixtureReference | None = None) -> Reference:
         """The reference for a path or an importance sampler: the mixture fitted at
         ``beta = 1``, its components Student-t's with ``reference_df`` degrees of freedom
         (same locations and scale matrices; normals where ``reference_df`` is ``None``), or,
@@ -371,12 +371,15 @@ class Exploration:
         mixture alone ``log(|G| / 2)`` low). Averaging the mixture over the group,
         ``(1/|G|) sum_g q(g x)``, does the same at ``|G|`` times the cost of every
         evaluation.
+
+        ``mixture``: another mixture to make the reference of, in place of the exploration's
+        own (:func:`~pm_evidence.search.mixtures.with_draws_outside`: with components where
+        posterior draws found mass the exploration missed).
         """
+        mixture = self.mixture if mixture is None else mixture
         if group is None or group.size < 2:
-            return self._as_reference(self.mixture)
-        return self._as_reference(
-            with_mirror_images(self.mixture, group.actions, MIRROR_DENSITY_RATIO)
-        )
+            return self._as_reference(mixture)
+        return self._as_reference(with_mirror_images(mixture, group.actions, MIRROR_DENSITY_RATIO))
 
     def _as_reference(self, m: MixtureReference) -> Reference:
         if m.n_components == 1:

@@ -30,6 +30,7 @@ __all__ = [
     "fit_gaussian_mixture",
     "flattened",
     "pooled",
+    "with_draws_outside",
     "with_lost_components",
     "with_mirror_images",
 ]
@@ -281,6 +282,36 @@ def adapt_components(
             means[j] = mean
         mixture = MixtureReference(weights / weights.sum(), means, chols, mixture.df)
     return best, best_ess
+
+
+def with_draws_outside(
+    mixture: MixtureReference,
+    draws: np.ndarray,
+    log_f,
+    rng: np.random.Generator,
+    n_draws: int,
+) -> tuple[MixtureReference, int]:
+    """``mixture`` with Gaussian components fitted to the posterior ``draws (..., dim)`` that
+    lie outside every one of its components (beyond the chi-square ``1 - OUTLIER_LEVEL``
+    quantile of each), all of them adapted together (:func:`adapt_components`, ``n_draws``
+    draws per iteration of ``log_f``): a region of the posterior that MCMC chains found and
+    tempering from the prior missed becomes part of the reference, so that AIS from it covers
+    both (from the exploration's mixture alone its chains rarely reach that region, and AIS is
+    low by the region's share of ``Z``).
+
+    The components are :func:`fit_gaussian_mixture`'s (BIC) on the draws outside, pooled with
+    ``mixture``'s (:func:`pooled`) before the adaptation sets every weight. Returns the mixture
+    and the number of components added: ``(mixture, 0)`` where fewer than ``5 (dim + 1)``
+    draws lie outside (too few for a covariance)."""
+    dim = mixture.dim
+    flat = np.asarray(draws, dtype=float).reshape(-1, dim)
+    limit = stats.chi2.ppf(1 - OUTLIER_LEVEL, dim)
+    outside = flat[np.all(mixture.mahalanobis_sq(flat) > limit, axis=-1)]
+    if outside.shape[0] < 5 * (dim + 1):
+        return mixture, 0
+    fitted = fit_gaussian_mixture(outside, rng)
+    union, _ = adapt_components(pooled(mixture, fitted), log_f, rng, n_draws)
+    return union, fitted.n_components
 
 
 def with_mirror_images(

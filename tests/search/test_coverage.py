@@ -54,3 +54,39 @@ def test_the_largest_chain_counts_not_the_sum():
     outside[:2] = True
     share = outside_mass_share(chains, outside, _log_density(0.01), LOG_Z)
     assert share == pytest.approx(0.01, rel=0.1)
+
+
+def test_draws_outside_the_mixture_join_it_with_their_mass():
+    """A posterior with two modes in 2-D, 0.3 and 0.7 of the mass (``Z = 1``), a mixture that
+    found only the first, and posterior draws from both: ``with_draws_outside`` adds
+    components at the second mode's draws, and importance sampling from the union is right
+    (from the first mixture alone it would be ``log 0.3`` low, the draws' mode missing); draws
+    all inside the mixture add nothing."""
+    from pm_evidence.references import MixtureReference
+    from pm_evidence.search.mixtures import with_draws_outside
+
+    centres, shares = np.array([[-4.0, 0.0], [4.0, 1.0]]), np.array([0.3, 0.7])
+
+    def log_f(x):
+        return np.logaddexp(
+            np.log(shares[0]) + stats.multivariate_normal(centres[0]).logpdf(x),
+            np.log(shares[1]) + stats.multivariate_normal(centres[1]).logpdf(x),
+        )
+
+    rng = np.random.default_rng(5)
+    first = MixtureReference(np.ones(1), centres[:1], np.eye(2)[None] * 1.1)
+    draws = np.concatenate([
+        rng.normal(centres[0], 1.0, size=(4, 200, 2)), rng.normal(centres[1], 1.0, size=(12, 200, 2))
+    ])  # fmt: skip
+    union, added = with_draws_outside(first, draws, log_f, rng, 4096)
+    assert added >= 1 and union.n_components == 1 + added
+    near = np.linalg.norm(union.means - centres[1], axis=1) < 0.5
+    assert abs(union.weights[near].sum() - 0.7) < 0.05
+    x = union.sample(rng, 20_000)
+    log_w = log_f(x) - union.logpdf(x)
+    log_z = np.logaddexp.reduce(log_w) - np.log(log_w.size)
+    se = np.std(np.exp(log_w - log_w.max())) / np.mean(np.exp(log_w - log_w.max())) / np.sqrt(log_w.size)
+    assert abs(log_z) < 4 * se + 1e-3
+    inside = rng.normal(centres[0], 1.0, size=(16, 200, 2))
+    same, none = with_draws_outside(first, inside, log_f, rng, 4096)
+    assert none == 0 and same is first
