@@ -64,7 +64,7 @@ def unconfirmed_draws(
     * or the estimate on them failed (bridge's reference does not overlap draws whose chains
       sit in different period modes of a radial-velocity model): nothing else can check AIS.
 
-    ``draws_estimate`` is ``None`` where it was not run (:func:`estimate_skipped`: the draws
+    ``draws_estimate`` is ``None`` where it was not run (:func:`~pm_evidence.auto.estimate_skipped`: the draws
     missed modes) or failed.
     """
     if check is None:
@@ -109,7 +109,7 @@ def confirmed_or_flagged(
     likewise (``confirmation_log_z`` then holds the first: an exploration that missed the
     main mode gives an AIS many nats low with an ESS near 1, where the second exploration may
     find it). ``nuts_estimate`` (bridge on the
-    draws that missed the modes; ``None`` where it did not run: :func:`estimate_skipped`)
+    draws that missed the modes; ``None`` where it did not run: :func:`~pm_evidence.auto.estimate_skipped`)
     is kept in the diagnostics only. ``why``: why the draws could
     not confirm it (:func:`unconfirmed_draws`), in the words of the result."""
     facts["auto_nuts_method"] = getattr(nuts_estimate, "method", None)
@@ -282,7 +282,7 @@ def unresolved_mass(unshared: float, a: Evidence, b: Evidence) -> bool:
 
 
 def needs_arbiter(estimate: Evidence, confirmation: Evidence | None, facts: dict) -> bool:
-    """Whether the arbiter (:func:`arbiter_stage`) runs: where the confirmation ran, did not
+    """Whether the arbiter (:func:`~pm_evidence.auto.arbiter_stage`) runs: where the confirmation ran, did not
     confirm ``estimate`` (no ``confirmed_by`` in ``facts``, which :func:`confirmed_or_flagged`
     filled), and one of the two passes its own diagnostics, so that a third exploration can
     say which of them it agrees with."""
@@ -298,7 +298,7 @@ def arbitrated(
     facts: dict,
 ) -> Evidence:  # fmt: skip
     """The one of ``estimates`` (AIS from the first exploration, the confirmation's AIS) that
-    the arbiter (a third exploration's AIS, :func:`arbiter_stage`) confirms, or ``flagged``
+    the arbiter (a third exploration's AIS, :func:`~pm_evidence.auto.arbiter_stage`) confirms, or ``flagged``
     (what :func:`confirmed_or_flagged` returned) where it confirms neither or both.
 
     The arbiter confirms an estimate that passes its own diagnostics where, as a confirmation

@@ -300,7 +300,7 @@ def with_draws_outside(
     low by the region's share of ``Z``).
 
     The components are :func:`fit_gaussian_mixture`'s (BIC) on the draws outside, pooled with
-    ``mixture``'s (:func:`pooled`) before the adaptation sets every weight. Returns the mixture
+    ``mixture``'s (``pooled``) before the adaptation sets every weight. Returns the mixture
     and the number of components added: ``(mixture, 0)`` where fewer than ``5 (dim + 1)``
     draws lie outside (too few for a covariance)."""
     dim = mixture.dim
