@@ -258,11 +258,16 @@ def run_stages(model, seed: int) -> tuple[list[tuple[str, float, float]], object
                 lambda: auto.estimate_stage(primary, target, plan, seed_seq, False, kwargs),
             )
         options = auto.check_stage_options(target, kwargs, exploration, plan, skipped)
+        options, added = auto.with_draws_outside_stage(
+            target, options, exploration, plan, coverage, seed_seq
+        )
         if first is not None:
             options = auto.check_precision(check, options, first, exploration, plan, coverage)
         second = timed(
             "check", lambda: auto.estimate_stage(check, target, plan, seed_seq, False, options)
         )
+        if added:
+            second = verdicts.with_diagnostics(second, {"reference_draws_components": added})
         if exploration is not None:
             a, b, facts = timed(
                 "coverage", lambda: auto.coverage_stage(first, second, exploration, plan, coverage)

@@ -12,21 +12,25 @@ For a continuous model (:func:`auto_evidence`):
    :func:`draws_coverage`: it could then only be a diagnostic, and the result says it was
    skipped), unless AIS fails;
 4. **cross-check**: AIS from the exploration's mixture (or from the reference
-   :func:`~pm_evidence.path.plan.auto_reference` fits to the draws where it did not explore);
+   :func:`~pm_evidence.path.plan.auto_reference` fits to the draws where it did not explore),
+   with components fitted to the posterior draws where they found mass outside every
+   component of that mixture (:func:`with_draws_outside_stage`);
 5. **coverage**: where each side's draws found mass that the other's missed (the draws'
    coverage, computed before stage 3: :func:`coverage_stage`);
 6. **confirmation**, only where the posterior draws missed modes the exploration found (so that
    the estimate on them cannot check AIS): a second exploration and AIS from its mixture, on
    streams no other stage uses (:func:`confirmation_stage`); AIS is returned confirmed where
    the two agree and the two explorations found the same modes
-   (:func:`~pm_evidence.search.coverage.unshared_mass`; the confirmation is, where it alone
-   passes its own diagnostics: :func:`~pm_evidence.auto.verdicts.confirms_the_confirmation`), flagged as unconfirmed
-   otherwise;
+   (:func:`~pm_evidence.search.coverage.unshared_mass`; where their mixtures differ by mass
+   that shifts log Z by at most 0.1 nats, with the SE grown by half that shift: the verdicts
+   of :mod:`pm_evidence.auto.verdicts`; the confirmation is returned where it alone passes
+   its own diagnostics), flagged as unconfirmed otherwise;
    where the confirmation neither confirms nor fails and one of the two passes its own
    diagnostics, the **arbiter**, a third exploration and AIS on streams of its own
-   (:func:`arbiter_stage`), confirms the one it agrees with, or neither (:func:`~pm_evidence.auto.verdicts.arbitrated`);
-7. **choice**: the better supported of the two (:func:`~pm_evidence.auto.verdicts.cross_checked`), a disagreement over
-   4 combined SEs a warning on it; where no exploration ran, the **term check**
+   (:func:`arbiter_stage`), confirms the one it agrees with, or neither;
+7. **choice**: the better supported of the two
+   (:func:`~pm_evidence.auto.verdicts.cross_checked`), a disagreement over 4 combined SEs a
+   warning on it; where no exploration ran, the **term check**
    (:mod:`pm_evidence.search.term_check`).
 
 Models with discrete variables run RTS and AIS on one plan. Each stage draws from its own
