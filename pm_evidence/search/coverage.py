@@ -14,7 +14,7 @@ from scipy import stats
 
 from pm_evidence.core.utils import log_sum_exp
 from pm_evidence.references import MixtureReference
-from pm_evidence.search.mixtures import OUTLIER_LEVEL
+from pm_evidence.search.mixtures import outside_every_component
 
 __all__ = [
     "MIN_OUTSIDE_DRAWS",
@@ -129,8 +129,7 @@ def compare_coverage(
     # its responsibility there is a fair part of its weight
     visited = mixture.responsibilities(points).mean(axis=0)
     missed = (explored >= MISSED_SHARE) & (visited < explored / 5)
-    limit = stats.chi2.ppf(1 - OUTLIER_LEVEL, mixture.dim)
-    is_outside = np.all(mixture.mahalanobis_sq(flat) > limit, axis=-1)
+    is_outside = outside_every_component(mixture, flat)
     outside = float(np.mean(is_outside))
     missed_mass = outside
     if log_density is not None and log_z is not None and outside > 0:
@@ -254,14 +253,13 @@ def held_and_missed(
     ``u_i = f(x_i) / (n a(x_i) Z)``: the share of that ``Z``, at most 1. A mixture that missed
     the mode holding the mass covers only the minor modes, whose self-normalized share can be
     near 1 while their share of ``Z`` is ``e^{-25}``."""
-    limit = stats.chi2.ppf(1 - OUTLIER_LEVEL, a.dim)
     x = a.sample(rng, n_draws)
     log_u = np.asarray(log_density(x), dtype=float) - a.logpdf(x)
     log_u = np.where(np.isnan(log_u), -np.inf, log_u)
     if not np.isfinite(log_u).any():
         return float("nan")
-    held = np.any(a.mahalanobis_sq(x) <= limit, axis=-1)  # not the tails beyond a's own
-    missed = np.all(b.mahalanobis_sq(x) > limit, axis=-1)
+    held = ~outside_every_component(a, x)  # not the tails beyond a's own
+    missed = outside_every_component(b, x)
     if log_z is None:
         u = np.exp(log_u - log_sum_exp(log_u))
         return float(u @ (held & missed))

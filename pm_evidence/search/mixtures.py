@@ -29,6 +29,7 @@ __all__ = [
     "adapt_components",
     "fit_gaussian_mixture",
     "flattened",
+    "outside_every_component",
     "pooled",
     "with_draws_outside",
     "with_lost_components",
@@ -284,6 +285,14 @@ def adapt_components(
     return best, best_ess
 
 
+def outside_every_component(mixture: MixtureReference, points: np.ndarray) -> np.ndarray:
+    """Whether each of ``points (n, dim)`` lies outside every component of ``mixture``: its
+    squared Mahalanobis distance from each beyond the chi-square ``1 - OUTLIER_LEVEL``
+    quantile. ``(n,)`` booleans."""
+    limit = stats.chi2.ppf(1 - OUTLIER_LEVEL, mixture.dim)
+    return np.all(mixture.mahalanobis_sq(points) > limit, axis=-1)
+
+
 def with_draws_outside(
     mixture: MixtureReference,
     draws: np.ndarray,
@@ -305,8 +314,7 @@ def with_draws_outside(
     draws lie outside (too few for a covariance)."""
     dim = mixture.dim
     flat = np.asarray(draws, dtype=float).reshape(-1, dim)
-    limit = stats.chi2.ppf(1 - OUTLIER_LEVEL, dim)
-    outside = flat[np.all(mixture.mahalanobis_sq(flat) > limit, axis=-1)]
+    outside = flat[outside_every_component(mixture, flat)]
     if outside.shape[0] < 5 * (dim + 1):
         return mixture, 0
     fitted = fit_gaussian_mixture(outside, rng)
