@@ -63,7 +63,8 @@ from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.methods import accepted_options
 from pm_evidence.core.options import SAMPLE_KEYS, AnnealingOptions
 from pm_evidence.core.utils import root_sequence, stage_rngs
-from pm_evidence.model.draws import posterior_plan, reference_needs_draws
+from pm_evidence.model.batched_hmc import BatchedHMCSettings
+from pm_evidence.model.draws import draws_sampler, posterior_plan, reference_needs_draws
 from pm_evidence.references import PriorReference
 from pm_evidence.run_methods import (
     EXPLORATION_MAX_DIM,
@@ -156,7 +157,7 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
     # 2. the posterior draws, and which of the exploration's modes they visited
     plan = attempt(
         "the posterior draws (batched HMC or NUTS, or idata)",
-        lambda: draws_stage(target, idata, seed, progressbar, kwargs),
+        lambda: draws_stage(target, idata, seed, progressbar, kwargs, exploration),
         failures,
     )
     if plan is not None:  # how the draws were made, on whichever result is returned
@@ -270,12 +271,22 @@ def exploration_stage(target, seed, progressbar: bool) -> Exploration:
 # ---------------------------- 2. The posterior draws, and the exploration's modes they visited
 
 
-def draws_stage(target, idata, seed, progressbar, kwargs):
+def draws_stage(target, idata, seed, progressbar, kwargs, exploration=None):
     """Stage 2: the posterior plan both halves of ``auto`` read, the draws a list of methods
     would make (from ``idata``, or drawn by :func:`~pm_evidence.model.draws.sampled_posterior`
-    on the ``"posterior"`` stream of ``seed``)."""
+    on the ``"posterior"`` stream of ``seed``). Where the exploration ran and batched HMC
+    draws, its chains start at particles of the exploration drawn at random (posterior draws
+    in every mode found, in proportion to their mass)."""
     sampling = {k: v for k, v in kwargs.items() if k in SAMPLE_KEYS}
     rng = stage_rngs(seed)["posterior"]
+    if (
+        exploration is not None and idata is None
+        and draws_sampler(target, sampling.get("sample_kwargs")) == "batched_hmc"
+    ):  # fmt: skip
+        chains = sampling.get("chains") or BatchedHMCSettings().chains
+        n = exploration.particles.shape[0]
+        pick = rng.choice(n, size=chains, replace=chains > n)
+        sampling["starts"] = exploration.particles[pick]
     return posterior_plan(target, idata, rng=rng, progressbar=progressbar, **sampling)
 
 

@@ -46,7 +46,10 @@ each chain so that chains in different modes do not inflate them:
 
 Each chain starts at PyMC's initial point jittered by ``U(-1, 1)`` in the unconstrained space,
 as PyMC's default ``init="jitter+adapt_diag"``; a start of non-finite density is replaced by a
-prior draw of finite density. Draws are returned as ``(chain, draw, dim)``; their R-hat and ESS
+prior draw of finite density. Given ``starts`` (``method="auto"``: particles of its exploration
+from the prior, approximately posterior draws in every mode it found, in proportion to their
+mass), the chains start there instead, so that tuning does not estimate the scales from chains
+still on their way between modes. Draws are returned as ``(chain, draw, dim)``; their R-hat and ESS
 are checked by every estimator that reads them
 (:func:`~pm_evidence.estimators.messages.posterior_messages`,
 :func:`~pm_evidence.estimators.messages.draws_ess_messages`), as for NUTS draws, and the
@@ -452,6 +455,7 @@ def sample_batched_hmc(
     settings: BatchedHMCSettings = BatchedHMCSettings(),
     *,
     progressbar: bool = True,
+    starts: np.ndarray | None = None,
 ) -> tuple[np.ndarray, BatchedHMCStats]:
     """Posterior draws ``(chain, draw, dim)`` of ``target`` from ``settings.chains`` HMC chains
     moved as one batch (module text), and the sampler's statistics.
@@ -465,7 +469,14 @@ def sample_batched_hmc(
     """
     target.require_continuous("batched HMC posterior sampling")
     c, dim = settings.chains, target.dim
-    state = _State(target, starting_points(target, rng, c))
+    if starts is None:
+        starts = starting_points(target, rng, c)
+    elif np.shape(starts) != (c, dim) or not np.all(np.isfinite(starts)):
+        raise EvidenceInputError(
+            f"Batched HMC's starts must be finite points of shape ({c}, {dim}), got shape "
+            f"{np.shape(starts)}."
+        )
+    state = _State(target, np.array(starts, dtype=float))
     metric = Metric(np.ones((c, dim)))
     eps = _initial_step_size(rng, state, metric)
     length = 0.5 * math.pi  # before the first window: a quarter period of a unit scale

@@ -181,6 +181,7 @@ def sampled_posterior(
     chains: int | None = None,
     progressbar: bool = True,
     sample_kwargs: dict | None = None,
+    starts: np.ndarray | None = None,
 ) -> tuple[np.ndarray, dict]:
     """Flat unconstrained posterior draws ``(chain, draw, dim)``, from ``idata`` or drawn,
     and how they were made (``draws_*`` diagnostics for the result).
@@ -188,8 +189,9 @@ def sampled_posterior(
     ``idata`` may be a DataTree/Dataset of named draws, an array of flat draws, or a
     :class:`PosteriorPlan` (its draws). Without it, :func:`draws_sampler` chooses: batched
     HMC (:func:`~pm_evidence.model.batched_hmc.sample_batched_hmc`; ``draws``, ``tune`` and
-    ``chains`` override :class:`~pm_evidence.model.batched_hmc.BatchedHMCSettings`), or
-    PyMC's NUTS (``pm.sample``: 1,000 draws and tuning steps of 4 chains unless given).
+    ``chains`` override :class:`~pm_evidence.model.batched_hmc.BatchedHMCSettings`;
+    ``starts``, its chains' starting points), or PyMC's NUTS (``pm.sample``: 1,000 draws and
+    tuning steps of 4 chains unless given).
     """
     if isinstance(idata, PosteriorPlan):
         plan = _checked_plan(target, idata)
@@ -198,7 +200,9 @@ def sampled_posterior(
     if idata is None and draws_sampler(target, sample_kwargs) == "batched_hmc":
         given = {"draws": draws, "tune": tune, "chains": chains}
         settings = BatchedHMCSettings(**{k: v for k, v in given.items() if v is not None})
-        x, stats = sample_batched_hmc(target, rng, settings, progressbar=progressbar)
+        x, stats = sample_batched_hmc(
+            target, rng, settings, progressbar=progressbar, starts=starts
+        )
         return x, stats.diagnostics()
     if idata is None:
         target.require_continuous("NUTS posterior sampling")
