@@ -287,7 +287,12 @@ def draws_stage(target, idata, seed, progressbar, kwargs, exploration=None):
         n = exploration.particles.shape[0]
         pick = rng.choice(n, size=chains, replace=chains > n)
         sampling["starts"] = exploration.particles[pick]
-    return posterior_plan(target, idata, rng=rng, progressbar=progressbar, **sampling)
+    plan = posterior_plan(target, idata, rng=rng, progressbar=progressbar, **sampling)
+    if "starts" not in sampling:
+        return plan
+    return dataclasses.replace(
+        plan, facts={**plan.facts, "draws_starts": "the exploration's particles"}
+    )
 
 
 def draws_coverage(exploration: Exploration, plan) -> ModeCoverage:

@@ -203,7 +203,9 @@ def sampled_posterior(
         x, stats = sample_batched_hmc(
             target, rng, settings, progressbar=progressbar, starts=starts
         )
-        return x, stats.diagnostics()
+        facts = stats.diagnostics()
+        facts["draws_starts"] = "PyMC's initial point, jittered" if starts is None else "given"
+        return x, facts
     if idata is None:
         target.require_continuous("NUTS posterior sampling")
         draws, tune, chains = draws or 1000, 1000 if tune is None else tune, chains or 4

@@ -228,3 +228,41 @@ def test_discrete_models_are_refused():
         pm.Bernoulli("z", 0.5)
     with pytest.raises(EvidenceInputError, match="discrete"):
         sample_batched_hmc(as_target(model), np.random.default_rng(1), progressbar=False)
+
+
+def test_chains_start_where_they_are_told_and_bad_starts_are_refused(
+    correlated_regression, monkeypatch
+):
+    """``starts`` (``auto``: its exploration's particles) are where the chains begin (the
+    first state the sampler evaluates), and the draws from posterior starts have the
+    posterior's moments. Starts of the wrong shape or not finite are refused, naming the
+    shape."""
+    model, mean, cov = correlated_regression
+    target = as_target(model)
+    rng = np.random.default_rng(2)
+    posterior = rng.multivariate_normal(mean, cov, size=16)
+    first_states = []
+    state_init = batched_hmc._State.__init__
+
+    def spy(self, target, x):
+        first_states.append(np.array(x))
+        state_init(self, target, x)
+
+    monkeypatch.setattr(batched_hmc._State, "__init__", spy)
+    x, _ = sample_batched_hmc(target, rng, progressbar=False, starts=posterior)
+    np.testing.assert_array_equal(first_states[0], posterior)
+    sd = np.sqrt(np.diag(cov))
+    assert np.all(np.abs(x.reshape(-1, 4).mean(axis=0) - mean) < 0.1 * sd)
+    with pytest.raises(EvidenceInputError, match=r"shape \(16, 4\)"):
+        sample_batched_hmc(target, rng, progressbar=False, starts=posterior[:3])
+    with pytest.raises(EvidenceInputError, match="finite"):
+        sample_batched_hmc(target, rng, progressbar=False, starts=np.full((16, 4), np.nan))
+
+
+def test_auto_starts_its_draws_at_the_exploration(normal_mean_case):
+    """``method="auto"`` explores first, and its batched HMC chains start at the exploration's
+    particles (``draws_starts``); a method alone starts them at PyMC's jittered initial point."""
+    ev = pme.marginal_likelihood(normal_mean_case.model, random_seed=3, progressbar=False)
+    assert ev.diagnostics["draws_starts"] == "the exploration's particles"
+    ev = pme.bridge_sampling(normal_mean_case.model, random_seed=3, progressbar=False)
+    assert ev.diagnostics["draws_starts"] == "PyMC's initial point, jittered"

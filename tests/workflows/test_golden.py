@@ -20,6 +20,9 @@ Re-recorded for the label-switching mixture in issue 35's step 16, where a log-s
 gradient became the softmax alone (``pm_evidence.model.graphs.softmax_gradients``: the same
 gradient to 1e-13, and with it other chains' paths); its four values within 1.2 of their SEs of
 the gold, -85.50135, all reliable, each method the same as before.
+Re-recorded for ``auto`` on 2026-11-29, where batched HMC's chains began to start at the
+exploration's particles (its draws then differ from a bridge call's, which does not explore):
+the three within 1.22 of their SEs of the gold, all reliable, each method the same as before.
 Floating-point results depend on the machine (BLAS, CPU) and on whether PyTensor's numba cache
 was warm (docs/benchmarks.rst, "After batched HMC draws"), so this runs with the slow tests on
 the project's machines.
@@ -34,15 +37,15 @@ from pm_evidence.zoo.testing import ZOO
 
 GOLDEN = {
     ("hierarchical_noncentered", "ais"): ("ais", -31.039173173979375, 0.004745561625539677),
-    ("hierarchical_noncentered", "auto"): ("bridge", -31.040004753050155, 0.0028753257088278417),
+    ("hierarchical_noncentered", "auto"): ("bridge", -31.03929369539374, 0.002967117231133426),
     ("hierarchical_noncentered", "bridge"): ("bridge", -31.040004753050155, 0.0028753257088278417),
     ("hierarchical_noncentered", "rts"): ("rts", -31.040918477257463, 0.0026533855506956344),
     ("label_switching_mixture", "ais"): ("ais", -85.50096361174438, 0.0022263041814040273),
-    ("label_switching_mixture", "auto"): ("bridge", -85.50118058512413, 0.0002250316753798708),
+    ("label_switching_mixture", "auto"): ("bridge", -85.50113772939693, 0.00018631258859498257),
     ("label_switching_mixture", "bridge"): ("bridge", -85.50118058512413, 0.0002250316753798708),
     ("label_switching_mixture", "rts"): ("rts", -85.50165171729151, 0.0002599649021194213),
     ("normal_halfnormal_sigma", "ais"): ("ais", -38.55195515620073, 0.0039402562074874106),
-    ("normal_halfnormal_sigma", "auto"): ("bridge", -38.55376166424426, 0.0007053695538840431),
+    ("normal_halfnormal_sigma", "auto"): ("bridge", -38.55372269845231, 0.0009379074443303482),
     ("normal_halfnormal_sigma", "bridge"): ("bridge", -38.55376166424426, 0.0007053695538840431),
     ("normal_halfnormal_sigma", "rts"): ("rts", -38.551789103253256, 0.0007520333009639352),
 }
