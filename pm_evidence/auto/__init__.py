@@ -105,6 +105,7 @@ __all__ = [
     "estimate_stage",
     "exploration_skipped",
     "exploration_stage",
+    "on_draws_stage_name",
     "superseded_failures",
     "term_check_stage",
     "with_draws_outside_stage",
@@ -191,7 +192,7 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
                 halves.check_options["path"].reference, why, facts, failures,
             )  # fmt: skip
             if "confirmed_by" in facts:
-                superseded_failures(failures, facts, f"{primary!r} (on the posterior draws)")
+                superseded_failures(failures, facts, on_draws_stage_name(primary))
             return _with_failures(with_diagnostics(chosen, facts), failures)
     # 7. the better supported of the two; the term check where nothing explored
     result = _settled(first, second, primary, check, failures, facts)
@@ -342,7 +343,7 @@ def estimate_and_check(
 
     def estimate():
         return attempt(
-            f"{primary!r} (on the posterior draws)",
+            on_draws_stage_name(primary),
             lambda: estimate_stage(primary, target, plan, seed, progressbar, kwargs),
             failures,
         )
@@ -607,6 +608,12 @@ def _confirmed(
         failures, "the result is returned unconfirmed",
     )  # fmt: skip
     return arbitrated(chosen, (ais, confirmation), arbiter, facts)
+
+
+def on_draws_stage_name(primary: str) -> str:
+    """The name stage 3, the estimate on the posterior draws, is recorded under in
+    ``failures`` (and its warning)."""
+    return f"{primary!r} (on the posterior draws)"
 
 
 def superseded_failures(failures: dict, facts: dict, estimate_stage_name: str) -> None:
