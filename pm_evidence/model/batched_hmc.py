@@ -49,7 +49,10 @@ as PyMC's default ``init="jitter+adapt_diag"``; a start of non-finite density is
 prior draw of finite density. Given ``starts`` (``method="auto"``: particles of its exploration
 from the prior, approximately posterior draws in every mode it found, in proportion to their
 mass), the chains start there instead, so that tuning does not estimate the scales from chains
-still on their way between modes. Draws are returned as ``(chain, draw, dim)``; their R-hat and ESS
+still on their way between modes. Where the kept draws' largest R-hat is above 1.01 but at most
+``EXTEND_RHAT`` (chains that almost agree: slow mixing, not separate modes), the chains go on
+with the tuned kernel for another ``draws`` transitions, at most ``max_extensions`` times
+(``draws_extensions`` in the statistics). Draws are returned as ``(chain, draw, dim)``; their R-hat and ESS
 are checked by every estimator that reads them
 (:func:`~pm_evidence.estimators.messages.posterior_messages`,
 :func:`~pm_evidence.estimators.messages.draws_ess_messages`), as for NUTS draws, and the
@@ -66,6 +69,7 @@ import numpy as np
 
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.progress import interruption, long_run
+from pm_evidence.core.utils import RHAT_MAX, max_rhat
 from pm_evidence.model.log_density import LogDensity
 from pm_evidence.model.model_checks import nan_data_names
 
@@ -73,6 +77,7 @@ __all__ = [
     "DENSE_CONDITION",
     "DENSE_DRAWS_PER_DIM",
     "DIVERGENCE_ENERGY",
+    "EXTEND_RHAT",
     "START_CANDIDATES",
     "VARIANCE_OVER_MEDIAN",
     "BatchedHMCSettings",
@@ -100,6 +105,14 @@ VARIANCE_OVER_MEDIAN = 4.0
 # docs/benchmarks.rst, "A dense metric for correlated posteriors").
 DENSE_CONDITION = 100.0
 DENSE_DRAWS_PER_DIM = 10
+# Draws whose largest R-hat is above RHAT_MAX and at most this are extended by another
+# ``draws`` transitions per chain (at most ``max_extensions`` times): chains that almost agree
+# mix slowly within one mode, and an estimate on them is otherwise flagged for want of a few
+# hundred draws (a 45-parameter hierarchy with an LKJ prior: R-hat 1.018 at 512 draws, and the
+# cross-check then had to be run to full precision, minutes instead of seconds; measured:
+# docs/benchmarks.rst). Chains in different modes give R-hat far above it, and more draws would
+# not bring them together.
+EXTEND_RHAT = 1.05
 START_CANDIDATES = 256  # prior draws searched for starts where the jittered start is not finite
 
 
@@ -119,6 +132,9 @@ class BatchedHMCSettings:
         Mean acceptance probability the step size is tuned to.
     max_leapfrog : int
         The most leapfrog steps of one transition.
+    max_extensions : int
+        The most times the draws are extended by another ``draws`` transitions per chain where
+        their R-hat is above ``RHAT_MAX`` but at most ``EXTEND_RHAT`` (0: never).
     """
 
     chains: int = 16
@@ -126,8 +142,17 @@ class BatchedHMCSettings:
     draws: int = 512
     target_accept: float = 0.8
     max_leapfrog: int = 128
+    max_extensions: int = 2
 
     def __post_init__(self):
+        if (
+            isinstance(self.max_extensions, bool)
+            or not isinstance(self.max_extensions, int | np.integer)
+            or self.max_extensions < 0
+        ):
+            raise EvidenceInputError(
+                f"max_extensions must be a non-negative integer, got {self.max_extensions!r}."
+            )
         for name in ("chains", "tune", "draws", "max_leapfrog"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
@@ -149,7 +174,9 @@ class BatchedHMCStats:
 
     Attributes
     ----------
-    chains, draws, tune : int
+    chains, tune : int
+    draws : int
+        Kept transitions per chain, extensions included.
     step_size : float
         The chains' median tuned step size (in units of each chain's scales).
     mean_leapfrog : float
@@ -163,6 +190,9 @@ class BatchedHMCStats:
         Points at which the log-density and gradient were evaluated (tuning included).
     dense_metric : bool
         Whether the draws were made with a dense metric (:func:`window_estimates`).
+    extensions : int
+        How many times the draws were extended because their R-hat was a little above
+        ``RHAT_MAX`` (:attr:`BatchedHMCSettings.max_extensions`).
     """
 
     chains: int
@@ -174,6 +204,7 @@ class BatchedHMCStats:
     divergences: int
     evaluations: int
     dense_metric: bool = False
+    extensions: int = 0
 
     def diagnostics(self) -> dict:
         """The statistics as result diagnostics (``draws_*`` keys)."""
@@ -188,6 +219,7 @@ class BatchedHMCStats:
             "draws_divergences": self.divergences,
             "draws_evaluations": self.evaluations,
             "draws_dense_metric": self.dense_metric,
+            "draws_extensions": self.extensions,
         }
 
 
@@ -449,6 +481,26 @@ def window_estimates(window: np.ndarray) -> tuple[Metric, float]:
     return Metric(scale), 0.5 * math.pi * math.sqrt(max(lam, 1.0))
 
 
+def _step(rng, state: _State, eps, metric: Metric, length: float, settings) -> tuple:
+    """One transition of every chain, its number of leapfrog steps drawn as the module text
+    says: one length for every chain (one batched call per leapfrog step), from the median
+    chain's step size (a chain with a longer step moves further). Returns ``(acceptance
+    probabilities, divergent, steps)``."""
+    jittered = rng.uniform(0.0, 1.0) * TRAJECTORY_FACTOR * length / float(np.median(eps))
+    n_steps = int(min(settings.max_leapfrog, max(1, math.ceil(jittered))))
+    accept, diverged = _transition(rng, state, eps, metric, n_steps)
+    return accept, diverged, n_steps
+
+
+def _worth_extending(kept: np.ndarray) -> bool:
+    """Whether the draws ``(chain, draw, dim)`` are worth extending: their largest R-hat above
+    ``RHAT_MAX`` but at most ``EXTEND_RHAT``, chains that agree almost (slow mixing within
+    one mode, which more draws cure), not chains held in different modes (which they do
+    not)."""
+    rhat, _ = max_rhat(kept)
+    return bool(RHAT_MAX < rhat <= EXTEND_RHAT)
+
+
 def sample_batched_hmc(
     target: LogDensity,
     rng: np.random.Generator,
@@ -492,11 +544,7 @@ def sample_batched_hmc(
     with long_run(total, description, progressbar) as run:
         for t in range(total):
             tuning = t < settings.tune
-            # one length for every chain (one batched call per leapfrog step), from the median
-            # chain's step size; a chain with a longer step moves further
-            jittered = rng.uniform(0.0, 1.0) * TRAJECTORY_FACTOR * length / float(np.median(eps))
-            n_steps = int(min(settings.max_leapfrog, max(1, math.ceil(jittered))))
-            accept, diverged = _transition(rng, state, eps, metric, n_steps)
+            accept, diverged, n_steps = _step(rng, state, eps, metric, length, settings)
             evaluations += c * n_steps
             if tuning:
                 eps = averaging.update(accept)
@@ -517,9 +565,27 @@ def sample_batched_hmc(
             run.advance()
             if run.interrupted:
                 raise interruption(f"{description} interrupted; nothing to return.")
+    extensions = 0
+    while extensions < settings.max_extensions and _worth_extending(kept):
+        extensions += 1
+        more = np.empty((c, settings.draws, dim))
+        with long_run(settings.draws, f"{description}: more draws (R-hat)", progressbar) as run:
+            for t in range(settings.draws):
+                accept, diverged, n_steps = _step(rng, state, eps, metric, length, settings)
+                evaluations += c * n_steps
+                more[:, t] = state.x
+                accept_sum += float(np.mean(accept))
+                leapfrog_sum += n_steps
+                divergences += int(diverged.sum())
+                run.advance()
+                if run.interrupted:
+                    raise interruption(f"{description} interrupted; nothing to return.")
+        kept = np.concatenate([kept, more], axis=1)
+    n_kept = kept.shape[1]
     stats = BatchedHMCStats(
-        chains=c, draws=settings.draws, tune=settings.tune, step_size=float(np.median(eps)),
-        mean_leapfrog=leapfrog_sum / settings.draws, accept_rate=accept_sum / settings.draws,
+        chains=c, draws=n_kept, tune=settings.tune, step_size=float(np.median(eps)),
+        mean_leapfrog=leapfrog_sum / n_kept, accept_rate=accept_sum / n_kept,
         divergences=divergences, evaluations=evaluations, dense_metric=metric.dense,
+        extensions=extensions,
     )  # fmt: skip
     return kept, stats

@@ -116,8 +116,10 @@ from pm_evidence.search.mixtures import (  # moved there: the old imports keep w
     fit_gaussian_mixture,
     flattened,
     pooled,
+    weighed_by_importance,
     with_lost_components,
     with_mirror_images,
+    with_particle_shares,
 )
 from pm_evidence.tempering.kernels import adapt_step_size, make_kernel, transition
 from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
@@ -331,6 +333,17 @@ class Exploration:
         both passes was still a poor reference
         (:func:`~pm_evidence.search.climbing.laplace_polished`; 0 where none was added or
         they did not raise ``reweighting_ess``).
+    weights_estimated : bool
+        Whether the mixture's weights are the posterior masses of its components, set by
+        importance sampling (:func:`~pm_evidence.search.mixtures.weighed_by_importance`). Where
+        its weights had too few effective draws for that (a poor mixture in many dimensions),
+        they are the particles' shares of each component, at least ``1e-3 / K``
+        (:func:`~pm_evidence.search.mixtures.with_particle_shares`): a component added at a
+        climbed mode, given ``1 / K`` until importance sampling weighs it, would otherwise keep
+        that guess as its mass (in 45 dimensions, two climbed copies of one point where no
+        particle and no posterior draw went held half the weight, the posterior draws were
+        judged to have missed half the mass and AIS spent half its chains there; measured:
+        docs/benchmarks.rst).
     """
 
     particles: np.ndarray
@@ -347,6 +360,7 @@ class Exploration:
     n_passes: int = 1
     n_laplace_modes: int = 0
     reference_k_hat: float = np.nan
+    weights_estimated: bool = True
 
     @property
     def n_modes(self) -> int:
@@ -620,10 +634,12 @@ def _polished(target, rng, options: ExplorationOptions, exploration, rungs) -> E
     n_eval += log_f.evaluations
     if not ess > exploration.reweighting_ess:
         return dataclasses.replace(exploration, n_evaluations=exploration.n_evaluations + n_eval)
+    mixture, estimated = _weighed(mixture, ess, exploration.particles, options)
     return dataclasses.replace(
         exploration,
         mixture=mixture,
         reweighting_ess=ess,
+        weights_estimated=estimated,
         occupancy=np.array([mixture.occupancy(q.means, q.weights) for q in rungs]),
         n_evaluations=exploration.n_evaluations + n_eval,
         n_laplace_modes=added,
@@ -634,6 +650,17 @@ def _log_f(path, x):
     """``log f`` at ``beta = 1`` at the rows of ``x``."""
     at = path.evaluate(x)
     return at.log_p0 + at.delta
+
+
+def _weighed(mixture, ess: float, particles, options: ExplorationOptions):
+    """The adapted mixture and whether importance sampling set its weights
+    (:func:`~pm_evidence.search.mixtures.weighed_by_importance`); where it could not, the
+    mixture with the particles' shares as its weights
+    (:func:`~pm_evidence.search.mixtures.with_particle_shares`): a component added at a
+    climbed mode keeps ``1 / K`` only where importance sampling found that mass there."""
+    if weighed_by_importance(ess, options.n_reweighting_draws):
+        return mixture, True
+    return with_particle_shares(mixture, particles), False
 
 
 def _united(target, rng, options: ExplorationOptions, first, second, rungs) -> Exploration:
@@ -647,10 +674,12 @@ def _united(target, rng, options: ExplorationOptions, first, second, rungs) -> E
     ess = np.nan
     if options.n_reweighting_draws > 0:
         union, ess = adapt_components(union, log_f, rng, options.n_reweighting_draws)
+    union, estimated = _weighed(union, ess, second.particles, options)
     return dataclasses.replace(
         second,
         mixture=union,
         reweighting_ess=ess,
+        weights_estimated=estimated,
         occupancy=np.array([union.occupancy(q.means, q.weights) for q in rungs]),
         n_evaluations=first.n_evaluations + second.n_evaluations + log_f.evaluations,
         n_climbed_modes=first.n_climbed_modes + second.n_climbed_modes,
@@ -835,6 +864,7 @@ def _explore(
             mixture, log_f, rng, options.n_reweighting_draws
         )
         n_eval += log_f.evaluations
+    mixture, estimated = _weighed(mixture, reweighting_ess, state.x, options)
     occupancy = np.array([mixture.occupancy(q.means, q.weights) for q in mixtures])
     exploration = Exploration(
         state.x,
@@ -848,5 +878,6 @@ def _explore(
         n_climbed,
         options.reference_df,
         n_term_modes,
+        weights_estimated=estimated,
     )
     return exploration, mixtures

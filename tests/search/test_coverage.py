@@ -85,8 +85,36 @@ def test_draws_outside_the_mixture_join_it_with_their_mass():
     x = union.sample(rng, 20_000)
     log_w = log_f(x) - union.logpdf(x)
     log_z = np.logaddexp.reduce(log_w) - np.log(log_w.size)
-    se = np.std(np.exp(log_w - log_w.max())) / np.mean(np.exp(log_w - log_w.max())) / np.sqrt(log_w.size)
+    se = (
+        np.std(np.exp(log_w - log_w.max()))
+        / np.mean(np.exp(log_w - log_w.max()))
+        / np.sqrt(log_w.size)
+    )
     assert abs(log_z) < 4 * se + 1e-3
     inside = rng.normal(centres[0], 1.0, size=(16, 200, 2))
     same, none = with_draws_outside(first, inside, log_f, rng, 4096)
     assert none == 0 and same is first
+
+
+def test_particle_shares_weigh_a_component_no_particle_visited_at_the_floor():
+    """Where importance sampling could not set the mixture's weights
+    (``weighed_by_importance``: fewer than 100 effective draws, or none made), they become the
+    particles' shares; a component at a climbed mode no particle visited (weight ``1 / K``
+    as added) drops to the floor ``1e-3 / K`` instead of holding a third of the mass."""
+    from pm_evidence.references import MixtureReference
+    from pm_evidence.search.mixtures import weighed_by_importance, with_particle_shares
+
+    rng = np.random.default_rng(0)
+    means = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 30.0]])
+    guessed = MixtureReference.from_components(
+        [1 / 3, 1 / 3, 1 / 3], means, np.stack([np.eye(2)] * 3)
+    )
+    particles = np.concatenate(
+        [rng.normal(means[0], 1.0, (300, 2)), rng.normal(means[1], 1.0, (100, 2))]
+    )
+    shared = with_particle_shares(guessed, particles)
+    np.testing.assert_allclose(shared.weights[:2], [0.75, 0.25], atol=0.01)
+    assert shared.weights[2] == pytest.approx(1e-3 / 3, rel=0.01)
+    np.testing.assert_array_equal(shared.means, guessed.means)
+    assert weighed_by_importance(100 / 4096, 4096) and not weighed_by_importance(99 / 4096, 4096)
+    assert not weighed_by_importance(float("nan"), 4096)
