@@ -36,6 +36,8 @@ class Explored(Protocol):
     mixture: MixtureReference
     betas: np.ndarray  # (R,) the rungs' inverse temperatures
     occupancy: np.ndarray  # (R, K) each component's share of the particles at each rung
+    particles: np.ndarray  # (m, dim) the particles at beta = 1
+    weights_estimated: bool  # whether mixture.weights are posterior masses (importance sampling)
 
 
 def occupancy_jumps(exploration: Explored, threshold: float = 0.2) -> list[tuple[float, int]]:
@@ -63,7 +65,9 @@ class ModeCoverage:
     ----------
     exploration_shares, draw_shares : numpy.ndarray
         ``(K,)``: the weights ``w_k`` of the exploration's mixture (each component's posterior
-        mass, set by importance sampling where it has several: :func:`~pm_evidence.search.mixtures.adapt_components`), and
+        mass, set by importance sampling where it has several:
+        :func:`~pm_evidence.search.mixtures.adapt_components`; where that could not set them,
+        ``weights_estimated`` False, the particles' mean responsibility of each component), and
         the draws' mean responsibility ``r_k(x) = w_k q_k(x) / q(x)`` of each component (for
         draws from a posterior equal to the mixture, ``E[r_k] = w_k``).
     missed_by_draws : float
@@ -120,8 +124,13 @@ def compare_coverage(
     flat = np.asarray(draws, dtype=float).reshape(-1, mixture.dim)
     points = flat if orbit is None else np.asarray(orbit(flat)).reshape(-1, mixture.dim)
     # the mixture's weights, not the particles' shares: a mode few particles reached (one
-    # climbed to, climbed_modes) has its posterior mass as its weight
-    explored = mixture.weights
+    # climbed to, climbed_modes) has its posterior mass as its weight; where importance
+    # sampling could not set them, the particles' mean responsibilities (posterior draws, as
+    # the draws compared): a climbed mode's weight 1 / K is then a guess, not a mass
+    explored = (
+        mixture.weights if exploration.weights_estimated
+        else mixture.responsibilities(exploration.particles).mean(axis=0)
+    )  # fmt: skip
     # mean responsibilities, not the share of draws nearest each component: a broad component
     # spread over the modes the draws visited (EM's, between the two mirror modes of
     # pm_evidence.zoo.testing.label_switching_mixture, with a small weight; measured:

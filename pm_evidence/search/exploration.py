@@ -119,7 +119,6 @@ from pm_evidence.search.mixtures import (  # moved there: the old imports keep w
     weighed_by_importance,
     with_lost_components,
     with_mirror_images,
-    with_particle_shares,
 )
 from pm_evidence.tempering.kernels import adapt_step_size, make_kernel, transition
 from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
@@ -337,13 +336,13 @@ class Exploration:
         Whether the mixture's weights are the posterior masses of its components, set by
         importance sampling (:func:`~pm_evidence.search.mixtures.weighed_by_importance`). Where
         its weights had too few effective draws for that (a poor mixture in many dimensions),
-        they are the particles' shares of each component, at least ``1e-3 / K``
-        (:func:`~pm_evidence.search.mixtures.with_particle_shares`): a component added at a
-        climbed mode, given ``1 / K`` until importance sampling weighs it, would otherwise keep
-        that guess as its mass (in 45 dimensions, two climbed copies of one point where no
-        particle and no posterior draw went held half the weight, the posterior draws were
-        judged to have missed half the mass and AIS spent half its chains there; measured:
-        docs/benchmarks.rst).
+        they are the particles' shares, with ``1 / K`` for a component added at a climbed mode:
+        a guess, which AIS's reference keeps (a defensive weight: on the funnel the climbed
+        mode is the neck, which AIS misses without it) but
+        :func:`~pm_evidence.search.coverage.compare_coverage` does not read as mass (in 45
+        dimensions, two climbed copies of one point where no particle and no posterior draw went
+        held half the weight, the draws were judged to have missed half the mass, and the stages
+        after took minutes; measured: docs/benchmarks.rst).
     """
 
     particles: np.ndarray
@@ -630,11 +629,11 @@ def _polished(target, rng, options: ExplorationOptions, exploration, rungs) -> E
     if not added:
         return exploration
     log_f = CountedLogDensity(path)
-    mixture, ess = adapt_components(mixture, log_f, rng, options.n_reweighting_draws)
+    adapted, ess = adapt_components(mixture, log_f, rng, options.n_reweighting_draws)
     n_eval += log_f.evaluations
     if not ess > exploration.reweighting_ess:
         return dataclasses.replace(exploration, n_evaluations=exploration.n_evaluations + n_eval)
-    mixture, estimated = _weighed(mixture, ess, exploration.particles, options)
+    mixture, estimated = _weighed(mixture, adapted, ess)
     return dataclasses.replace(
         exploration,
         mixture=mixture,
@@ -652,15 +651,15 @@ def _log_f(path, x):
     return at.log_p0 + at.delta
 
 
-def _weighed(mixture, ess: float, particles, options: ExplorationOptions):
-    """The adapted mixture and whether importance sampling set its weights
-    (:func:`~pm_evidence.search.mixtures.weighed_by_importance`); where it could not, the
-    mixture with the particles' shares as its weights
-    (:func:`~pm_evidence.search.mixtures.with_particle_shares`): a component added at a
-    climbed mode keeps ``1 / K`` only where importance sampling found that mass there."""
-    if weighed_by_importance(ess, options.n_reweighting_draws):
-        return mixture, True
-    return with_particle_shares(mixture, particles), False
+def _weighed(given, adapted, ess: float):
+    """``adapted`` (:func:`~pm_evidence.search.mixtures.adapt_components` of ``given``) and
+    whether importance sampling set its weights
+    (:func:`~pm_evidence.search.mixtures.weighed_by_importance`). Where it did not, the weights
+    stay as they are for AIS's reference (a component added at a climbed mode keeps its
+    ``1 / K``: on the funnel, that is the neck, whose mass AIS misses where its reference
+    gives it the particles' share), and
+    :func:`~pm_evidence.search.coverage.compare_coverage` reads the particles' shares instead."""
+    return adapted, weighed_by_importance(given, adapted, ess)
 
 
 def _united(target, rng, options: ExplorationOptions, first, second, rungs) -> Exploration:
@@ -670,11 +669,11 @@ def _united(target, rng, options: ExplorationOptions, first, second, rungs) -> E
     images the first held (three unordered frequencies: the first pass held 2 of the 3! = 6,
     the second 1)."""
     log_f = CountedLogDensity(GeometricPath(target, PriorReference(target)))
-    union = pooled(first.mixture, second.mixture)
+    union = adapted = pooled(first.mixture, second.mixture)
     ess = np.nan
     if options.n_reweighting_draws > 0:
-        union, ess = adapt_components(union, log_f, rng, options.n_reweighting_draws)
-    union, estimated = _weighed(union, ess, second.particles, options)
+        adapted, ess = adapt_components(union, log_f, rng, options.n_reweighting_draws)
+    union, estimated = _weighed(union, adapted, ess)
     return dataclasses.replace(
         second,
         mixture=union,
@@ -857,14 +856,14 @@ def _explore(
     n_eval += climb_evaluations
     mixture, n_climbed, climb_evaluations = climbed_modes(mixture, candidates, pool, log_f_and_grad)
     n_eval += climb_evaluations
-    reweighting_ess = np.nan
+    reweighting_ess, adapted = np.nan, mixture
     if options.n_reweighting_draws > 0:
         log_f = CountedLogDensity(path)
-        mixture, reweighting_ess = adapt_components(
+        adapted, reweighting_ess = adapt_components(
             mixture, log_f, rng, options.n_reweighting_draws
         )
         n_eval += log_f.evaluations
-    mixture, estimated = _weighed(mixture, reweighting_ess, state.x, options)
+    mixture, estimated = _weighed(mixture, adapted, reweighting_ess)
     occupancy = np.array([mixture.occupancy(q.means, q.weights) for q in mixtures])
     exploration = Exploration(
         state.x,

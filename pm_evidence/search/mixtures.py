@@ -35,7 +35,6 @@ __all__ = [
     "with_draws_outside",
     "with_lost_components",
     "with_mirror_images",
-    "with_particle_shares",
 ]
 
 # A point is outside a normal component where its squared Mahalanobis distance is beyond the
@@ -287,25 +286,17 @@ def adapt_components(
     return best, best_ess
 
 
-def weighed_by_importance(ess_fraction: float, n_draws: int) -> bool:
-    """Whether :func:`adapt_components`, whose importance weights had a Kish ESS of
-    ``ess_fraction`` of its ``n_draws`` draws, set the mixture's weights to posterior masses:
-    with fewer than ``WEIGHTS_ONLY_ESS`` effective draws it updates nothing, and the weights stay
-    what the caller gave (the particles' shares, ``1 / K`` for a component added at a climbed
-    mode). False where no draws were made (NaN)."""
-    return bool(ess_fraction * n_draws >= WEIGHTS_ONLY_ESS)
-
-
-def with_particle_shares(mixture: MixtureReference, particles: np.ndarray) -> MixtureReference:
-    """``mixture`` with its weights set to the particles' mean responsibilities
-    ``r_k(x) = w_k q_k(x) / q(x)`` (posterior draws: each component's share of the posterior
-    mass), each at least ``1e-3 / K`` as in :func:`adapt_components`: the weights where
-    importance sampling could not set them (:func:`weighed_by_importance`), so that a
-    component added at a climbed mode that no particle visited keeps a small weight instead of
-    its guessed ``1 / K``."""
-    shares = mixture.responsibilities(particles).mean(axis=0)
-    weights = np.maximum(shares, 1e-3 / mixture.n_components)
-    return MixtureReference(weights / weights.sum(), mixture.means, mixture.chols, mixture.df)
+def weighed_by_importance(
+    given: MixtureReference, adapted: MixtureReference, ess_fraction: float
+) -> bool:
+    """Whether ``adapted, ess_fraction = adapt_components(given, ...)`` set the mixture's
+    weights to posterior masses: it returned one of its updates (each made from at least
+    ``WEIGHTS_ONLY_ESS`` effective draws), or ``given`` itself with nearly flat importance
+    weights (a Kish ESS of at least ``ADAPTED_ESS`` of the draws: its weights confirmed).
+    Otherwise the weights are still the caller's (the particles' shares, ``1 / K`` for a
+    component added at a climbed mode): too few effective draws for an update, or updates
+    worse than ``given``."""
+    return adapted is not given or bool(ess_fraction >= ADAPTED_ESS)
 
 
 def outside_every_component(mixture: MixtureReference, points: np.ndarray) -> np.ndarray:

@@ -96,25 +96,44 @@ def test_draws_outside_the_mixture_join_it_with_their_mass():
     assert none == 0 and same is first
 
 
-def test_particle_shares_weigh_a_component_no_particle_visited_at_the_floor():
-    """Where importance sampling could not set the mixture's weights
-    (``weighed_by_importance``: fewer than 100 effective draws, or none made), they become the
-    particles' shares; a component at a climbed mode no particle visited (weight ``1 / K``
-    as added) drops to the floor ``1e-3 / K`` instead of holding a third of the mass."""
+def test_guessed_weights_are_not_read_as_mass_the_draws_missed():
+    """A component added at a climbed mode has weight ``1 / K`` until importance sampling
+    weighs it. Where that could not (``weighed_by_importance``: no update made or chosen, and
+    the weights not nearly flat), the coverage check compares the draws with the particles'
+    shares, not with that guess: a component no particle and no draw visited is no mode the
+    draws missed; with weights importance sampling set, the same component is."""
     from pm_evidence.references import MixtureReference
-    from pm_evidence.search.mixtures import weighed_by_importance, with_particle_shares
+    from pm_evidence.search.coverage import compare_coverage
+    from pm_evidence.search.exploration import Exploration
+    from pm_evidence.search.mixtures import weighed_by_importance
 
     rng = np.random.default_rng(0)
     means = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 30.0]])
-    guessed = MixtureReference.from_components(
+    mixture = MixtureReference.from_components(
         [1 / 3, 1 / 3, 1 / 3], means, np.stack([np.eye(2)] * 3)
     )
     particles = np.concatenate(
         [rng.normal(means[0], 1.0, (300, 2)), rng.normal(means[1], 1.0, (100, 2))]
     )
-    shared = with_particle_shares(guessed, particles)
-    np.testing.assert_allclose(shared.weights[:2], [0.75, 0.25], atol=0.01)
-    assert shared.weights[2] == pytest.approx(1e-3 / 3, rel=0.01)
-    np.testing.assert_array_equal(shared.means, guessed.means)
-    assert weighed_by_importance(100 / 4096, 4096) and not weighed_by_importance(99 / 4096, 4096)
-    assert not weighed_by_importance(float("nan"), 4096)
+    draws = np.concatenate(
+        [rng.normal(means[0], 1.0, (600, 2)), rng.normal(means[1], 1.0, (200, 2))]
+    )
+
+    def explored(estimated):
+        return Exploration(
+            particles, mixture, np.array([0.0, 1.0]), 0.0, np.ones(2), np.ones((2, 3)), 0,
+            weights_estimated=estimated,
+        )  # fmt: skip
+
+    guessed = compare_coverage(explored(False), draws)
+    np.testing.assert_allclose(guessed.exploration_shares, [0.75, 0.25, 0.0], atol=0.01)
+    assert guessed.missed_by_draws == 0.0
+    weighed = compare_coverage(explored(True), draws)
+    assert weighed.missed_by_draws == pytest.approx(1 / 3)
+    # weights set by importance sampling: an update returned, or the given mixture confirmed
+    # by nearly flat weights; not where the given mixture came back with heavy ones
+    other = MixtureReference.from_components([0.5, 0.5], means[:2], np.stack([np.eye(2)] * 2))
+    assert weighed_by_importance(mixture, other, 0.3)
+    assert weighed_by_importance(mixture, mixture, 0.96)
+    assert not weighed_by_importance(mixture, mixture, 0.5)
+    assert not weighed_by_importance(mixture, mixture, float("nan"))
