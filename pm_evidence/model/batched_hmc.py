@@ -492,6 +492,38 @@ def _step(rng, state: _State, eps, metric: Metric, length: float, settings) -> t
     return accept, diverged, n_steps
 
 
+@dataclass
+class _Tally:
+    """What the kept transitions did, summed (tuning counts in ``evaluations`` only)."""
+
+    evaluations: int = 0
+    accept: float = 0.0  # the chains' mean acceptance probability, summed over transitions
+    leapfrog: int = 0
+    divergences: int = 0
+
+
+def _advance(run, description: str) -> None:
+    """One step of the progress bar; Ctrl-C stops the sampler."""
+    run.advance()
+    if run.interrupted:
+        raise interruption(f"{description} interrupted; nothing to return.")
+
+
+def _kept(rng, state, eps, metric, length, settings, tally: _Tally, run, description):
+    """``settings.draws`` transitions of every chain with the tuned kernel: the draws
+    ``(chain, draw, dim)``, their statistics added to ``tally``."""
+    kept = np.empty((settings.chains, settings.draws, state.x.shape[1]))
+    for t in range(settings.draws):
+        accept, diverged, n_steps = _step(rng, state, eps, metric, length, settings)
+        tally.evaluations += settings.chains * n_steps
+        kept[:, t] = state.x
+        tally.accept += float(np.mean(accept))
+        tally.leapfrog += n_steps
+        tally.divergences += int(diverged.sum())
+        _advance(run, description)
+    return kept
+
+
 def _worth_extending(kept: np.ndarray) -> bool:
     """Whether the draws ``(chain, draw, dim)`` are worth extending: their largest R-hat above
     ``RHAT_MAX`` but at most ``EXTEND_RHAT``, chains that agree almost (slow mixing within
@@ -535,57 +567,35 @@ def sample_batched_hmc(
     averaging = _DualAveraging(eps, settings.target_accept)
     first, windows, _ = adaptation_windows(settings.tune)  # the last window: step size only
     ends = np.cumsum([first, *windows])  # a slow window ends at each (tuning transitions)
-    evaluations = 0
-    kept = np.empty((c, settings.draws, dim))
-    accept_sum, leapfrog_sum, divergences = 0.0, 0, 0
-    total = settings.tune + settings.draws
+    tally = _Tally()
     window: list[np.ndarray] = []
     description = f"Batched HMC ({c} chains)"
-    with long_run(total, description, progressbar) as run:
-        for t in range(total):
-            tuning = t < settings.tune
-            accept, diverged, n_steps = _step(rng, state, eps, metric, length, settings)
-            evaluations += c * n_steps
-            if tuning:
-                eps = averaging.update(accept)
-                if first <= t < ends[-1]:
-                    window.append(state.x.copy())
-                if t + 1 in ends[1:]:  # the end of a slow window: new scales, restart averaging
-                    metric, length = window_estimates(np.asarray(window))
-                    window = []
-                    eps = _initial_step_size(rng, state, metric)
-                    averaging = _DualAveraging(eps, settings.target_accept)
-                if t + 1 == settings.tune:
-                    eps = averaging.final
-            else:
-                kept[:, t - settings.tune] = state.x
-                accept_sum += float(np.mean(accept))
-                leapfrog_sum += n_steps
-                divergences += int(diverged.sum())
-            run.advance()
-            if run.interrupted:
-                raise interruption(f"{description} interrupted; nothing to return.")
+    with long_run(settings.tune + settings.draws, description, progressbar) as run:
+        for t in range(settings.tune):
+            accept, _, n_steps = _step(rng, state, eps, metric, length, settings)
+            tally.evaluations += c * n_steps
+            eps = averaging.update(accept)
+            if first <= t < ends[-1]:
+                window.append(state.x.copy())
+            if t + 1 in ends[1:]:  # the end of a slow window: new scales, restart averaging
+                metric, length = window_estimates(np.asarray(window))
+                window = []
+                eps = _initial_step_size(rng, state, metric)
+                averaging = _DualAveraging(eps, settings.target_accept)
+            _advance(run, description)
+        eps = averaging.final
+        kept = _kept(rng, state, eps, metric, length, settings, tally, run, description)
     extensions = 0
     while extensions < settings.max_extensions and _worth_extending(kept):
         extensions += 1
-        more = np.empty((c, settings.draws, dim))
         with long_run(settings.draws, f"{description}: more draws (R-hat)", progressbar) as run:
-            for t in range(settings.draws):
-                accept, diverged, n_steps = _step(rng, state, eps, metric, length, settings)
-                evaluations += c * n_steps
-                more[:, t] = state.x
-                accept_sum += float(np.mean(accept))
-                leapfrog_sum += n_steps
-                divergences += int(diverged.sum())
-                run.advance()
-                if run.interrupted:
-                    raise interruption(f"{description} interrupted; nothing to return.")
+            more = _kept(rng, state, eps, metric, length, settings, tally, run, description)
         kept = np.concatenate([kept, more], axis=1)
     n_kept = kept.shape[1]
     stats = BatchedHMCStats(
         chains=c, draws=n_kept, tune=settings.tune, step_size=float(np.median(eps)),
-        mean_leapfrog=leapfrog_sum / n_kept, accept_rate=accept_sum / n_kept,
-        divergences=divergences, evaluations=evaluations, dense_metric=metric.dense,
+        mean_leapfrog=tally.leapfrog / n_kept, accept_rate=tally.accept / n_kept,
+        divergences=tally.divergences, evaluations=tally.evaluations, dense_metric=metric.dense,
         extensions=extensions,
     )  # fmt: skip
     return kept, stats
