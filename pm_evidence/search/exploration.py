@@ -633,7 +633,7 @@ def _polished(target, rng, options: ExplorationOptions, exploration, rungs) -> E
     n_eval += log_f.evaluations
     if not ess > exploration.reweighting_ess:
         return dataclasses.replace(exploration, n_evaluations=exploration.n_evaluations + n_eval)
-    mixture, estimated = _weighed(mixture, adapted, ess)
+    mixture, estimated = adapted, weighed_by_importance(mixture, adapted, ess)
     return dataclasses.replace(
         exploration,
         mixture=mixture,
@@ -651,17 +651,6 @@ def _log_f(path, x):
     return at.log_p0 + at.delta
 
 
-def _weighed(given, adapted, ess: float):
-    """``adapted`` (:func:`~pm_evidence.search.mixtures.adapt_components` of ``given``) and
-    whether importance sampling set its weights
-    (:func:`~pm_evidence.search.mixtures.weighed_by_importance`). Where it did not, the weights
-    stay as they are for AIS's reference (a component added at a climbed mode keeps its
-    ``1 / K``: on the funnel, that is the neck, whose mass AIS misses where its reference
-    gives it the particles' share), and
-    :func:`~pm_evidence.search.coverage.compare_coverage` reads the particles' shares instead."""
-    return adapted, weighed_by_importance(given, adapted, ess)
-
-
 def _united(target, rng, options: ExplorationOptions, first, second, rungs) -> Exploration:
     """The second pass with the components of both passes' mixtures, adapted together
     (:func:`~pm_evidence.search.mixtures.adapt_components`): a mode either pass found stays in
@@ -673,7 +662,7 @@ def _united(target, rng, options: ExplorationOptions, first, second, rungs) -> E
     ess = np.nan
     if options.n_reweighting_draws > 0:
         adapted, ess = adapt_components(union, log_f, rng, options.n_reweighting_draws)
-    union, estimated = _weighed(union, adapted, ess)
+    union, estimated = adapted, weighed_by_importance(union, adapted, ess)
     return dataclasses.replace(
         second,
         mixture=union,
@@ -863,7 +852,7 @@ def _explore(
             mixture, log_f, rng, options.n_reweighting_draws
         )
         n_eval += log_f.evaluations
-    mixture, estimated = _weighed(mixture, adapted, reweighting_ess)
+    mixture, estimated = adapted, weighed_by_importance(mixture, adapted, reweighting_ess)
     occupancy = np.array([mixture.occupancy(q.means, q.weights) for q in mixtures])
     exploration = Exploration(
         state.x,
