@@ -337,8 +337,8 @@ class Exploration:
         importance sampling (:func:`~pm_evidence.search.mixtures.weighed_by_importance`). Where
         its weights had too few effective draws for that (a poor mixture in many dimensions),
         they are the particles' shares, with ``1 / K`` for a component added at a climbed mode:
-        a guess, which AIS's reference keeps (a defensive weight: on the funnel the climbed
-        mode is the neck, which AIS misses without it) but
+        a guess, of which AIS's reference keeps a defensive share (:meth:`reference`: on the
+        funnel the climbed mode is the neck, which AIS misses without it) and which
         :func:`~pm_evidence.search.coverage.compare_coverage` does not read as mass (in 45
         dimensions, two climbed copies of one point where no particle and no posterior draw went
         held half the weight, the draws were judged to have missed half the mass, and the stages
@@ -385,14 +385,35 @@ class Exploration:
         ``(1/|G|) sum_g q(g x)``, does the same at ``|G|`` times the cost of every
         evaluation.
 
+        Where importance sampling could not weigh the mixture (``weights_estimated`` False),
+        the components no particle visited hold at most ``DEFENSIVE_SHARE`` of it together.
+
         ``mixture``: another mixture to make the reference of, in place of the exploration's
         own (:func:`~pm_evidence.search.mixtures.with_draws_outside`: with components where
         posterior draws found mass the exploration missed).
         """
-        mixture = self.mixture if mixture is None else mixture
+        mixture = self._defended(self.mixture) if mixture is None else mixture
         if group is None or group.size < 2:
             return self._as_reference(mixture)
         return self._as_reference(with_mirror_images(mixture, group.actions, MIRROR_DENSITY_RATIO))
+
+    def _defended(self, m: MixtureReference) -> MixtureReference:
+        """``m`` where importance sampling set its weights; else with the components the
+        particles did not visit (their share below a fifth of the weight: climbed modes at their
+        guessed ``1 / K``) holding ``DEFENSIVE_SHARE`` of the weight together where they held
+        more, the others scaled up to the rest: a defensive share (Hesterberg 1995) that keeps
+        AIS's chains at a climbed mode (the funnel's neck) without spending half of them where
+        the posterior has no mass (two climbed copies of one point in 45 dimensions)."""
+        if self.weights_estimated or m.n_components == 1:
+            return m
+        guessed = m.responsibilities(self.particles).mean(axis=0) < m.weights / 5
+        held = float(m.weights[guessed].sum())
+        if held <= DEFENSIVE_SHARE or guessed.all():
+            return m
+        weights = m.weights.copy()
+        weights[guessed] *= DEFENSIVE_SHARE / held
+        weights[~guessed] *= (1.0 - DEFENSIVE_SHARE) / weights[~guessed].sum()
+        return MixtureReference(weights, m.means, m.chols, m.df)
 
     def _as_reference(self, m: MixtureReference) -> Reference:
         if m.n_components == 1:
@@ -400,6 +421,12 @@ class Exploration:
         if self.reference_df is None:
             return m
         return MixtureReference(m.weights, m.means, m.chols, df=self.reference_df)
+
+
+# Where importance sampling could not weigh the exploration's mixture, the components the
+# particles did not visit hold at most this share of AIS's reference together (Exploration's
+# reference; measured: docs/benchmarks.rst).
+DEFENSIVE_SHARE = 0.1
 
 
 def _jump(rng, path, state: PathState, beta: float, q: MixtureReference, with_grad,

@@ -137,3 +137,34 @@ def test_guessed_weights_are_not_read_as_mass_the_draws_missed():
     assert weighed_by_importance(mixture, mixture, 0.96)
     assert not weighed_by_importance(mixture, mixture, 0.5)
     assert not weighed_by_importance(mixture, mixture, float("nan"))
+
+
+def test_guessed_components_hold_a_defensive_share_of_ais_reference():
+    """Where importance sampling could not weigh the mixture, the components the particles did
+    not visit keep a share of AIS's reference, ``DEFENSIVE_SHARE`` of it together where their
+    guessed weights held more (AIS's chains still reach a climbed mode, without half of them
+    spent where the posterior has no mass); the visited ones share the rest in their
+    proportions. Weights importance sampling set are the reference's as they are."""
+    from pm_evidence.references import MixtureReference
+    from pm_evidence.search.exploration import DEFENSIVE_SHARE, Exploration
+
+    rng = np.random.default_rng(0)
+    means = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 30.0], [30.0, 30.0]])
+    mixture = MixtureReference.from_components(
+        [0.3, 0.2, 0.25, 0.25], means, np.stack([np.eye(2)] * 4)
+    )
+    particles = np.concatenate(
+        [rng.normal(means[0], 1.0, (300, 2)), rng.normal(means[1], 1.0, (100, 2))]
+    )
+
+    def reference(estimated):
+        return Exploration(
+            particles, mixture, np.array([0.0, 1.0]), 0.0, np.ones(2), np.ones((2, 4)), 0,
+            reference_df=None, weights_estimated=estimated,
+        ).reference()  # fmt: skip
+
+    defended = reference(False)
+    np.testing.assert_allclose(defended.weights[2:], [DEFENSIVE_SHARE / 2] * 2)
+    np.testing.assert_allclose(defended.weights[:2], (1 - DEFENSIVE_SHARE) * np.array([0.6, 0.4]))
+    np.testing.assert_array_equal(defended.means, mixture.means)
+    np.testing.assert_array_equal(reference(True).weights, mixture.weights)
