@@ -36,8 +36,8 @@ class Explored(Protocol):
     mixture: MixtureReference
     betas: np.ndarray  # (R,) the rungs' inverse temperatures
     occupancy: np.ndarray  # (R, K) each component's share of the particles at each rung
-    particles: np.ndarray  # (m, dim) the particles at beta = 1
     weights_estimated: bool  # whether mixture.weights are posterior masses (importance sampling)
+    particle_shares: np.ndarray  # (K,) each component's mean responsibility at the particles
 
 
 def occupancy_jumps(exploration: Explored, threshold: float = 0.2) -> list[tuple[float, int]]:
@@ -129,7 +129,7 @@ def compare_coverage(
     # the draws compared): a climbed mode's weight 1 / K is then a guess, not a mass
     explored = (
         mixture.weights if exploration.weights_estimated
-        else mixture.responsibilities(exploration.particles).mean(axis=0)
+        else exploration.particle_shares
     )  # fmt: skip
     # mean responsibilities, not the share of draws nearest each component: a broad component
     # spread over the modes the draws visited (EM's, between the two mirror modes of

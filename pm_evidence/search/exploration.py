@@ -362,6 +362,13 @@ class Exploration:
     weights_estimated: bool = True
 
     @property
+    def particle_shares(self) -> np.ndarray:
+        """``(K,)``: each component's mean responsibility at the particles at ``beta = 1``
+        (posterior draws): its share of the posterior mass where ``weights_estimated`` is
+        False, and 0 for a climbed mode no particle visited."""
+        return self.mixture.responsibilities(self.particles).mean(axis=0)
+
+    @property
     def n_modes(self) -> int:
         """Components of the mixture fitted at ``beta = 1``."""
         return self.mixture.n_components
@@ -397,7 +404,7 @@ class Exploration:
             return self._as_reference(mixture)
         return self._as_reference(with_mirror_images(mixture, group.actions, MIRROR_DENSITY_RATIO))
 
-    def _defended(self, m: MixtureReference) -> MixtureReference:
+    def _defended(self, m: MixtureReference) -> MixtureReference:  # m: the exploration's own
         """``m`` where importance sampling set its weights; else with the components the
         particles did not visit (their share below a fifth of the weight: climbed modes at their
         guessed ``1 / K``) holding ``DEFENSIVE_SHARE`` of the weight together where they held
@@ -406,7 +413,7 @@ class Exploration:
         the posterior has no mass (two climbed copies of one point in 45 dimensions)."""
         if self.weights_estimated or m.n_components == 1:
             return m
-        guessed = m.responsibilities(self.particles).mean(axis=0) < m.weights / 5
+        guessed = self.particle_shares < m.weights / 5
         held = float(m.weights[guessed].sum())
         if held <= DEFENSIVE_SHARE or guessed.all():
             return m
@@ -660,7 +667,8 @@ def _polished(target, rng, options: ExplorationOptions, exploration, rungs) -> E
     n_eval += log_f.evaluations
     if not ess > exploration.reweighting_ess:
         return dataclasses.replace(exploration, n_evaluations=exploration.n_evaluations + n_eval)
-    mixture, estimated = adapted, weighed_by_importance(mixture, adapted, ess)
+    estimated = weighed_by_importance(mixture, adapted, ess)
+    mixture = adapted
     return dataclasses.replace(
         exploration,
         mixture=mixture,
@@ -689,7 +697,8 @@ def _united(target, rng, options: ExplorationOptions, first, second, rungs) -> E
     ess = np.nan
     if options.n_reweighting_draws > 0:
         adapted, ess = adapt_components(union, log_f, rng, options.n_reweighting_draws)
-    union, estimated = adapted, weighed_by_importance(union, adapted, ess)
+    estimated = weighed_by_importance(union, adapted, ess)
+    union = adapted
     return dataclasses.replace(
         second,
         mixture=union,
@@ -879,7 +888,8 @@ def _explore(
             mixture, log_f, rng, options.n_reweighting_draws
         )
         n_eval += log_f.evaluations
-    mixture, estimated = adapted, weighed_by_importance(mixture, adapted, reweighting_ess)
+    estimated = weighed_by_importance(mixture, adapted, reweighting_ess)
+    mixture = adapted
     occupancy = np.array([mixture.occupancy(q.means, q.weights) for q in mixtures])
     exploration = Exploration(
         state.x,
