@@ -249,10 +249,10 @@ def exploration_skipped(target, kwargs: dict) -> str:
     if not target.model.observed_RVs and not target.model.potentials:
         return "the model has no data (the posterior is the prior)"
     if target.dim > EXPLORATION_MAX_DIM:
+        particles = ExplorationOptions().particles_for(target.dim, target.backend.width)
         return (
-            f"{target.dim} parameters > {EXPLORATION_MAX_DIM}: a cloud of "
-            f"{ExplorationOptions().particles_for(target.dim)} particles cannot fit a mixture "
-            f"there"
+            f"{target.dim} parameters > {EXPLORATION_MAX_DIM}: a cloud of {particles} "
+            f"particles cannot fit a mixture there"
         )
     if any(k in kwargs for k in ("reference", "path")):
         return "a reference or path options were given"
@@ -284,7 +284,7 @@ def draws_stage(target, idata, seed, progressbar, kwargs, exploration=None):
         exploration is not None and idata is None
         and draws_sampler(target, sampling.get("sample_kwargs")) == "batched_hmc"
     ):  # fmt: skip
-        chains = sampling.get("chains") or BatchedHMCSettings().chains
+        chains = sampling.get("chains") or BatchedHMCSettings.sized(target.backend.width).chains
         n = exploration.particles.shape[0]
         pick = rng.choice(n, size=chains, replace=chains > n)
         sampling["starts"] = exploration.particles[pick]

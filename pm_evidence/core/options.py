@@ -17,7 +17,7 @@ a leaf (NumPy only), so that every layer can read the options.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -182,6 +182,11 @@ class PathOptions:
 # rungs (MAX_STORED_NUMBERS) or 20,000 chains of fewer than 500 rungs, under 2e7 evaluations
 # either way, and tempering at most 1000 chains x (5000 + 10 x 50) sweeps x 2 = 1.1e7.
 MAX_EVALUATIONS = 20_000_000
+# AIS's first batch and the tempered chains on a CPU; on an accelerator, ACCELERATOR_WIDTH times
+# as many (pm_evidence.model.backend: a call there on thousands of points costs about what one
+# on a hundred does).
+FIRST_BATCH = 100
+TEMPERED_CHAINS = 1000
 
 
 @dataclass(frozen=True)
@@ -203,8 +208,10 @@ class AnnealingOptions:
         Smallest positive ``beta`` of the geometric ladder.
     n_steps : int
         Transitions per rung.
-    first_batch : int
-        Chains of the first batch when ``n_chains`` is None.
+    first_batch : int or None
+        Chains of the first batch when ``n_chains`` is None. ``None`` (default): 100 on a CPU,
+        ``100 x ACCELERATOR_WIDTH`` (1,600) where the model runs on a GPU
+        (:meth:`sized`; :attr:`~pm_evidence.model.backend.Backend.width`).
     target_se : float or None
         With ``n_chains=None``: after the first batch, one more batch sized from its standard
         error (``se^2`` falls like ``1 / chains``), and so on until the AIS standard error is at
@@ -224,22 +231,33 @@ class AnnealingOptions:
     n_rungs: int | None = None
     beta_min: float = 1e-4
     n_steps: int = 1
-    first_batch: int = 100
+    first_batch: int | None = None
     target_se: float | None = 0.005
     max_chains: int = 20_000
     max_evaluations: int | None = MAX_EVALUATIONS
     time_limit: float | None = None
 
     def __post_init__(self):
-        _check_positive(self, "n_steps", "first_batch", "max_chains")
+        _check_positive(self, "n_steps", "max_chains")
         _check_budget(self)
-        if self.n_chains is not None:
-            _check_positive(self, "n_chains")
+        for name in ("n_chains", "first_batch"):
+            if getattr(self, name) is not None:
+                _check_positive(self, name)
+
+    def sized(self, width: int = 1) -> AnnealingOptions:
+        """These options with ``first_batch`` set for a device that moves ``width`` times the
+        CPU's chains at once (``FIRST_BATCH x width`` where it is ``None``; as given else)."""
+        if self.first_batch is not None:
+            return self
+        return replace(self, first_batch=FIRST_BATCH * int(width))
 
     @property
     def chains_first(self) -> int:
-        """Chains of the first (for RAISE: the only) batch."""
-        return self.first_batch if self.n_chains is None else self.n_chains
+        """Chains of the first (for RAISE: the only) batch, on a CPU where ``first_batch`` is
+        ``None`` (:meth:`sized` for another device)."""
+        if self.n_chains is not None:
+            return self.n_chains
+        return FIRST_BATCH if self.first_batch is None else self.first_batch
 
 
 @dataclass(frozen=True)
@@ -248,10 +266,12 @@ class TemperingOptions:
 
     Attributes
     ----------
-    n_chains : int
-        Parallel tempered chains, moved together in one vectorized call per sweep. At the
-        default 1000 a sweep costs little more than with 100, and the run reaches a smaller
-        SE in the same time (measured: docs/benchmarks.rst, Measurements behind the defaults).
+    n_chains : int or None
+        Parallel tempered chains, moved together in one vectorized call per sweep. ``None``
+        (default): 1,000 on a CPU, where a sweep of 1,000 costs little more than one of 100 and
+        the run reaches a smaller SE in the same time (measured: docs/benchmarks.rst,
+        Measurements behind the defaults); ``1000 x ACCELERATOR_WIDTH`` where the model runs on
+        a GPU (:meth:`sized`).
     n_sweeps : int or None
         Sweeps of the final run; ``None``: ``min_sweeps``, then more until the RTS standard
         error is at most ``target_se`` (or ``max_sweeps``).
@@ -273,7 +293,7 @@ class TemperingOptions:
         Keep ``Delta`` and the rung of every draw (MBAR needs them; two numbers per draw).
     """
 
-    n_chains: int = 1000
+    n_chains: int | None = None
     n_sweeps: int | None = None
     ladder: str | np.ndarray = "adaptive"
     n_rungs: int | None = None
@@ -291,10 +311,19 @@ class TemperingOptions:
     record: bool = False
 
     def __post_init__(self):
-        _check_positive(self, "n_chains", "n_steps", "n_init_sweeps", "min_sweeps", "max_sweeps")
+        _check_positive(self, "n_steps", "n_init_sweeps", "min_sweeps", "max_sweeps")
         _check_budget(self)
+        if self.n_chains is not None:
+            _check_positive(self, "n_chains")
         if self.n_sweeps is not None and self.n_sweeps < 1:
             raise EvidenceInputError(f"n_sweeps must be a positive integer, got {self.n_sweeps}.")
+
+    def sized(self, width: int = 1) -> TemperingOptions:
+        """These options with ``n_chains`` set for a device that moves ``width`` times the
+        CPU's chains at once (``TEMPERED_CHAINS x width`` where it is ``None``; as given else)."""
+        if self.n_chains is not None:
+            return self
+        return replace(self, n_chains=TEMPERED_CHAINS * int(width))
 
 
 def _check_budget(options) -> None:

@@ -32,6 +32,7 @@ import numpy as np
 from pm_evidence.core.exceptions import EvidenceInputError
 
 __all__ = [
+    "ACCELERATOR_WIDTH",
     "BACKENDS",
     "Backend",
     "VmappedFunction",
@@ -64,6 +65,14 @@ ACCELERATOR_PLUGINS = (
 # Rows of the smallest padded call: the samplers call the model on 16 chains and up.
 MIN_BUCKET_ROWS = 16
 
+# How many times the CPU's default chains the samplers move at once on an accelerator. There a
+# compiled call on a few thousand points costs about what one on a hundred does (JAX on an H200,
+# docs/backends.rst: the gain over one CPU core is small or none at 100-1,000 points per call and
+# 150-2,500 times at 100,000), so AIS's first batch (100 chains on a CPU), the tempered chains
+# (1,000), the exploration's particles and batched HMC's chains (16) are this many times as many
+# there, and a target SE is met in fewer sequential steps of the same cost.
+ACCELERATOR_WIDTH = 16
+
 
 @dataclass(frozen=True)
 class Backend:
@@ -92,9 +101,22 @@ class Backend:
     def is_jax(self) -> bool:
         return self.name == "jax"
 
+    @property
+    def on_accelerator(self) -> bool:
+        """Whether the model's functions run on a GPU or another accelerator."""
+        return self.is_jax and not self.device.startswith("cpu")
+
+    @property
+    def width(self) -> int:
+        """How many times the CPU's default chains (or particles) the samplers move at once:
+        1 on a CPU, ``ACCELERATOR_WIDTH`` on an accelerator (module constant's text)."""
+        return ACCELERATOR_WIDTH if self.on_accelerator else 1
+
     def diagnostics(self) -> dict:
-        """What a result records of the backend (``ev.diagnostics``)."""
-        out = {"backend": self.name, "device": self.device}
+        """What a result records of the backend (``ev.diagnostics``): ``backend``, ``device``,
+        ``parallel_width`` (:attr:`width`) and, where ``"auto"`` fell back to Numba,
+        ``backend_fallback``."""
+        out = {"backend": self.name, "device": self.device, "parallel_width": self.width}
         if self.fallback:
             out["backend_fallback"] = self.fallback
         return out
@@ -332,6 +354,6 @@ def rows_per_call(default: int, backend: Backend, n_observations: int) -> int:
     """Rows per compiled call: ``default`` on the CPU; on an accelerator, which pays only with
     thousands of points in one call, up to ``2**16`` rows while a block's intermediates stay
     within ``2**27`` numbers (1 GiB of float64)."""
-    if not backend.is_jax or backend.device.startswith("cpu"):
+    if not backend.on_accelerator:
         return default
     return int(max(default, min(2**16, 2**27 // max(int(n_observations), 1))))

@@ -189,7 +189,8 @@ def sampled_posterior(
     ``idata`` may be a DataTree/Dataset of named draws, an array of flat draws, or a
     :class:`PosteriorPlan` (its draws). Without it, :func:`draws_sampler` chooses: batched
     HMC (:func:`~pm_evidence.model.batched_hmc.sample_batched_hmc`; ``draws``, ``tune`` and
-    ``chains`` override :class:`~pm_evidence.model.batched_hmc.BatchedHMCSettings`, and
+    ``chains`` override :meth:`~pm_evidence.model.batched_hmc.BatchedHMCSettings.sized` for the
+    model's device, and
     ``draws`` given are exactly the draws made, never extended;
     ``starts``, its chains' starting points), or PyMC's NUTS (``pm.sample``: 1,000 draws and
     tuning steps of 4 chains unless given).
@@ -202,7 +203,9 @@ def sampled_posterior(
         given = {"draws": draws, "tune": tune, "chains": chains}
         if draws is not None:  # the draws asked for, not extended where R-hat is a little high
             given["max_extensions"] = 0
-        settings = BatchedHMCSettings(**{k: v for k, v in given.items() if v is not None})
+        settings = BatchedHMCSettings.sized(
+            target.backend.width, **{k: v for k, v in given.items() if v is not None}
+        )
         x, stats = sample_batched_hmc(
             target, rng, settings, progressbar=progressbar, starts=starts
         )

@@ -258,7 +258,7 @@ def run_annealing(
 
     {parameters}
     """
-    options = options or AnnealingOptions()
+    options = (options or AnnealingOptions()).sized(plan.target.backend.width)
     ladder = _ladder(plan, options, _annealing_rungs(plan.length), 1000)
     first = options.chains_first
     # every chain's Delta and log weight at every rung are kept (for ADS): at most
@@ -379,7 +379,7 @@ def run_reverse_annealing(
 
     {parameters}
     """
-    options = options or AnnealingOptions()
+    options = (options or AnnealingOptions()).sized(plan.target.backend.width)
     if plan.posterior is None:
         raise EvidenceInputError(
             "RAISE starts from posterior draws and this plan has none; make the plan with "
@@ -451,7 +451,7 @@ def run_tempering(
 
     {parameters}
     """
-    options = options or TemperingOptions()
+    options = (options or TemperingOptions()).sized(plan.target.backend.width)
     ladder = _ladder(plan, options, _tempering_rungs(plan.length), 100)
     log_r = log_r_of(options.prior_r, ladder.n_rungs)
     kernel, path = plan.kernel, plan.path

@@ -191,7 +191,8 @@ class ExplorationOptions:
         narrow mode in 3 parameters is visited less often (see the module docstring; measured:
         docs/benchmarks.rst, Measurements behind the defaults).
     max_particles : int
-        The particles are copied up to this many at the first rung where they look multimodal
+        The particles are copied up to this many (times ``width`` on an accelerator,
+        :meth:`particles_for`) at the first rung where they look multimodal
         (both halves' mixtures have several components and the jumps between them are
         accepted less than 30% of the time), so that each mode holds more of them and the
         resampling's noise empties fewer. A unimodal posterior keeps its starting number.
@@ -267,12 +268,14 @@ class ExplorationOptions:
         _check_df("reference_df", self.reference_df, "5.0", "for normal components")
         _check_df("heavy_reference_df", self.heavy_reference_df, "2.0", "to keep reference_df")
 
-    def particles_for(self, dim: int) -> int:
+    def particles_for(self, dim: int, width: int = 1) -> int:
         """The particles to start with in ``dim`` dimensions: ``n_particles``, or by default
-        ``8192 / dim^1.5`` within ``[512, max_particles]``."""
+        ``8192 / dim^1.5`` within ``[512, max_particles]``, times ``width`` where the model runs
+        on an accelerator (:attr:`~pm_evidence.model.backend.Backend.width`)."""
         if self.n_particles is not None:
             return self.n_particles
-        return int(np.clip(8192 / max(dim, 1) ** 1.5, 512, max(512, self.max_particles)))
+        n = np.clip(8192 / max(dim, 1) ** 1.5, 512, max(512, self.max_particles))
+        return int(n) * int(width)
 
 
 def _check_df(name: str, df: float | None, default: str, none_means: str) -> None:
@@ -819,7 +822,8 @@ def _explore(
     (:func:`cross_fitted_jumps`)."""
     path = GeometricPath(target, PriorReference(target))
     kernel = make_kernel("auto", target)
-    n, dim = options.particles_for(target.dim), target.dim
+    n, dim = options.particles_for(target.dim, target.backend.width), target.dim
+    most = options.max_particles * target.backend.width  # copied up to this many
     state = path.sample_reference(rng, n, with_grad=kernel.needs_grad)
     spread = float(np.median(np.std(state.x, axis=0)))
     log_step = float(np.log((spread if np.isfinite(spread) and spread > 0 else 1.0) / dim**0.25))
@@ -849,10 +853,10 @@ def _explore(
                 raise RuntimeError(
                     "Every particle of the exploration lies where the likelihood is zero."
                 )
-            if _multimodal(fits, rate) and state.x.shape[0] < options.max_particles:
+            if _multimodal(fits, rate) and state.x.shape[0] < most:
                 # more particles per mode from here on: each particle copied (an equally
                 # weighted resampling), the copies set apart by the next rung's moves
-                copies = max(1, options.max_particles // state.x.shape[0])
+                copies = max(1, most // state.x.shape[0])
                 state = take(state, np.repeat(np.arange(state.x.shape[0]), copies))
             state, beta, log_increment = smc_step(rng, state, beta, options.ess_fraction)
             walk = dataclasses.replace(walk, state=state)

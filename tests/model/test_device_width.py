@@ -1,0 +1,73 @@
+"""Work sized to the device: on an accelerator the samplers move ``ACCELERATOR_WIDTH`` times
+the CPU's chains (AIS's first batch, the tempered chains, the exploration's particles, batched
+HMC's chains), options the user gave are kept, and the result records the width. No GPU is
+needed: an adapter whose backend says it runs on one is sized as one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pm_evidence as pme
+from pm_evidence.model.backend import ACCELERATOR_WIDTH, Backend
+from pm_evidence.model.batched_hmc import WIDE_DRAWS, BatchedHMCSettings
+from pm_evidence.model.log_density import LogDensity
+from pm_evidence.search.exploration import ExplorationOptions
+from pm_evidence.zoo.testing import zoo
+
+GPU = Backend("jax", "cuda:0 (NVIDIA H200)", "auto")
+
+
+def test_only_an_accelerator_is_wide():
+    assert Backend("numba", "cpu", "auto").width == 1
+    assert Backend("jax", "cpu:0", "jax").width == 1  # JAX on the CPU: the CPU's chains
+    assert GPU.width == ACCELERATOR_WIDTH > 1
+    assert GPU.diagnostics()["parallel_width"] == ACCELERATOR_WIDTH
+
+
+def test_default_chains_grow_with_the_width_and_given_ones_are_kept():
+    w = ACCELERATOR_WIDTH
+    assert pme.AnnealingOptions().sized(1).chains_first == 100
+    assert pme.AnnealingOptions().sized(w).chains_first == 100 * w
+    assert pme.AnnealingOptions(first_batch=40).sized(w).chains_first == 40
+    assert pme.AnnealingOptions(n_chains=30).sized(w).chains_first == 30
+    assert pme.TemperingOptions().sized(1).n_chains == 1000
+    assert pme.TemperingOptions().sized(w).n_chains == 1000 * w
+    assert pme.TemperingOptions(n_chains=50).sized(w).n_chains == 50
+    assert BatchedHMCSettings.sized(1) == BatchedHMCSettings()
+    wide = BatchedHMCSettings.sized(w)
+    assert (wide.chains, wide.draws) == (16 * w, max(WIDE_DRAWS, 512 // w))
+    assert wide.chains * wide.draws > BatchedHMCSettings().chains * BatchedHMCSettings().draws
+    assert BatchedHMCSettings.sized(w, chains=8, draws=64).chains == 8
+    assert ExplorationOptions().particles_for(10, w) == 512 * w
+    assert ExplorationOptions(n_particles=300).particles_for(10, w) == 300
+
+
+def _on_a_gpu(model) -> LogDensity:
+    """An adapter of ``model`` that runs on Numba but is sized as on a GPU."""
+    target = LogDensity(model, backend="numba")
+    target.backend = GPU
+    return target
+
+
+def test_a_wide_device_runs_more_chains_at_once_and_the_answer_stands():
+    (entry,) = zoo(["normal_mean"])
+    model, gold = entry.build()
+    target = _on_a_gpu(model)
+    ais = pme.marginal_likelihood(target, method="ais", random_seed=2, progressbar=False)
+    assert ais.diagnostics["parallel_width"] == ACCELERATOR_WIDTH
+    assert ais.diagnostics["n_chains"] >= 100 * ACCELERATOR_WIDTH
+    assert abs(ais.log_z - gold) < 4 * ais.se
+    bridge = pme.marginal_likelihood(target, method="bridge", random_seed=2, progressbar=False)
+    wide = BatchedHMCSettings.sized(ACCELERATOR_WIDTH)
+    assert bridge.diagnostics["draws_chains"] == wide.chains
+    extended = 1 + bridge.diagnostics["draws_extensions"]
+    assert bridge.diagnostics["draws_per_chain"] == wide.draws * extended
+    assert abs(bridge.log_z - gold) < 4 * bridge.se
+    assert np.isfinite(bridge.se) and bridge.se > 0
+
+
+@pytest.mark.parametrize("field", ["first_batch", "n_chains"])
+def test_chain_counts_must_be_positive(field):
+    with pytest.raises(pme.EvidenceInputError, match=field):
+        pme.AnnealingOptions(**{field: 0})
