@@ -1,7 +1,8 @@
 """``auto`` at defaults on each backend (Numba, JAX), on models whose log density is the cost.
 
 For each model and backend: the first call (compiles) and a warm call with the same seed,
-printing wall seconds, ``log Z``, SE, ``reliable``, the device, and per model the ratio of
+printing wall seconds, ``log Z``, SE, ``reliable``, the device and its ``parallel_width`` (the
+samplers' chains there, as a multiple of the CPU's), and per model the ratio of
 Numba's warm time to JAX's and the two answers' difference in combined SEs. Where JAX sees a
 GPU the JAX rows run there; on a CPU JAX runs on the CPU (slower than Numba there: this script
 then measures the backends' agreement, not speed).
@@ -82,8 +83,8 @@ def _timed(model, backend: str, seed: int):
 
 
 def main(names, backends, seed: int, warm: bool) -> None:
-    print(f"{'model':24s} {'backend':7s} {'device':22s} {'first s':>8s} {'warm s':>8s} "
-          f"{'log Z':>14s} {'SE':>8s} reliable")  # fmt: skip
+    print(f"{'model':24s} {'backend':7s} {'device':22s} {'width':>5s} {'first s':>8s} "
+          f"{'warm s':>8s} {'log Z':>14s} {'SE':>8s} reliable")  # fmt: skip
     for name in names:
         model = build_model(name)
         results = {}
@@ -92,7 +93,8 @@ def main(names, backends, seed: int, warm: bool) -> None:
             again = _timed(model, backend, seed)[0] if warm else float("nan")
             results[backend] = (again if warm else first, ev)
             print(
-                f"{name:24s} {backend:7s} {ev.diagnostics.get('device', '?'):22s} {first:8.1f} "
+                f"{name:24s} {backend:7s} {ev.diagnostics.get('device', '?'):22s} "
+                f"{ev.diagnostics.get('parallel_width', 1):5d} {first:8.1f} "
                 f"{again:8.1f} {ev.log_z:14.4f} {ev.se:8.4f} {ev.reliable}",
                 flush=True,
             )
