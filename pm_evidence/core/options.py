@@ -157,8 +157,10 @@ class PathOptions:
         time (also with ``kernel="gibbs"``). ``"auto"``: find them also with
         ``kernel="gibbs"``. The result's diagnostics say which (``kernel_reason``,
         ``n_gibbs_blocks``).
-    n_pilot_chains : int
-        Particles of the pilot run.
+    n_pilot_chains : int or None
+        Particles of the pilot run. ``None`` (default): ``PILOT_CHAINS`` (128) on a CPU,
+        ``ACCELERATOR_WIDTH`` times as many where the model runs on a GPU
+        (:attr:`~pm_evidence.model.backend.Backend.width`).
     symmetrize : {"auto", True, False}
         For a reference fitted to posterior draws: average it over the relabellings of a
         label-switching posterior whose mirror modes the draws miss
@@ -170,7 +172,7 @@ class PathOptions:
     n_leapfrog: int = 2
     n_flips: int = 1
     blocks: tuple | list | str | None = None
-    n_pilot_chains: int = 128
+    n_pilot_chains: int | None = None
     symmetrize: str | bool = "auto"
 
 
@@ -182,10 +184,11 @@ class PathOptions:
 # rungs (MAX_STORED_NUMBERS) or 20,000 chains of fewer than 500 rungs, under 2e7 evaluations
 # either way, and tempering at most 1000 chains x (5000 + 10 x 50) sweeps x 2 = 1.1e7.
 MAX_EVALUATIONS = 20_000_000
-# AIS's first batch and the tempered chains on a CPU; on an accelerator, ACCELERATOR_WIDTH times
+# AIS's first batch, the pilot's particles and the tempered chains on a CPU; on an accelerator, ACCELERATOR_WIDTH times
 # as many (pm_evidence.model.backend: a call there on thousands of points costs about what one
 # on a hundred does).
 FIRST_BATCH = 100
+PILOT_CHAINS = 128
 TEMPERED_CHAINS = 1000
 
 

@@ -66,11 +66,12 @@ ACCELERATOR_PLUGINS = (
 MIN_BUCKET_ROWS = 16
 
 # How many times the CPU's default chains the samplers move at once on an accelerator. There a
-# compiled call on a few thousand points costs about what one on a hundred does (JAX on an H200,
-# docs/backends.rst: the gain over one CPU core is small or none at 100-1,000 points per call and
-# 150-2,500 times at 100,000), so AIS's first batch (100 chains on a CPU), the tempered chains
-# (1,000), the exploration's particles and batched HMC's chains (16) are this many times as many
-# there, and a target SE is met in fewer sequential steps of the same cost.
+# compiled call on a few thousand points costs about what one on a hundred does (the model's log
+# density and gradient under JAX on an H200: 150-2,500 times one CPU core's throughput at 100,000
+# points per call, little or no gain at 100-1,000), so AIS's first batch (100 chains on a CPU),
+# the pilot's particles (128), the tempered chains (1,000), the exploration's particles and
+# batched HMC's chains (16) are this many times as many there, and a target SE is met in fewer
+# sequential steps.
 ACCELERATOR_WIDTH = 16
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from pm_evidence.core.exceptions import EvidenceInputError
-from pm_evidence.core.options import SAMPLE_KEYS, PathOptions
+from pm_evidence.core.options import PILOT_CHAINS, SAMPLE_KEYS, PathOptions
 from pm_evidence.core.utils import (
     kish_ess,
     renamed_parameters,
@@ -434,9 +434,8 @@ def make_plan(
         if finding.blocks is not None:
             kernel = make_kernel("gibbs", target, blocks=finding.blocks)
         kernel_reason, n_block_evaluations = f"gibbs: {finding.how}", finding.n_evaluations
-    pilot = run_pilot(
-        rngs["pilot"], path, kernel, n_chains=options.n_pilot_chains, progressbar=progressbar
-    )
+    n_pilot = options.n_pilot_chains or PILOT_CHAINS * target.backend.width
+    pilot = run_pilot(rngs["pilot"], path, kernel, n_chains=n_pilot, progressbar=progressbar)
     plan = PathPlan(
         target, path, kernel, pilot, posterior, reason, overlap,
         tuple(m for m in messages if m), pilot.n_evaluations + n_block_evaluations,

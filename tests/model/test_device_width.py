@@ -58,6 +58,11 @@ def test_a_wide_device_runs_more_chains_at_once_and_the_answer_stands():
     assert ais.diagnostics["parallel_width"] == ACCELERATOR_WIDTH
     assert ais.diagnostics["n_chains"] >= 100 * ACCELERATOR_WIDTH
     assert abs(ais.log_z - gold) < 4 * ais.se
+    pilot = pme.make_plan(target, random_seed=2, progressbar=False).pilot
+    assert pilot.final.x.shape[0] == 128 * ACCELERATOR_WIDTH
+    given = pme.make_plan(target, pme.PathOptions(n_pilot_chains=40), random_seed=2,
+                          progressbar=False).pilot  # fmt: skip
+    assert given.final.x.shape[0] == 40
     bridge = pme.marginal_likelihood(target, method="bridge", random_seed=2, progressbar=False)
     wide = BatchedHMCSettings.sized(ACCELERATOR_WIDTH)
     assert bridge.diagnostics["draws_chains"] == wide.chains
