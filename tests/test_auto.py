@@ -27,6 +27,8 @@ def stages(normal_mean_case):
     primary, check = auto.auto_pair(target)
     first = auto.estimate_stage(primary, target, plan, seed, False, {})
     options = auto.check_stage_options(target, {}, exploration, plan, "")
+    if auto.check_from_the_draws(first, exploration, plan):
+        options, _ = auto.drawn_reference_stage(options, plan, seed)
     options = auto.check_precision(check, options, first, exploration, plan)
     second = auto.estimate_stage(check, target, plan, seed, False, options)
     return {
@@ -44,7 +46,32 @@ def test_each_stage_alone_gives_what_the_next_reads(stages):
     assert (first.method, second.method) == ("bridge", "ais")
     for ev in (first, second):  # right within 4 of their own SEs (plus rounding)
         assert abs(ev.log_z - exact) < 4 * ev.se + 1e-3, (ev.method, ev.log_z, ev.se, exact)
-    assert second.diagnostics["reference"].endswith("_explored")  # from the exploration
+    # bridge has no warning and the draws visited the exploration's one mode: AIS only checks
+    # it, from a mixture fitted to the draws (one normal component here)
+    assert auto.check_from_the_draws(first, stages["exploration"], plan)
+    assert second.diagnostics["reference"] == "normal"
+
+
+def test_the_check_starts_from_the_draws_only_where_it_only_checks(stages):
+    """A mixture fitted to the first halves of the draws, the same from the same seed; the
+    exploration's mixture where the estimate has a warning or the posterior has mirror images
+    (which the exploration's reference covers and the draws do not)."""
+    first, exploration, plan = stages["first"], stages["exploration"], stages["plan"]
+    options = auto.check_stage_options(stages["target"], {}, exploration, plan, "")
+    drawn, n = auto.drawn_reference_stage(options, plan, stages["seed"])
+    again, _ = auto.drawn_reference_stage(options, plan, stages["seed"])
+    reference = drawn["path"].reference
+    assert n == 1 and reference.name == "normal"
+    np.testing.assert_array_equal(reference.mean, again["path"].reference.mean)
+    half = plan.draws[:, : plan.draws.shape[1] // 2].reshape(-1, plan.draws.shape[-1])
+    np.testing.assert_allclose(reference.mean, half.mean(axis=0))  # the first halves' moments
+    flagged = dataclasses.replace(first, warnings=("something",))
+    assert not auto.check_from_the_draws(flagged, exploration, plan)
+    assert not auto.check_from_the_draws(first, None, plan)
+    group = type("Group", (), {"size": 2})()
+    mirrored = dataclasses.replace(plan, search=dataclasses.replace(plan.search, group=group))
+    assert auto.check_only(first, exploration, plan)
+    assert not auto.check_from_the_draws(first, exploration, mirrored)
 
 
 def test_a_pure_cross_check_runs_to_the_precision_a_disagreement_needs(stages):
