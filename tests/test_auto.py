@@ -49,7 +49,7 @@ def test_each_stage_alone_gives_what_the_next_reads(stages):
     # bridge has no warning and the draws visited the exploration's one mode: AIS only checks
     # it, from a mixture fitted to the draws (one normal component here)
     assert auto.check_from_the_draws(first, stages["exploration"], plan)
-    assert second.diagnostics["reference"] == "normal"
+    assert second.diagnostics["reference"] == "normal_drawn"
 
 
 def test_the_check_starts_from_the_draws_only_where_it_only_checks(stages):
@@ -61,7 +61,7 @@ def test_the_check_starts_from_the_draws_only_where_it_only_checks(stages):
     drawn, n = auto.drawn_reference_stage(options, plan, stages["seed"])
     again, _ = auto.drawn_reference_stage(options, plan, stages["seed"])
     reference = drawn["path"].reference
-    assert n == 1 and reference.name == "normal"
+    assert n == 1 and reference.name == "normal_drawn"
     np.testing.assert_array_equal(reference.mean, again["path"].reference.mean)
     half = plan.draws[:, : plan.draws.shape[1] // 2].reshape(-1, plan.draws.shape[-1])
     np.testing.assert_allclose(reference.mean, half.mean(axis=0))  # the first halves' moments

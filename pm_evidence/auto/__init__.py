@@ -73,7 +73,7 @@ from pm_evidence.model.draws import (
     reference_needs_draws,
     split_halves,
 )
-from pm_evidence.references import MultivariateNormalReference, PriorReference
+from pm_evidence.references import PriorReference
 from pm_evidence.run_methods import (
     EXPLORATION_MAX_DIM,
     attempt,
@@ -91,7 +91,7 @@ from pm_evidence.search.coverage import (
     unshared_mass,
 )
 from pm_evidence.search.exploration import Exploration, ExplorationOptions, explore
-from pm_evidence.search.mixtures import fit_gaussian_mixture, with_draws_outside
+from pm_evidence.search.mixtures import as_reference, fit_gaussian_mixture, with_draws_outside
 
 __all__ = [
     "ARBITER_STREAM",
@@ -108,9 +108,9 @@ __all__ = [
     "confirmation_stage",
     "coverage_stage",
     "discrete_stages",
+    "drawn_reference_stage",
     "draws_coverage",
     "draws_stage",
-    "drawn_reference_stage",
     "estimate_and_check",
     "estimate_skipped",
     "estimate_stage",
@@ -345,9 +345,10 @@ def estimate_and_check(
     target, plan, exploration, coverage, seed, progressbar, kwargs, skipped, failures
 ) -> Halves:
     """Stages 3 and 4: bridge on the posterior draws (not where they missed modes the
-    exploration found: :func:`estimate_skipped`) and AIS from the exploration's mixture, or
-    from the reference :func:`check_stage_options` chooses where nothing explored; AIS run to
-    the precision the comparison needs (:func:`check_precision`). Where AIS fails, a skipped
+    exploration found: :func:`estimate_skipped`) and AIS from the exploration's mixture (from
+    a mixture fitted to the draws where it only checks bridge: :func:`check_from_the_draws`),
+    or from the reference :func:`check_stage_options` chooses where nothing explored; AIS run
+    to the precision the comparison needs (:func:`check_precision`). Where AIS fails, a skipped
     estimate is run after all. Failures are recorded in ``failures``."""
     primary, check = auto_pair(target)
     skipped_estimate = estimate_skipped(coverage, plan)
@@ -366,7 +367,7 @@ def estimate_and_check(
     if stopped(first):
         return Halves(first, None, None, skipped_estimate, interrupted=first)
     options = check_stage_options(target, kwargs, exploration, plan, skipped)
-    drawn = options is not None and check_from_the_draws(first, exploration, plan, coverage)
+    drawn = check_from_the_draws(first, exploration, plan, coverage)
     if drawn:
         options, added = drawn_reference_stage(options, plan, seed)
     else:
@@ -396,8 +397,9 @@ def estimate_and_check(
                 f"{primary!r} is returned unchecked."
             ))  # fmt: skip
             return Halves(first, None, options, skipped_estimate, interrupted=interrupted)
-    if second is not None and added:
-        second = with_diagnostics(second, {"reference_draws_components": added})
+    if second is not None and added:  # the reference's components fitted to the draws
+        key = "reference_drawn_components" if drawn else "reference_draws_components"
+        second = with_diagnostics(second, {key: added})
     if skipped_estimate and second is None:  # AIS failed: the estimate is needed after all
         first, skipped_estimate = estimate(), ""
         if stopped(first):
@@ -500,23 +502,22 @@ def drawn_reference_stage(options: dict, plan, seed) -> tuple[dict, int]:
     components chosen by BIC, on the ``"check_reference"`` stream of ``seed``), not from the
     exploration's mixture.
 
-    The draws visited every component of the exploration's mixture, so the exploration adds
-    no mode for AIS to cover; and a mixture fitted to thousands of posterior draws follows the
+    The draws visited every component of the exploration's mixture (all but components holding
+    under ``MISSED_SHARE``, 2%, of its mass together: :func:`check_only`), so the exploration
+    adds no mode for AIS to cover; and a mixture fitted to thousands of posterior draws follows the
     posterior's shape where the exploration's (fitted to hundreds of particles, with Laplace
     components at climbed modes) may not. AIS is unbiased from any reference that covers the
     posterior; the reference sets its cost. On a two-planet radial-velocity orbit the check
     from the exploration's mixture stopped at 20,000 chains with an SE of 0.035 after 1.2
     million evaluations (a Kish ESS of 4%); from the draws' mixture it reached 0.017 in
     125,000 (an ESS of 65%; measured: docs/benchmarks.rst). Returns the options and the
-    number of components (``reference_draws_components``: the reference covers the region the
-    draws found, which :func:`coverage_stage` reads)."""
+    number of components (``reference_drawn_components`` on the check's diagnostics: the
+    reference covers the region the draws found, which :func:`coverage_stage` reads)."""
     fit_half, _ = split_halves(plan.draws)
     fitted = fit_gaussian_mixture(
         fit_half.reshape(-1, plan.draws.shape[-1]), stage_rngs(seed)["check_reference"]
     )
-    reference = fitted
-    if fitted.n_components == 1:
-        reference = MultivariateNormalReference(fitted.means[0], fitted.chols[0], name="normal")
+    reference = as_reference(fitted, None, "normal_drawn")
     return for_the_path_methods(options, reference), fitted.n_components
 
 
@@ -555,9 +556,11 @@ def check_precision(
     AIS is the estimate that covers that mass, not only a check, and runs to its own default
     (stopping it early costs accuracy for little time; measured: docs/benchmarks.rst,
     Measurements behind the defaults). Where the draws visited every component and the
-    estimate has no warning, nothing the check finds can make it the returned result unless it
-    disagrees, so it stops at ``max(CHECK_ONLY_SE, estimate.se)`` (run to its own default
-    precision, the check can be most of a warm call). Options the user gave
+    estimate has no warning (:func:`check_only`), nothing the check finds can make it the
+    returned result unless it disagrees, so it stops at ``max(CHECK_ONLY_SE, estimate.se)`` (run
+    to its own default precision, the check can be most of a warm call), and starts from a
+    mixture fitted to the draws where the posterior has no mirror images
+    (:func:`drawn_reference_stage`). Options the user gave
     (``annealing=`` or ``target_se=``) are kept as given. ``coverage``: the draws' coverage
     where it was computed already (:func:`draws_coverage`).
     """
@@ -577,7 +580,7 @@ def check_precision(
 def check_only(estimate, exploration, plan, coverage=None) -> bool:
     """Whether stage 4 only checks the estimate on the posterior draws: the estimate is there
     and has no warning, and the draws visited every component of the exploration's mixture
-    (:func:`_draws_cover`), so nothing AIS finds makes it the result unless it disagrees."""
+    (``_draws_cover``), so nothing AIS finds makes it the result unless it disagrees."""
     return bool(
         estimate is not None and estimate.reliable and exploration is not None
         and plan is not None and _draws_cover(exploration, plan, coverage)
@@ -629,6 +632,7 @@ def coverage_stage(
         check is not None
         and coverage.missed_by_exploration >= MISSED_SHARE
         and not check.diagnostics.get("reference_draws_components")
+        and not check.diagnostics.get("reference_drawn_components")
     ):  # AIS's reference lacked the region the draws found (with_draws_outside_stage)
         check = with_warning(check, (
             f"Tempering from the prior (pm_evidence.search.exploration) missed part of the "

@@ -182,7 +182,8 @@ class PathOptions:
 # docs/benchmarks.rst, Measurements behind the defaults). Continuous models at defaults do
 # not reach it: with HMC's 2 evaluations per transition AIS keeps at most 1e7 / K chains of K
 # rungs (MAX_STORED_NUMBERS) or 20,000 chains of fewer than 500 rungs, under 2e7 evaluations
-# either way, and tempering at most 1000 chains x (5000 + 10 x 50) sweeps x 2 = 1.1e7.
+# either way, and tempering on a CPU at most 1000 chains x (5000 + 10 x 50) sweeps x 2 = 1.1e7.
+# On a GPU the 16,000 tempered chains (TemperingOptions.sized) spend it in about 600 sweeps.
 MAX_EVALUATIONS = 20_000_000
 # AIS's first batch, the pilot's particles and the tempered chains on a CPU; on an accelerator, ACCELERATOR_WIDTH times
 # as many (pm_evidence.model.backend: a call there on thousands of points costs about what one
@@ -214,7 +215,7 @@ class AnnealingOptions:
     first_batch : int or None
         Chains of the first batch when ``n_chains`` is None. ``None`` (default): 100 on a CPU,
         ``100 x ACCELERATOR_WIDTH`` (1,600) where the model runs on a GPU
-        (:meth:`sized`; :attr:`~pm_evidence.model.backend.Backend.width`).
+        (``sized``; :attr:`~pm_evidence.model.backend.Backend.width`).
     target_se : float or None
         With ``n_chains=None``: after the first batch, one more batch sized from its standard
         error (``se^2`` falls like ``1 / chains``), and so on until the AIS standard error is at
@@ -257,7 +258,7 @@ class AnnealingOptions:
     @property
     def chains_first(self) -> int:
         """Chains of the first (for RAISE: the only) batch, on a CPU where ``first_batch`` is
-        ``None`` (:meth:`sized` for another device)."""
+        ``None`` (``sized`` for another device)."""
         if self.n_chains is not None:
             return self.n_chains
         return FIRST_BATCH if self.first_batch is None else self.first_batch
@@ -274,7 +275,7 @@ class TemperingOptions:
         (default): 1,000 on a CPU, where a sweep of 1,000 costs little more than one of 100 and
         the run reaches a smaller SE in the same time (measured: docs/benchmarks.rst,
         Measurements behind the defaults); ``1000 x ACCELERATOR_WIDTH`` where the model runs on
-        a GPU (:meth:`sized`).
+        a GPU (``sized``).
     n_sweeps : int or None
         Sweeps of the final run; ``None``: ``min_sweeps``, then more until the RTS standard
         error is at most ``target_se`` (or ``max_sweeps``).

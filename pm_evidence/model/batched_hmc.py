@@ -174,12 +174,13 @@ class BatchedHMCSettings:
     def sized(cls, width: int = 1, **given) -> BatchedHMCSettings:
         """The defaults for a device that moves ``width`` times the CPU's chains at once
         (:attr:`~pm_evidence.model.backend.Backend.width`), with the fields ``given`` as given:
-        ``16 x width`` chains of ``max(WIDE_DRAWS, 512 / width)`` draws each, so that an
+        ``16 x width`` chains of ``max(WIDE_DRAWS, 512 / width)`` draws each (512 where
+        ``chains`` is given), so that an
         accelerator makes more draws in fewer sequential transitions (256 chains of 128 draws:
         32,768 draws, four times the CPU's 8,192)."""
         base = cls()
         sized = {"chains": base.chains * int(width)}
-        if width > 1:
+        if width > 1 and "chains" not in given:  # chains given: the CPU's draws per chain
             sized["draws"] = max(WIDE_DRAWS, base.draws // int(width))
         return cls(**{**sized, **given})
 

@@ -434,7 +434,14 @@ def make_plan(
         if finding.blocks is not None:
             kernel = make_kernel("gibbs", target, blocks=finding.blocks)
         kernel_reason, n_block_evaluations = f"gibbs: {finding.how}", finding.n_evaluations
-    n_pilot = options.n_pilot_chains or PILOT_CHAINS * target.backend.width
+    n_pilot = options.n_pilot_chains
+    if n_pilot is None:
+        n_pilot = PILOT_CHAINS * target.backend.width
+    elif isinstance(n_pilot, bool) or not isinstance(n_pilot, int | np.integer) or n_pilot < 2:
+        raise EvidenceInputError(
+            f"n_pilot_chains must be an integer of at least 2 (or None: {PILOT_CHAINS} per "
+            f"unit of the device's width), got {n_pilot!r}."
+        )
     pilot = run_pilot(rngs["pilot"], path, kernel, n_chains=n_pilot, progressbar=progressbar)
     plan = PathPlan(
         target, path, kernel, pilot, posterior, reason, overlap,

@@ -379,7 +379,7 @@ def run_reverse_annealing(
 
     {parameters}
     """
-    options = (options or AnnealingOptions()).sized(plan.target.backend.width)
+    options = options or AnnealingOptions()  # one batch, from the draws the plan holds: not sized
     if plan.posterior is None:
         raise EvidenceInputError(
             "RAISE starts from posterior draws and this plan has none; make the plan with "

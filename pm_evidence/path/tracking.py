@@ -89,12 +89,12 @@ class LogZTracker:
         progressbar: bool = False,
         backend: str = "auto",
     ):
+        self._target = as_target(model, backend)
         self.options = TemperingOptions(
             n_chains=n_chains, ladder=ladder, n_rungs=n_rungs, beta_min=beta_min,
             prior_r=prior_r, n_init_sweeps=n_init_sweeps, max_init_iterations=max_init_iterations,
-        )  # fmt: skip
+        ).sized(self._target.backend.width)  # fmt: skip
         options = self.options
-        self._target = as_target(model, backend)
         self._rng = as_generator(random_seed)
         self._progressbar = progressbar
         plan = make_plan(

@@ -85,7 +85,6 @@ from pm_evidence.core.utils import one_blas_thread, pareto_khat, renamed_module_
 from pm_evidence.model.log_density import LogDensity
 from pm_evidence.references import (
     MixtureReference,
-    MultivariateNormalReference,
     PriorReference,
     Reference,
 )
@@ -113,6 +112,7 @@ from pm_evidence.search.mixtures import (  # moved there: the old imports keep w
     ADAPTED_ESS,  # noqa: F401 (moved; old imports)
     OUTLIER_LEVEL,  # noqa: F401 (moved; old imports)
     adapt_components,
+    as_reference,
     fit_gaussian_mixture,
     flattened,
     pooled,
@@ -175,6 +175,10 @@ JUMPS_PER_PARTICLE = 3.0
 MIRROR_DENSITY_RATIO = 1000.0
 
 
+# The most particles of an exploration on a CPU (ExplorationOptions.max_particles).
+MAX_PARTICLES = 2048
+
+
 @dataclass(frozen=True)
 class ExplorationOptions:
     """Settings of :func:`explore`.
@@ -184,15 +188,16 @@ class ExplorationOptions:
     n_particles : int or None
         Particles. A mode is found when its share of some ``f_beta`` reaches about
         ``1 / n_particles`` where the moves can enter it. ``None`` (default):
-        ``8192 / dim^1.5`` within ``[512, max_particles]`` (:meth:`particles_for`), i.e.
+        ``8192 / dim^1.5`` within ``[512, 2048]``, times the device's width (16 on a GPU;
+        :meth:`particles_for`), i.e.
         2,048 up to 2 parameters, 1,576 for 3, 1,024 for 4 and 512 from 7: in few dimensions
         too few particles lose modes at the first rungs, before the modes have formed, while
         in many dimensions more particles cost much time for the same result; in exchange, a
         narrow mode in 3 parameters is visited less often (see the module docstring; measured:
         docs/benchmarks.rst, Measurements behind the defaults).
-    max_particles : int
-        The particles are copied up to this many (times ``width`` on an accelerator,
-        :meth:`particles_for`) at the first rung where they look multimodal
+    max_particles : int or None
+        The particles are copied up to this many (``None``: ``MAX_PARTICLES``, 2,048, times the
+        device's width, :meth:`most_particles`) at the first rung where they look multimodal
         (both halves' mixtures have several components and the jumps between them are
         accepted less than 30% of the time), so that each mode holds more of them and the
         resampling's noise empties fewer. A unimodal posterior keeps its starting number.
@@ -252,7 +257,7 @@ class ExplorationOptions:
     """
 
     n_particles: int | None = None
-    max_particles: int = 2048
+    max_particles: int | None = None
     n_moves: int = 2
     n_jumps: int = 10
     ess_fraction: float = 0.5
@@ -270,12 +275,20 @@ class ExplorationOptions:
 
     def particles_for(self, dim: int, width: int = 1) -> int:
         """The particles to start with in ``dim`` dimensions: ``n_particles``, or by default
-        ``8192 / dim^1.5`` within ``[512, max_particles]``, times ``width`` where the model runs
-        on an accelerator (:attr:`~pm_evidence.model.backend.Backend.width`)."""
+        ``8192 / dim^1.5`` within ``[512, MAX_PARTICLES]``, times ``width`` where the model runs
+        on an accelerator (:attr:`~pm_evidence.model.backend.Backend.width`); within ``[512,
+        max_particles]`` where that is given."""
         if self.n_particles is not None:
             return self.n_particles
-        n = np.clip(8192 / max(dim, 1) ** 1.5, 512, max(512, self.max_particles))
-        return int(n) * int(width)
+        if self.max_particles is not None:
+            n = 8192 / max(dim, 1) ** 1.5 * int(width)
+            return int(np.clip(n, 512, max(512, self.max_particles)))
+        return int(np.clip(8192 / max(dim, 1) ** 1.5, 512, MAX_PARTICLES)) * int(width)
+
+    def most_particles(self, width: int = 1) -> int:
+        """The most particles the copying at a multimodal rung makes: ``max_particles``, or by
+        default ``MAX_PARTICLES`` times ``width``."""
+        return MAX_PARTICLES * int(width) if self.max_particles is None else self.max_particles
 
 
 def _check_df(name: str, df: float | None, default: str, none_means: str) -> None:
@@ -426,11 +439,7 @@ class Exploration:
         return MixtureReference(weights, m.means, m.chols, m.df)
 
     def _as_reference(self, m: MixtureReference) -> Reference:
-        if m.n_components == 1:
-            return MultivariateNormalReference(m.means[0], m.chols[0], name="normal_explored")
-        if self.reference_df is None:
-            return m
-        return MixtureReference(m.weights, m.means, m.chols, df=self.reference_df)
+        return as_reference(m, self.reference_df, "normal_explored")
 
 
 # Where importance sampling could not weigh the exploration's mixture, the components the
@@ -823,7 +832,7 @@ def _explore(
     path = GeometricPath(target, PriorReference(target))
     kernel = make_kernel("auto", target)
     n, dim = options.particles_for(target.dim, target.backend.width), target.dim
-    most = options.max_particles * target.backend.width  # copied up to this many
+    most = options.most_particles(target.backend.width)  # copied up to this many
     state = path.sample_reference(rng, n, with_grad=kernel.needs_grad)
     spread = float(np.median(np.std(state.x, axis=0)))
     log_step = float(np.log((spread if np.isfinite(spread) and spread > 0 else 1.0) / dim**0.25))

@@ -15,6 +15,8 @@ from scipy import stats
 from pm_evidence.core.utils import kish_ess, log_sum_exp
 from pm_evidence.references import (
     MixtureReference,
+    MultivariateNormalReference,
+    Reference,
 )
 from pm_evidence.search.em import (
     GaussianMixtureFit,
@@ -27,6 +29,7 @@ __all__ = [
     "ADAPTED_ESS",
     "OUTLIER_LEVEL",
     "adapt_components",
+    "as_reference",
     "fit_gaussian_mixture",
     "flattened",
     "outside_every_component",
@@ -54,6 +57,19 @@ WEIGHTS_ONLY_ESS = 100
 # its most iterations (where it has not converged, the BIC judges the fit).
 REG_COVAR = 1e-6
 EM_MAX_ITER = 30
+
+
+def as_reference(m: MixtureReference, df: float | None, single_name: str) -> Reference:
+    """``m`` as a reference for a path or an importance sampler: with one component, that
+    normal, named ``single_name`` (a normal reference has compiled HMC transitions:
+    :mod:`pm_evidence.tempering.compiled`); else ``m`` with Student-t components of ``df``
+    degrees of freedom (the same locations and scale matrices), or normal ones where ``df`` is
+    ``None``."""
+    if m.n_components == 1:
+        return MultivariateNormalReference(m.means[0], m.chols[0], name=single_name)
+    if df is None:
+        return m
+    return MixtureReference(m.weights, m.means, m.chols, df=df)
 
 
 def fit_gaussian_mixture(

@@ -39,8 +39,13 @@ def test_default_chains_grow_with_the_width_and_given_ones_are_kept():
     assert (wide.chains, wide.draws) == (16 * w, max(WIDE_DRAWS, 512 // w))
     assert wide.chains * wide.draws > BatchedHMCSettings().chains * BatchedHMCSettings().draws
     assert BatchedHMCSettings.sized(w, chains=8, draws=64).chains == 8
+    assert BatchedHMCSettings.sized(w, chains=8).draws == BatchedHMCSettings().draws
     assert ExplorationOptions().particles_for(10, w) == 512 * w
     assert ExplorationOptions(n_particles=300).particles_for(10, w) == 300
+    assert ExplorationOptions().most_particles(w) == 2048 * w
+    given = ExplorationOptions(max_particles=1000)  # given: a cap on both, whatever the width
+    assert (given.particles_for(10, w), given.most_particles(w)) == (1000, 1000)
+    assert ExplorationOptions().particles_for(2, 1) == 2048  # the CPU's, as before
 
 
 def _on_a_gpu(model) -> LogDensity:
@@ -76,3 +81,20 @@ def test_a_wide_device_runs_more_chains_at_once_and_the_answer_stands():
 def test_chain_counts_must_be_positive(field):
     with pytest.raises(pme.EvidenceInputError, match=field):
         pme.AnnealingOptions(**{field: 0})
+    with pytest.raises(pme.EvidenceInputError, match="n_chains"):
+        pme.TemperingOptions(n_chains=0)
+
+
+def test_a_pilot_of_too_few_chains_is_refused_by_name():
+    (entry,) = zoo(["normal_mean"])
+    with pytest.raises(pme.EvidenceInputError, match="n_pilot_chains"):
+        pme.make_plan(entry.build()[0], pme.PathOptions(n_pilot_chains=0), progressbar=False)
+
+
+def test_raise_keeps_the_cpus_chains_on_a_wide_device():
+    """RAISE is one batch from the posterior draws the plan holds: not sized to the device."""
+    (entry,) = zoo(["normal_mean"])
+    model, _ = entry.build()
+    ev = pme.marginal_likelihood(_on_a_gpu(model), method="raise", random_seed=1,
+                                 progressbar=False)  # fmt: skip
+    assert ev.diagnostics["n_chains"] == pme.AnnealingOptions().chains_first == 100
