@@ -259,9 +259,7 @@ class AnnealingOptions:
     def chains_first(self) -> int:
         """Chains of the first (for RAISE: the only) batch, on a CPU where ``first_batch`` is
         ``None`` (``sized`` for another device)."""
-        if self.n_chains is not None:
-            return self.n_chains
-        return FIRST_BATCH if self.first_batch is None else self.first_batch
+        return self.n_chains if self.n_chains is not None else self.sized(1).first_batch
 
 
 @dataclass(frozen=True)

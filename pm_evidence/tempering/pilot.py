@@ -24,6 +24,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.optimize import brentq
 
+from pm_evidence.core.options import PILOT_CHAINS
 from pm_evidence.core.progress import long_run
 from pm_evidence.core.utils import kish_ess, log_mean_exp, normalized_weights, warn_user
 from pm_evidence.tempering.kernels import Kernel, adapt_step_size, transition
@@ -166,7 +167,7 @@ def run_pilot(
     path: GeometricPath,
     kernel: Kernel,
     *,
-    n_chains: int = 128,
+    n_chains: int = PILOT_CHAINS,
     n_adapt: int = 4,
     ess_fraction: float = PILOT_ESS_FRACTION,
     max_rungs: int = MAX_PILOT_RUNGS,
