@@ -3,10 +3,13 @@ methods on posterior draws for small continuous models.
 
 PyMC's NUTS moves one chain at a time through a Python loop: on a model of a few parameters,
 four chains of 2,000 steps cost 2 to 5 s, almost all of it per-step overhead (measured:
-docs/benchmarks.rst, "Latency of a default call"). Here ``chains`` chains move together: every
-leapfrog step is one call of the model's compiled, batched log-density and gradient
-(``LogDensity.terms_grad_function``, the function the path
-methods and the exploration compile anyway), so a step costs about what one chain's step costs.
+docs/benchmarks.rst, "Latency of a default call"). Here ``chains`` chains move together: on
+Numba every leapfrog step is one call of the model's compiled, batched log-density and gradient
+(``LogDensity.terms_grad_function``, the function the path methods and the exploration compile
+anyway), so a step costs about what one chain's step costs; on JAX ``CHUNK_STEPS`` steps of
+every chain are one call, the positions, momenta and gradients staying on the device between
+them (:func:`fused_leapfrog_function`). The step itself is written once
+(:func:`~pm_evidence.model.leapfrog.leapfrog_step`), over NumPy for the one and over PyTensor's graph for the other.
 
 The kernel is HMC with a diagonal mass matrix (Neal 2011): for scales ``s`` (the posterior's
 standard deviations, estimated in tuning) and step size ``eps``, in the coordinates
@@ -70,10 +73,12 @@ import numpy as np
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.progress import interruption, long_run
 from pm_evidence.core.utils import RHAT_MAX, max_rhat
+from pm_evidence.model.leapfrog import leapfrog_maps, leapfrog_step
 from pm_evidence.model.log_density import LogDensity
 from pm_evidence.model.model_checks import nan_data_names
 
 __all__ = [
+    "CHUNK_STEPS",
     "DENSE_CONDITION",
     "DENSE_DRAWS_PER_DIM",
     "DIVERGENCE_ENERGY",
@@ -82,9 +87,12 @@ __all__ = [
     "VARIANCE_OVER_MEDIAN",
     "BatchedHMCSettings",
     "BatchedHMCStats",
+    "HMCState",
     "Metric",
     "adaptation_windows",
     "finite_prior_points",
+    "fused_leapfrog_function",
+    "hmc_transition",
     "sample_batched_hmc",
     "starting_points",
     "window_estimates",
@@ -117,6 +125,9 @@ START_CANDIDATES = 256  # prior draws searched for starts where the jittered sta
 # Draws per chain where the chains are many (an accelerator: BatchedHMCSettings.sized): enough
 # for each chain's halves in split R-hat.
 WIDE_DRAWS = 128
+# Leapfrog steps per call on JAX (fused_leapfrog_function): a trajectory of L steps is
+# ceil(L / CHUNK_STEPS) calls, at most CHUNK_STEPS - 1 of its steps computed and discarded.
+CHUNK_STEPS = 16
 
 
 @dataclass(frozen=True)
@@ -309,18 +320,21 @@ def starting_points(target: LogDensity, rng: np.random.Generator, chains: int) -
     return x
 
 
-class _State:
-    """The chains' positions with their log-density and gradient."""
+class HMCState:
+    """The chains' positions ``x (c, dim)`` with their log-density and gradient, on
+    ``target``; :func:`hmc_transition` moves it."""
 
     def __init__(self, target: LogDensity, x: np.ndarray):
+        self.target = target
         self.function = target.terms_grad_function  # x (n, dim) -> log p0, log L, gradients
         self.x = x
         self.log_f, self.grad = self._evaluate(x)
 
-    def copy(self) -> _State:
+    def copy(self) -> HMCState:
         """The same points, without evaluating them again (a transition moves the copy)."""
-        other = _State.__new__(_State)
-        other.function, other.x, other.log_f, other.grad = (
+        other = HMCState.__new__(HMCState)
+        other.target, other.function, other.x, other.log_f, other.grad = (
+            self.target,
             self.function,
             self.x,
             self.log_f,
@@ -352,51 +366,122 @@ class Metric(NamedTuple):
         return self.factor is not None
 
 
-def _leapfrog_maps(metric: Metric, eps: np.ndarray):
-    """The leapfrog's position step ``eps M^{-1/2} p`` and momentum kick
-    ``fraction eps M^{-1/2 T} grad`` of every chain, as functions of ``(c, dim)`` rows."""
-    if metric.factor is None:
-        step = eps[:, None] * metric.scale
-        half_step = 0.5 * step
-        return (lambda p: step * p), (lambda g, half: (half_step if half else step) * g)
-    e, s, f = eps[:, None], metric.scale, metric.factor
-    return (
-        lambda p: e * (s * (p @ f.T)),
-        lambda g, half: (0.5 * e if half else e) * ((s * g) @ f),
-    )
+def _numpy_leapfrog(state: HMCState, p, eps: np.ndarray, metric: Metric, n_steps: int):
+    """``n_steps`` leapfrog steps from ``state`` and the half-kicked momentum ``p``, one call
+    of the compiled function per step: ``(x, p, log f, grad, diverged)``."""
+    move, kick = leapfrog_maps(metric.scale, metric.factor, eps[:, None])
+    x, log_f, grad = state.x, state.log_f, state.grad
+    diverged = np.zeros(x.shape[0], dtype=bool)
+    for i in range(n_steps):
+        x, p, terms, diverged = leapfrog_step(
+            np, state.function, _gradient, move, kick, x, p, state.x, diverged,
+            0.5 if i == n_steps - 1 else 1.0,
+        )  # fmt: skip
+        log_f, grad = terms[0] + terms[1], _gradient(terms)
+    return x, p, log_f, grad, diverged
 
 
-def _transition(rng, state: _State, eps: np.ndarray, metric: Metric, n_steps: int):
+def _gradient(terms):
+    """``grad log f`` from the model's terms ``(log prior, log lik, their gradients)``."""
+    return terms[2] + terms[3]
+
+
+def fused_leapfrog_function(target: LogDensity, dense: bool):
+    """``CHUNK_STEPS`` leapfrog steps (:func:`~pm_evidence.model.leapfrog.leapfrog_step`) of one point as a PyTensor
+    ``scan``, compiled by JAX and mapped over the chains
+    (:meth:`~pm_evidence.model.log_density.LogDensity.compile_point_rows`): up to
+    ``CHUNK_STEPS`` steps of every chain in one call on the device, the positions, momenta
+    and gradients staying there between steps.
+
+    Its rows are ``(x, p, log f, grad, start, diverged, eps, scale)`` and its constants
+    ``(factor, n_active, last)``: steps ``i >= n_active`` leave everything as it is (a
+    trajectory of ``L`` steps is ``ceil(L / CHUNK_STEPS)`` calls), and step ``last`` kicks
+    by half (``-1``: none in this chunk). Built once per model and metric kind; ``None``
+    on Numba, or where the adapter moved to Numba."""
+    if not target.backend.is_jax:
+        return None
+    key = ("batched_hmc_leapfrog", dense)
+    functions = target.compiled_transitions  # owned by the adapter, cleared if it moves
+    if key not in functions:
+        functions[key] = _build_fused_leapfrog(target, dense)
+    built = functions[key]
+    return None if built is None else target.blocked(built)
+
+
+def _build_fused_leapfrog(target: LogDensity, dense: bool):
+    import pytensor
+    import pytensor.tensor as pt
+
+    dim = target.dim
+    names = ("x", "p", "grad", "start", "scale")
+    x, p, grad, start, scale = (pt.vector(name, shape=(dim,)) for name in names)
+    log_f, eps = pt.scalar("log_f"), pt.scalar("eps")
+    diverged = pt.scalar("diverged", dtype="bool")
+    factor = pt.matrix("factor", shape=(dim, dim)) if dense else None
+    n_active, last = pt.scalar("n_active", dtype="int64"), pt.scalar("last", dtype="int64")
+    move, kick = leapfrog_maps(scale, factor, eps)
+
+    def body(i, x, p, log_f, grad, diverged):
+        fraction = pt.switch(pt.eq(i, last), 0.5, 1.0)
+        x_new, p_new, terms, diverged_new = leapfrog_step(
+            pt, target.symbolic_point_terms_with_grad, _gradient, move, kick, x, p, start,
+            diverged, fraction,
+        )  # fmt: skip
+        stepped = (x_new, p_new, terms[0] + terms[1], _gradient(terms), diverged_new)
+        active = pt.lt(i, n_active)
+        carried = (x, p, log_f, grad, diverged)
+        return [pt.switch(active, new, old) for new, old in zip(stepped, carried, strict=True)]
+
+    steps = pytensor.scan(
+        body, sequences=[pt.arange(CHUNK_STEPS, dtype="int64")],
+        outputs_info=[x, p, log_f, grad, diverged], n_steps=CHUNK_STEPS, return_updates=False,
+    )  # fmt: skip
+    outputs = [s[-1] for s in steps]
+    constants = [factor, n_active, last] if dense else [n_active, last]
+    rows = [x, p, log_f, grad, start, diverged, eps, scale]
+    return target.compile_point_rows(rows, outputs, constants)
+
+
+def _fused_leapfrog(function, state: HMCState, p, eps: np.ndarray, metric: Metric, n_steps: int):
+    """:func:`_numpy_leapfrog`'s steps in chunks of ``CHUNK_STEPS`` steps, each one call of
+    ``function`` (:func:`fused_leapfrog_function`)."""
+    x, log_f, grad = state.x, state.log_f, state.grad
+    diverged = np.zeros(x.shape[0], dtype=bool)
+    factor = () if metric.factor is None else (metric.factor,)
+    scale = np.broadcast_to(metric.scale, x.shape)
+    done = 0
+    while done < n_steps:
+        n_active = min(CHUNK_STEPS, n_steps - done)
+        last = n_active - 1 if done + n_active == n_steps else -1
+        x, p, log_f, grad, diverged = function(
+            x, p, log_f, grad, state.x, diverged, eps, scale,
+            constants=(*factor, np.int64(n_active), np.int64(last)),
+        )  # fmt: skip
+        diverged = diverged.astype(bool)
+        done += n_active
+    return x, p, log_f, grad, diverged
+
+
+def hmc_transition(rng, state: HMCState, eps: np.ndarray, metric: Metric, n_steps: int):
     """One HMC transition of every chain (module text) with per-chain step sizes ``eps (c,)``
     and ``metric``; updates ``state`` in place and returns ``(acceptance probabilities,
     divergent)``.
 
-    A leapfrog step is one call of the compiled function and a few NumPy operations on
-    ``(c, dim)`` arrays, each a microsecond or two on a small model, as long as the call: the
-    loop does only what a step needs. The positions are checked for non-finite values through
-    their sum (finite only where every position is) and row by row only where the sum is not
-    (a non-finite position, or finite ones whose sum overflows); a chain whose position became
-    non-finite stays where it started and is never evaluated there."""
-    move, kick = _leapfrog_maps(metric, eps)
+    The leapfrog steps are :func:`~pm_evidence.model.leapfrog.leapfrog_step`: on Numba one call of the compiled function
+    per step, with a few NumPy operations on ``(c, dim)`` arrays (each a microsecond or two on
+    a small model, as long as the call); on JAX ``CHUNK_STEPS`` steps per call on the device
+    (:func:`fused_leapfrog_function`). The momentum, the energies and the Metropolis test are
+    the same NumPy code for both."""
+    _, kick = leapfrog_maps(metric.scale, metric.factor, eps[:, None])
     p = rng.standard_normal(state.x.shape)
     h0 = 0.5 * np.sum(p * p, axis=1) - state.log_f
-    x, log_f, grad = state.x, state.log_f, state.grad
-    diverged = np.zeros(x.shape[0], dtype=bool)
-    any_diverged = False
-    function = state.function
     with np.errstate(invalid="ignore", over="ignore"):
-        p = p + kick(grad, True)
-        for i in range(n_steps):
-            x = x + move(p)
-            if not math.isfinite(np.sum(x)):
-                diverged |= ~np.all(np.isfinite(x), axis=1)
-                any_diverged = bool(diverged.any())
-            if any_diverged:
-                x = np.where(diverged[:, None], state.x, x)  # never evaluate a non-finite x
-            log_prior, log_lik, g_prior, g_lik = function(x)  # log f only at the last step
-            grad = g_prior + g_lik
-            p = p + kick(grad, i == n_steps - 1)
-        log_f = log_prior + log_lik
+        p = p + kick(state.grad, 0.5)
+        fused = fused_leapfrog_function(state.target, metric.dense)
+        if fused is not None:
+            x, p, log_f, grad, diverged = _fused_leapfrog(fused, state, p, eps, metric, n_steps)
+        else:
+            x, p, log_f, grad, diverged = _numpy_leapfrog(state, p, eps, metric, n_steps)
         h1 = 0.5 * np.sum(p * p, axis=1) - log_f
         energy_error = h1 - h0
         diverged |= ~np.isfinite(energy_error) | (energy_error > DIVERGENCE_ENERGY)
@@ -432,13 +517,13 @@ class _DualAveraging:
         return np.exp(self.log_eps_bar)
 
 
-def _initial_step_size(rng, state: _State, metric: Metric) -> np.ndarray:
+def _initial_step_size(rng, state: HMCState, metric: Metric) -> np.ndarray:
     """Hoffman and Gelman (2014), Algorithm 4, for each chain: double or halve its step size
     until the acceptance of one leapfrog step crosses 1/2 (``state`` is not moved)."""
     c = state.x.shape[0]
 
     def accept(e):
-        return _transition(rng, state.copy(), e, metric, 1)[0]
+        return hmc_transition(rng, state.copy(), e, metric, 1)[0]
 
     eps, done = np.ones(c), np.zeros(c, dtype=bool)
     direction = np.where(accept(eps) > 0.5, 1.0, -1.0)
@@ -498,14 +583,14 @@ def window_estimates(window: np.ndarray) -> tuple[Metric, float]:
     return Metric(scale), 0.5 * math.pi * math.sqrt(max(lam, 1.0))
 
 
-def _step(rng, state: _State, eps, metric: Metric, length: float, settings) -> tuple:
+def _step(rng, state: HMCState, eps, metric: Metric, length: float, settings) -> tuple:
     """One transition of every chain, its number of leapfrog steps drawn as the module text
     says: one length for every chain (one batched call per leapfrog step), from the median
     chain's step size (a chain with a longer step moves further). Returns ``(acceptance
     probabilities, divergent, steps)``."""
     jittered = rng.uniform(0.0, 1.0) * TRAJECTORY_FACTOR * length / float(np.median(eps))
     n_steps = int(min(settings.max_leapfrog, max(1, math.ceil(jittered))))
-    accept, diverged = _transition(rng, state, eps, metric, n_steps)
+    accept, diverged = hmc_transition(rng, state, eps, metric, n_steps)
     return accept, diverged, n_steps
 
 
@@ -577,7 +662,7 @@ def sample_batched_hmc(
             f"Batched HMC's starts must be finite points of shape ({c}, {dim}), got shape "
             f"{np.shape(starts)}."
         )
-    state = _State(target, np.array(starts, dtype=float))
+    state = HMCState(target, np.array(starts, dtype=float))
     metric = Metric(np.ones((c, dim)))
     eps = _initial_step_size(rng, state, metric)
     length = 0.5 * math.pi  # before the first window: a quarter period of a unit scale

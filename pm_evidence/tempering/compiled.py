@@ -30,9 +30,10 @@ diagonal mass matrix ``diag(s)^{-2}``):
     x_{l} = x_{l-1} + \epsilon\, p_{l-1/2}, \quad
     p_{l+1/2} = p_{l-1/2} + \epsilon \nabla \log f_\beta(x_l)
 
-(the last momentum step is a half step), accepted with probability
+(the last momentum step is a half step; the step is
+:func:`~pm_evidence.model.leapfrog.leapfrog_step`, the NumPy kernel's), accepted with probability
 ``min(1, exp(H(x, p) - H(x_L, p_L)))``, ``H = |p|^2 / 2 - log f_beta``; a non-finite energy
-difference is rejected and flagged.
+difference, or a trajectory whose position left the finite numbers, is rejected and flagged.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
 
+from pm_evidence.model.leapfrog import leapfrog_maps, leapfrog_step
 from pm_evidence.tempering.path import GeometricPath, PathState
 
 __all__ = ["FUSE_AFTER_POINT_TRANSITIONS", "MAX_COMPILED_LEAPFROG", "hmc_transition_function"]
@@ -102,17 +104,18 @@ def _transition(inputs: dict, scale, terms_at, n_leapfrog: int) -> list:
     def kinetic(p):
         return 0.5 * pt.sum(p**2, axis=-1)
 
-    step = pt.shape_padright(eps) * scale
+    move, kick = leapfrog_maps(pt.shape_padright(eps) * scale, None, 1.0)
     current_h = kinetic(momentum) - log_f(log_p0, delta)
-    p = momentum + 0.5 * step * grad(g_p0, g_delta)
-    x_new = x
+    p = momentum + kick(grad(g_p0, g_delta), 0.5)
+    x_new, diverged = x, pt.zeros_like(log_p0, dtype="bool")
     for leap in range(n_leapfrog):
-        x_new = x_new + step * p
-        lp0_new, d_new, gp0_new, gd_new = terms_at(x_new)
-        factor = 1.0 if leap < n_leapfrog - 1 else 0.5
-        p = p + factor * step * grad(gp0_new, gd_new)
+        x_new, p, terms, diverged = leapfrog_step(
+            pt, terms_at, lambda t: grad(t[2], t[3]), move, kick, x_new, p, x, diverged,
+            1.0 if leap < n_leapfrog - 1 else 0.5,
+        )  # fmt: skip
+    lp0_new, d_new, gp0_new, gd_new = terms
     log_ratio = current_h - (kinetic(p) - log_f(lp0_new, d_new))
-    finite = pt.isfinite(log_ratio)
+    finite = pt.isfinite(log_ratio) & ~diverged
     accept = finite & (log_u < pt.switch(finite, log_ratio, -np.inf))
     take = pt.shape_padright(accept)
     return [

@@ -48,6 +48,7 @@ from scipy import special
 
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import warn_user
+from pm_evidence.model.leapfrog import leapfrog_maps, leapfrog_step
 from pm_evidence.tempering.compiled import FUSE_AFTER_POINT_TRANSITIONS, hmc_transition_function
 from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
 
@@ -422,21 +423,26 @@ def hmc_step(
         momentum = momentum * mask
         eps = eps * mask  # x moves by eps * p: zero outside the mask whatever the gradient
     current_h = _kinetic(momentum) - tempered_log_density(state.log_p0, state.delta, beta)
-    proposal = state
+    proposal, x = state, state.x
     diverged = np.zeros(state.x.shape[0], dtype=bool)
+    move, kick = leapfrog_maps(eps, None, 1.0)  # eps already (n, dim): diag(s) and the mask
+
+    def evaluate(x_new):
+        return path.evaluate(x_new, with_grad=True)
+
+    def gradient(s: PathState):
+        return _grad(s, beta)
+
     with np.errstate(invalid="ignore", over="ignore"):
-        p = momentum + 0.5 * eps * _grad(state, beta)
+        p = momentum + kick(_grad(state, beta), 0.5)
         for step in range(n_leapfrog):
-            x_new = proposal.x + eps * p
-            # a trajectory whose position or momentum left the finite numbers is a divergence:
-            # evaluated at its start instead (the model and the reference never see NaN or
-            # inf), frozen there and rejected below, so the other points' moves are unchanged
-            diverged |= ~np.all(np.isfinite(x_new), axis=1)
-            if diverged.any():
-                x_new = np.where(diverged[:, None], state.x, x_new)
-            proposal = path.evaluate(x_new, with_grad=True)
-            factor = 1.0 if step < n_leapfrog - 1 else 0.5
-            p += factor * eps * _grad(proposal, beta)
+            # a trajectory whose position left the finite numbers is a divergence: evaluated
+            # at its start instead (the model and the reference never see NaN or inf), frozen
+            # there and rejected below, so the other points' moves are unchanged
+            x, p, proposal, diverged = leapfrog_step(
+                np, evaluate, gradient, move, kick, x, p, state.x, diverged,
+                1.0 if step < n_leapfrog - 1 else 0.5,
+            )  # fmt: skip
         # a non-finite gradient makes p, hence the energy, non-finite: rejected and counted
         proposal_h = _kinetic(p) - tempered_log_density(proposal.log_p0, proposal.delta, beta)
         log_ratio = np.where(diverged, np.nan, current_h - proposal_h)

@@ -29,7 +29,7 @@ from pm_evidence.model.batched_hmc import (
     window_estimates,
 )
 from pm_evidence.model.draws import BATCHED_DRAWS_MAX_DIM, draws_sampler
-from pm_evidence.model.log_density import as_target
+from pm_evidence.model.log_density import LogDensity, as_target
 
 
 @pytest.fixture(scope="module")
@@ -50,9 +50,16 @@ def correlated_regression():
     return model, mean, cov
 
 
-def test_draws_have_the_exact_posterior_moments(correlated_regression):
+@pytest.mark.parametrize("backend", ["numba", "jax"])
+def test_draws_have_the_exact_posterior_moments(correlated_regression, backend):
+    """On both engines: on JAX the leapfrog steps run in chunks on the device
+    (``fused_leapfrog_function``), here with the dense metric the correlation calls for."""
+    if backend == "jax":
+        pytest.importorskip("jax")
     model, mean, cov = correlated_regression
-    x, stats = sample_batched_hmc(as_target(model), np.random.default_rng(1), progressbar=False)
+    target = LogDensity.for_model(model, backend=backend)
+    x, stats = sample_batched_hmc(target, np.random.default_rng(1), progressbar=False)
+    assert stats.dense_metric
     settings = BatchedHMCSettings()
     assert x.shape == (settings.chains, settings.draws, 4)
     rhat, _ = max_rhat(x)
@@ -70,6 +77,38 @@ def test_draws_have_the_exact_posterior_moments(correlated_regression):
     assert 0.6 < stats.accept_rate < 1.0
     assert stats.mean_leapfrog > 1  # the narrow direction needs trajectories of several steps
     assert stats.evaluations > settings.chains * (settings.tune + settings.draws)
+
+
+@pytest.mark.parametrize("dense", [False, True])
+def test_a_transition_is_the_same_on_both_engines(correlated_regression, dense):
+    """The leapfrog steps are written once (``pm_evidence.model.leapfrog``): on JAX, chunks of
+    ``CHUNK_STEPS`` steps in one call each (trajectories shorter than, equal to and longer than
+    a chunk) give Numba's transition up to rounding, divergences included (a step size that
+    overflows the positions of some chains)."""
+    pytest.importorskip("jax")
+    model = correlated_regression[0]
+    numba, jax = (LogDensity.for_model(model, backend=b) for b in ("numba", "jax"))
+    assert batched_hmc.fused_leapfrog_function(numba, dense) is None
+    assert batched_hmc.fused_leapfrog_function(jax, dense) is not None
+    rng = np.random.default_rng(2)
+    x0 = rng.normal(0.0, 0.3, size=(6, 4))
+    factor = np.linalg.cholesky(np.full((4, 4), 0.5) + 0.5 * np.eye(4)) if dense else None
+    metric = batched_hmc.Metric(np.full((6, 4), 0.2), factor)
+    eps = np.array([0.01, 0.05, 0.1, 0.3, 1e200, 0.02])  # one chain's positions overflow
+    for n_steps in (1, batched_hmc.CHUNK_STEPS, batched_hmc.CHUNK_STEPS + 3):
+        moved = []
+        for target in (numba, jax):
+            state = batched_hmc.HMCState(target, x0.copy())
+            accept, diverged = batched_hmc.hmc_transition(
+                np.random.default_rng(n_steps), state, eps, metric, n_steps
+            )
+            moved.append((state.x, state.log_f, accept, diverged))
+        (x_a, f_a, acc_a, div_a), (x_b, f_b, acc_b, div_b) = moved
+        np.testing.assert_array_equal(div_a, div_b)
+        assert div_a[4] and not div_a[0]
+        np.testing.assert_allclose(x_a, x_b, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(f_a, f_b, rtol=1e-9)
+        np.testing.assert_allclose(acc_a, acc_b, rtol=1e-9, atol=1e-12)
 
 
 def test_same_seed_same_draws(correlated_regression):

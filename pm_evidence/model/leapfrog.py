@@ -1,0 +1,61 @@
+r"""The leapfrog step of HMC, written once for both engines: over NumPy on the rows of many
+chains (around the model's compiled function, one call per step) and over PyTensor's graph
+(compiled whole, several steps per call: by JAX on the device, or by Numba).
+
+For a position ``x``, a momentum ``p`` and the map ``M^{-1/2}`` of the mass matrix (Neal 2011,
+eq. 5.18-5.20, with ``p`` standardized)
+
+.. math::
+    x_l = x_{l-1} + \epsilon M^{-1/2} p_{l-1/2}, \qquad
+    p_{l+1/2} = p_{l-1/2} + \phi\, \epsilon M^{-1/2\,T} \nabla \log f(x_l),
+
+``phi`` 1, or 1/2 at the trajectory's last step (its first half kick is the caller's). The
+callers: the posterior draws (:mod:`pm_evidence.model.batched_hmc`), and the tempered and
+annealed samplers' HMC at per-point ``beta`` (:func:`pm_evidence.tempering.kernels.hmc_step`
+and its compiled form, :mod:`pm_evidence.tempering.compiled`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["leapfrog_maps", "leapfrog_step"]
+
+
+def leapfrog_maps(scale, factor, e):
+    """The position step ``p -> e diag(scale) F p`` and the kick ``(g, phi) -> phi e F^T
+    diag(scale) g`` (``factor`` ``F``, or ``None`` for a diagonal metric). Operators only, so
+    the same arithmetic holds for NumPy rows (``scale (n, dim)``, ``e (n, 1)``) and for
+    PyTensor graphs of rows or of one point (``e`` a scalar). ``phi`` is 1 or 1/2, a power of
+    two: ``(phi e) g`` is exactly ``phi (e g)``."""
+    if factor is None:
+        step = e * scale
+        return (lambda p: step * p), (lambda g, fraction: fraction * step * g)
+    return (
+        lambda p: e * (scale * (p @ factor.T)),
+        lambda g, fraction: fraction * e * ((scale * g) @ factor),
+    )
+
+
+def leapfrog_step(xp, evaluate, gradient, move, kick, x, p, start, diverged, fraction):
+    """One leapfrog step (module text): ``xp`` is ``numpy`` or ``pytensor.tensor``,
+    ``evaluate(x)`` the model's terms at ``x`` (a compiled call, or symbolic terms) and
+    ``gradient(terms)`` ``grad log f`` from them.
+
+    A position that leaves the finite numbers is a divergence: the point is moved back to
+    ``start``, where it is evaluated instead (the model never sees a non-finite point), and
+    stays flagged in ``diverged``; the caller rejects it. Returns ``(x, p, terms,
+    diverged)``."""
+    x = x + move(p)
+    if xp is np:  # the rows checked one by one only where their sum is not finite
+        if not math.isfinite(np.sum(x)):
+            diverged = diverged | ~np.all(np.isfinite(x), axis=-1)
+        if diverged.any():
+            x = np.where(diverged[..., None], start, x)
+    else:
+        diverged = diverged | ~xp.all(xp.isfinite(x), axis=-1)
+        x = xp.where(diverged[..., None], start, x)
+    terms = evaluate(x)
+    return x, p + kick(gradient(terms), fraction), terms, diverged
