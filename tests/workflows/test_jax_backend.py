@@ -36,7 +36,11 @@ from pm_evidence.zoo.testing import zoo
 (entry,) = zoo(["poisson_regression"])
 model, _ = entry.build()
 ev = pme.marginal_likelihood(model, method="rts", random_seed=1, progressbar=False, backend="jax")
-print(len(jax.devices()), repr(ev.log_z), repr(ev.se))
+# bridge on batched HMC's draws: its leapfrog steps in chunks on the devices
+on_draws = pme.marginal_likelihood(
+    model, method="bridge", random_seed=1, progressbar=False, backend="jax"
+)
+print(len(jax.devices()), repr(ev.log_z), repr(ev.se), repr(on_draws.log_z))
 """
 
 
@@ -49,9 +53,10 @@ def test_rows_sharded_over_several_devices_give_the_one_device_result():
             env={**os.environ, "XLA_FLAGS": flags},
         )  # fmt: skip
         lines.append(done.stdout.split())
-    (one, log_z_1, se_1), (two, log_z_2, se_2) = lines
+    (one, log_z_1, se_1, bridge_1), (two, log_z_2, se_2, bridge_2) = lines
     assert (one, two) == ("1", "2")
     assert float(log_z_1) == pytest.approx(float(log_z_2), abs=1e-12)
+    assert float(bridge_1) == pytest.approx(float(bridge_2), abs=1e-12)
     assert float(se_1) == pytest.approx(float(se_2), rel=1e-9)
 
 
