@@ -389,7 +389,7 @@ def _gradient(terms):
 def fused_leapfrog_function(target: LogDensity, dense: bool):
     """``CHUNK_STEPS`` leapfrog steps (:func:`~pm_evidence.model.leapfrog.leapfrog_step`) of one point as a PyTensor
     ``scan``, compiled by JAX and mapped over the chains
-    (:meth:`~pm_evidence.model.log_density.LogDensity.compile_point_rows`): up to
+    (``LogDensity.compile_point_rows``): up to
     ``CHUNK_STEPS`` steps of every chain in one call on the device, the positions, momenta
     and gradients staying there between steps.
 

@@ -151,16 +151,22 @@ def _checked_plan(target: LogDensity, plan: PosteriorPlan) -> PosteriorPlan:
 # per-step loop is most of a default call (measured: docs/benchmarks.rst, Latency of a default
 # call). Up to a few hundred parameters batched HMC's draws are as good and no slower; at a
 # thousand, the largest of its many split R-hats flags results that NUTS's draws do not
-# (benchmarks/draws_bound.py; docs/benchmarks.rst). Above this bound PyMC's NUTS draws.
+# (benchmarks/draws_bound.py; docs/benchmarks.rst). Above this bound PyMC's NUTS draws, on a
+# CPU only: on an accelerator PyMC's NUTS would still run on the CPU, one chain per core, while
+# batched HMC moves 16 times the chains on the device (256 chains; a 1,002-parameter hierarchy
+# right and reliable with them, docs/benchmarks.rst).
 BATCHED_DRAWS_MAX_DIM = 250
 
 
 def draws_sampler(target: LogDensity, sample_kwargs: dict | None) -> str:
     """``"batched_hmc"`` or ``"pymc_nuts"``: what draws the posterior of ``target`` when no
     ``idata`` is given. PyMC's NUTS where ``sample_kwargs`` is given (options of
-    ``pm.sample``, e.g. ``{"nuts_sampler": "nutpie"}``, or ``{}`` for PyMC's defaults) or the
-    model has more than ``BATCHED_DRAWS_MAX_DIM`` parameters; batched HMC otherwise."""
-    if sample_kwargs is not None or target.dim > BATCHED_DRAWS_MAX_DIM:
+    ``pm.sample``, e.g. ``{"nuts_sampler": "nutpie"}``, or ``{}`` for PyMC's defaults) or,
+    on a CPU, the model has more than ``BATCHED_DRAWS_MAX_DIM`` parameters; batched HMC
+    otherwise (on an accelerator at every size)."""
+    if sample_kwargs is not None:
+        return "pymc_nuts"
+    if target.dim > BATCHED_DRAWS_MAX_DIM and not target.backend.on_accelerator:
         return "pymc_nuts"
     return "batched_hmc"
 

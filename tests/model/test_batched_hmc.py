@@ -18,6 +18,7 @@ import pm_evidence as pme
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import RHAT_MAX, max_rhat
 from pm_evidence.model import batched_hmc
+from pm_evidence.model.backend import Backend
 from pm_evidence.model.batched_hmc import (
     DENSE_CONDITION,
     EXTEND_RHAT,
@@ -254,6 +255,10 @@ def test_which_sampler_draws_and_the_result_says_so(normal_mean_case):
         pm.Normal("theta", 0.0, 1.0, shape=BATCHED_DRAWS_MAX_DIM + 1)
         pm.Normal("y", big["theta"].sum(), 1.0, observed=1.0)
     assert draws_sampler(as_target(big), None) == "pymc_nuts"
+    # on an accelerator PyMC's NUTS would run on the CPU: batched HMC at every size
+    on_gpu = LogDensity(big, backend="numba")
+    on_gpu.backend = Backend("jax", "cuda:0 (NVIDIA H200)", "auto")
+    assert draws_sampler(on_gpu, None) == "batched_hmc"
     ev = pme.bridge_sampling(model, random_seed=1, progressbar=False, draws=40, tune=60)
     assert ev.diagnostics["draws_sampler"] == "batched HMC"
     assert ev.diagnostics["draws_per_chain"] == 40 and ev.diagnostics["draws_tune"] == 60
