@@ -186,7 +186,8 @@ def hmc_transition_function(path: GeometricPath, n_leapfrog: int) -> Callable | 
     """A compiled HMC transition ``(state, beta, eps, momentum, log_u) -> (state, accepted,
     nonfinite)`` for ``path``, or ``None`` where NumPy HMC must be used (a reference without a
     symbolic log-density, a model without gradients, more than ``MAX_COMPILED_LEAPFROG``
-    leapfrog steps, a model whose graph times ``n_leapfrog`` exceeds ``MAX_FUSED_OPERATIONS``).
+    leapfrog steps, a model whose graph times ``n_leapfrog`` exceeds ``MAX_FUSED_OPERATIONS``
+    where it runs on a CPU).
 
     ``eps`` are the (already jittered) step sizes per point; ``log_u`` the logs of the
     Metropolis uniforms. Points are processed in blocks of the target's ``block_size`` rows.
@@ -205,7 +206,8 @@ def _bind(path: GeometricPath, n_leapfrog: int) -> Callable | None:
     parameters = () if path.is_prior else path.reference.graph_parameters()
     if parameters is None or n_leapfrog > MAX_COMPILED_LEAPFROG or target.has_discrete:
         return None
-    if target.gradient_graph_size * n_leapfrog > MAX_FUSED_OPERATIONS:
+    large = target.gradient_graph_size * n_leapfrog > MAX_FUSED_OPERATIONS
+    if large and not target.backend.on_accelerator:  # compile time, on Numba and JAX's CPU
         return None
     # the graph depends on the model's prior, or on the reference's class (its parameters are
     # inputs)

@@ -157,9 +157,13 @@ def transition(
     (each sampler counts its own run's, from 0): from ``FUSE_AFTER_POINT_TRANSITIONS`` on, HMC
     takes its compiled transition, before that the NumPy one (the same draws up to rounding;
     :mod:`pm_evidence.tempering.compiled`). The choice depends on this run only, never on
-    earlier runs on the same path.
+    earlier runs on the same path. On an accelerator HMC takes the compiled transition from
+    the first: a whole transition, the reference's density included, is one call on the
+    device instead of one per leapfrog step with the reference evaluated on the CPU.
     """
-    compiled = points_moved >= FUSE_AFTER_POINT_TRANSITIONS
+    compiled = (
+        points_moved >= FUSE_AFTER_POINT_TRANSITIONS or path.target.backend.on_accelerator
+    )
     return kernel.step(rng, path, state, beta, step_size, compiled)
 
 

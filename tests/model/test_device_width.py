@@ -12,6 +12,7 @@ import pm_evidence as pme
 from pm_evidence.model.backend import ACCELERATOR_WIDTH, Backend
 from pm_evidence.model.batched_hmc import WIDE_DRAWS, BatchedHMCSettings
 from pm_evidence.model.log_density import LogDensity
+from pm_evidence.path import path_estimators
 from pm_evidence.search.exploration import ExplorationOptions
 from pm_evidence.zoo.testing import zoo
 
@@ -75,6 +76,23 @@ def test_a_wide_device_runs_more_chains_at_once_and_the_answer_stands():
     assert bridge.diagnostics["draws_per_chain"] == wide.draws * extended
     assert abs(bridge.log_z - gold) < 4 * bridge.se
     assert np.isfinite(bridge.se) and bridge.se > 0
+
+
+def test_on_an_accelerator_hmc_transitions_are_compiled_from_the_first():
+    """On a GPU every HMC transition of the samplers is one compiled call (the reference's
+    density on the device too), from the first transition of a run; on a CPU only after
+    ``FUSE_AFTER_POINT_TRANSITIONS`` points, so a short run makes none."""
+    (entry,) = zoo(["normal_mean"])
+    model, gold = entry.build()
+    for target, compiled in ((LogDensity(model, backend="numba"), False), (_on_a_gpu(model), True)):
+        plan = pme.make_plan(target, random_seed=3, progressbar=False)
+        run = pme.run_annealing(
+            plan, pme.AnnealingOptions(n_chains=200, target_se=None), rng=np.random.default_rng(3),
+            progressbar=False,
+        )  # fmt: skip
+        assert bool(plan.path.bound_transitions) is compiled
+        ais = path_estimators.ais(run)
+        assert abs(ais.log_z - gold) < 4 * ais.se
 
 
 @pytest.mark.parametrize("field", ["first_batch", "n_chains"])
