@@ -370,15 +370,13 @@ def _numpy_leapfrog(state: HMCState, p, eps: np.ndarray, metric: Metric, n_steps
     """``n_steps`` leapfrog steps from ``state`` and the half-kicked momentum ``p``, one call
     of the compiled function per step: ``(x, p, log f, grad, diverged)``."""
     move, kick = leapfrog_maps(metric.scale, metric.factor, eps[:, None])
-    x, log_f, grad = state.x, state.log_f, state.grad
-    diverged = np.zeros(x.shape[0], dtype=bool)
-    for i in range(n_steps):
+    x, diverged = state.x, np.zeros(state.x.shape[0], dtype=bool)
+    for i in range(n_steps):  # at least one
         x, p, terms, diverged = leapfrog_step(
             np, state.function, _gradient, move, kick, x, p, state.x, diverged,
             0.5 if i == n_steps - 1 else 1.0,
         )  # fmt: skip
-        log_f, grad = terms[0] + terms[1], _gradient(terms)
-    return x, p, log_f, grad, diverged
+    return x, p, terms[0] + terms[1], _gradient(terms), diverged  # log f only at the last step
 
 
 def _gradient(terms):
@@ -403,9 +401,9 @@ def fused_leapfrog_function(target: LogDensity, dense: bool):
     key = ("batched_hmc_leapfrog", dense)
     functions = target.compiled_transitions  # owned by the adapter, cleared if it moves
     if key not in functions:
-        functions[key] = _build_fused_leapfrog(target, dense)
-    built = functions[key]
-    return None if built is None else target.blocked(built)
+        built = _build_fused_leapfrog(target, dense)
+        functions[key] = None if built is None else target.blocked(built)
+    return functions[key]
 
 
 def _build_fused_leapfrog(target: LogDensity, dense: bool):
