@@ -28,6 +28,7 @@ Run from the repository root (needs ``pip install -e ".[jax]"``; on an NVIDIA GP
     python benchmarks/gpu.py --quick
     python benchmarks/gpu.py --zoo
     python benchmarks/gpu.py --models rv_gp logistic_100k --backends jax
+    python benchmarks/gpu.py --backends jax --time-limit 420   # inside an 8-minute call
 """
 
 from __future__ import annotations
@@ -82,13 +83,17 @@ def _timed(model, backend: str, seed: int):
     return time.perf_counter() - start, ev
 
 
-def main(names, backends, seed: int, warm: bool) -> None:
+def main(names, backends, seed: int, warm: bool, time_limit: float | None = None) -> None:
+    start = time.perf_counter()
     print(f"{'model':24s} {'backend':7s} {'device':22s} {'width':>5s} {'first s':>8s} "
           f"{'warm s':>8s} {'log Z':>14s} {'SE':>8s} reliable")  # fmt: skip
     for name in names:
         model = build_model(name)
         results = {}
         for backend in backends:
+            if time_limit is not None and time.perf_counter() - start > time_limit:
+                print(f"{name:24s} {backend:7s} not started: past --time-limit {time_limit:g} s")
+                continue
             first, ev = _timed(model, backend, seed)
             again = _timed(model, backend, seed)[0] if warm else float("nan")
             results[backend] = (again if warm else first, ev)
@@ -134,9 +139,13 @@ if __name__ == "__main__":
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-warm", action="store_true", help="first calls only")
     parser.add_argument("--zoo", action="store_true", help="every zoo model, against its gold")
+    parser.add_argument(
+        "--time-limit", type=float, default=None,
+        help="seconds after which no further model or backend is started (a device call's limit)",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.zoo:
         zoo(args.backends, args.seed)
         raise SystemExit
     models = list(MODELS[:3]) if args.quick else args.models
-    main(models, args.backends, args.seed, warm=not args.no_warm)
+    main(models, args.backends, args.seed, warm=not args.no_warm, time_limit=args.time_limit)
