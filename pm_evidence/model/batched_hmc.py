@@ -93,6 +93,7 @@ __all__ = [
     "finite_prior_points",
     "fused_leapfrog_function",
     "hmc_transition",
+    "leapfrog_trajectory",
     "sample_batched_hmc",
     "starting_points",
     "window_estimates",
@@ -455,9 +456,20 @@ def _fused_leapfrog(function, state: HMCState, p, eps: np.ndarray, metric: Metri
             x, p, log_f, grad, state.x, diverged, eps, scale,
             constants=(*factor, np.int64(n_active), np.int64(last)),
         )  # fmt: skip
-        diverged = diverged.astype(bool)
         done += n_active
     return x, p, log_f, grad, diverged
+
+
+def leapfrog_trajectory(state: HMCState, p, eps: np.ndarray, metric: Metric, n_steps: int):
+    """``n_steps`` leapfrog steps (:func:`~pm_evidence.model.leapfrog.leapfrog_step`) of every
+    chain from ``state`` and the half-kicked momenta ``p``, with per-chain step sizes ``eps
+    (c,)``: ``(x, p, log f, grad, diverged)`` at the end (``p`` half-kicked at the last step).
+    On JAX in chunks of ``CHUNK_STEPS`` steps per call (:func:`fused_leapfrog_function`), on
+    Numba one call per step."""
+    fused = fused_leapfrog_function(state.target, metric.dense)
+    if fused is not None:
+        return _fused_leapfrog(fused, state, p, eps, metric, n_steps)
+    return _numpy_leapfrog(state, p, eps, metric, n_steps)
 
 
 def hmc_transition(rng, state: HMCState, eps: np.ndarray, metric: Metric, n_steps: int):
@@ -475,14 +487,10 @@ def hmc_transition(rng, state: HMCState, eps: np.ndarray, metric: Metric, n_step
     h0 = 0.5 * np.sum(p * p, axis=1) - state.log_f
     with np.errstate(invalid="ignore", over="ignore"):
         p = p + kick(state.grad, 0.5)
-        fused = fused_leapfrog_function(state.target, metric.dense)
-        if fused is not None:
-            x, p, log_f, grad, diverged = _fused_leapfrog(fused, state, p, eps, metric, n_steps)
-        else:
-            x, p, log_f, grad, diverged = _numpy_leapfrog(state, p, eps, metric, n_steps)
+        x, p, log_f, grad, diverged = leapfrog_trajectory(state, p, eps, metric, n_steps)
         h1 = 0.5 * np.sum(p * p, axis=1) - log_f
         energy_error = h1 - h0
-        diverged |= ~np.isfinite(energy_error) | (energy_error > DIVERGENCE_ENERGY)
+        diverged = diverged | ~np.isfinite(energy_error) | (energy_error > DIVERGENCE_ENERGY)
         accept_prob = np.where(diverged, 0.0, np.exp(np.minimum(0.0, -energy_error)))
     take = (rng.random(x.shape[0]) < accept_prob) & ~diverged
     state.x = np.where(take[:, None], x, state.x)

@@ -32,7 +32,13 @@ def leapfrog_maps(scale, factor, e):
     two: ``(phi e) g`` is exactly ``phi (e g)``."""
     if factor is None:
         step = e * scale
-        return (lambda p: step * p), (lambda g, fraction: fraction * step * g)
+
+        def kick(g, fraction):  # a full kick on NumPy's rows without the product 1.0 * step
+            if isinstance(fraction, float) and fraction == 1.0:
+                return step * g
+            return fraction * step * g
+
+        return (lambda p: step * p), kick
     return (
         lambda p: e * (scale * (p @ factor.T)),
         lambda g, fraction: fraction * e * ((scale * g) @ factor),

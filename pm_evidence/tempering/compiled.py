@@ -1,4 +1,5 @@
-r"""A whole HMC transition at per-point ``beta`` as one compiled PyTensor function.
+r"""A whole HMC transition at per-point ``beta`` as one compiled PyTensor function; on an
+accelerator, AIS's rungs too (:func:`annealing_function`).
 
 :func:`pm_evidence.tempering.kernels.hmc_step` in NumPy calls the compiled log-density once per
 leapfrog step and does the leapfrog arithmetic, the energies and the Metropolis test in NumPy.
@@ -48,7 +49,13 @@ from pytensor.graph.replace import graph_replace
 from pm_evidence.model.leapfrog import leapfrog_maps, leapfrog_step
 from pm_evidence.tempering.path import GeometricPath, PathState
 
-__all__ = ["FUSE_AFTER_POINT_TRANSITIONS", "MAX_COMPILED_LEAPFROG", "hmc_transition_function"]
+__all__ = [
+    "ANNEALING_CHUNK_RUNGS",
+    "FUSE_AFTER_POINT_TRANSITIONS",
+    "MAX_COMPILED_LEAPFROG",
+    "annealing_function",
+    "hmc_transition_function",
+]
 
 MAX_COMPILED_LEAPFROG = 8  # the graph holds one copy of the model per leapfrog step
 # Operations in the model's log-density-and-gradient graph times leapfrog steps above which the
@@ -232,3 +239,116 @@ def _bind(path: GeometricPath, n_leapfrog: int) -> Callable | None:
         return PathState(*outs[:5]), outs[5].astype(bool), outs[6].astype(bool)
 
     return transition
+
+
+# Rungs annealed per call on an accelerator (annealing_function): the random numbers of that
+# many rungs travel to the device at once, and the progress bar and Ctrl-C are seen between
+# calls. Every call has this many rungs (the last padded with rungs that do nothing), so the
+# function compiles once.
+ANNEALING_CHUNK_RUNGS = 8
+
+
+def annealing_function(path: GeometricPath, n_leapfrog: int, n_steps: int) -> Callable | None:
+    r"""AIS's loop over rungs (:func:`~pm_evidence.tempering.samplers.anneal`) on the device:
+    ``ANNEALING_CHUNK_RUNGS`` rungs per call, each ``log w += (beta_k - beta_{k-1}) Delta(x)``
+    (seed 000 eq. (8)) and then ``n_steps`` HMC transitions at ``beta_k`` (this module's
+    transition, unrolled), the chains' points, gradients and log weights staying on the device
+    between rungs; what comes back per call is the chains' state and, per rung, each chain's
+    ``Delta``, log weight, acceptances and non-finite proposals.
+
+    Only where the model runs on an accelerator (``None`` elsewhere, and where the fused
+    transition cannot be built: :func:`hmc_transition_function`). The returned
+    ``anneal_rungs(rng, state, log_w, betas, d_betas, step_sizes, jitter)`` draws the random
+    numbers from ``rng`` in the order the transitions one by one would (per rung and
+    transition: the step sizes' jitter, the momenta, the Metropolis uniforms), so that the
+    annealing is the same Markov chain as on the CPU, up to rounding."""
+    target = path.target
+    if not target.backend.on_accelerator or hmc_transition_function(path, n_leapfrog) is None:
+        return None
+    parameters = () if path.is_prior else path.reference.graph_parameters()
+    key = ("annealing", "prior" if path.is_prior else type(path.reference), n_leapfrog, n_steps)
+    functions = target.compiled_transitions  # owned by the model's adapter
+    if key not in functions:
+        built = _build_annealing(path, n_leapfrog, n_steps, parameters)
+        functions[key] = None if built is None else target.blocked(built)
+    fn = functions[key]
+    if fn is None:
+        return None
+    chunk, dim = ANNEALING_CHUNK_RUNGS, target.dim
+
+    def anneal_rungs(rng, state: PathState, log_w, betas, d_betas, step_sizes, jitter: float):
+        n, rungs = state.x.shape[0], len(betas)
+        eps = np.zeros((n, chunk, n_steps))
+        momentum = np.zeros((n, chunk, n_steps, dim))
+        log_u = np.zeros((n, chunk, n_steps))
+        for k in range(rungs):
+            for s in range(n_steps):  # hmc_step's order: jitter, momenta, uniforms
+                eps[:, k, s] = step_sizes[k] * rng.uniform(1.0 - jitter, 1.0 + jitter, size=n)
+                momentum[:, k, s] = rng.standard_normal((n, dim))
+                log_u[:, k, s] = np.log(rng.random(n))
+        pad = chunk - rungs
+        active = np.concatenate([np.ones(rungs), np.zeros(pad)])
+        rows = (state.x, state.log_p0, state.delta, state.grad_log_p0, state.grad_delta,
+                log_w, eps, momentum, log_u)  # fmt: skip
+        constants = (
+            np.concatenate([betas, np.ones(pad)]), np.concatenate([d_betas, np.zeros(pad)]),
+            active, path.step_scale, *parameters,
+        )  # fmt: skip
+        outs = fn(*rows, constants=constants)
+        final = PathState(*outs[:5])
+        delta_rungs, log_w_rungs, accepted, nonfinite = (o[:, :rungs].T for o in outs[6:])
+        return final, outs[5], delta_rungs, log_w_rungs, accepted, nonfinite.astype(int)
+
+    return anneal_rungs
+
+
+def _build_annealing(path: GeometricPath, n_leapfrog: int, n_steps: int, parameters):
+    """One chain's annealing over ``ANNEALING_CHUNK_RUNGS`` rungs as a PyTensor ``scan``,
+    compiled by JAX and mapped over the chains (``LogDensity.compile_point_rows``)."""
+    import pytensor
+
+    target = path.target
+    dim, chunk = target.dim, ANNEALING_CHUNK_RUNGS
+    point = {
+        "x": pt.tensor("x", dtype="float64", shape=(dim,)),
+        "log_p0": pt.scalar("log_p0"), "delta": pt.scalar("delta"),
+        "g_p0": pt.tensor("g_p0", dtype="float64", shape=(dim,)),
+        "g_delta": pt.tensor("g_delta", dtype="float64", shape=(dim,)),
+        "log_w": pt.scalar("log_w"),
+        "eps": pt.tensor("eps", dtype="float64", shape=(chunk, n_steps)),
+        "momentum": pt.tensor("momentum", dtype="float64", shape=(chunk, n_steps, dim)),
+        "log_u": pt.tensor("log_u", dtype="float64", shape=(chunk, n_steps)),
+    }  # fmt: skip
+    betas, d_betas, active = (pt.tensor(n, dtype="float64", shape=(chunk,))
+                              for n in ("betas", "d_betas", "active"))  # fmt: skip
+    scale = pt.tensor("step_scale", dtype="float64", shape=(dim,))
+    reference_inputs = _parameter_inputs(parameters)
+
+    def terms_at(x):
+        return _path_terms(path, x, reference_inputs, target.symbolic_point_terms_with_grad(x))
+
+    def rung(beta, d_beta, on, eps, momentum, log_u, x, log_p0, delta, g_p0, g_delta, log_w):
+        state = {"x": x, "log_p0": log_p0, "delta": delta, "g_p0": g_p0, "g_delta": g_delta}
+        new_log_w = log_w + pt.switch(pt.eq(d_beta, 0.0), 0.0, d_beta * delta)
+        accepted = nonfinite = pt.constant(0.0)
+        for s in range(n_steps):
+            step = {**state, "beta": beta, "eps": eps[s], "momentum": momentum[s],
+                    "log_u": log_u[s]}  # fmt: skip
+            outs = _transition(step, scale, terms_at, n_leapfrog)
+            state = dict(zip(("x", "log_p0", "delta", "g_p0", "g_delta"), outs[:5], strict=True))
+            accepted = accepted + pt.cast(outs[5], "float64")
+            nonfinite = nonfinite + pt.cast(outs[6], "float64")
+        kept = pt.gt(on, 0.0)
+        carried = [pt.switch(kept, new, old) for new, old in zip(
+            (*state.values(), new_log_w), (x, log_p0, delta, g_p0, g_delta, log_w), strict=True
+        )]  # fmt: skip
+        return [*carried, carried[2], carried[5], accepted, nonfinite]
+
+    initial = [point[k] for k in ("x", "log_p0", "delta", "g_p0", "g_delta", "log_w")]
+    steps = pytensor.scan(
+        rung, sequences=[betas, d_betas, active, point["eps"], point["momentum"], point["log_u"]],
+        outputs_info=[*initial, None, None, None, None], n_steps=chunk, return_updates=False,
+    )  # fmt: skip
+    outputs = [s[-1] for s in steps[:6]] + list(steps[6:])
+    constants = [betas, d_betas, active, scale, *reference_inputs]
+    return target.compile_point_rows(list(point.values()), outputs, constants)

@@ -49,7 +49,11 @@ from scipy import special
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import warn_user
 from pm_evidence.model.leapfrog import leapfrog_maps, leapfrog_step
-from pm_evidence.tempering.compiled import FUSE_AFTER_POINT_TRANSITIONS, hmc_transition_function
+from pm_evidence.tempering.compiled import (
+    FUSE_AFTER_POINT_TRANSITIONS,
+    annealing_function,
+    hmc_transition_function,
+)
 from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
 
 __all__ = [
@@ -57,6 +61,7 @@ __all__ = [
     "KERNELS",
     "Kernel",
     "adapt_step_size",
+    "device_annealing",
     "flip_step",
     "gibbs_step",
     "gwg_step",
@@ -165,6 +170,23 @@ def transition(
         points_moved >= FUSE_AFTER_POINT_TRANSITIONS or path.target.backend.on_accelerator
     )
     return kernel.step(rng, path, state, beta, step_size, compiled)
+
+
+def device_annealing(kernel: Kernel, path: GeometricPath, n_steps: int) -> Callable | None:
+    """AIS's rungs on the device (:func:`~pm_evidence.tempering.compiled.annealing_function`)
+    for ``kernel`` on ``path``, as ``anneal_rungs(rng, state, log_w, betas, d_betas,
+    step_sizes)``: where the model runs on an accelerator and the kernel is HMC (its
+    transitions those of :func:`hmc_step`, jitter included); ``None`` elsewhere."""
+    if kernel.name != "hmc":
+        return None
+    anneal_rungs = annealing_function(path, kernel.n_leapfrog, n_steps)
+    if anneal_rungs is None:
+        return None
+
+    def rungs(rng, state, log_w, betas, d_betas, step_sizes):
+        return anneal_rungs(rng, state, log_w, betas, d_betas, step_sizes, HMC_STEP_JITTER)
+
+    return rungs
 
 
 def _check_blocks(blocks, dim: int) -> tuple[np.ndarray, ...]:

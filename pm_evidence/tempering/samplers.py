@@ -25,7 +25,8 @@ import numpy as np
 from pm_evidence.core.progress import long_run
 from pm_evidence.core.utils import normalized_weights, renamed_module_names, warn_user
 from pm_evidence.estimators.tempered import rts_log_z
-from pm_evidence.tempering.kernels import Kernel, transition
+from pm_evidence.tempering.compiled import ANNEALING_CHUNK_RUNGS
+from pm_evidence.tempering.kernels import Kernel, device_annealing, transition
 from pm_evidence.tempering.ladders import Ladder
 from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
 
@@ -145,7 +146,10 @@ def anneal(
     With ``betas`` from 0 to 1 and ``p0`` draws this is AIS: ``E[w] = Z`` (Neal 2001). With
     ``betas`` from 1 to 0 (:meth:`~pm_evidence.tempering.ladders.Ladder.reversed`) and
     posterior draws it is reverse AIS: ``E[w] = 1 / Z`` (Burda et al. 2015). ``points_moved``:
-    the points the run moved before these chains (0 for a run's first batch).
+    the points the run moved before these chains (0 for a run's first batch). Where the model
+    runs on an accelerator and the kernel is HMC, ``ANNEALING_CHUNK_RUNGS`` rungs are one call
+    on the device (:func:`~pm_evidence.tempering.kernels.device_annealing`), with the random
+    numbers the loop would draw: the same chains up to rounding.
 
     Ctrl-C stops the run and raises :class:`KeyboardInterrupt` (a partial annealing run does not
     estimate ``Z``).
@@ -166,26 +170,41 @@ def anneal(
     acceptance = np.zeros(n_rungs)
     nonfinite = np.zeros(n_rungs, dtype=int)
     n_eval = 0
+    on_device = device_annealing(kernel, path, n_steps)  # None on a CPU
+    chunk = ANNEALING_CHUNK_RUNGS if on_device is not None else 1
     with long_run(n_rungs - 1, settings.description, settings.progressbar) as run:
-        for k in range(1, n_rungs):
-            log_w = log_w + _increment(state, betas[k] - betas[k - 1])
-            beta_vec = np.full(n_chains, betas[k])
-            step_vec = np.full(n_chains, step_size[k])
-            for _ in range(n_steps):
-                state, accepted, bad = transition(
-                    kernel, rng, path, state, beta_vec, step_vec, points_moved
-                )
-                points_moved += n_chains
-                acceptance[k] += accepted.mean() / n_steps
-                nonfinite[k] += int(bad.sum())
-                n_eval += n_chains * kernel.evaluations_per_step
-            if store:
-                delta[k], log_w_rungs[k] = state.delta, log_w
-            run.advance()
+        for first in range(1, n_rungs, chunk):
+            ks = range(first, min(n_rungs, first + chunk))
+            if on_device is not None:  # chunk rungs in one call
+                state, log_w, delta_k, log_w_k, accepted, bad = on_device(
+                    rng, state, log_w, betas[ks], betas[ks] - betas[first - 1 : ks.stop - 1],
+                    step_size[ks],
+                )  # fmt: skip
+                acceptance[ks] = accepted.mean(axis=1) / n_steps
+                nonfinite[ks] = bad.sum(axis=1)
+                if store:
+                    delta[ks], log_w_rungs[ks] = delta_k, log_w_k
+            else:  # one rung
+                k = first
+                log_w = log_w + _increment(state, betas[k] - betas[k - 1])
+                beta_vec = np.full(n_chains, betas[k])
+                step_vec = np.full(n_chains, step_size[k])
+                for t in range(n_steps):
+                    state, accepted, bad = transition(
+                        kernel, rng, path, state, beta_vec, step_vec, points_moved + t * n_chains
+                    )
+                    acceptance[k] += accepted.mean() / n_steps
+                    nonfinite[k] += int(bad.sum())
+                if store:
+                    delta[k], log_w_rungs[k] = state.delta, log_w
+            points_moved += n_chains * n_steps * len(ks)
+            n_eval += n_chains * kernel.evaluations_per_step * n_steps * len(ks)
+            for _ in ks:
+                run.advance()
             if run.interrupted:
                 raise KeyboardInterrupt(
-                    f"Annealing interrupted at rung {k} of {n_rungs}; an unfinished annealing "
-                    f"run has no estimate of log Z."
+                    f"Annealing interrupted at rung {ks.stop - 1} of {n_rungs}; an unfinished "
+                    f"annealing run has no estimate of log Z."
                 )
     return AnnealingTrace(
         betas, log_w, delta, log_w_rungs, acceptance, nonfinite, n_eval, state, points_moved

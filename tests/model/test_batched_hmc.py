@@ -95,20 +95,31 @@ def test_a_transition_is_the_same_on_both_engines(correlated_regression, dense):
     x0 = rng.normal(0.0, 0.3, size=(6, 4))
     factor = np.linalg.cholesky(np.full((4, 4), 0.5) + 0.5 * np.eye(4)) if dense else None
     metric = batched_hmc.Metric(np.full((6, 4), 0.2), factor)
-    eps = np.array([0.01, 0.05, 0.1, 0.3, 1e200, 0.02])  # one chain's positions overflow
+    eps = np.array([0.01, 0.05, 0.1, 0.3, np.inf, 0.02])  # one chain's positions overflow
     for n_steps in (1, batched_hmc.CHUNK_STEPS, batched_hmc.CHUNK_STEPS + 3):
-        moved = []
+        moved, trajectories = [], []
         for target in (numba, jax):
             state = batched_hmc.HMCState(target, x0.copy())
+            p = np.random.default_rng(n_steps).standard_normal(x0.shape)
+            trajectories.append(batched_hmc.leapfrog_trajectory(state, p, eps, metric, n_steps))
             accept, diverged = batched_hmc.hmc_transition(
                 np.random.default_rng(n_steps), state, eps, metric, n_steps
             )
-            moved.append((state.x, state.log_f, accept, diverged))
-        (x_a, f_a, acc_a, div_a), (x_b, f_b, acc_b, div_b) = moved
+            moved.append((state.x, state.log_f, state.grad, accept, diverged))
+        # the trajectories themselves: the overflowing chain moved back to its start, flagged
+        # there, and evaluated there (its log f and gradient those of its start)
+        for a, b in zip(*trajectories, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+        x_end, _, log_f_end, _, diverged_end = trajectories[1]
+        assert diverged_end[4] and not diverged_end[0]
+        np.testing.assert_array_equal(x_end[4], x0[4])
+        assert np.isfinite(log_f_end[4])
+        (x_a, f_a, g_a, acc_a, div_a), (x_b, f_b, g_b, acc_b, div_b) = moved
         np.testing.assert_array_equal(div_a, div_b)
         assert div_a[4] and not div_a[0]
         np.testing.assert_allclose(x_a, x_b, rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(f_a, f_b, rtol=1e-9)
+        np.testing.assert_allclose(g_a, g_b, rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(acc_a, acc_b, rtol=1e-9, atol=1e-12)
 
 

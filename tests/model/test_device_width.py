@@ -80,17 +80,18 @@ def test_a_wide_device_runs_more_chains_at_once_and_the_answer_stands():
 
 def test_on_an_accelerator_hmc_transitions_are_compiled_from_the_first():
     """On a GPU every HMC transition of the samplers is one compiled call (the reference's
-    density on the device too), from the first transition of a run; on a CPU only after
-    ``FUSE_AFTER_POINT_TRANSITIONS`` points, so a short run makes none."""
+    density on the device too), from the first transition of a run (the pilot's, here); on a
+    CPU only after ``FUSE_AFTER_POINT_TRANSITIONS`` points, so a short run makes none. AIS
+    then anneals on the device (``device_annealing``), with the right answer."""
     (entry,) = zoo(["normal_mean"])
     model, gold = entry.build()
     for target, compiled in ((LogDensity(model, backend="numba"), False), (_on_a_gpu(model), True)):
         plan = pme.make_plan(target, random_seed=3, progressbar=False)
+        assert bool(plan.path.bound_transitions) is compiled  # the pilot's transitions
         run = pme.run_annealing(
             plan, pme.AnnealingOptions(n_chains=200, target_se=None), rng=np.random.default_rng(3),
             progressbar=False,
         )  # fmt: skip
-        assert bool(plan.path.bound_transitions) is compiled
         ais = path_estimators.ais(run)
         assert abs(ais.log_z - gold) < 4 * ais.se
 

@@ -218,3 +218,39 @@ def test_jax_transition_of_one_point_mapped_over_rows_equals_numba_rows():
     np.testing.assert_array_equal(jax_bad, numba_bad)
     for a, b in zip(jax_state, numba_state, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)
+
+
+def test_annealing_on_the_device_is_the_loop_over_rungs_up_to_rounding(monkeypatch):
+    """On an accelerator AIS's rungs run on the device, ``ANNEALING_CHUNK_RUNGS`` to a call
+    (here 11 rungs: a full call and a padded one, two transitions a rung); with the same seed
+    the log weights, ``Delta`` at every rung, acceptances and rejections are those of the
+    loop over rungs on the CPU. No GPU is needed: a backend that says it runs on one."""
+    pytest.importorskip("jax")
+    from pm_evidence.model.backend import Backend
+    from pm_evidence.tempering import kernels, samplers
+    from pm_evidence.tempering.ladders import Ladder
+
+    model, _ = exact_models.linear_regression(d=3)
+    draws = np.random.default_rng(3).normal(0.0, 0.3, size=(500, 3))
+    ref = MultivariateStudentTReference.fit(draws)
+    target = LogDensity(model, backend="jax")
+    target.backend = Backend("jax", "cuda:0 (stand-in)", "jax")
+    path = GeometricPath(target, ref)
+    kernel = kernels.make_kernel("hmc", target, n_leapfrog=3)
+    assert kernels.device_annealing(kernel, path, 2) is not None
+    betas = np.linspace(0.0, 1.0, 11) ** 3
+    ladder = Ladder(betas, np.full(11, 0.6), np.zeros(11), "given")
+    start = path.evaluate(ref.sample(np.random.default_rng(5), 64), with_grad=True)
+    settings = samplers.AnnealingSamplerSettings(n_steps=2, store=True, progressbar=False)
+    runs = [samplers.anneal(np.random.default_rng(9), path, kernel, ladder, start, settings)]
+    monkeypatch.setattr(samplers, "device_annealing", lambda *args: None)  # the CPU's loop
+    runs.append(samplers.anneal(np.random.default_rng(9), path, kernel, ladder, start, settings))
+    device, host = runs
+    assert 0.05 < host.acceptance[1:].mean() < 0.95
+    np.testing.assert_allclose(device.log_weights, host.log_weights, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(device.delta, host.delta, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(device.log_weights_rungs, host.log_weights_rungs, atol=1e-9)
+    np.testing.assert_allclose(device.acceptance, host.acceptance, atol=1e-12)
+    np.testing.assert_array_equal(device.nonfinite, host.nonfinite)
+    assert (device.n_evaluations, device.points_moved) == (host.n_evaluations, host.points_moved)
+    np.testing.assert_allclose(device.final.x, host.final.x, rtol=1e-9, atol=1e-9)
