@@ -96,10 +96,12 @@ _ROWS_OF_X = ("x", "g_p0", "g_delta", "momentum")  # the inputs of shape (n, dim
 _INPUTS = ("x", "log_p0", "delta", "g_p0", "g_delta", "beta", "eps", "momentum", "log_u")
 
 
-def _transition(inputs: dict, scale, terms_at, n_leapfrog: int) -> list:
+def _transition(inputs: dict, scale, terms_at, n_leapfrog: int, scan: bool = False) -> list:
     """The outputs of one HMC transition (module docstring) of the rows ``(n, dim)`` or of one
     point ``(dim,)``: the same graph either way, the coordinates on the last axis;
-    ``terms_at(x)`` is ``(log p0, Delta, grad log p0, grad Delta)`` at a position ``x``."""
+    ``terms_at(x)`` is ``(log p0, Delta, grad log p0, grad Delta)`` at a position ``x``. The
+    leapfrog steps are unrolled (one copy of the model per step, for Numba), or with ``scan``
+    a PyTensor ``scan`` (one copy, for JAX: its compile time does not grow with the steps)."""
     x, log_p0, delta, g_p0, g_delta, beta, eps, momentum, log_u = (inputs[k] for k in _INPUTS)
 
     def log_f(lp0, d):  # 0 * (-inf) = 0 at beta = 0, as in tempered_log_density
@@ -115,11 +117,30 @@ def _transition(inputs: dict, scale, terms_at, n_leapfrog: int) -> list:
     current_h = kinetic(momentum) - log_f(log_p0, delta)
     p = momentum + kick(grad(g_p0, g_delta), 0.5)
     x_new, diverged = x, pt.zeros_like(log_p0, dtype="bool")
-    for leap in range(n_leapfrog):
-        x_new, p, terms, diverged = leapfrog_step(
-            pt, terms_at, lambda t: grad(t[2], t[3]), move, kick, x_new, p, x, diverged,
-            1.0 if leap < n_leapfrog - 1 else 0.5,
+
+    def step(fraction, x_now, p_now, diverged_now):
+        return leapfrog_step(
+            pt, terms_at, lambda t: grad(t[2], t[3]), move, kick, x_now, p_now, x, diverged_now,
+            fraction,
         )  # fmt: skip
+
+    if scan:
+        def body(leap, x_now, p_now, lp0, d, gp0, gd, diverged_now):
+            fraction = pt.switch(pt.eq(leap, n_leapfrog - 1), 0.5, 1.0)
+            x_next, p_next, terms, diverged_next = step(fraction, x_now, p_now, diverged_now)
+            return [x_next, p_next, *terms, diverged_next]
+
+        steps = pytensor.scan(
+            body, sequences=[pt.arange(n_leapfrog, dtype="int64")],
+            outputs_info=[x, p, log_p0, delta, g_p0, g_delta, diverged], n_steps=n_leapfrog,
+            return_updates=False,
+        )  # fmt: skip
+        x_new, p, *terms, diverged = (s[-1] for s in steps)
+    else:
+        for leap in range(n_leapfrog):
+            x_new, p, terms, diverged = step(
+                1.0 if leap < n_leapfrog - 1 else 0.5, x_new, p, diverged
+            )
     lp0_new, d_new, gp0_new, gd_new = terms
     log_ratio = current_h - (kinetic(p) - log_f(lp0_new, d_new))
     finite = pt.isfinite(log_ratio) & ~diverged
@@ -185,7 +206,7 @@ def _build_point(path: GeometricPath, n_leapfrog: int, parameters):
     def terms_at(x):
         return _path_terms(path, x, reference_inputs, target.symbolic_point_terms_with_grad(x))
 
-    outputs = _transition(point, scale, terms_at, n_leapfrog)
+    outputs = _transition(point, scale, terms_at, n_leapfrog, scan=True)
     return target.compile_point_rows(list(point.values()), outputs, [scale, *reference_inputs])
 
 
@@ -305,8 +326,6 @@ def annealing_function(path: GeometricPath, n_leapfrog: int, n_steps: int) -> Ca
 def _build_annealing(path: GeometricPath, n_leapfrog: int, n_steps: int, parameters):
     """One chain's annealing over ``ANNEALING_CHUNK_RUNGS`` rungs as a PyTensor ``scan``,
     compiled by JAX and mapped over the chains (``LogDensity.compile_point_rows``)."""
-    import pytensor
-
     target = path.target
     dim, chunk = target.dim, ANNEALING_CHUNK_RUNGS
     point = {
@@ -334,7 +353,7 @@ def _build_annealing(path: GeometricPath, n_leapfrog: int, n_steps: int, paramet
         for s in range(n_steps):
             step = {**state, "beta": beta, "eps": eps[s], "momentum": momentum[s],
                     "log_u": log_u[s]}  # fmt: skip
-            outs = _transition(step, scale, terms_at, n_leapfrog)
+            outs = _transition(step, scale, terms_at, n_leapfrog, scan=True)
             state = dict(zip(("x", "log_p0", "delta", "g_p0", "g_delta"), outs[:5], strict=True))
             accepted = accepted + pt.cast(outs[5], "float64")
             nonfinite = nonfinite + pt.cast(outs[6], "float64")
