@@ -57,7 +57,7 @@ __all__ = [
     "hmc_transition_function",
 ]
 
-MAX_COMPILED_LEAPFROG = 8  # the graph holds one copy of the model per leapfrog step
+MAX_COMPILED_LEAPFROG = 8  # Numba's graph holds one copy of the model per leapfrog step
 # Operations in the model's log-density-and-gradient graph times leapfrog steps above which the
 # fused graph is not built: its compile time (and at times its memory) grows faster than its
 # size (measured: docs/benchmarks.rst, Measurements behind the defaults).
@@ -213,9 +213,9 @@ def _build_point(path: GeometricPath, n_leapfrog: int, parameters):
 def hmc_transition_function(path: GeometricPath, n_leapfrog: int) -> Callable | None:
     """A compiled HMC transition ``(state, beta, eps, momentum, log_u) -> (state, accepted,
     nonfinite)`` for ``path``, or ``None`` where NumPy HMC must be used (a reference without a
-    symbolic log-density, a model without gradients, more than ``MAX_COMPILED_LEAPFROG``
-    leapfrog steps, a model whose graph times ``n_leapfrog`` exceeds ``MAX_FUSED_OPERATIONS``
-    where it runs on a CPU).
+    symbolic log-density, a model without gradients; on Numba more than
+    ``MAX_COMPILED_LEAPFROG`` leapfrog steps; on a CPU a model whose graph times
+    ``n_leapfrog`` exceeds ``MAX_FUSED_OPERATIONS``).
 
     ``eps`` are the (already jittered) step sizes per point; ``log_u`` the logs of the
     Metropolis uniforms. Points are processed in blocks of the target's ``block_size`` rows.
@@ -232,7 +232,9 @@ def hmc_transition_function(path: GeometricPath, n_leapfrog: int) -> Callable | 
 def _bind(path: GeometricPath, n_leapfrog: int) -> Callable | None:
     target = path.target
     parameters = () if path.is_prior else path.reference.graph_parameters()
-    if parameters is None or n_leapfrog > MAX_COMPILED_LEAPFROG or target.has_discrete:
+    if parameters is None or target.has_discrete:
+        return None
+    if n_leapfrog > MAX_COMPILED_LEAPFROG and not target.backend.is_jax:  # JAX's is a scan
         return None
     large = target.gradient_graph_size * n_leapfrog > MAX_FUSED_OPERATIONS
     if large and not target.backend.on_accelerator:  # compile time, on Numba and JAX's CPU
