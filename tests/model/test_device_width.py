@@ -117,3 +117,19 @@ def test_raise_keeps_the_cpus_chains_on_a_wide_device():
     ev = pme.marginal_likelihood(_on_a_gpu(model), method="raise", random_seed=1,
                                  progressbar=False)  # fmt: skip
     assert ev.diagnostics["n_chains"] == pme.AnnealingOptions().chains_first == 100
+
+
+def test_auto_on_every_gpu_path_on_jax_cpu():
+    """``auto`` at defaults with a JAX adapter that says it runs on a GPU (JAX on this CPU): the
+    wide sizing, batched HMC's steps in chunks, the transitions compiled from the first and
+    AIS's rungs on the device, all at once, within 4 SEs of the exact log Z."""
+    pytest.importorskip("jax")
+    (entry,) = zoo(["normal_mean"])
+    model, gold = entry.build()
+    target = LogDensity(model, backend="jax")
+    target.backend = GPU
+    ev = pme.marginal_likelihood(target, random_seed=1, progressbar=False)
+    assert ev.diagnostics["parallel_width"] == ACCELERATOR_WIDTH
+    assert ev.diagnostics["draws_chains"] == BatchedHMCSettings.sized(ACCELERATOR_WIDTH).chains
+    assert ev.diagnostics["auto_other_method"] == "ais"  # the check: AIS, annealed on the device
+    assert ev.reliable and abs(ev.log_z - gold) < 4 * ev.se
