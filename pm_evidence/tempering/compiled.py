@@ -245,7 +245,11 @@ def _bind(path: GeometricPath, n_leapfrog: int) -> Callable | None:
     functions = target.compiled_transitions  # owned by the model's adapter
     if key not in functions:
         built = _build_point(path, n_leapfrog, parameters) if target.backend.is_jax else None
-        # None on JAX: the adapter moved to Numba while building it
+        if built is None and (  # on Numba (None on JAX: moved there while building): its bounds
+            n_leapfrog > MAX_COMPILED_LEAPFROG
+            or target.gradient_graph_size * n_leapfrog > MAX_FUSED_OPERATIONS
+        ):
+            return None
         functions[key] = built if built is not None else _build(path, n_leapfrog, parameters)
     fn = target.blocked(functions[key])
 
@@ -269,6 +273,9 @@ def _bind(path: GeometricPath, n_leapfrog: int) -> Callable | None:
 # calls. Every call has this many rungs (the last padded with rungs that do nothing), so the
 # function compiles once.
 ANNEALING_CHUNK_RUNGS = 8
+# The most random numbers (momenta) of the chains sent to the device in one call of AIS's rungs
+# (2**25 float64: 256 MiB); more chains are split over several calls.
+ANNEALING_CALL_NUMBERS = 2**25
 
 
 def annealing_function(path: GeometricPath, n_leapfrog: int, n_steps: int) -> Callable | None:
@@ -287,6 +294,8 @@ def annealing_function(path: GeometricPath, n_leapfrog: int, n_steps: int) -> Ca
     annealing is the same Markov chain as on the CPU, up to rounding."""
     target = path.target
     if not target.backend.on_accelerator or hmc_transition_function(path, n_leapfrog) is None:
+        return None
+    if not target.backend.on_accelerator:  # moved to Numba while building the transition
         return None
     parameters = () if path.is_prior else path.reference.graph_parameters()
     key = ("annealing", "prior" if path.is_prior else type(path.reference), n_leapfrog, n_steps)
@@ -317,7 +326,14 @@ def annealing_function(path: GeometricPath, n_leapfrog: int, n_steps: int) -> Ca
             np.concatenate([betas, np.ones(pad)]), np.concatenate([d_betas, np.zeros(pad)]),
             active, path.step_scale, *parameters,
         )  # fmt: skip
-        outs = fn(*rows, constants=constants)
+        # the chains' random numbers are chunk x n_steps x dim per chain: at most
+        # ANNEALING_CALL_NUMBERS of them travel in one call
+        per_call = max(1, ANNEALING_CALL_NUMBERS // (chunk * n_steps * dim))
+        parts = [
+            fn(*(r[i : i + per_call] for r in rows), constants=constants)
+            for i in range(0, n, per_call)
+        ]
+        outs = [np.concatenate(o) for o in zip(*parts, strict=True)]
         final = PathState(*outs[:5])
         delta_rungs, log_w_rungs, accepted, nonfinite = (o[:, :rungs].T for o in outs[6:])
         return final, outs[5], delta_rungs, log_w_rungs, accepted, nonfinite.astype(int)

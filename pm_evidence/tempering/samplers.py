@@ -199,8 +199,7 @@ def anneal(
                     delta[k], log_w_rungs[k] = state.delta, log_w
             points_moved += n_chains * n_steps * len(ks)
             n_eval += n_chains * kernel.evaluations_per_step * n_steps * len(ks)
-            for _ in ks:
-                run.advance()
+            run.advance(len(ks))
             if run.interrupted:
                 raise KeyboardInterrupt(
                     f"Annealing interrupted at rung {ks.stop - 1} of {n_rungs}; an unfinished "

@@ -14,6 +14,7 @@ from pm_evidence.model.batched_hmc import WIDE_DRAWS, BatchedHMCSettings
 from pm_evidence.model.log_density import LogDensity
 from pm_evidence.path import path_estimators
 from pm_evidence.search.exploration import ExplorationOptions
+from pm_evidence.tempering import samplers
 from pm_evidence.zoo.testing import zoo
 
 GPU = Backend("jax", "cuda:0 (NVIDIA H200)", "auto")
@@ -78,13 +79,27 @@ def test_a_wide_device_runs_more_chains_at_once_and_the_answer_stands():
     assert np.isfinite(bridge.se) and bridge.se > 0
 
 
-def test_on_an_accelerator_hmc_transitions_are_compiled_from_the_first():
+def _spy_on_device_annealing(monkeypatch) -> list:
+    """Whether each annealing run of the test ran its rungs on the device."""
+    used, real = [], samplers.device_annealing
+
+    def spy(*args):
+        found = real(*args)
+        used.append(found is not None)
+        return found
+
+    monkeypatch.setattr(samplers, "device_annealing", spy)
+    return used
+
+
+def test_on_an_accelerator_hmc_transitions_are_compiled_from_the_first(monkeypatch):
     """On a GPU every HMC transition of the samplers is one compiled call (the reference's
     density on the device too), from the first transition of a run (the pilot's, here); on a
     CPU only after ``FUSE_AFTER_POINT_TRANSITIONS`` points, so a short run makes none. AIS
     then anneals on the device (``device_annealing``), with the right answer."""
     (entry,) = zoo(["normal_mean"])
     model, gold = entry.build()
+    used = _spy_on_device_annealing(monkeypatch)
     for target, compiled in ((LogDensity(model, backend="numba"), False), (_on_a_gpu(model), True)):
         plan = pme.make_plan(target, random_seed=3, progressbar=False)
         assert bool(plan.path.bound_transitions) is compiled  # the pilot's transitions
@@ -94,6 +109,7 @@ def test_on_an_accelerator_hmc_transitions_are_compiled_from_the_first():
         )  # fmt: skip
         ais = path_estimators.ais(run)
         assert abs(ais.log_z - gold) < 4 * ais.se
+        assert used[-1] is compiled  # AIS's rungs on the device only on the GPU
 
 
 @pytest.mark.parametrize("field", ["first_batch", "n_chains"])
@@ -119,7 +135,7 @@ def test_raise_keeps_the_cpus_chains_on_a_wide_device():
     assert ev.diagnostics["n_chains"] == pme.AnnealingOptions().chains_first == 100
 
 
-def test_auto_on_every_gpu_path_on_jax_cpu():
+def test_auto_on_every_gpu_path_on_jax_cpu(monkeypatch):
     """``auto`` at defaults with a JAX adapter that says it runs on a GPU (JAX on this CPU): the
     wide sizing, batched HMC's steps in chunks, the transitions compiled from the first and
     AIS's rungs on the device, all at once, within 4 SEs of the exact log Z."""
@@ -128,7 +144,9 @@ def test_auto_on_every_gpu_path_on_jax_cpu():
     model, gold = entry.build()
     target = LogDensity(model, backend="jax")
     target.backend = GPU
+    used = _spy_on_device_annealing(monkeypatch)
     ev = pme.marginal_likelihood(target, random_seed=1, progressbar=False)
+    assert used and all(used)
     assert ev.diagnostics["parallel_width"] == ACCELERATOR_WIDTH
     assert ev.diagnostics["draws_chains"] == BatchedHMCSettings.sized(ACCELERATOR_WIDTH).chains
     assert ev.diagnostics["auto_other_method"] == "ais"  # the check: AIS, annealed on the device

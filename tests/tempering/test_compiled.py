@@ -222,12 +222,13 @@ def test_jax_transition_of_one_point_mapped_over_rows_equals_numba_rows():
 
 def test_annealing_on_the_device_is_the_loop_over_rungs_up_to_rounding(monkeypatch):
     """On an accelerator AIS's rungs run on the device, ``ANNEALING_CHUNK_RUNGS`` to a call
-    (here 11 rungs: a full call and a padded one, two transitions a rung); with the same seed
+    (here 11 rungs: a full call and a padded one, two transitions a rung, the chains split
+    over several calls); with the same seed
     the log weights, ``Delta`` at every rung, acceptances and rejections are those of the
     loop over rungs on the CPU. No GPU is needed: a backend that says it runs on one."""
     pytest.importorskip("jax")
     from pm_evidence.model.backend import Backend
-    from pm_evidence.tempering import kernels, samplers
+    from pm_evidence.tempering import compiled, kernels, samplers
     from pm_evidence.tempering.ladders import Ladder
 
     model, _ = exact_models.linear_regression(d=3)
@@ -242,6 +243,9 @@ def test_annealing_on_the_device_is_the_loop_over_rungs_up_to_rounding(monkeypat
     ladder = Ladder(betas, np.full(11, 0.6), np.zeros(11), "given")
     start = path.evaluate(ref.sample(np.random.default_rng(5), 64), with_grad=True)
     settings = samplers.AnnealingSamplerSettings(n_steps=2, store=True, progressbar=False)
+    # 8 rungs x 2 transitions x 3 coordinates of momenta per chain: 25 chains per call, so the
+    # 64 chains go in three calls per chunk of rungs
+    monkeypatch.setattr(compiled, "ANNEALING_CALL_NUMBERS", 25 * 8 * 2 * 3)
     runs = [samplers.anneal(np.random.default_rng(9), path, kernel, ladder, start, settings)]
     monkeypatch.setattr(samplers, "device_annealing", lambda *args: None)  # the CPU's loop
     runs.append(samplers.anneal(np.random.default_rng(9), path, kernel, ladder, start, settings))
