@@ -367,10 +367,11 @@ class Metric(NamedTuple):
         return self.factor is not None
 
 
-def _numpy_leapfrog(state: HMCState, p, eps: np.ndarray, metric: Metric, n_steps: int):
-    """``n_steps`` leapfrog steps from ``state`` and the half-kicked momentum ``p``, one call
-    of the compiled function per step: ``(x, p, log f, grad, diverged)``."""
-    move, kick = leapfrog_maps(metric.scale, metric.factor, eps[:, None])
+def _numpy_leapfrog(state: HMCState, p, maps, n_steps: int):
+    """``n_steps`` leapfrog steps from ``state`` and the half-kicked momentum ``p`` with the
+    chains' ``maps = (move, kick)``, one call of the compiled function per step: ``(x, p,
+    log f, grad, diverged)``."""
+    move, kick = maps
     x, diverged = state.x, np.zeros(state.x.shape[0], dtype=bool)
     for i in range(n_steps):  # at least one
         x, p, terms, diverged = leapfrog_step(
@@ -460,16 +461,20 @@ def _fused_leapfrog(function, state: HMCState, p, eps: np.ndarray, metric: Metri
     return x, p, log_f, grad, diverged
 
 
-def leapfrog_trajectory(state: HMCState, p, eps: np.ndarray, metric: Metric, n_steps: int):
+def leapfrog_trajectory(
+    state: HMCState, p, eps: np.ndarray, metric: Metric, n_steps: int, maps=None
+):  # fmt: skip
     """``n_steps`` leapfrog steps (:func:`~pm_evidence.model.leapfrog.leapfrog_step`) of every
     chain from ``state`` and the half-kicked momenta ``p``, with per-chain step sizes ``eps
     (c,)``: ``(x, p, log f, grad, diverged)`` at the end (``p`` half-kicked at the last step).
     On JAX in chunks of ``CHUNK_STEPS`` steps per call (:func:`fused_leapfrog_function`), on
-    Numba one call per step."""
+    Numba one call per step, with ``maps``, the chains' ``leapfrog_maps`` where the caller has
+    them already."""
     fused = fused_leapfrog_function(state.target, metric.dense)
     if fused is not None:
         return _fused_leapfrog(fused, state, p, eps, metric, n_steps)
-    return _numpy_leapfrog(state, p, eps, metric, n_steps)
+    maps = maps or leapfrog_maps(metric.scale, metric.factor, eps[:, None])
+    return _numpy_leapfrog(state, p, maps, n_steps)
 
 
 def hmc_transition(rng, state: HMCState, eps: np.ndarray, metric: Metric, n_steps: int):
@@ -482,12 +487,12 @@ def hmc_transition(rng, state: HMCState, eps: np.ndarray, metric: Metric, n_step
     a small model, as long as the call); on JAX ``CHUNK_STEPS`` steps per call on the device
     (:func:`fused_leapfrog_function`). The momentum, the energies and the Metropolis test are
     the same NumPy code for both."""
-    _, kick = leapfrog_maps(metric.scale, metric.factor, eps[:, None])
+    maps = leapfrog_maps(metric.scale, metric.factor, eps[:, None])  # once per transition
     p = rng.standard_normal(state.x.shape)
     h0 = 0.5 * np.sum(p * p, axis=1) - state.log_f
     with np.errstate(invalid="ignore", over="ignore"):
-        p = p + kick(state.grad, 0.5)
-        x, p, log_f, grad, diverged = leapfrog_trajectory(state, p, eps, metric, n_steps)
+        p = p + maps[1](state.grad, 0.5)
+        x, p, log_f, grad, diverged = leapfrog_trajectory(state, p, eps, metric, n_steps, maps)
         h1 = 0.5 * np.sum(p * p, axis=1) - log_f
         energy_error = h1 - h0
         diverged = diverged | ~np.isfinite(energy_error) | (energy_error > DIVERGENCE_ENERGY)
