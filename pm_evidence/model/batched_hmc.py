@@ -55,7 +55,12 @@ mass), the chains start there instead, so that tuning does not estimate the scal
 still on their way between modes. Where the kept draws' largest R-hat is above 1.01 but at most
 ``EXTEND_RHAT`` (chains that almost agree: slow mixing, not separate modes), the chains go on
 with the tuned kernel for another ``draws`` transitions, at most ``max_extensions`` times
-(``draws_extensions`` in the statistics). Draws are returned as ``(chain, draw, dim)``; their R-hat and ESS
+(``draws_extensions`` in the statistics). Where the draws show a funnel, some coordinates' scale
+following another's (:mod:`pm_evidence.model.funnel_map`), the chains are run again, from
+their last draws, in coordinates where it is gone (a partial non-centering learned from the
+draws), and those draws, mapped back, are returned (``draws_funnel_map`` in the statistics):
+one step size cannot serve a funnel's mouth and its neck, and the first run's chains stay in
+the mouth. Draws are returned as ``(chain, draw, dim)``; their R-hat and ESS
 are checked by every estimator that reads them
 (:func:`~pm_evidence.estimators.messages.posterior_messages`,
 :func:`~pm_evidence.estimators.messages.draws_ess_messages`), as for NUTS draws, and the
@@ -65,7 +70,7 @@ sampler's own statistics (:class:`BatchedHMCStats`) go on the result.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -73,6 +78,7 @@ import numpy as np
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.progress import interruption, long_run
 from pm_evidence.core.utils import RHAT_MAX, max_rhat
+from pm_evidence.model.funnel_map import MappedDensity, fit_funnel_map
 from pm_evidence.model.leapfrog import leapfrog_maps, leapfrog_step
 from pm_evidence.model.log_density import LogDensity
 from pm_evidence.model.model_checks import nan_data_names
@@ -150,6 +156,9 @@ class BatchedHMCSettings:
     max_extensions : int
         The most times the draws are extended by another ``draws`` transitions per chain where
         their R-hat is above ``RHAT_MAX`` but at most ``EXTEND_RHAT`` (0: never).
+    funnel_map : bool
+        Where the draws show a funnel (:func:`~pm_evidence.model.funnel_map.fit_funnel_map`),
+        draw again in the coordinates that take it away (module text); ``False``: never.
     """
 
     chains: int = 16
@@ -158,6 +167,7 @@ class BatchedHMCSettings:
     target_accept: float = 0.8
     max_leapfrog: int = 128
     max_extensions: int = 2
+    funnel_map: bool = True
 
     def __post_init__(self):
         if (
@@ -222,6 +232,10 @@ class BatchedHMCStats:
     extensions : int
         How many times the draws were extended because their R-hat was a little above
         ``RHAT_MAX`` (:attr:`BatchedHMCSettings.max_extensions`).
+    funnel_map : str
+        Where the draws were made again in a funnel's coordinates, the map in words
+        (:meth:`~pm_evidence.model.funnel_map.FunnelMap.describe`; the other statistics are
+        then the second run's, but ``evaluations`` both runs'); ``"none"`` otherwise.
     """
 
     chains: int
@@ -234,6 +248,7 @@ class BatchedHMCStats:
     evaluations: int
     dense_metric: bool = False
     extensions: int = 0
+    funnel_map: str = "none"
 
     def diagnostics(self) -> dict:
         """The statistics as result diagnostics (``draws_*`` keys)."""
@@ -249,6 +264,7 @@ class BatchedHMCStats:
             "draws_evaluations": self.evaluations,
             "draws_dense_metric": self.dense_metric,
             "draws_extensions": self.extensions,
+            "draws_funnel_map": self.funnel_map,
         }
 
 
@@ -397,8 +413,9 @@ def fused_leapfrog_function(target: LogDensity, dense: bool):
     ``(factor, n_active, last)``: steps ``i >= n_active`` leave everything as it is (a
     trajectory of ``L`` steps is ``ceil(L / CHUNK_STEPS)`` calls), and step ``last`` kicks
     by half (``-1``: none in this chunk). Built once per model and metric kind; ``None``
-    on Numba, or where the adapter moved to Numba."""
-    if not target.backend.is_jax:
+    on Numba, where the adapter moved to Numba, and in a funnel's coordinates
+    (:class:`~pm_evidence.model.funnel_map.MappedDensity`, whose steps are NumPy's)."""
+    if not isinstance(target, LogDensity) or not target.backend.is_jax:
         return None
     key = ("batched_hmc_leapfrog", dense)
     functions = target.compiled_transitions  # owned by the adapter, cleared if it moves
@@ -673,8 +690,31 @@ def sample_batched_hmc(
             f"Batched HMC's starts must be finite points of shape ({c}, {dim}), got shape "
             f"{np.shape(starts)}."
         )
+    kept, stats = _sample(target, rng, settings, starts, progressbar, f"Batched HMC ({c} chains)")
+    funnel = fit_funnel_map(kept) if settings.funnel_map else None
+    if funnel is None:
+        return kept, stats
+    import os  # TEMP
+    with open("/tmp/w2/funnel_hits.log", "a") as fh:  # TEMP
+        fh.write(f"{os.environ.get('PYTEST_CURRENT_TEST')} :: {funnel.describe(target.coordinate_names)}\n")  # TEMP
+    mapped, mapped_stats = _sample(
+        MappedDensity(target, funnel), rng, settings, funnel.to_map(kept[:, -1]), progressbar,
+        f"Batched HMC ({c} chains) in funnel coordinates",
+    )  # fmt: skip
+    return funnel.to_model(mapped), replace(
+        mapped_stats, evaluations=stats.evaluations + mapped_stats.evaluations,
+        funnel_map=funnel.describe(target.coordinate_names),
+    )  # fmt: skip
+
+
+def _sample(target, rng, settings, starts, progressbar: bool, description: str):
+    """:func:`sample_batched_hmc`'s chains from ``starts`` on ``target`` (the model's
+    :class:`~pm_evidence.model.log_density.LogDensity`, or a
+    :class:`~pm_evidence.model.funnel_map.MappedDensity` of it): tuning, the kept draws and
+    their extensions. Returns ``(draws, stats)``."""
+    c = settings.chains
     state = HMCState(target, np.array(starts, dtype=float))
-    metric = Metric(np.ones((c, dim)))
+    metric = Metric(np.ones((c, target.dim)))
     eps = _initial_step_size(rng, state, metric)
     length = 0.5 * math.pi  # before the first window: a quarter period of a unit scale
     averaging = _DualAveraging(eps, settings.target_accept)
@@ -682,7 +722,6 @@ def sample_batched_hmc(
     ends = np.cumsum([first, *windows])  # a slow window ends at each (tuning transitions)
     tally = _Tally()
     window: list[np.ndarray] = []
-    description = f"Batched HMC ({c} chains)"
     with long_run(settings.tune + settings.draws, description, progressbar) as run:
         for t in range(settings.tune):
             accept, _, n_steps = _step(rng, state, eps, metric, length, settings)

@@ -1,0 +1,185 @@
+r"""Funnels found in posterior draws, and the coordinates that take them away: a partial
+non-centering learned from the draws.
+
+In a funnel the scale of some coordinates follows another one: in Neal's funnel ``x_i | v ~
+N(0, e^v)``, in a centered hierarchy ``theta_j | tau ~ N(mu, tau^2)``. HMC's step size is one
+per chain, tuned where most of the mass is (the funnel's mouth), so its chains do not enter the
+neck, where the scale of ``x`` is a hundredth of the mouth's; the draws miss that mass and
+their diagnostics do not see it (measured: docs/benchmarks.rst, "Centered hierarchies").
+Where the model is written with a ``Normal(mu, tau)`` latent, the model itself is rewritten
+(:mod:`pm_evidence.model.noncentering`); a funnel written any other way (a ``pm.Potential``,
+another family) is found here, in the draws.
+
+**The test.** For each coordinate ``u`` (a candidate *driver*), the draws are cut into
+``FUNNEL_BINS`` bins of equal count by ``x_u``; in each bin, each other coordinate's spread is
+its median absolute deviation about the bin's own median (so that correlation alone, which
+moves the location with ``x_u``, is not a funnel). Where ``log MAD_j`` is close to a line in
+the bins' mean ``x_u`` (the share of its variance over the bins the line explains at least
+``FUNNEL_MIN_R2``) and the line's scale changes by more than ``FUNNEL_MIN_RATIO`` over the
+bins, coordinate ``j`` is *driven* by ``u`` with slope ``a_j``; each driven coordinate takes
+the driver it fits best, and a coordinate that drives others is not rescaled itself.
+
+**The map** (Papaspiliopoulos, Roberts and Skold 2007, partial non-centering; its weights
+learned from the draws as Gorinova, Moore and Hoffman 2020 learn theirs by variational
+inference): for each driven ``j``
+
+.. math::
+    x_j = m_j + e^{a_j (y_{u_j} - c_j)}\, y_j, \qquad x_k = y_k \text{ otherwise},
+
+``m_j`` the median of ``x_j``, ``c_j`` the mean of the driver, so that HMC moves ``y``, where
+the driven coordinates' scale no longer follows their driver. The map is triangular (drivers
+are not rescaled), so ``log |det dx/dy| = sum_j a_j (y_{u_j} - c_j)``, and the density HMC
+samples is ``f_Y(y) = f(x(y)) |det dx/dy|`` (:class:`MappedDensity`): its draws mapped back are
+draws of ``f``, the same posterior; ``Z`` is unchanged. On Neal's funnel in a box the draws'
+mass below ``v = -5`` goes from none to the gold's 5% (docs/benchmarks.rst).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "FUNNEL_BINS",
+    "FUNNEL_MAX_DRAWS",
+    "FUNNEL_MIN_R2",
+    "FUNNEL_MIN_RATIO",
+    "FunnelMap",
+    "MappedDensity",
+    "fit_funnel_map",
+]
+
+FUNNEL_BINS = 10  # bins of equal count along each candidate driver
+FUNNEL_MIN_R2 = 0.5  # the share of the bins' log-spread variance the line must explain
+FUNNEL_MIN_RATIO = 3.0  # the line's scale must change by more than this over the bins
+# The test reads at most this many draws (evenly thinned): it costs dim^2 medians over them.
+FUNNEL_MAX_DRAWS = 4096
+_MIN_DRAWS_PER_BIN = 40
+
+
+@dataclass(frozen=True)
+class FunnelMap:
+    """The map of the module text: coordinates ``driven`` rescaled by ``exp(slope (y[driver]
+    - center))`` about ``location``; all arrays of one entry per driven coordinate."""
+
+    driven: np.ndarray
+    driver: np.ndarray
+    slope: np.ndarray
+    center: np.ndarray
+    location: np.ndarray
+
+    def _scale(self, y: np.ndarray) -> np.ndarray:
+        return np.exp(self.slope * (y[..., self.driver] - self.center))
+
+    def to_model(self, y: np.ndarray) -> np.ndarray:
+        """``x(y)``: points ``(..., dim)`` of the map's coordinates in the model's."""
+        x = np.array(y, dtype=float)
+        x[..., self.driven] = self.location + self._scale(y) * y[..., self.driven]
+        return x
+
+    def to_map(self, x: np.ndarray) -> np.ndarray:
+        """``y(x)``, the inverse of :meth:`to_model` (a driver is the same in both)."""
+        y = np.array(x, dtype=float)
+        y[..., self.driven] = (x[..., self.driven] - self.location) / self._scale(x)
+        return y
+
+    def log_jacobian(self, y: np.ndarray) -> np.ndarray:
+        """``log |det dx/dy| = sum_j a_j (y_{u_j} - c_j)`` at points ``(n, dim)``."""
+        return np.sum(self.slope * (y[..., self.driver] - self.center), axis=-1)
+
+    def pull_back(self, y: np.ndarray, gradient: np.ndarray, jacobian: bool) -> np.ndarray:
+        """``grad_y`` of a term whose gradient in ``x`` at ``x(y)`` is ``gradient`` (the chain
+        rule through the map; ``jacobian``: plus the log Jacobian's gradient)."""
+        scale = self._scale(y)
+        out = np.array(gradient, dtype=float)
+        out[:, self.driven] = gradient[:, self.driven] * scale
+        through = gradient[:, self.driven] * self.slope * scale * y[:, self.driven]
+        if jacobian:
+            through = through + self.slope
+        np.add.at(out.T, self.driver, through.T)  # a driver gathers its driven coordinates'
+        return out
+
+    def describe(self, names: list[str]) -> str:
+        """The map in words, by the model's coordinate names (``beta[3]``) grouped by
+        variable: ``"x_interval__ (9 coordinates) by v_interval__"``."""
+        groups: dict[tuple[str, str], int] = {}
+        for j, u in zip(self.driven.tolist(), self.driver.tolist(), strict=True):
+            key = (names[j].split("[")[0], names[u])
+            groups[key] = groups.get(key, 0) + 1
+        return "; ".join(
+            f"{variable} ({count} coordinate{'s' * (count > 1)}) by {driver}"
+            for (variable, driver), count in groups.items()
+        )
+
+
+class MappedDensity:
+    """The target in a :class:`FunnelMap`'s coordinates, ``f_Y(y) = f(x(y)) |det dx/dy|``, as
+    batched HMC reads it (``terms_grad_function``; the log Jacobian goes with the prior term).
+    Each call evaluates the model's own compiled function at ``x(y)``."""
+
+    def __init__(self, target, funnel: FunnelMap):
+        self.target, self.funnel, self.dim = target, funnel, target.dim
+
+    def terms_grad_function(self, y: np.ndarray):
+        """``(log prior + log Jacobian, log likelihood, their gradients)`` at ``y (n, dim)``."""
+        log_prior, log_lik, g_prior, g_lik = self.target.terms_grad_function(
+            self.funnel.to_model(y)
+        )
+        return (
+            log_prior + self.funnel.log_jacobian(y),
+            log_lik,
+            self.funnel.pull_back(y, g_prior, jacobian=True),
+            self.funnel.pull_back(y, g_lik, jacobian=False),
+        )
+
+
+def _bin_log_spreads(x: np.ndarray, u: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The bins' mean ``x_u`` ``(bins,)`` and each coordinate's log MAD in them ``(bins,
+    dim)``; ``None`` where ``x_u`` takes too few values to cut into bins."""
+    edges = np.quantile(x[:, u], np.linspace(0.0, 1.0, FUNNEL_BINS + 1))
+    which = np.clip(np.searchsorted(edges, x[:, u], side="right") - 1, 0, FUNNEL_BINS - 1)
+    centers, spreads = [], []
+    for b in range(FUNNEL_BINS):
+        inside = x[which == b]
+        if inside.shape[0] < _MIN_DRAWS_PER_BIN:
+            return None
+        centers.append(inside[:, u].mean())
+        spreads.append(np.median(np.abs(inside - np.median(inside, axis=0)), axis=0))
+    with np.errstate(divide="ignore"):
+        return np.asarray(centers), np.log(np.asarray(spreads))
+
+
+def fit_funnel_map(draws: np.ndarray) -> FunnelMap | None:
+    """The :class:`FunnelMap` of the draws ``(chain, draw, dim)`` (module text), or ``None``
+    where no coordinate's scale follows another's."""
+    x = np.asarray(draws, dtype=float).reshape(-1, np.shape(draws)[-1])
+    dim = x.shape[1]
+    if dim < 2 or x.shape[0] < FUNNEL_BINS * _MIN_DRAWS_PER_BIN:
+        return None
+    x = x[:: max(1, x.shape[0] // FUNNEL_MAX_DRAWS)]
+    best_r2 = np.zeros(dim)
+    driver, slope, center = np.full(dim, -1), np.zeros(dim), np.zeros(dim)
+    for u in range(dim):
+        bins = _bin_log_spreads(x, u)
+        if bins is None:
+            continue
+        centers, log_spread = bins
+        dc = centers - centers.mean()
+        with np.errstate(invalid="ignore"):
+            a = dc @ (log_spread - log_spread.mean(axis=0)) / (dc @ dc)
+            residual = log_spread - log_spread.mean(axis=0) - np.outer(dc, a)
+            r2 = 1.0 - residual.var(axis=0) / log_spread.var(axis=0)
+        ratio = np.abs(a) * (centers[-1] - centers[0])
+        found = np.isfinite(r2) & (r2 >= FUNNEL_MIN_R2) & (ratio > np.log(FUNNEL_MIN_RATIO))
+        found &= (np.arange(dim) != u) & (r2 > best_r2)
+        best_r2 = np.where(found, r2, best_r2)
+        driver, slope = np.where(found, u, driver), np.where(found, a, slope)
+        center = np.where(found, centers.mean(), center)
+    driven = np.flatnonzero((driver >= 0) & ~np.isin(np.arange(dim), driver))
+    if driven.size == 0:
+        return None
+    return FunnelMap(
+        driven=driven, driver=driver[driven], slope=slope[driven], center=center[driven],
+        location=np.median(x[:, driven], axis=0),
+    )  # fmt: skip

@@ -1,0 +1,173 @@
+"""Funnels found in posterior draws (:mod:`pm_evidence.model.funnel_map`): the test finds
+Neal's funnel and nothing in posteriors without one, the map is a bijection with the stated
+Jacobian and gradient, and batched HMC's draws in its coordinates reach the neck that the
+first draws miss, so that ``auto`` at defaults gets the funnel's log Z."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from arviz_stats.base import array_stats
+from scipy import special, stats
+
+import pm_evidence as pme
+from pm_evidence.model.batched_hmc import BatchedHMCSettings, sample_batched_hmc
+from pm_evidence.model.funnel_map import (
+    FUNNEL_MIN_RATIO,
+    FunnelMap,
+    MappedDensity,
+    fit_funnel_map,
+)
+from pm_evidence.model.log_density import as_target
+from pm_evidence.zoo.multimodal import funnel_box
+
+
+def _funnel_draws(rng, n=4000, dim=5):
+    """Exact draws of Neal's funnel, ``v ~ N(0, 3^2)``, ``x_i | v ~ N(0, e^v)``, as
+    ``(chain, draw, dim)``."""
+    v = rng.normal(0.0, 3.0, size=n)
+    x = rng.standard_normal((n, dim - 1)) * np.exp(v / 2)[:, None]
+    return np.column_stack([v, x]).reshape(4, n // 4, dim)
+
+
+def test_finds_neals_funnel_with_its_slopes():
+    funnel = fit_funnel_map(_funnel_draws(np.random.default_rng(1)))
+    assert funnel is not None
+    assert funnel.driven.tolist() == [1, 2, 3, 4]
+    assert funnel.driver.tolist() == [0, 0, 0, 0]
+    # log sd(x_i | v) = v / 2: the slopes of the bins' log spreads (each bin's MAD about its
+    # own median, 100 draws a bin) are within 0.1 of it
+    assert np.all(np.abs(funnel.slope - 0.5) < 0.1)
+
+
+@pytest.mark.parametrize(
+    "draws",
+    [
+        # a normal with correlation 0.95: the location follows, the spread does not
+        lambda rng: rng.multivariate_normal(
+            np.zeros(3), [[1, 0.95, 0.5], [0.95, 1, 0.5], [0.5, 0.5, 1]], size=4000
+        ),
+        # a Student-t of 3 degrees of freedom: the spread grows with |x_u|, not along x_u
+        lambda rng: stats.multivariate_t(np.zeros(3), np.eye(3), df=3).rvs(4000, random_state=rng),
+        # a spread that changes by 2 over the driver: below FUNNEL_MIN_RATIO = 3
+        lambda rng: np.column_stack(
+            [u := rng.uniform(-1, 1, 4000), rng.standard_normal(4000) * np.exp(0.35 * u)]
+        ),
+    ],
+    ids=["correlated_normal", "student_t", "mild_heteroscedastic"],
+)
+def test_no_funnel_where_the_spread_does_not_follow_a_coordinate(draws):
+    assert FUNNEL_MIN_RATIO == 3.0
+    x = draws(np.random.default_rng(2))
+    assert fit_funnel_map(x.reshape(4, -1, x.shape[-1])) is None
+
+
+@pytest.fixture(scope="module")
+def funnel():
+    return FunnelMap(
+        driven=np.array([1, 2, 3]), driver=np.array([0, 0, 4]),
+        slope=np.array([0.5, 0.4, -0.3]), center=np.array([0.2, 0.2, -1.0]),
+        location=np.array([0.1, -0.2, 0.3]),
+    )  # fmt: skip
+
+
+def test_the_map_is_a_bijection_with_the_stated_jacobian(funnel):
+    rng = np.random.default_rng(3)
+    y = rng.standard_normal((6, 5))
+    assert np.allclose(funnel.to_map(funnel.to_model(y)), y, rtol=1e-13, atol=1e-13)
+    h = 1e-6
+    for point in y:
+        columns = [
+            (funnel.to_model(point + h * e) - funnel.to_model(point - h * e)) / (2 * h)
+            for e in np.eye(5)
+        ]
+        _, log_det = np.linalg.slogdet(np.column_stack(columns))
+        assert log_det == pytest.approx(funnel.log_jacobian(point[None])[0], abs=1e-8)
+
+
+class _Funnel:
+    """Neal's funnel in NumPy as the adapter's four terms: prior ``v ~ N(0, 3^2)``,
+    likelihood ``sum_i log N(x_i | 0, e^v)``."""
+
+    dim = 5
+
+    def terms_grad_function(self, x):
+        v, rest = x[:, 0], x[:, 1:]
+        log_prior = stats.norm.logpdf(v, 0.0, 3.0)
+        log_lik = stats.norm.logpdf(rest, 0.0, np.exp(v / 2)[:, None]).sum(axis=1)
+        g_prior = np.zeros_like(x)
+        g_prior[:, 0] = -v / 9.0
+        g_lik = np.zeros_like(x)
+        g_lik[:, 0] = -(rest.shape[1] / 2) + 0.5 * np.sum(rest**2, axis=1) * np.exp(-v)
+        g_lik[:, 1:] = -rest * np.exp(-v)[:, None]
+        return log_prior, log_lik, g_prior, g_lik
+
+
+def test_the_mapped_density_and_its_gradient(funnel):
+    """``log f_Y = log f(x(y)) + log |det dx/dy|`` and its gradient by central differences."""
+    mapped = MappedDensity(_Funnel(), funnel)
+    rng = np.random.default_rng(4)
+    y = rng.standard_normal((4, 5))
+    log_prior, log_lik, g_prior, g_lik = mapped.terms_grad_function(y)
+    direct = _Funnel().terms_grad_function(funnel.to_model(y))
+    assert np.allclose(log_prior, direct[0] + funnel.log_jacobian(y))
+    assert np.allclose(log_lik, direct[1])
+    h = 1e-6
+    for k in range(5):
+        step = np.zeros(5)
+        step[k] = h
+        up, down = mapped.terms_grad_function(y + step), mapped.terms_grad_function(y - step)
+        assert np.allclose((up[0] - down[0]) / (2 * h), g_prior[:, k], atol=1e-6)
+        assert np.allclose((up[1] - down[1]) / (2 * h), g_lik[:, k], atol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def box():
+    return funnel_box()
+
+
+def _share_below(draws, v_cut):
+    """The draws' share of ``v < v_cut`` (``v`` the box's first coordinate, ``U(-10, 10)``
+    in logit coordinates) and its Monte Carlo SE from the indicator's ESS."""
+    below = (-10 + 20 * special.expit(draws[..., 0]) < v_cut).astype(float)
+    share = below.mean()
+    ess = float(array_stats.ess(below, chain_axis=0, draw_axis=1))
+    return share, np.sqrt(share * (1 - share) / ess)
+
+
+def test_batched_hmc_reaches_the_funnels_neck(box):
+    """Below ``v = -5`` the funnel in a box holds 5.03% of its mass (quadrature over ``v``):
+    the draws in the map's coordinates hold that share within 4 of its SE; the first run's
+    draws, with one step size per chain, hold less than half of it."""
+    model, _ = box
+    target = as_target(model)
+    gold = 0.0503  # P(v < -5): N(v | 0, 9) erf(20 e^{-v/2} / sqrt 2)^9 on [-10, 10]
+    drawn = {}
+    for funnel_map in (False, True):
+        settings = BatchedHMCSettings(funnel_map=funnel_map)
+        drawn[funnel_map] = sample_batched_hmc(
+            target, np.random.default_rng(9), settings, progressbar=False
+        )
+    share, se = _share_below(drawn[True][0], -5.0)
+    assert abs(share - gold) < 4 * se
+    assert _share_below(drawn[False][0], -5.0)[0] < gold / 2
+    stats_ = drawn[True][1]
+    assert stats_.funnel_map == "funnel_box_10d::x_interval__ (9 coordinates) by " + (
+        "funnel_box_10d::v_interval__"
+    )
+    assert stats_.evaluations > drawn[False][1].evaluations  # both runs counted
+    assert drawn[False][1].funnel_map == "none"
+
+
+def test_auto_at_defaults_gets_the_funnel_in_a_box(box):
+    """The funnel's gold: quadrature over ``v`` (checked by Monte Carlo in
+    ``tests/zoo/test_multimodal.py``)."""
+    model, gold = box
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning: the result is not flagged
+        ev = pme.marginal_likelihood(model, random_seed=1, progressbar=False)
+    assert ev.reliable
+    assert abs(ev.log_z - gold) < max(4 * ev.se, 0.05)
+    assert ev.diagnostics["draws_funnel_map"].startswith("funnel_box_10d::x_interval__")
