@@ -694,9 +694,6 @@ def sample_batched_hmc(
     funnel = fit_funnel_map(kept) if settings.funnel_map else None
     if funnel is None:
         return kept, stats
-    import os  # TEMP
-    with open("/tmp/w2/funnel_hits.log", "a") as fh:  # TEMP
-        fh.write(f"{os.environ.get('PYTEST_CURRENT_TEST')} :: {funnel.describe(target.coordinate_names)}\n")  # TEMP
     mapped, mapped_stats = _sample(
         MappedDensity(target, funnel), rng, settings, funnel.to_map(kept[:, -1]), progressbar,
         f"Batched HMC ({c} chains) in funnel coordinates",
