@@ -60,7 +60,10 @@ following another's (:mod:`pm_evidence.model.funnel_map`), the chains are run ag
 their last draws, in coordinates where it is gone (a partial non-centering learned from the
 draws), and those draws, mapped back, are returned (``draws_funnel_map`` in the statistics):
 one step size cannot serve a funnel's mouth and its neck, and the first run's chains stay in
-the mouth. Draws are returned as ``(chain, draw, dim)``; their R-hat and ESS
+the mouth. The model's periodic coordinates (an ``Interval`` variable whose density is the
+same at both ends and holds mass there, such as an orbit's phase) are moved on circles from
+the first transition (:mod:`pm_evidence.model.circular_map`; ``draws_circular``), where the
+logit coordinates would join the two ends only through the middle. Draws are returned as ``(chain, draw, dim)``; their R-hat and ESS
 are checked by every estimator that reads them
 (:func:`~pm_evidence.estimators.messages.posterior_messages`,
 :func:`~pm_evidence.estimators.messages.draws_ess_messages`), as for NUTS draws, and the
@@ -78,9 +81,11 @@ import numpy as np
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.progress import interruption, long_run
 from pm_evidence.core.utils import RHAT_MAX, max_rhat
-from pm_evidence.model.funnel_map import MappedDensity, fit_funnel_map
+from pm_evidence.model.circular_map import find_circular_map
+from pm_evidence.model.funnel_map import fit_funnel_map
 from pm_evidence.model.leapfrog import leapfrog_maps, leapfrog_step
 from pm_evidence.model.log_density import LogDensity
+from pm_evidence.model.mapped_density import MappedDensity
 from pm_evidence.model.model_checks import nan_data_names
 
 __all__ = [
@@ -156,6 +161,10 @@ class BatchedHMCSettings:
     max_extensions : int
         The most times the draws are extended by another ``draws`` transitions per chain where
         their R-hat is above ``RHAT_MAX`` but at most ``EXTEND_RHAT`` (0: never).
+    circular_map : bool
+        Move the model's periodic coordinates on circles
+        (:func:`~pm_evidence.model.circular_map.find_circular_map`; module text); ``False``:
+        never.
     funnel_map : bool
         Where the draws show a funnel (:func:`~pm_evidence.model.funnel_map.fit_funnel_map`),
         draw again in the coordinates that take it away (module text); ``False``: never.
@@ -167,6 +176,7 @@ class BatchedHMCSettings:
     target_accept: float = 0.8
     max_leapfrog: int = 128
     max_extensions: int = 2
+    circular_map: bool = True
     funnel_map: bool = True
 
     def __post_init__(self):
@@ -236,6 +246,9 @@ class BatchedHMCStats:
         Where the draws were made again in a funnel's coordinates, the map in words
         (:meth:`~pm_evidence.model.funnel_map.FunnelMap.describe`; the other statistics are
         then the second run's, but ``evaluations`` both runs'); ``"none"`` otherwise.
+    circular : str
+        The periodic coordinates moved on circles
+        (:meth:`~pm_evidence.model.circular_map.CircularMap.describe`); ``"none"`` otherwise.
     """
 
     chains: int
@@ -249,6 +262,7 @@ class BatchedHMCStats:
     dense_metric: bool = False
     extensions: int = 0
     funnel_map: str = "none"
+    circular: str = "none"
 
     def diagnostics(self) -> dict:
         """The statistics as result diagnostics (``draws_*`` keys)."""
@@ -265,6 +279,7 @@ class BatchedHMCStats:
             "draws_dense_metric": self.dense_metric,
             "draws_extensions": self.extensions,
             "draws_funnel_map": self.funnel_map,
+            "draws_circular": self.circular,
         }
 
 
@@ -414,7 +429,7 @@ def fused_leapfrog_function(target: LogDensity, dense: bool):
     trajectory of ``L`` steps is ``ceil(L / CHUNK_STEPS)`` calls), and step ``last`` kicks
     by half (``-1``: none in this chunk). Built once per model and metric kind; ``None``
     on Numba, where the adapter moved to Numba, and in a funnel's coordinates
-    (:class:`~pm_evidence.model.funnel_map.MappedDensity`, whose steps are NumPy's)."""
+    (:class:`~pm_evidence.model.mapped_density.MappedDensity`, whose steps are NumPy's)."""
     if not isinstance(target, LogDensity) or not target.backend.is_jax:
         return None
     key = ("batched_hmc_leapfrog", dense)
@@ -690,24 +705,35 @@ def sample_batched_hmc(
             f"Batched HMC's starts must be finite points of shape ({c}, {dim}), got shape "
             f"{np.shape(starts)}."
         )
-    kept, stats = _sample(target, rng, settings, starts, progressbar, f"Batched HMC ({c} chains)")
+    description = f"Batched HMC ({c} chains)"
+    circle = find_circular_map(target, starts) if settings.circular_map else None
+    sampled = target if circle is None else MappedDensity(target, circle)
+    names = target.coordinate_names if circle is None else circle.sampler_names(
+        target.coordinate_names
+    )  # fmt: skip
+    kept, stats = _sample(
+        sampled, rng, settings, starts if circle is None else circle.to_map(starts),
+        progressbar, description,
+    )  # fmt: skip
     funnel = fit_funnel_map(kept) if settings.funnel_map else None
-    if funnel is None:
+    if funnel is not None:  # again, in the funnel's coordinates, from the last draws
+        mapped, mapped_stats = _sample(
+            MappedDensity(sampled, funnel), rng, settings, funnel.to_map(kept[:, -1]),
+            progressbar, f"{description} in funnel coordinates",
+        )  # fmt: skip
+        kept, stats = funnel.to_model(mapped), replace(
+            mapped_stats, evaluations=stats.evaluations + mapped_stats.evaluations,
+            funnel_map=funnel.describe(names),
+        )  # fmt: skip
+    if circle is None:
         return kept, stats
-    mapped, mapped_stats = _sample(
-        MappedDensity(target, funnel), rng, settings, funnel.to_map(kept[:, -1]), progressbar,
-        f"Batched HMC ({c} chains) in funnel coordinates",
-    )  # fmt: skip
-    return funnel.to_model(mapped), replace(
-        mapped_stats, evaluations=stats.evaluations + mapped_stats.evaluations,
-        funnel_map=funnel.describe(target.coordinate_names),
-    )  # fmt: skip
+    return circle.to_model(kept), replace(stats, circular=circle.describe(target.coordinate_names))
 
 
 def _sample(target, rng, settings, starts, progressbar: bool, description: str):
     """:func:`sample_batched_hmc`'s chains from ``starts`` on ``target`` (the model's
     :class:`~pm_evidence.model.log_density.LogDensity`, or a
-    :class:`~pm_evidence.model.funnel_map.MappedDensity` of it): tuning, the kept draws and
+    :class:`~pm_evidence.model.mapped_density.MappedDensity` of it): tuning, the kept draws and
     their extensions. Returns ``(draws, stats)``."""
     c = settings.chains
     state = HMCState(target, np.array(starts, dtype=float))

@@ -32,7 +32,8 @@ inference): for each driven ``j``
 ``m_j`` the median of ``x_j``, ``c_j`` the mean of the driver, so that HMC moves ``y``, where
 the driven coordinates' scale no longer follows their driver. The map is triangular (drivers
 are not rescaled), so ``log |det dx/dy| = sum_j a_j (y_{u_j} - c_j)``, and the density HMC
-samples is ``f_Y(y) = f(x(y)) |det dx/dy|`` (:class:`MappedDensity`): its draws mapped back are
+samples is ``f_Y(y) = f(x(y)) |det dx/dy|``
+(:class:`~pm_evidence.model.mapped_density.MappedDensity`): its draws mapped back are
 draws of ``f``, the same posterior; ``Z`` is unchanged. On Neal's funnel in a box the draws'
 mass below ``v = -5`` goes from none to the gold's 5% (docs/benchmarks.rst).
 """
@@ -51,7 +52,6 @@ __all__ = [
     "FUNNEL_MIN_R2",
     "FUNNEL_MIN_RATIO",
     "FunnelMap",
-    "MappedDensity",
     "fit_funnel_map",
 ]
 
@@ -113,6 +113,25 @@ class FunnelMap:
         np.add.at(out.T, self.driver, through.T)  # a driver gathers its driven coordinates'
         return out
 
+    def sampler_dim(self, model_dim: int) -> int:
+        """The dimension of ``y``: the model's."""
+        return model_dim
+
+    def sampler_names(self, names: list[str]) -> list[str]:
+        """The names of ``y``'s coordinates: the model's."""
+        return list(names)
+
+    def mapped_terms(self, y: np.ndarray, terms: tuple) -> tuple:
+        """The model's terms ``(log prior, log likelihood, their gradients)`` at ``x(y)`` as
+        terms of ``f_Y`` at ``y``: the log Jacobian goes with the prior."""
+        log_prior, log_lik, g_prior, g_lik = terms
+        return (
+            log_prior + self.log_jacobian(y),
+            log_lik,
+            self.pull_back(y, g_prior, jacobian=True),
+            self.pull_back(y, g_lik, jacobian=False),
+        )
+
     def describe(self, names: list[str]) -> str:
         """The map in words, by the model's coordinate names (``beta[3]``) grouped by
         variable: ``"x_interval__ (9 coordinates) by v_interval__"``."""
@@ -123,27 +142,6 @@ class FunnelMap:
         return "; ".join(
             f"{variable} ({count} coordinate{'s' * (count > 1)}) by {driver}"
             for (variable, driver), count in groups.items()
-        )
-
-
-class MappedDensity:
-    """The target in a :class:`FunnelMap`'s coordinates, ``f_Y(y) = f(x(y)) |det dx/dy|``, as
-    batched HMC reads it (``terms_grad_function``; the log Jacobian goes with the prior term).
-    Each call evaluates the model's own compiled function at ``x(y)``."""
-
-    def __init__(self, target, funnel: FunnelMap):
-        self.target, self.funnel, self.dim = target, funnel, target.dim
-
-    def terms_grad_function(self, y: np.ndarray):
-        """``(log prior + log Jacobian, log likelihood, their gradients)`` at ``y (n, dim)``."""
-        log_prior, log_lik, g_prior, g_lik = self.target.terms_grad_function(
-            self.funnel.to_model(y)
-        )
-        return (
-            log_prior + self.funnel.log_jacobian(y),
-            log_lik,
-            self.funnel.pull_back(y, g_prior, jacobian=True),
-            self.funnel.pull_back(y, g_lik, jacobian=False),
         )
 
 

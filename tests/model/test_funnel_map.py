@@ -14,13 +14,9 @@ from scipy import special, stats
 
 import pm_evidence as pme
 from pm_evidence.model.batched_hmc import BatchedHMCSettings, sample_batched_hmc
-from pm_evidence.model.funnel_map import (
-    FUNNEL_MIN_RATIO,
-    FunnelMap,
-    MappedDensity,
-    fit_funnel_map,
-)
+from pm_evidence.model.funnel_map import FUNNEL_MIN_RATIO, FunnelMap, fit_funnel_map
 from pm_evidence.model.log_density import as_target
+from pm_evidence.model.mapped_density import MappedDensity
 from pm_evidence.zoo.multimodal import funnel_box
 
 

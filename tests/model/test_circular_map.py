@@ -1,0 +1,141 @@
+"""Periodic coordinates moved on circles (:mod:`pm_evidence.model.circular_map`): the test
+finds a phase whose posterior straddles the ends of its interval and nothing else, the map
+keeps the integral (2-D quadrature over the plane against the exact ``Z``), its gradient is
+the density's, and ``auto`` at defaults gets a von Mises posterior's exact log Z."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+from scipy import integrate, special
+
+import pm_evidence as pme
+from pm_evidence.model.batched_hmc import BatchedHMCSettings, sample_batched_hmc
+from pm_evidence.model.circular_map import (
+    RADIUS_SD,
+    CircularMap,
+    _log_radius_normalizer,
+    find_circular_map,
+)
+from pm_evidence.model.log_density import as_target
+from pm_evidence.model.mapped_density import MappedDensity
+
+KAPPA, CENTER = 4.0, 0.1  # the von Mises' concentration and mean: mass across 0 = 2 pi
+
+
+def von_mises_model():
+    """``phi ~ Uniform(0, 2 pi)``, ``pm.Potential(kappa cos(phi - mu))``, a normal ``b``
+    beside it: ``Z = I_0(kappa)`` (the uniform's ``1 / 2 pi`` against the von Mises'
+    ``2 pi I_0(kappa)``), so ``log Z = log I_0(4)``."""
+    with pm.Model() as model:
+        phi = pm.Uniform("phi", 0.0, 2 * np.pi)
+        pm.Normal("b", 0.0, 1.0)
+        pm.Potential("von_mises", KAPPA * pt.cos(phi - CENTER))
+    return model, float(np.log(special.i0(KAPPA)))
+
+
+@pytest.fixture(scope="module")
+def von_mises():
+    model, log_z = von_mises_model()
+    return as_target(model), model, log_z
+
+
+def _points(rng, n=16):
+    return rng.normal(0.0, 1.0, size=(n, 2))
+
+
+def test_finds_the_phase_and_not_the_normal(von_mises):
+    target, _, _ = von_mises
+    circle = find_circular_map(target, _points(np.random.default_rng(1)))
+    assert circle is not None
+    assert [target.coordinate_names[k] for k in circle.coordinates] == ["phi_interval__"]
+
+
+@pytest.mark.parametrize(
+    "potential",
+    [
+        lambda x: -4.0 * x**2,  # symmetric about the middle: equal at the ends, opposite slopes
+        lambda x: 2.0 * x,  # different at the ends
+        lambda x: 40.0 * pt.cos(np.pi * x),  # periodic, its seam 80 nats below its mode
+    ],
+    ids=["symmetric", "one_sided", "seam_without_mass"],
+)
+def test_no_circle_where_the_ends_do_not_meet_smoothly_with_mass(potential):
+    with pm.Model() as model:
+        x = pm.Uniform("x", -1.0, 1.0)
+        pm.Potential("p", potential(x))
+    target = as_target(model)
+    points = np.random.default_rng(2).normal(0.0, 0.3, size=(16, 1))
+    assert find_circular_map(target, points) is None
+
+
+def test_the_map_keeps_the_integral(von_mises):
+    """``int f_Y dy`` over the plane (2-D quadrature, ``b`` fixed at 0) equals ``int f dz``
+    over the logit coordinate: the map's Jacobian and the radius's normalizer are exact."""
+    target, _, log_z = von_mises
+    circle = CircularMap(np.array([0]), 2)
+    mapped = MappedDensity(target, circle)
+
+    def f_y(w1, w2):
+        y = np.array([[w1, 0.0, w2]])
+        terms = mapped.terms_grad_function(y)
+        return float(np.exp(terms[0][0] + terms[1][0]))
+
+    # polar: r dr dtheta; the normal b at 0 gives log N(0 | 0, 1) = -log sqrt(2 pi)
+    value, _ = integrate.dblquad(
+        lambda r, theta: f_y(r * np.cos(theta), r * np.sin(theta)) * r,
+        -np.pi, np.pi, 0.0, 1.0 + 10 * RADIUS_SD, epsabs=1e-12, epsrel=1e-10,
+    )  # fmt: skip
+    assert np.log(value) == pytest.approx(log_z - 0.5 * np.log(2 * np.pi), abs=1e-7)
+    c, _ = integrate.quad(lambda r: np.exp(-((r - 1) ** 2) / (2 * RADIUS_SD**2)) * r, 0, np.inf)
+    assert _log_radius_normalizer(RADIUS_SD) == pytest.approx(np.log(c), abs=1e-12)
+
+
+def test_round_trip_and_gradient(von_mises):
+    target, _, _ = von_mises
+    circle = CircularMap(np.array([0]), 2)
+    rng = np.random.default_rng(3)
+    x = rng.normal(0.0, 2.0, size=(5, 2))
+    assert np.allclose(circle.to_model(circle.to_map(x)), x, atol=1e-12)
+    mapped = MappedDensity(target, circle)
+    y = circle.to_map(x) * np.array([1.2, 1.0, 1.2])  # off radius 1
+    log_prior, log_lik, g_prior, g_lik = mapped.terms_grad_function(y)
+    h = 1e-6
+    for k in range(3):
+        step = np.zeros(3)
+        step[k] = h
+        up, down = mapped.terms_grad_function(y + step), mapped.terms_grad_function(y - step)
+        assert np.allclose((up[0] - down[0]) / (2 * h), g_prior[:, k], atol=1e-5)
+        assert np.allclose((up[1] - down[1]) / (2 * h), g_lik[:, k], atol=1e-5)
+
+
+def test_batched_hmc_draws_the_von_mises_on_its_circle(von_mises):
+    """The draws' circular mean and mean resultant length against the von Mises'
+    (``I_1(kappa) / I_0(kappa)``), within 4 Monte Carlo SEs from the draws' ESS."""
+    from arviz_stats.base import array_stats
+
+    target, _, _ = von_mises
+    draws, stats = sample_batched_hmc(
+        target, np.random.default_rng(4), BatchedHMCSettings(), progressbar=False
+    )
+    assert stats.circular == "phi_interval__"
+    phi = 2 * np.pi * special.expit(draws[..., 0])
+    for values, exact in ((np.cos(phi - CENTER), special.i1(KAPPA) / special.i0(KAPPA)),
+                          (np.sin(phi - CENTER), 0.0)):  # fmt: skip
+        ess = float(array_stats.ess(values, chain_axis=0, draw_axis=1))
+        assert abs(values.mean() - exact) < 4 * values.std() / np.sqrt(ess)
+    assert stats.extensions == 0
+
+
+def test_auto_at_defaults_gets_the_von_mises_log_z(von_mises):
+    _, model, log_z = von_mises
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ev = pme.marginal_likelihood(model, random_seed=1, progressbar=False)
+    assert ev.reliable
+    assert abs(ev.log_z - log_z) < max(4 * ev.se, 0.05)
+    assert ev.diagnostics["draws_circular"] == "phi_interval__"
