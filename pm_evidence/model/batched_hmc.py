@@ -58,7 +58,9 @@ with the tuned kernel for another ``draws`` transitions, at most ``max_extension
 (``draws_extensions`` in the statistics). Where the draws show a funnel, some coordinates' scale
 following another's (:mod:`pm_evidence.model.funnel_map`), the chains are run again, from
 their last draws, in coordinates where it is gone (a partial non-centering learned from the
-draws), and those draws, mapped back, are returned (``draws_funnel_map`` in the statistics):
+draws; where those chains still disagree, once more with the map fitted again to their
+draws, ``FUNNEL_RUNS`` runs at most), and those draws, mapped back, are returned
+(``draws_funnel_map`` in the statistics):
 one step size cannot serve a funnel's mouth and its neck, and the first run's chains stay in
 the mouth. The model's periodic coordinates (an ``Interval`` variable whose density is the
 same at both ends and holds mass there, such as an orbit's phase) are moved on circles from
@@ -94,6 +96,7 @@ __all__ = [
     "DENSE_DRAWS_PER_DIM",
     "DIVERGENCE_ENERGY",
     "EXTEND_RHAT",
+    "FUNNEL_RUNS",
     "START_CANDIDATES",
     "VARIANCE_OVER_MEDIAN",
     "BatchedHMCSettings",
@@ -140,6 +143,9 @@ WIDE_DRAWS = 128
 # Leapfrog steps per call on JAX (fused_leapfrog_function): a trajectory of L steps is
 # ceil(L / CHUNK_STEPS) calls, at most CHUNK_STEPS - 1 of its steps computed and discarded.
 CHUNK_STEPS = 16
+# Runs in a funnel's coordinates at most: a second, with the map fitted again to the first's
+# draws, where the first's chains still disagree (R-hat above RHAT_MAX).
+FUNNEL_RUNS = 2
 
 
 @dataclass(frozen=True)
@@ -716,7 +722,9 @@ def sample_batched_hmc(
         progressbar, description,
     )  # fmt: skip
     funnel = fit_funnel_map(kept) if settings.funnel_map else None
-    if funnel is not None:  # again, in the funnel's coordinates, from the last draws
+    for _ in range(FUNNEL_RUNS):  # again, in the funnel's coordinates, from the last draws
+        if funnel is None:
+            break
         mapped, mapped_stats = _sample(
             MappedDensity(sampled, funnel), rng, settings, funnel.to_map(kept[:, -1]),
             progressbar, f"{description} in funnel coordinates",
@@ -725,6 +733,9 @@ def sample_batched_hmc(
             mapped_stats, evaluations=stats.evaluations + mapped_stats.evaluations,
             funnel_map=funnel.describe(names),
         )  # fmt: skip
+        # where the chains still disagree, the map fitted to draws that reached further into
+        # the neck (the first draws' slopes are read from the mouth alone)
+        funnel = fit_funnel_map(kept) if max_rhat(mapped)[0] > RHAT_MAX else None
     if circle is None:
         return kept, stats
     return circle.to_model(kept), replace(stats, circular=circle.describe(target.coordinate_names))
