@@ -63,7 +63,7 @@ draws, ``FUNNEL_RUNS`` runs at most), and those draws, mapped back, are returned
 (``draws_funnel_map`` in the statistics):
 one step size cannot serve a funnel's mouth and its neck, and the first run's chains stay in
 the mouth. The model's periodic coordinates (an ``Interval`` variable whose density is the
-same at both ends and holds mass there, such as an orbit's phase) are moved on circles from
+same at both ends, with the same slope: an orbit's phase) are moved on circles from
 the first transition (:mod:`pm_evidence.model.circular_map`; ``draws_circular``), where the
 logit coordinates would join the two ends only through the middle. Draws are returned as ``(chain, draw, dim)``; their R-hat and ESS
 are checked by every estimator that reads them
