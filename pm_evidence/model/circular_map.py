@@ -44,13 +44,14 @@ import numpy as np
 
 __all__ = [
     "CHECK_POINTS",
-    "SLOPE_T",
     "CHECK_Z",
     "PERIODIC_RTOL",
     "RADIUS_SD",
+    "SLOPE_T",
     "CircularMap",
     "find_circular_map",
     "interval_coordinates",
+    "log_radius_normalizer",
 ]
 
 CHECK_Z = 30.0  # the ends of an interval: t within 1e-13 of 0 and 1
@@ -62,7 +63,7 @@ SLOPE_ATOL = 1e-6  # slopes this close are equal (a density flat at both ends)
 
 
 @cache
-def _log_radius_normalizer(sd: float) -> float:
+def log_radius_normalizer(sd: float) -> float:
     """``log C``, ``C = int_0^inf exp(-(r - 1)^2 / (2 sd^2)) r dr`` in closed form:
     ``sd^2 exp(-1 / (2 sd^2)) + sd sqrt(pi / 2) (1 + erf(1 / (sd sqrt 2)))``."""
     from scipy import special
@@ -122,7 +123,7 @@ class CircularMap:
         r = np.sqrt(r2)
         with np.errstate(divide="ignore"):
             log_dz = -np.log(2 * np.pi) - np.log(t) - np.log(one_minus_t)
-        radius = -((r - 1) ** 2) / (2 * RADIUS_SD**2) - _log_radius_normalizer(RADIUS_SD)
+        radius = -((r - 1) ** 2) / (2 * RADIUS_SD**2) - log_radius_normalizer(RADIUS_SD)
         dz = 1.0 / (2 * np.pi * t * one_minus_t)
 
         def pull(g, jacobian: bool):
