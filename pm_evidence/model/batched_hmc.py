@@ -64,7 +64,7 @@ draws, ``FUNNEL_RUNS`` runs at most), and those draws, mapped back, are returned
 one step size cannot serve a funnel's mouth and its neck, and the first run's chains stay in
 the mouth. The model's periodic coordinates (an ``Interval`` variable whose density is the
 same at both ends, with the same slope: an orbit's phase) are moved on circles from
-the first transition (:mod:`pm_evidence.model.circular_map`; ``draws_circular``), where the
+the first transition (:mod:`pm_evidence.model.circular_map`; ``draws_circular_map``), where the
 logit coordinates would join the two ends only through the middle. Draws are returned as ``(chain, draw, dim)``; their R-hat and ESS
 are checked by every estimator that reads them
 (:func:`~pm_evidence.estimators.messages.posterior_messages`,
@@ -252,7 +252,7 @@ class BatchedHMCStats:
         Where the draws were made again in a funnel's coordinates, the map in words
         (:meth:`~pm_evidence.model.funnel_map.FunnelMap.describe`; the other statistics are
         then the second run's, but ``evaluations`` both runs'); ``"none"`` otherwise.
-    circular : str
+    circular_map : str
         The periodic coordinates moved on circles
         (:meth:`~pm_evidence.model.circular_map.CircularMap.describe`); ``"none"`` otherwise.
     """
@@ -268,7 +268,7 @@ class BatchedHMCStats:
     dense_metric: bool = False
     extensions: int = 0
     funnel_map: str = "none"
-    circular: str = "none"
+    circular_map: str = "none"
 
     def diagnostics(self) -> dict:
         """The statistics as result diagnostics (``draws_*`` keys)."""
@@ -285,7 +285,7 @@ class BatchedHMCStats:
             "draws_dense_metric": self.dense_metric,
             "draws_extensions": self.extensions,
             "draws_funnel_map": self.funnel_map,
-            "draws_circular": self.circular,
+            "draws_circular_map": self.circular_map,
         }
 
 
@@ -713,21 +713,19 @@ def sample_batched_hmc(
         )
     description = f"Batched HMC ({c} chains)"
     circle = find_circular_map(target, starts) if settings.circular_map else None
-    sampled = target if circle is None else MappedDensity(target, circle)
-    names = target.coordinate_names if circle is None else circle.sampler_names(
-        target.coordinate_names
-    )  # fmt: skip
-    kept, stats = _sample(
-        sampled, rng, settings, starts if circle is None else circle.to_map(starts),
-        progressbar, description,
-    )  # fmt: skip
+    sampled, names, in_model = target, target.coordinate_names, _identity
+    if circle is not None:  # the chains move y; R-hat and the draws returned read x(y)
+        sampled, names = MappedDensity(target, circle), circle.sampler_names(names)
+        starts, in_model = circle.to_map(starts), circle.to_model
+    kept, stats = _sample(sampled, rng, settings, starts, progressbar, description, in_model)
     funnel = fit_funnel_map(kept) if settings.funnel_map else None
-    for _ in range(FUNNEL_RUNS):  # again, in the funnel's coordinates, from the last draws
+    for run in range(FUNNEL_RUNS):  # again, in the funnel's coordinates, from the last draws
         if funnel is None:
             break
         mapped, mapped_stats = _sample(
             MappedDensity(sampled, funnel), rng, settings, funnel.to_map(kept[:, -1]),
             progressbar, f"{description} in funnel coordinates",
+            lambda y, funnel=funnel: in_model(funnel.to_model(y)),
         )  # fmt: skip
         kept, stats = funnel.to_model(mapped), replace(
             mapped_stats, evaluations=stats.evaluations + mapped_stats.evaluations,
@@ -735,17 +733,23 @@ def sample_batched_hmc(
         )  # fmt: skip
         # where the chains still disagree, the map fitted to draws that reached further into
         # the neck (the first draws' slopes are read from the mouth alone)
-        funnel = fit_funnel_map(kept) if max_rhat(mapped)[0] > RHAT_MAX else None
+        again = run + 1 < FUNNEL_RUNS and max_rhat(in_model(kept))[0] > RHAT_MAX
+        funnel = fit_funnel_map(kept) if again else None
     if circle is None:
         return kept, stats
-    return circle.to_model(kept), replace(stats, circular=circle.describe(target.coordinate_names))
+    return in_model(kept), replace(stats, circular_map=circle.describe(target.coordinate_names))
 
 
-def _sample(target, rng, settings, starts, progressbar: bool, description: str):
+def _identity(x: np.ndarray) -> np.ndarray:
+    return x
+
+
+def _sample(target, rng, settings, starts, progressbar: bool, description: str, in_model):
     """:func:`sample_batched_hmc`'s chains from ``starts`` on ``target`` (the model's
     :class:`~pm_evidence.model.log_density.LogDensity`, or a
     :class:`~pm_evidence.model.mapped_density.MappedDensity` of it): tuning, the kept draws and
-    their extensions. Returns ``(draws, stats)``."""
+    their extensions, decided by the R-hat of the draws as the model's points (``in_model``:
+    the sampler's coordinates to the model's). Returns ``(draws, stats)``."""
     c = settings.chains
     state = HMCState(target, np.array(starts, dtype=float))
     metric = Metric(np.ones((c, target.dim)))
@@ -772,7 +776,7 @@ def _sample(target, rng, settings, starts, progressbar: bool, description: str):
         eps = averaging.final
         kept = _kept(rng, state, eps, metric, length, settings, tally, run, description)
     extensions = 0
-    while extensions < settings.max_extensions and _worth_extending(kept):
+    while extensions < settings.max_extensions and _worth_extending(in_model(kept)):
         extensions += 1
         with long_run(settings.draws, f"{description}: more draws (R-hat)", progressbar) as run:
             more = _kept(rng, state, eps, metric, length, settings, tally, run, description)

@@ -10,7 +10,9 @@ Where the model is written with a ``Normal(mu, tau)`` latent, the model itself i
 (:mod:`pm_evidence.model.noncentering`); a funnel written any other way (a ``pm.Potential``,
 another family) is found here, in the draws.
 
-**The test.** For each coordinate ``u`` (a candidate *driver*), the draws are cut into
+**The test.** Each chain's moves are read (its repeated draws left out). For each coordinate
+``u`` whose value correlates with another coordinate's log distance from its median (a screen
+that costs one matrix product; the test below costs ``dim^2`` medians), the draws are cut into
 ``FUNNEL_BINS`` bins of equal count by ``x_u``; in each bin, each other coordinate's spread is
 its median absolute deviation about each chain's own median in the bin (so that correlation
 alone, which moves the location with ``x_u``, is not a funnel, nor are chains held in modes of
@@ -40,7 +42,6 @@ mass below ``v = -5`` goes from none to the gold's 5% (docs/benchmarks.rst).
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,6 +52,7 @@ __all__ = [
     "FUNNEL_MAX_DRAWS",
     "FUNNEL_MIN_R2",
     "FUNNEL_MIN_RATIO",
+    "FUNNEL_SCREEN_CORR",
     "FunnelMap",
     "fit_funnel_map",
 ]
@@ -69,8 +71,13 @@ FUNNEL_DRIVER_R2 = 0.8
 # not found); the ordered periodic signal 5.5, the ordered means 3.7, every other model below
 # 2.6.
 FUNNEL_MIN_RATIO = 10.0
-# The test reads at most this many draws (evenly thinned): it costs dim^2 medians over them.
+# The test reads at most this many draws (evenly thinned).
 FUNNEL_MAX_DRAWS = 4096
+# A driver is tested only where its value correlates with another coordinate's log distance
+# from its median by at least this much, draw by draw. The weakest funnel the test accepts
+# (a scale ratio of FUNNEL_MIN_RATIO over bins spanning about 3.2 SDs of the driver, each
+# draw's log distance scattered by log|N(0, 1)|'s SD of 1.1) correlates by about 0.5.
+FUNNEL_SCREEN_CORR = 0.25
 _MIN_DRAWS_PER_BIN = 40
 _MIN_CHAIN_DRAWS = 5  # a chain's draws in a bin that its own median is taken over
 
@@ -121,10 +128,6 @@ class FunnelMap:
         """The dimension of ``y``: the model's."""
         return model_dim
 
-    def sampler_names(self, names: list[str]) -> list[str]:
-        """The names of ``y``'s coordinates: the model's."""
-        return list(names)
-
     def mapped_terms(self, y: np.ndarray, terms: tuple) -> tuple:
         """The model's terms ``(log prior, log likelihood, their gradients)`` at ``x(y)`` as
         terms of ``f_Y`` at ``y``: the log Jacobian goes with the prior."""
@@ -167,14 +170,26 @@ def _bin_log_spreads(x: np.ndarray, chain: np.ndarray, u: int):
         if sum(d.shape[0] for d in deviations) < _MIN_DRAWS_PER_BIN:
             return None
         centers.append(x[which == b, u].mean())
-        # a chain's repeated draws (rejected transitions, a chain stuck in the neck) deviate by
-        # exactly 0: they say nothing of the spread and are left out
-        deviations = np.concatenate(deviations)
-        with warnings.catch_warnings():  # a coordinate with no move in the bin: NaN, no line
-            warnings.simplefilter("ignore", RuntimeWarning)
-            spreads.append(np.nanmedian(np.where(deviations > 0, deviations, np.nan), axis=0))
+        spreads.append(np.median(np.concatenate(deviations), axis=0))
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.asarray(centers), np.log(np.asarray(spreads))
+
+
+def _screened_drivers(x: np.ndarray) -> np.ndarray:
+    """The coordinates worth the binned test as drivers: those whose value correlates with
+    some other coordinate's log distance from its median by at least ``FUNNEL_SCREEN_CORR``
+    (one product of ``(n, dim)`` matrices, where the binned test costs ``dim^2`` medians)."""
+    distance = np.abs(x - np.median(x, axis=0))
+    floor = np.maximum(np.quantile(distance, 0.01, axis=0), np.finfo(float).tiny)
+    log_distance = np.log(np.maximum(distance, floor))
+
+    def standardized(a):
+        spread = a.std(axis=0)
+        return (a - a.mean(axis=0)) / np.where(spread > 0, spread, np.inf)
+
+    corr = standardized(x).T @ standardized(log_distance) / x.shape[0]  # (driver, driven)
+    np.fill_diagonal(corr, 0.0)
+    return np.flatnonzero(np.max(np.abs(corr), axis=1) >= FUNNEL_SCREEN_CORR)
 
 
 def fit_funnel_map(draws: np.ndarray) -> FunnelMap | None:
@@ -182,14 +197,18 @@ def fit_funnel_map(draws: np.ndarray) -> FunnelMap | None:
     where no coordinate's scale follows another's."""
     draws = np.asarray(draws, dtype=float)
     n_chains, n_draws, dim = draws.shape
-    if dim < 2 or n_chains * n_draws < FUNNEL_BINS * _MIN_DRAWS_PER_BIN:
+    # a chain's repeated draws (rejected transitions; a chain stuck in the neck) say nothing
+    # of the spread: each chain's moves only
+    moved = np.ones((n_chains, n_draws), dtype=bool)
+    moved[:, 1:] = np.any(draws[:, 1:] != draws[:, :-1], axis=-1)
+    x, chain = draws[moved], np.nonzero(moved)[0]
+    if dim < 2 or x.shape[0] < FUNNEL_BINS * _MIN_DRAWS_PER_BIN:
         return None
-    draws = draws[:, :: max(1, n_chains * n_draws // FUNNEL_MAX_DRAWS)]
-    x = draws.reshape(-1, dim)
-    chain = np.repeat(np.arange(n_chains), draws.shape[1])
+    step = max(1, x.shape[0] // FUNNEL_MAX_DRAWS)
+    x, chain = x[::step], chain[::step]
     best_r2 = np.zeros(dim)
     driver, slope, center = np.full(dim, -1), np.zeros(dim), np.zeros(dim)
-    for u in range(dim):
+    for u in _screened_drivers(x):
         bins = _bin_log_spreads(x, chain, u)
         if bins is None:
             continue

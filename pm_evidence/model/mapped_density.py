@@ -8,7 +8,8 @@ so that draws of ``f_Y`` mapped back by ``x(y)`` are draws of ``f``: the same po
 same ``Z``. The maps: :class:`~pm_evidence.model.circular_map.CircularMap` (periodic
 coordinates moved on circles) and :class:`~pm_evidence.model.funnel_map.FunnelMap` (a funnel's
 coordinates rescaled by their driver). A map gives ``sampler_dim``, ``to_model``, ``to_map``,
-``sampler_names`` and ``mapped_terms``; a :class:`MappedDensity` can itself be mapped again.
+``sampler_names`` (the circle) and ``mapped_terms``; a :class:`MappedDensity` can itself be
+mapped again.
 """
 
 from __future__ import annotations
@@ -29,15 +30,21 @@ class MappedDensity:
         self.dim = sampler_map.sampler_dim(target.dim)
 
     def terms_grad_function(self, y: np.ndarray):
-        """``(log prior + log Jacobian, log likelihood, their gradients)`` at ``y (n, dim)``."""
-        return self.map.mapped_terms(y, self.target.terms_grad_function(self.map.to_model(y)))
-
-    def to_model(self, y: np.ndarray) -> np.ndarray:
-        """Points ``y`` as points of the model's own coordinates (through every map)."""
-        x = self.map.to_model(y)
-        return self.target.to_model(x) if isinstance(self.target, MappedDensity) else x
-
-    def to_map(self, x: np.ndarray) -> np.ndarray:
-        """The model's points ``x`` as points ``y`` (the inverse of :meth:`to_model`)."""
-        inner = self.target.to_map(x) if isinstance(self.target, MappedDensity) else x
-        return self.map.to_map(inner)
+        """``(log prior + log Jacobian, log likelihood, their gradients)`` at ``y (n, dim)``.
+        A point whose ``x(y)`` is not finite (an overflowing scale, an angle at the seam) is
+        not passed to the model: its log density is ``-inf`` (HMC rejects it), its gradient
+        0."""
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            x = self.map.to_model(y)
+        finite = np.all(np.isfinite(x), axis=1)
+        if finite.all():
+            return self.map.mapped_terms(y, self.target.terms_grad_function(x))
+        x = np.where(finite[:, None], x, x[finite][:1] if finite.any() else 0.0)
+        log_prior, log_lik, g_prior, g_lik = self.map.mapped_terms(
+            y, self.target.terms_grad_function(x)
+        )
+        rejected = ~finite
+        return (
+            np.where(rejected, -np.inf, log_prior), np.where(rejected, -np.inf, log_lik),
+            np.where(rejected[:, None], 0.0, g_prior), np.where(rejected[:, None], 0.0, g_lik),
+        )  # fmt: skip

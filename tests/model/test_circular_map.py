@@ -56,6 +56,36 @@ def test_finds_the_phase_and_not_the_normal(von_mises):
     assert [target.coordinate_names[k] for k in circle.coordinates] == ["phi_interval__"]
 
 
+@pytest.mark.parametrize("center", [0.0, np.pi])
+def test_a_sharp_phase_is_found_at_the_seam_and_opposite_it(center):
+    """A von Mises of concentration 1,000 (a phase measured to 0.03 rad) with its mode where
+    the interval's ends meet, or opposite: one-sided slopes of the first order would differ
+    there by the curvature times the step; the second-order ones agree."""
+    with pm.Model() as model:
+        phi = pm.Uniform("phi", 0.0, 2 * np.pi)
+        pm.Potential("von_mises", 1000.0 * pt.cos(phi - center))
+    target = as_target(model)
+    points = 2 * np.pi * np.random.default_rng(5).uniform(0.4, 0.6, size=(16, 1))
+    points = np.log(points / (2 * np.pi)) - np.log1p(-points / (2 * np.pi))  # logits
+    assert find_circular_map(target, points).coordinates.tolist() == [0]
+
+
+def test_a_funnel_map_on_a_circles_coordinates_has_the_densitys_gradient(von_mises):
+    """The two maps composed as batched HMC composes them: a funnel fitted to the circle's
+    coordinates, rescaling the normal ``b`` by the circle's ``w_2``."""
+    from pm_evidence.model.funnel_map import FunnelMap
+
+    target, _, _ = von_mises
+    circle = CircularMap(np.array([0]), 2)
+    funnel = FunnelMap(
+        driven=np.array([1]), driver=np.array([2]), slope=np.array([0.7]),
+        center=np.array([0.1]), location=np.array([0.2]),
+    )  # fmt: skip
+    composed = MappedDensity(MappedDensity(target, circle), funnel)
+    y = funnel.to_map(circle.to_map(np.random.default_rng(6).normal(0.0, 1.5, size=(5, 2))))
+    assert_terms_gradients(composed, y * np.array([1.1, 1.0, 0.9]), atol=1e-5)
+
+
 def test_a_periodic_density_is_moved_on_its_circle_wherever_its_mass_is():
     """``40 cos(pi x)`` on ``[-1, 1]``: periodic, its mass in the middle, its seam 80 nats
     below the mode (the test does not ask where the mass is)."""
@@ -126,7 +156,7 @@ def test_batched_hmc_draws_the_von_mises_on_its_circle(von_mises):
     draws, stats = sample_batched_hmc(
         target, np.random.default_rng(4), BatchedHMCSettings(), progressbar=False
     )
-    assert stats.circular == "phi_interval__"
+    assert stats.circular_map == "phi_interval__"
     phi = 2 * np.pi * special.expit(draws[..., 0])
     for values, exact in ((np.cos(phi - CENTER), special.i1(KAPPA) / special.i0(KAPPA)),
                           (np.sin(phi - CENTER), 0.0)):  # fmt: skip
@@ -142,4 +172,4 @@ def test_auto_at_defaults_gets_the_von_mises_log_z(von_mises):
         ev = pme.marginal_likelihood(model, random_seed=1, progressbar=False)
     assert ev.reliable
     assert abs(ev.log_z - log_z) < max(4 * ev.se, 0.05)
-    assert ev.diagnostics["draws_circular"] == "phi_interval__"
+    assert ev.diagnostics["draws_circular_map"] == "phi_interval__"

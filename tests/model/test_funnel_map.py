@@ -48,15 +48,17 @@ def test_finds_neals_funnel_with_its_slopes():
         ),
         # a Student-t of 3 degrees of freedom: the spread grows with |x_u|, not along x_u
         lambda rng: stats.multivariate_t(np.zeros(3), np.eye(3), df=3).rvs(4000, random_state=rng),
-        # a spread that changes by about 4 over the driver: below FUNNEL_MIN_RATIO = 10
+        # a spread that changes by a quarter of FUNNEL_MIN_RATIO over the driver's bins
         lambda rng: np.column_stack(
-            [u := rng.uniform(-1, 1, 4000), rng.standard_normal(4000) * np.exp(0.8 * u)]
+            [
+                u := rng.uniform(-1, 1, 4000),
+                rng.standard_normal(4000) * np.exp(np.log(FUNNEL_MIN_RATIO / 4) / 1.8 * u),
+            ]
         ),
     ],
     ids=["correlated_normal", "student_t", "mild_heteroscedastic"],
 )
 def test_no_funnel_where_the_spread_does_not_follow_a_coordinate(draws):
-    assert FUNNEL_MIN_RATIO == 10.0
     x = draws(np.random.default_rng(2))
     assert fit_funnel_map(x.reshape(4, -1, x.shape[-1])) is None
 
