@@ -735,9 +735,9 @@ def sample_batched_hmc(
         # the neck (the first draws' slopes are read from the mouth alone)
         again = run + 1 < FUNNEL_RUNS and max_rhat(in_model(kept))[0] > RHAT_MAX
         funnel = fit_funnel_map(kept) if again else None
-    if circle is None:
-        return kept, stats
-    return in_model(kept), replace(stats, circular_map=circle.describe(target.coordinate_names))
+    if circle is not None:
+        stats = replace(stats, circular_map=circle.describe(target.coordinate_names))
+    return in_model(kept), stats
 
 
 def _identity(x: np.ndarray) -> np.ndarray:

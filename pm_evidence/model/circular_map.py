@@ -172,7 +172,7 @@ def interval_coordinates(target) -> np.ndarray:
 
     model, found = target.model, []
     for variable in target.layout:
-        if not variable.transformed or variable.levels:
+        if not variable.transformed or variable.discrete:
             continue
         rv = model[variable.name]
         transform = model.rvs_to_transforms.get(rv)
