@@ -30,6 +30,7 @@ from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.basic import MvNormalRV, NormalRV
 
 __all__ = [
+    "NONCENTERING_TRANSFORMS",
     "WEAK_INFORMATION",
     "LocScaleTransform",
     "MvLocScaleTransform",
@@ -94,6 +95,9 @@ class MvLocScaleTransform(Transform):
 
 # the transform of each distribution this module rewrites, and its variance per element
 _TRANSFORMS = {NormalRV: LocScaleTransform, MvNormalRV: MvLocScaleTransform}
+
+#: The non-centering transforms: bijections of the whole space, which cut no prior.
+NONCENTERING_TRANSFORMS = tuple(_TRANSFORMS.values())
 
 
 def _variance(rv):

@@ -38,7 +38,7 @@ from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import spawn_seed
 from pm_evidence.model.compile_mode import PYTHON_LINKER, without_c_compiler
 from pm_evidence.model.layout import variable_shapes
-from pm_evidence.model.noncentering import LocScaleTransform
+from pm_evidence.model.noncentering import NONCENTERING_TRANSFORMS
 
 __all__ = [
     "MIN_PRIOR_CUT_MASS",
@@ -356,7 +356,7 @@ def restricting_transforms(model: pm.Model) -> tuple[str, ...]:
         rv.name
         for rv in model.free_RVs
         if any(
-            not isinstance(t, LocScaleTransform)
+            not isinstance(t, NONCENTERING_TRANSFORMS)
             for t in _ordered_and_other_transforms(model, rv)[1]
         )
     )

@@ -17,6 +17,7 @@ import pytest
 import pm_evidence as pme
 from pm_evidence import LogDensity
 from pm_evidence.model.noncentering import funnel_candidates, noncentered_model
+from pm_evidence.model.prior import restricting_transforms
 from pm_evidence.zoo.testing import EIGHT_SCHOOLS_SIGMA, EIGHT_SCHOOLS_Y, hierarchical_noncentered
 
 SIGMA = np.array(EIGHT_SCHOOLS_SIGMA)
@@ -126,3 +127,21 @@ def test_correlated_group_effects_are_noncentered_through_the_cholesky_factor():
     chol_matrices[:, [0, 1, 1], [0, 0, 1]] = values["chol"]
     log_det = 20 * np.log(np.diagonal(chol_matrices, axis1=1, axis2=2)).sum(axis=1)
     np.testing.assert_allclose(target.log_density(x_nc) - lp_centered, log_det, rtol=1e-9)
+
+
+def test_noncentered_coordinates_cut_no_prior():
+    """Both non-centering transforms map onto the whole space: no variable they rewrite is a
+    candidate cut of the prior (no forward draws are spent checking it)."""
+    rng = np.random.default_rng(1)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 2.0, shape=2)
+        chol, _, _ = pm.LKJCholeskyCov(
+            "chol", n=2, eta=2.0, sd_dist=pm.HalfNormal.dist(1.0, shape=2), compute_corr=True
+        )
+        ab = pm.MvNormal("ab", mu, chol=chol, shape=(20, 2))
+        tau = pm.HalfNormal("tau", 1.0)
+        theta = pm.Normal("theta", 0.0, tau, shape=20)
+        pm.Normal("y", ab[:, 0] + ab[:, 1] + theta, 1.0, observed=rng.normal(size=20))
+    rewritten, names = noncentered_model(model)
+    assert set(names) == {"ab", "theta"}
+    assert restricting_transforms(rewritten) == ()
