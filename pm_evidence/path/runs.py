@@ -71,6 +71,7 @@ __all__ = [
     "run_annealing",
     "run_reverse_annealing",
     "run_tempering",
+    "smoothed_log_z_se",
 ]
 
 
@@ -299,7 +300,7 @@ def run_annealing(
             stopped_by = "heavy_tails"
         if stopped_by is not None:
             break
-        sizing_se = min(se, _smoothed_se(run.log_weights))
+        sizing_se = min(se, smoothed_log_z_se(run.log_weights))
         needed = math.ceil(1.1 * done * (sizing_se / options.target_se) ** 2) - done
         if k_hat > good_pareto_k(done) and ess_share < HEAVY_TAIL_LOOK_AGAIN_ESS:
             needed = min(needed, (HEAVY_TAIL_GROWTH - 1) * done)  # look again before going far
@@ -329,7 +330,7 @@ def _weights_tail(log_weights: np.ndarray) -> tuple[float, float]:
     return float(np.sum(u) ** 2 / np.sum(u**2) / u.size), pareto_khat(log_weights)
 
 
-def _smoothed_se(log_weights: np.ndarray) -> float:
+def smoothed_log_z_se(log_weights: np.ndarray) -> float:
     r"""The delta-method SE of ``log Z`` from the weights' Pareto-smoothed tail,
     ``sd(w~) / (sqrt(n) mean(w~))`` (PSIS: Vehtari, Simpson, Gelman, Yao and Gabry 2024), which
     sizes AIS's next batch, never its stop.

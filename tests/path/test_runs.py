@@ -152,11 +152,11 @@ def test_the_next_ais_batch_is_sized_from_the_smoothed_tail():
     """One large weight among a few hundred doubles the weights' raw SE; the Pareto-smoothed
     SE that sizes the next batch barely moves, and on light-tailed weights the two agree."""
     from pm_evidence.estimators.annealed import ais_core
-    from pm_evidence.path.runs import _smoothed_se
+    from pm_evidence.path.runs import smoothed_log_z_se
 
     log_w = np.random.default_rng(3).normal(0.0, 0.8, size=800)
-    raw, smoothed = ais_core(log_w).se, _smoothed_se(log_w)
+    raw, smoothed = ais_core(log_w).se, smoothed_log_z_se(log_w)
     assert smoothed == pytest.approx(raw, rel=0.2)
     spiked = np.append(log_w, log_w.max() + 3.0)
     assert ais_core(spiked).se > 1.5 * raw
-    assert _smoothed_se(spiked) < 1.2 * smoothed
+    assert smoothed_log_z_se(spiked) < 1.2 * smoothed
