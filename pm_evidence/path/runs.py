@@ -340,7 +340,9 @@ def smoothed_log_z_se(log_weights: np.ndarray) -> float:
     45-parameter hierarchy's check, asked for an SE of 0.02: 1,865 chains measured 0.040, the
     run was sized at 8,081 chains and reached 0.012). The smoothed tail measures the variance
     the run will see on average; the run still stops on the raw weights' SE, so a batch sized
-    too small only adds a batch. ``inf`` where it cannot be computed."""
+    too small only adds a batch. ``-inf`` log weights are zero weights, counted in ``n``;
+    ``inf`` where it cannot be computed."""
+    log_weights = np.asarray(log_weights, dtype=float).ravel()
     finite = log_weights[np.isfinite(log_weights)]
     if finite.size < 25:
         return float("inf")
@@ -350,7 +352,8 @@ def smoothed_log_z_se(log_weights: np.ndarray) -> float:
             smoothed, _ = array_stats.psislw(finite - finite.max())
         except ValueError:
             return float("inf")
-    weights = np.exp(np.asarray(smoothed, dtype=float))
+    weights = np.zeros(log_weights.size)
+    weights[: finite.size] = np.exp(np.asarray(smoothed, dtype=float))
     mean = weights.mean()
     return float(weights.std() / (math.sqrt(weights.size) * mean)) if mean > 0 else float("inf")
 
