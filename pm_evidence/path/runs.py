@@ -7,7 +7,9 @@ made once and read by every estimator that can use it (AIS and ADS read an annea
 TI and MBAR a tempering run).
 
 How long a run goes (one rule for both kinds of run): it grows (AIS: batches of chains;
-tempering: stretches of sweeps, each sized from the standard error so far) until the first of
+tempering: stretches of sweeps, each sized from the standard error so far; AIS's from the
+weights' Pareto-smoothed SE, ``smoothed_log_z_se``, so that one large weight does not size the
+run) until the first of
 
 1. the estimate's standard error is at most ``target_se`` (``stopped_by="target_se"``);
 2. the next growth would pass ``max_evaluations`` log-density evaluations of the run
