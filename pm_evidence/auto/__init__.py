@@ -3,7 +3,8 @@
 For a continuous model (:func:`auto_evidence`):
 
 1. **exploration** from the prior (:func:`~pm_evidence.search.exploration.explore`; skipped where
-   :func:`exploration_skipped` says why);
+   :func:`exploration_skipped` says why), its second pass deferred where the first found one
+   mode (made by stage 4 where AIS starts from its mixture: :func:`completed_exploration_stage`);
 2. **posterior draws**: batched HMC (:mod:`pm_evidence.model.batched_hmc`; PyMC's NUTS above
    250 parameters or with ``sample_kwargs``), or ``idata`` checked against the model (the
    ``"posterior"`` stream);
@@ -90,7 +91,7 @@ from pm_evidence.search.coverage import (
     held_and_missed,
     unshared_mass,
 )
-from pm_evidence.search.exploration import Exploration, ExplorationOptions, explore
+from pm_evidence.search.exploration import Exploration, ExplorationOptions, completed, explore
 from pm_evidence.search.mixtures import as_reference, fit_gaussian_mixture, with_draws_outside
 
 __all__ = [
@@ -104,6 +105,7 @@ __all__ = [
     "check_only",
     "check_precision",
     "check_stage_options",
+    "completed_exploration_stage",
     "confirmation_seed",
     "confirmation_stage",
     "coverage_stage",
@@ -163,7 +165,7 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
     if not skipped:
         exploration = attempt(
             "the exploration from the prior (tempered SMC with jumps between modes)",
-            lambda: exploration_stage(target, seed, progressbar),
+            lambda: exploration_stage(target, seed, progressbar, defer_second_pass=True),
             failures,
         )
     # 2. the posterior draws, and which of the exploration's modes they visited
@@ -187,7 +189,7 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
     )
     if halves.interrupted is not None:
         return halves.interrupted
-    first, second = halves.estimate, halves.check
+    first, second, exploration = halves.estimate, halves.check, halves.exploration
     if halves.estimate_skipped:
         facts["estimate"] = f"skipped: {halves.estimate_skipped}"
     # 5. where each side's draws found mass the other's missed
@@ -274,10 +276,26 @@ def exploration_skipped(target, kwargs: dict) -> str:
     return ""
 
 
-def exploration_stage(target, seed, progressbar: bool) -> Exploration:
+def exploration_stage(target, seed, progressbar: bool, defer_second_pass=False) -> Exploration:
     """Stage 1: tempered SMC from the prior (:func:`~pm_evidence.search.exploration.explore`) on
-    the ``"exploration"`` stream of ``seed``."""
-    return explore(target, stage_rngs(seed)["exploration"], progressbar=progressbar)
+    the ``"exploration"`` stream of ``seed``; with ``defer_second_pass`` (stage 1 of
+    :func:`auto_evidence`), a second pass after a first that found one mode is left for
+    :func:`completed_exploration_stage`."""
+    return explore(
+        target, stage_rngs(seed)["exploration"], progressbar=progressbar,
+        defer_second_pass=defer_second_pass,
+    )  # fmt: skip
+
+
+def completed_exploration_stage(target, exploration: Exploration, seed, progressbar: bool):
+    """Stage 1's deferred second pass, made (:func:`~pm_evidence.search.exploration.completed`,
+    on the ``"second_pass"`` stream of ``seed``) where stage 4 starts AIS from the
+    exploration's mixture, whose shape it then needs: the first pass of a 45-parameter
+    varying-slopes model left a mixture whose reweighting ESS was 0.3-1%, AIS from it took
+    54 s where the mixture of both passes took 1-3 s, and the second pass takes 1.5-2 s where
+    the check starts from the posterior draws' mixture and does not read it (measured:
+    docs/benchmarks.rst, "Centered hierarchies")."""
+    return completed(target, stage_rngs(seed)["second_pass"], exploration, progressbar=progressbar)
 
 
 # ---------------------------- 2. The posterior draws, and the exploration's modes they visited
@@ -331,14 +349,17 @@ def _judged(plan) -> bool:
 class Halves(NamedTuple):
     """What stages 3 and 4 leave: the estimate on the posterior draws and its cross-check
     (``None`` where one failed or, for the estimate, was skipped: ``estimate_skipped`` says
-    why), the cross-check's options, and the result to return at once where Ctrl-C stopped
-    the cross-check after the estimate (``interrupted``)."""
+    why), the cross-check's options, the result to return at once where Ctrl-C stopped
+    the cross-check after the estimate (``interrupted``), and the exploration as stage 4 left
+    it (its deferred second pass made where AIS started from its mixture; ``None`` where
+    none ran)."""
 
     estimate: Evidence | None
     check: Evidence | None
     check_options: dict | None
     estimate_skipped: str
     interrupted: Evidence | None = None
+    exploration: Exploration | None = None
 
 
 def estimate_and_check(
@@ -366,11 +387,17 @@ def estimate_and_check(
     first = estimate() if plan is not None and not skipped_estimate else None
     if stopped(first):
         return Halves(first, None, None, skipped_estimate, interrupted=first)
-    options = check_stage_options(target, kwargs, exploration, plan, skipped)
     drawn = check_from_the_draws(first, exploration, plan, coverage)
     if drawn:
-        options, added = drawn_reference_stage(options, plan, seed)
+        options, added = drawn_reference_stage(kwargs, plan, seed)
     else:
+        if exploration is not None and exploration.second_pass_deferred:
+            exploration = attempt(
+                "the exploration's deferred second pass",
+                lambda: completed_exploration_stage(target, exploration, seed, progressbar),
+                failures,
+            ) or exploration
+        options = check_stage_options(target, kwargs, exploration, plan, skipped)
         options, added = with_draws_outside_stage(
             target, options, exploration, plan, coverage, seed
         )
@@ -404,7 +431,7 @@ def estimate_and_check(
         first, skipped_estimate = estimate(), ""
         if stopped(first):
             return Halves(first, None, options, skipped_estimate, interrupted=first)
-    return Halves(first, second, options, skipped_estimate)
+    return Halves(first, second, options, skipped_estimate, exploration=exploration)
 
 
 def estimate_skipped(coverage: ModeCoverage | None, plan) -> str:
@@ -615,6 +642,7 @@ def coverage_stage(
         "exploration_n_term_modes": exploration.n_term_modes,
         "exploration_n_evaluations": exploration.n_evaluations,
         "exploration_passes": exploration.n_passes,
+        "exploration_second_pass_deferred": exploration.second_pass_deferred,
         "exploration_log_z": exploration.log_z,
         "exploration_missed_by_nuts": np.nan if unenumerated else coverage.missed_by_draws,
         "exploration_missed_by_exploration": coverage.missed_by_exploration,

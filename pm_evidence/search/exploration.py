@@ -55,7 +55,11 @@ A second pass
     the wrong shapes more often than not (narrow modes that few particles fit): a Laplace
     component is added at the mode of each of its heaviest components and the mixture adapted
     again (:func:`~pm_evidence.search.climbing.laplace_polished`,
-    :attr:`Exploration.n_laplace_modes`), kept where it raises the reweighting ESS.
+    :attr:`Exploration.n_laplace_modes`), kept where it raises the reweighting ESS. A caller
+    that may not need the mixture's shape can have the second pass deferred where the first
+    found one mode (``defer_second_pass``; :func:`completed` makes it later): ``method="auto"``
+    does, since its cross-check starts from the posterior draws' mixture wherever they visited
+    every mode the exploration found.
 
 Which modes it cannot find
     A mode whose share of ``f_beta`` stays below about ``1 / n_particles`` at every ``beta``
@@ -115,6 +119,7 @@ from pm_evidence.search.mixtures import (  # moved there: the old imports keep w
     as_reference,
     fit_gaussian_mixture,
     flattened,
+    is_one_mode,
     pooled,
     weighed_by_importance,
     with_lost_components,
@@ -132,9 +137,11 @@ __all__ = [
     "climb",
     "climbed_modes",
     "compare_coverage",
+    "completed",
     "cross_fitted_jumps",
     "explore",
     "fit_gaussian_mixture",
+    "found_one_mode",
     "laplace_covariance",
     "occupancy_jumps",
     "term_modes",
@@ -359,6 +366,10 @@ class Exploration:
         dimensions, two climbed copies of one point where no particle and no posterior draw went
         held half the weight, the draws were judged to have missed half the mass, and the stages
         after took minutes; measured: docs/benchmarks.rst).
+    second_pass_deferred : bool
+        Whether the second pass its first pass asked for was left for :func:`completed` to
+        make (``explore(..., defer_second_pass=True)`` on a first pass that found one mode:
+        :func:`found_one_mode`).
     """
 
     particles: np.ndarray
@@ -376,6 +387,7 @@ class Exploration:
     n_laplace_modes: int = 0
     reference_k_hat: float = np.nan
     weights_estimated: bool = True
+    second_pass_deferred: bool = False
 
     @property
     def particle_shares(self) -> np.ndarray:
@@ -563,6 +575,7 @@ def explore(
     options: ExplorationOptions | None = None,
     *,
     progressbar: bool = False,
+    defer_second_pass: bool = False,
 ) -> Exploration:
     """Adaptive tempered SMC from the prior with jump moves (see the module docstring).
 
@@ -576,6 +589,14 @@ def explore(
     rng : numpy.random.Generator
     options : ExplorationOptions, optional
     progressbar : bool
+    defer_second_pass : bool
+        Where the first pass found one mode (:func:`found_one_mode`) and its mixture is a
+        poor reference (``reweighting_ess`` below ``options.second_pass_ess``), return it with
+        ``second_pass_deferred`` set instead of making the second pass, for a caller that
+        reads the mixture's modes, and its shape only sometimes: :func:`completed` makes the
+        pass where the shape is needed. A second pass can move the particles' shares between
+        modes and add modes only it finds; it does not change the one mode a first pass found,
+        whose mixture is poor because one mode in many dimensions is hard to fit.
 
     Returns
     -------
@@ -598,15 +619,51 @@ def explore(
     if target.has_discrete:
         raise EvidenceInputError("Exploration from the prior is for continuous models.")
     with one_blas_thread():
-        return _with_tails(target, rng, options, _passes(target, rng, options, progressbar))
+        first, _ = _explore(target, rng, options, progressbar)
+        if not first.reweighting_ess < options.second_pass_ess:
+            explored = first
+        elif defer_second_pass and found_one_mode(first):
+            explored = dataclasses.replace(first, second_pass_deferred=True)
+        else:
+            explored = _second_pass(target, rng, options, progressbar, first)
+        return _with_tails(target, rng, options, explored)
 
 
-def _passes(target, rng, options: ExplorationOptions, progressbar: bool) -> Exploration:
-    """The first pass; the second where the first's mixture is a poor reference; the Laplace
-    components where both together still are."""
-    first, _ = _explore(target, rng, options, progressbar)
-    if not first.reweighting_ess < options.second_pass_ess:
-        return first
+def completed(
+    target: LogDensity,
+    rng: np.random.Generator,
+    exploration: Exploration,
+    options: ExplorationOptions | None = None,
+    *,
+    progressbar: bool = False,
+) -> Exploration:
+    """``exploration`` with the second pass that :func:`explore` deferred made, its reference's
+    tails chosen again (``exploration`` itself where no pass was deferred). ``options`` are
+    the ones ``exploration`` was made with."""
+    if not exploration.second_pass_deferred:
+        return exploration
+    options = options or ExplorationOptions()
+    first = dataclasses.replace(
+        exploration, second_pass_deferred=False, reference_df=options.reference_df,
+        reference_k_hat=np.nan,
+    )  # fmt: skip
+    with one_blas_thread():
+        return _with_tails(
+            target, rng, options, _second_pass(target, rng, options, progressbar, first)
+        )
+
+
+def found_one_mode(exploration: Exploration) -> bool:
+    """Whether a pass found one mode: the components of its mixture, those added at climbed
+    modes and at a term's modes included, joined by overlaps
+    (:func:`~pm_evidence.search.mixtures.is_one_mode`)."""
+    return is_one_mode(exploration.mixture)
+
+
+def _second_pass(target, rng, options: ExplorationOptions, progressbar: bool, first):
+    """After a ``first`` pass whose mixture is a poor reference: the second pass, its
+    components and the first's adapted together, and the Laplace components where both
+    together are still a poor reference."""
     second, rungs = _explore(target, rng, options, progressbar, memory=first.mixture)
     united = _united(target, rng, options, first, second, rungs)
     if not united.reweighting_ess < options.second_pass_ess:

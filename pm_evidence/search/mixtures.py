@@ -11,6 +11,7 @@ import dataclasses
 
 import numpy as np
 from scipy import stats
+from scipy.sparse.csgraph import connected_components
 
 from pm_evidence.core.utils import kish_ess, log_sum_exp
 from pm_evidence.references import (
@@ -32,6 +33,7 @@ __all__ = [
     "as_reference",
     "fit_gaussian_mixture",
     "flattened",
+    "is_one_mode",
     "outside_every_component",
     "pooled",
     "weighed_by_importance",
@@ -43,6 +45,11 @@ __all__ = [
 # A point is outside a normal component where its squared Mahalanobis distance is beyond the
 # chi-square 1 - OUTLIER_LEVEL quantile (a lost component, a draw no component covers).
 OUTLIER_LEVEL = 1e-4
+
+
+# Two components are one mode where each one's mean lies inside the other's central ellipsoid of
+# this probability (is_one_mode).
+ONE_MODE_LEVEL = 0.99
 
 
 # adapt_components stops once its mixture's importance weights have a Kish ESS of at least this
@@ -313,6 +320,22 @@ def weighed_by_importance(
     component added at a climbed mode): too few effective draws for an update, or updates
     worse than ``given``."""
     return adapted is not given or bool(ess_fraction >= ADAPTED_ESS)
+
+
+def is_one_mode(mixture: MixtureReference, level: float = ONE_MODE_LEVEL) -> bool:
+    """Whether the components of ``mixture`` describe one mode: joined by overlaps, where
+    components ``k`` and ``l`` overlap when each one's mean lies inside the other's central
+    ellipsoid of probability ``level`` (squared Mahalanobis distance within the chi-square
+    ``level`` quantile, ``dim`` degrees of freedom), as the components EM fits to one skewed or
+    curved mode do. A narrow component whose ellipsoid holds no other component's mean overlaps
+    none (the broad component it lies in included), nor do components at separate modes."""
+    if mixture.n_components == 1:
+        return True
+    limit = stats.chi2.ppf(level, mixture.dim)
+    distance = mixture.mahalanobis_sq(mixture.means)  # [i, j]: mean i from component j
+    overlap = (distance <= limit) & (distance.T <= limit)
+    n_groups, _ = connected_components(overlap, directed=False)
+    return n_groups == 1
 
 
 def outside_every_component(mixture: MixtureReference, points: np.ndarray) -> np.ndarray:

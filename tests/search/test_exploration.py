@@ -24,10 +24,13 @@ from pm_evidence.search.exploration import (
     adapt_components,
     climbed_modes,
     compare_coverage,
+    completed,
     explore,
     fit_gaussian_mixture,
+    found_one_mode,
     term_modes,
 )
+from pm_evidence.search.mixtures import is_one_mode
 from pm_evidence.zoo import multimodal as zoo_multimodal
 from pm_evidence.zoo.testing import gaussian_mixture_10d
 
@@ -268,6 +271,47 @@ def test_a_second_pass_is_made_below_its_ess_and_keeps_the_first_ones_components
     for exploration in (one, two):
         right = exploration.mixture.weights[exploration.mixture.means[:, 0] > 0].sum()
         assert abs(right - 0.5) < 0.05
+
+
+def test_one_mode_is_components_joined_by_overlaps():
+    """``is_one_mode``: components whose means lie inside each other's 99% ellipsoids (the
+    pieces EM fits to one skewed mode) are one mode, also when joined only through a third;
+    components 20 SDs apart are two, and so are a narrow component and the broad one it lies
+    in (the broad mean is outside the narrow ellipsoid)."""
+    def mixture(means, sds):
+        means = np.asarray(means, dtype=float)[:, None]
+        chols = np.asarray(sds, dtype=float)[:, None, None]
+        return MixtureReference(np.full(len(means), 1 / len(means)), means, chols)
+
+    assert is_one_mode(mixture([0.0], [1.0]))
+    assert is_one_mode(mixture([0.0, 1.0, 2.0], [1.0, 1.0, 1.0]))  # 0-2 joined through 1
+    assert not is_one_mode(mixture([0.0, 2.0], [0.5, 0.5]))
+    assert not is_one_mode(mixture([-3.0, 3.0], [0.3, 0.3]))
+    assert not is_one_mode(mixture([0.0, 0.5], [3.0, 0.01]))
+
+
+def test_a_second_pass_after_one_mode_is_deferred_until_completed():
+    """``defer_second_pass``: on one normal mode a second pass forced below its ESS
+    (``second_pass_ess=1``) is left undone and marked; ``completed`` makes it (the same two
+    passes as without deferring, on its own stream), and leaves an exploration with nothing
+    deferred as it is. Two separated modes get their second pass at once."""
+    with pm.Model() as model:
+        x = pm.Normal("x", np.float64(0), np.float64(5), shape=3)
+        pm.Normal("y", x, np.float64(0.5), observed=np.array([1.0, -1.0, 0.3]))
+    target = as_target(model)
+    options = ExplorationOptions(second_pass_ess=1.0)
+    deferred = explore(target, np.random.default_rng(4), options, defer_second_pass=True)
+    assert found_one_mode(deferred)
+    assert deferred.second_pass_deferred and deferred.n_passes == 1
+    done = completed(target, np.random.default_rng(5), deferred, options)
+    assert done.n_passes == 2 and not done.second_pass_deferred
+    assert done.n_evaluations > deferred.n_evaluations
+    assert completed(target, np.random.default_rng(5), done, options) is done
+
+    two_modes = as_target(_two_separated_modes())
+    both = explore(two_modes, np.random.default_rng(4), options, defer_second_pass=True)
+    assert not found_one_mode(both)
+    assert both.n_passes == 2 and not both.second_pass_deferred
 
 
 @pytest.fixture(scope="module")
