@@ -243,10 +243,12 @@ class VmappedFunction:
     unmapped : list of TensorVariable
         Inputs the same for every row (a reference's parameters), passed after the rows.
     point_shapes : list of tuple, optional
-        The shape of each input for one point. Given (and without ``unmapped``), JAX traces
-        the function here, so that a graph PyTensor turns into JAX that JAX cannot trace (a
-        split whose sizes are computed, say) is a ``NotImplementedError`` now, not an error at
-        the first call.
+        The shape of each input for one point. Given, the inputs take them as static shapes,
+        so that PyTensor's rewrites compute from them every size JAX needs as a constant (the
+        sizes at which a ``ZeroSumNormal`` over named dims splits its gradient, which come from
+        its value's shape); given without ``unmapped``, JAX traces the function here, so that a
+        graph PyTensor turns into JAX that JAX still cannot trace is a ``NotImplementedError``
+        now, not an error at the first call.
 
     Notes
     -----
@@ -262,6 +264,13 @@ class VmappedFunction:
         from pytensor.graph.traversal import graph_inputs
         from pytensor.link.jax.dispatch import jax_funcify
 
+        if point_shapes is not None:  # one point's shapes, static: JAX needs its arrays' sizes
+            static = [
+                v.type.clone(shape=tuple(shape))(name=v.name)
+                for v, shape in zip(inputs, point_shapes, strict=True)
+            ]
+            outputs = clone_replace(outputs, replace=dict(zip(inputs, static, strict=True)))
+            inputs = static
         shared = [v for v in graph_inputs(outputs) if isinstance(v, SharedVariable)]
         stand_ins = [v.type() for v in shared]
         outputs = clone_replace(outputs, replace=dict(zip(shared, stand_ins, strict=True)))

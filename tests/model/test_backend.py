@@ -131,12 +131,29 @@ def test_the_result_records_backend_and_device_and_an_adapter_keeps_its_own():
 
 
 def _model_jax_cannot_trace():
-    """A ZeroSumNormal over named dims: PyTensor turns its gradient into a split whose sizes
-    come from the dims' lengths, which JAX cannot trace (PyTensor's own JAX mode fails too)."""
+    """A split at sizes given as data (an integer ``pm.Data``): JAX needs them as constants
+    while it traces, and data are inputs of the compiled function (PyTensor's own JAX mode
+    fails too)."""
+    with pm.Model() as model:
+        n = pm.Data("n", np.array(1))
+        x = pm.Normal("x", 0.0, 1.0, shape=2)
+        first, _ = pt.split(x, pt.stack([n, 2 - n]), n_splits=2)
+        pm.Normal("y", pt.sum(first), 1.0, observed=np.array([0.3]))
+    return model
+
+
+def test_a_zero_sum_normal_over_named_dims_runs_on_jax():
+    """Its gradient splits an array at sizes computed from the value's shape, which the dims
+    leave unknown in the graph: given one point's shapes as static ones, PyTensor's rewrites
+    make those sizes constants, as JAX needs (the same values as Numba's)."""
     with pm.Model(coords={"g": range(3)}) as model:
         z = pm.ZeroSumNormal("z", sigma=1.0, dims="g")
         pm.Normal("y", z[np.array([0, 1, 2, 0, 1, 2])], 1.0, observed=np.linspace(0, 1, 6))
-    return model
+    x = np.random.default_rng(0).normal(size=(5, 2))
+    on_jax = LogDensity(model, backend="jax").evaluate_with_grad(x)
+    on_numba = LogDensity(model, backend="numba").evaluate_with_grad(x)
+    for a, b in zip(on_jax, on_numba, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
 def test_a_graph_jax_cannot_trace_is_refused_when_compiled_not_at_a_call():
