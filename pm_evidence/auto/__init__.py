@@ -290,11 +290,10 @@ def exploration_stage(target, seed, progressbar: bool, defer_second_pass=False) 
 def completed_exploration_stage(target, exploration: Exploration, seed, progressbar: bool):
     """Stage 1's deferred second pass, made (:func:`~pm_evidence.search.exploration.completed`,
     on the ``"second_pass"`` stream of ``seed``) where stage 4 starts AIS from the
-    exploration's mixture, whose shape it then needs: the first pass of a 45-parameter
-    varying-slopes model left a mixture whose reweighting ESS was 0.3-1%, AIS from it took
-    54 s where the mixture of both passes took 1-3 s, and the second pass takes 1.5-2 s where
-    the check starts from the posterior draws' mixture and does not read it (measured:
-    docs/benchmarks.rst, "Centered hierarchies")."""
+    exploration's mixture, whose shape then sets AIS's cost. On a 45-parameter varying-slopes
+    model the second pass raises the mixture's reweighting ESS from 0.3-1% to 2-7% and takes
+    1.5-2 s, a fifth of a warm call, which stage 4 spends for nothing where it starts from the
+    posterior draws' mixture (measured: docs/benchmarks.rst, "Centered hierarchies")."""
     return completed(target, stage_rngs(seed)["second_pass"], exploration, progressbar=progressbar)
 
 
