@@ -48,7 +48,6 @@ neither the estimate nor the check is left is there an error
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import NamedTuple
 
 import numpy as np
@@ -98,7 +97,6 @@ from pm_evidence.search.mixtures import as_reference, fit_gaussian_mixture, with
 __all__ = [
     "ARBITER_STREAM",
     "CHECK_ONLY_SE",
-    "DRAWN_REFERENCE_POINTS",
     "Halves",
     "arbiter_stage",
     "auto_evidence",
@@ -538,16 +536,12 @@ def drawn_reference_stage(options: dict, plan, seed) -> tuple[dict, int]:
     posterior; the reference sets its cost. On a two-planet radial-velocity orbit the check
     from the exploration's mixture stopped at 20,000 chains with an SE of 0.035 after 1.2
     million evaluations (a Kish ESS of 4%); from the draws' mixture it reached 0.017 in
-    125,000 (an ESS of 65%; measured: docs/benchmarks.rst). The mixture is fitted to at most
-    ``DRAWN_REFERENCE_POINTS`` of those draws, every ``k``-th of each chain where there are more
-    (draws extended for their R-hat): the draws are correlated, and on 20,000 draws of 45
-    parameters the fit took 12 s of a 28 s call. Returns the options and the
+    125,000 (an ESS of 65%; measured: docs/benchmarks.rst). Returns the options and the
     number of components (``reference_drawn_components`` on the check's diagnostics: the
     reference covers the region the draws found, which :func:`coverage_stage` reads)."""
     fit_half, _ = split_halves(plan.draws)
-    step = math.ceil(fit_half.shape[0] * fit_half.shape[1] / DRAWN_REFERENCE_POINTS)
     fitted = fit_gaussian_mixture(
-        fit_half[:, ::step].reshape(-1, plan.draws.shape[-1]), stage_rngs(seed)["check_reference"]
+        fit_half.reshape(-1, plan.draws.shape[-1]), stage_rngs(seed)["check_reference"]
     )
     reference = as_reference(fitted, None, "normal_drawn")
     return for_the_path_methods(options, reference), fitted.n_components
@@ -570,9 +564,6 @@ def _start_of(options: dict, exploration, drawn: bool = False) -> str:
 # component the exploration found and the estimate on them has no warning: it only has to see a
 # disagreement (4 combined SEs: 0.08 nats with the estimate's SE far below), not to be returned.
 CHECK_ONLY_SE = 0.02
-# The most posterior draws a mixture for the cross-check is fitted to (drawn_reference_stage):
-# the first halves of 16 chains of 512 draws, the default.
-DRAWN_REFERENCE_POINTS = 4096
 
 
 def check_precision(
