@@ -382,3 +382,23 @@ def test_a_failed_estimate_on_the_draws_that_a_confirmation_replaced_is_kept_in_
     facts = {}
     auto.superseded_failures(failures, facts, stage)  # nothing of the estimate's to move
     assert facts == {} and failures == {"the term check": "failed"}
+
+
+def test_the_check_reference_is_fitted_to_at_most_its_share_of_the_draws(monkeypatch):
+    """``drawn_reference_stage``: draws extended for their R-hat (16 chains of 2,560) are thinned
+    to ``DRAWN_REFERENCE_POINTS`` of the chains' first halves, evenly spaced, before the mixture
+    is fitted; fewer (16 x 512, the default) are all used."""
+    fitted, fit_mixture = [], auto.fit_gaussian_mixture
+
+    def fit(x, rng):
+        fitted.append(x)
+        return fit_mixture(x, rng, max_components=1)
+
+    monkeypatch.setattr(auto, "fit_gaussian_mixture", fit)
+    rng = np.random.default_rng(0)
+    for per_chain, expected in ((2560, auto.DRAWN_REFERENCE_POINTS), (512, 16 * 256)):
+        plan = dataclasses.make_dataclass("Plan", ["draws"])(rng.normal(size=(16, per_chain, 3)))
+        options, components = auto.drawn_reference_stage({}, plan, 1)
+        assert fitted[-1].shape == (expected, 3) and components == 1
+        np.testing.assert_array_equal(fitted[-1][0], plan.draws[0, 0])
+        assert options["path"].reference is not None
