@@ -541,11 +541,11 @@ def drawn_reference_stage(options: dict, plan, seed) -> tuple[dict, int]:
     ``DRAWN_REFERENCE_POINTS`` of those draws, evenly spaced along the chains where there are
     more (draws extended four times for their R-hat: 20,480 draws of 45 parameters, whose fit
     took 12 s of a 43 s call; AIS from the fit to 8,192 of them stopped at its target SE after
-    156,000 evaluations, from the fit to all of them after 179,000). Fewer are not enough: fitted to 4,096 of 8,192 draws, the mixture's
-    ESS fraction fell from 0.68 to 0.11 and the check took 42 s instead of 0.7. Returns the
-    options and the
-    number of components (``reference_drawn_components`` on the check's diagnostics: the
-    reference covers the region the draws found, which :func:`coverage_stage` reads)."""
+    156,000 evaluations, from the fit to all of them after 179,000). Fewer are not enough:
+    fitted to 4,096 of 8,192 draws, the mixture's ESS fraction fell from 0.68 to 0.11 and the
+    check took 42 s instead of 0.7. Returns the options and the number of components
+    (``reference_drawn_components`` on the check's diagnostics: the reference covers the region
+    the draws found, which :func:`coverage_stage` reads)."""
     fit_half, _ = split_halves(plan.draws)
     points = fit_half.reshape(-1, plan.draws.shape[-1])
     if points.shape[0] > DRAWN_REFERENCE_POINTS:  # evenly spaced along the chains, in order

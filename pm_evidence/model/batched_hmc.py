@@ -133,8 +133,8 @@ DENSE_DRAWS_PER_DIM = 10
 # mix slowly within one mode, and an estimate on them is otherwise flagged for want of a few
 # hundred draws (a 45-parameter hierarchy with an LKJ prior: R-hat 1.018 at 512 draws, and the
 # cross-check then had to be run to full precision, minutes instead of seconds; at one seed of
-# ten, 1.019 after two extensions and 1.011 after three, and AIS as the estimate took 32 s
-# where a fourth extension took about 1; measured: docs/benchmarks.rst). Chains in different
+# ten, 1.019 after two extensions and 1.011 after three: AIS as the estimate then took 32 s,
+# where two more extensions took about 3; measured: docs/benchmarks.rst). Chains in different
 # modes give R-hat far above it, and more draws would not bring them together.
 EXTEND_RHAT = 1.05
 START_CANDIDATES = 256  # prior draws searched for starts where the jittered start is not finite
