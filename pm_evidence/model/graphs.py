@@ -57,7 +57,7 @@ from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.math import All, Sum
 from pytensor.tensor.rewriting.linalg.decomposition import cholesky_ldotlt
-from pytensor.tensor.shape import Reshape, SpecifyShape
+from pytensor.tensor.shape import Reshape, Shape, SpecifyShape
 from pytensor.tensor.special import LogAddExp, LogSumExp
 from pytensor.tensor.subtensor import (
     AdvancedSubtensor,
@@ -545,7 +545,22 @@ def _blockwise_inner_graph_to_batched(fgraph, node):
     # bind the (frozen) inner graph to fresh core inputs, then vectorize it to the batched ones
     core_inputs = [inp.type() for inp in core.fgraph.inputs]
     inner = core.fgraph.bind(dict(zip(core.fgraph.inputs, core_inputs, strict=True)))
-    return vectorize_graph(inner, replace=dict(zip(core_inputs, node.inputs, strict=True)))
+    return vectorize_graph(
+        _with_static_shapes(inner), replace=dict(zip(core_inputs, node.inputs, strict=True))
+    )
+
+
+def _with_static_shapes(outputs: list) -> list:
+    """``outputs`` with the shape of every variable whose shape is static (known to its type)
+    as a constant: vectorizing a ``Shape`` broadcasts its input and infers the result's static
+    shape by rewriting a shape graph, 0.2 s each, 2.2 s of a 45-parameter model's
+    vectorization with ten of them."""
+    static = {
+        node.outputs[0]: pt.as_tensor_variable(np.array(node.inputs[0].type.shape, dtype="int64"))
+        for node in apply_ancestors(outputs)
+        if isinstance(node.op, Shape) and None not in node.inputs[0].type.shape
+    }
+    return clone_replace(outputs, replace=static) if static else list(outputs)
 
 
 def _vectorized(outputs, replace: dict, n_rows) -> list:
@@ -553,7 +568,7 @@ def _vectorized(outputs, replace: dict, n_rows) -> list:
     ``replace`` (core input -> batched input), with batched inner graphs unwrapped (see
     ``_blockwise_inner_graph_to_batched``); an output that does not depend on those inputs is
     broadcast to one value per row."""
-    batched = vectorize_graph(outputs, replace=replace)
+    batched = vectorize_graph(_with_static_shapes(outputs), replace=replace)
     batched = [
         pt.broadcast_to(b, (n_rows, *o.shape)) if b.ndim == o.ndim else b
         for o, b in zip(outputs, batched, strict=True)
