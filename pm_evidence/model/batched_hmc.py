@@ -84,6 +84,7 @@ from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.progress import interruption, long_run
 from pm_evidence.core.utils import RHAT_MAX, max_rhat
 from pm_evidence.model.circular_map import find_circular_map
+from pm_evidence.model.compile_mode import without_garbage_collection
 from pm_evidence.model.funnel_map import fit_funnel_map
 from pm_evidence.model.leapfrog import leapfrog_maps, leapfrog_step
 from pm_evidence.model.log_density import LogDensity
@@ -447,6 +448,7 @@ def fused_leapfrog_function(target: LogDensity, dense: bool):
     return functions[key]
 
 
+@without_garbage_collection()
 def _build_fused_leapfrog(target: LogDensity, dense: bool):
     import pytensor
     import pytensor.tensor as pt

@@ -54,6 +54,7 @@ from pm_evidence.model.compile_mode import (
     model_function_mode,
     python_linker_function,
     without_c_compiler,
+    without_garbage_collection,
 )
 from pm_evidence.model.fingerprint import (
     check_draws_match_data,
@@ -142,6 +143,7 @@ class LogDensity:
     first use and reused.
     """
 
+    @without_garbage_collection()
     def __init__(
         self,
         model: pm.Model | None = None,
@@ -277,6 +279,7 @@ class LogDensity:
 
     # ------------------------------------------------------------------ compiled terms
     @cached_property
+    @without_garbage_collection()
     def _graphs(self):
         return flat_graphs(self.model, self._point)
 
@@ -296,6 +299,7 @@ class LogDensity:
         padded = isinstance(fn, VmappedFunction)
         return BlockedFunction(flat, self.block_size, fill_values, padded=padded)
 
+    @without_garbage_collection()
     def _compile_rows(self, outputs, values):
         """``outputs`` on rows of one input per value variable: the graphs vectorized over
         rows and compiled by Numba, or one point's graphs compiled by JAX and mapped over rows
@@ -362,6 +366,7 @@ class LogDensity:
             )
 
     @cached_property
+    @without_garbage_collection()
     def _gradient_graphs(self) -> list:
         """``[log_prior, log_lik, *their gradients]`` in the continuous value variables
         (:meth:`~pm_evidence.model.graphs.LogDensityGraphs.with_grads_by_variable`)."""

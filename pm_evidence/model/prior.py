@@ -36,7 +36,11 @@ from pytensor.tensor.random.op import RandomVariable
 
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import spawn_seed
-from pm_evidence.model.compile_mode import PYTHON_LINKER, without_c_compiler
+from pm_evidence.model.compile_mode import (
+    PYTHON_LINKER,
+    without_c_compiler,
+    without_garbage_collection,
+)
 from pm_evidence.model.layout import variable_shapes
 from pm_evidence.model.noncentering import NONCENTERING_TRANSFORMS
 
@@ -254,6 +258,7 @@ class PriorSampler:
         :func:`ordered_prior` of the model (computed when not given).
     """
 
+    @without_garbage_collection()
     def __init__(self, model: pm.Model, ordering: OrderedPrior | None = None):
         self.var_names = [rv.name for rv in model.free_RVs]
         self.ordering = ordered_prior(model) if ordering is None else ordering

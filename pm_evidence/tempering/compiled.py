@@ -46,6 +46,7 @@ import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
 
+from pm_evidence.model.compile_mode import without_garbage_collection
 from pm_evidence.model.leapfrog import leapfrog_maps, leapfrog_step
 from pm_evidence.tempering.path import GeometricPath, PathState
 
@@ -157,6 +158,7 @@ def _transition(inputs: dict, scale, terms_at, n_leapfrog: int, scan: bool = Fal
     ]
 
 
+@without_garbage_collection()
 def _build(path: GeometricPath, n_leapfrog: int, parameters):
     """The transition of rows ``(n, dim)``, compiled by Numba around the model's graph
     vectorized over the rows."""
@@ -191,6 +193,7 @@ def _build(path: GeometricPath, n_leapfrog: int, parameters):
     return path.target.compile(inputs, outputs)
 
 
+@without_garbage_collection()
 def _build_point(path: GeometricPath, n_leapfrog: int, parameters):
     """The transition of one point ``(dim,)``, compiled by JAX and mapped over rows
     (``LogDensity.compile_point_rows``): a whole trajectory in one call on the device."""
@@ -341,6 +344,7 @@ def annealing_function(path: GeometricPath, n_leapfrog: int, n_steps: int) -> Ca
     return anneal_rungs
 
 
+@without_garbage_collection()
 def _build_annealing(path: GeometricPath, n_leapfrog: int, n_steps: int, parameters):
     """One chain's annealing over ``ANNEALING_CHUNK_RUNGS`` rungs as a PyTensor ``scan``,
     compiled by JAX and mapped over the chains (``LogDensity.compile_point_rows``)."""
