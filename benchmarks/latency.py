@@ -244,9 +244,12 @@ def run_stages(model, seed: int) -> tuple[list[tuple[str, float, float]], object
         exploration = None
         if not skipped:
             exploration = timed(
-                "exploration", lambda: auto.exploration_stage(target, seed_seq, False)
+                "exploration",
+                lambda: auto.exploration_stage(target, seed_seq, False, defer_second_pass=True),
             )
-        plan = timed("draws", lambda: auto.draws_stage(target, None, seed_seq, False, kwargs))
+        plan = timed(
+            "draws", lambda: auto.draws_stage(target, None, seed_seq, False, kwargs, exploration)
+        )
         coverage = None
         if exploration is not None:
             coverage = timed("coverage", lambda: auto.draws_coverage(exploration, plan))
@@ -257,17 +260,30 @@ def run_stages(model, seed: int) -> tuple[list[tuple[str, float, float]], object
                 "estimate",
                 lambda: auto.estimate_stage(primary, target, plan, seed_seq, False, kwargs),
             )
-        options = auto.check_stage_options(target, kwargs, exploration, plan, skipped)
-        options, added = auto.with_draws_outside_stage(
-            target, options, exploration, plan, coverage, seed_seq
-        )
+        drawn = auto.check_from_the_draws(first, exploration, plan, coverage)
+        if drawn:  # the check from a mixture fitted to the posterior draws
+            options, added = timed(
+                "check", lambda: auto.drawn_reference_stage(kwargs, plan, seed_seq)
+            )
+        else:
+            if exploration is not None and exploration.second_pass_deferred:
+                deferred = exploration
+                exploration = timed(
+                    "exploration",
+                    lambda: auto.completed_exploration_stage(target, deferred, seed_seq, False),
+                )
+            options = auto.check_stage_options(target, kwargs, exploration, plan, skipped)
+            options, added = auto.with_draws_outside_stage(
+                target, options, exploration, plan, coverage, seed_seq
+            )
         if first is not None:
             options = auto.check_precision(check, options, first, exploration, plan, coverage)
         second = timed(
             "check", lambda: auto.estimate_stage(check, target, plan, seed_seq, False, options)
         )
         if added:
-            second = verdicts.with_diagnostics(second, {"reference_draws_components": added})
+            key = "reference_drawn_components" if drawn else "reference_draws_components"
+            second = verdicts.with_diagnostics(second, {key: added})
         if exploration is not None:
             a, b, facts = timed(
                 "coverage", lambda: auto.coverage_stage(first, second, exploration, plan, coverage)

@@ -213,9 +213,10 @@ def without_garbage_collection() -> Iterator[None]:
     variables, their tags and the rewriters' bookkeeping), so the collector runs many times,
     and each full collection walks every object alive, the model's graphs and PyMC's included.
     On the 45-parameter varying-slopes model the adapter took 1.9-2.1 s to its first value and
-    gradient with the collector on, 1.5 s with it paused, and the whole first call 0.7 s less
-    (:ref:`bench-latency`). Nothing is lost: the cycles left behind are collected on the
-    collector's next run after the context."""
+    gradient with the collector on, 1.55-1.7 s with it paused here, and the whole first call
+    0.4-0.7 s less (measured: docs/benchmarks.rst, "Centered hierarchies (funnels)"). Nothing is
+    lost: the cycles left behind are collected on the collector's next run after the
+    context."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
