@@ -295,6 +295,38 @@ def test_held_and_missed_is_one_way_of_the_unshared_mass():
     assert abs(share_of_z - 0.5) < 0.05
 
 
+def test_a_single_normal_or_student_t_reference_is_a_mixture_of_one_component():
+    """The first AIS's reference may be one normal (a mixture of one component becomes a
+    normal reference) or a Student-t: the mass it holds and another lacks is the same as for
+    the mixture of that one component, draw for draw; the exploration on a million
+    observations failed at its confirmation with an ``AttributeError`` before."""
+    from pm_evidence.references import MultivariateNormalReference, MultivariateStudentTReference
+    from pm_evidence.search.coverage import held_and_missed, unshared_mass
+    from pm_evidence.search.mixtures import as_mixture
+
+    log_f, mixture = two_images_log_f, image_mixture
+    both = mixture([-3, 0], [3, 0])
+    for df in (None, 5.0):
+        one = mixture([-3, 0], df=df)
+        single = (
+            MultivariateNormalReference(one.means[0], one.chols[0]) if df is None
+            else MultivariateStudentTReference(one.means[0], one.chols[0], df=df)
+        )  # fmt: skip
+        assert as_mixture(single).logpdf(both.means).tolist() == pytest.approx(
+            single.logpdf(both.means).tolist(), abs=1e-12
+        )
+        for a, b in ((single, both), (both, single)):
+            a_mix, b_mix = as_mixture(a), as_mixture(b)
+            assert held_and_missed(a, b, log_f, np.random.default_rng(4)) == held_and_missed(
+                a_mix, b_mix, log_f, np.random.default_rng(4)
+            )
+        assert unshared_mass(single, both, log_f, np.random.default_rng(5)) > 0.3
+    with pytest.raises(TypeError, match="Warp3Reference"):
+        from pm_evidence.references.normal import Warp3Reference
+
+        as_mixture(Warp3Reference.fit(np.random.default_rng(6).normal(size=(200, 2))))
+
+
 def test_two_explorations_on_different_mirror_images_do_not_confirm_each_other():
     """Issue 36: two explorations that each found one mirror image of a symmetric posterior (a
     symmetry the relabelling search does not detect) give AIS estimates that agree on

@@ -13,7 +13,7 @@ import numpy as np
 from scipy import stats
 
 from pm_evidence.core.utils import log_sum_exp
-from pm_evidence.references import MixtureReference
+from pm_evidence.references import MixtureReference, Reference
 from pm_evidence.search.mixtures import outside_every_component
 
 __all__ = [
@@ -202,8 +202,8 @@ def outside_mass_share(
 
 
 def unshared_mass(
-    first: MixtureReference,
-    second: MixtureReference,
+    first: Reference,
+    second: Reference,
     log_density: Callable[[np.ndarray], np.ndarray],
     rng: np.random.Generator,
     n_draws: int = 4096,
@@ -229,8 +229,10 @@ def unshared_mass(
 
     Parameters
     ----------
-    first, second : MixtureReference
-        The references AIS started from (mirror images added where the group is known).
+    first, second : MixtureReference, MultivariateNormalReference or MultivariateStudentTReference
+        The references AIS started from (mirror images added where the group is known; a
+        normal or Student-t reference is a mixture of one component:
+        :func:`~pm_evidence.search.mixtures.as_mixture`).
     log_density : callable
         ``log f`` at points ``(n, dim)`` (unnormalized).
     rng : numpy.random.Generator
@@ -245,8 +247,8 @@ def unshared_mass(
 
 
 def held_and_missed(
-    a: MixtureReference,
-    b: MixtureReference,
+    a: Reference,
+    b: Reference,
     log_density: Callable[[np.ndarray], np.ndarray],
     rng: np.random.Generator,
     n_draws: int = 4096,

@@ -17,6 +17,7 @@ from pm_evidence.core.utils import kish_ess, log_sum_exp
 from pm_evidence.references import (
     MixtureReference,
     MultivariateNormalReference,
+    MultivariateStudentTReference,
     Reference,
 )
 from pm_evidence.search.em import (
@@ -30,6 +31,7 @@ __all__ = [
     "ADAPTED_ESS",
     "OUTLIER_LEVEL",
     "adapt_components",
+    "as_mixture",
     "as_reference",
     "fit_gaussian_mixture",
     "flattened",
@@ -64,6 +66,25 @@ WEIGHTS_ONLY_ESS = 100
 # its most iterations (where it has not converged, the BIC judges the fit).
 REG_COVAR = 1e-6
 EM_MAX_ITER = 30
+
+
+def as_mixture(
+    reference: MixtureReference | MultivariateNormalReference | MultivariateStudentTReference,
+) -> MixtureReference:
+    """``reference`` as a mixture: itself where it is one, and a normal or Student-t reference
+    (what :func:`as_reference` makes of a mixture of one component, and what a path method's
+    reference fitted to the posterior draws is) as the mixture of its one component, with the
+    same density. Any other reference (a warped normal included) is a ``TypeError`` naming
+    it."""
+    if isinstance(reference, MixtureReference):
+        return reference
+    if type(reference) in (MultivariateNormalReference, MultivariateStudentTReference):
+        df = getattr(reference, "df", None)
+        return MixtureReference(np.ones(1), reference.mean[None], reference.chol[None], df=df)
+    raise TypeError(
+        f"A mixture, a normal or a Student-t reference has components to compare; got "
+        f"{type(reference).__name__}."
+    )
 
 
 def as_reference(m: MixtureReference, df: float | None, single_name: str) -> Reference:
@@ -338,10 +359,15 @@ def is_one_mode(mixture: MixtureReference, level: float = ONE_MODE_LEVEL) -> boo
     return n_groups == 1
 
 
-def outside_every_component(mixture: MixtureReference, points: np.ndarray) -> np.ndarray:
-    """Whether each of ``points (n, dim)`` lies outside every component of ``mixture``: its
-    squared Mahalanobis distance from each beyond the chi-square ``1 - OUTLIER_LEVEL``
-    quantile. ``(n,)`` booleans."""
+def outside_every_component(
+    mixture: MixtureReference | MultivariateNormalReference | MultivariateStudentTReference,
+    points: np.ndarray,
+) -> np.ndarray:
+    """Whether each of ``points (n, dim)`` lies outside every component of ``mixture`` (a
+    single normal or Student-t reference is one component: :func:`as_mixture`): its squared
+    Mahalanobis distance from each beyond the chi-square ``1 - OUTLIER_LEVEL`` quantile.
+    ``(n,)`` booleans."""
+    mixture = as_mixture(mixture)
     limit = stats.chi2.ppf(1 - OUTLIER_LEVEL, mixture.dim)
     return np.all(mixture.mahalanobis_sq(points) > limit, axis=-1)
 
