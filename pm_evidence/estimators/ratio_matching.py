@@ -84,8 +84,15 @@ def _bracket(log_l_target, log_l_reference, log_s1, log_s0, args) -> tuple[float
 
 
 def _meng_wong_iteration(log_l_target, log_l_reference, log_s1, log_s0, log_c0, tol, maxiter):
-    """Fixed-point iteration of Meng & Wong (1996, eq. 4.1) in log space."""
-    log_c = log_c0
+    """Fixed-point iteration of Meng & Wong (1996, eq. 4.1) in log space, on ``log c - log_c0``.
+
+    The iterates are taken relative to the starting value, so that they are of order one and
+    the absolute ``tol`` can be met at any ``log Z``: at ``log Z = -1.4e6`` consecutive doubles
+    are 2.3e-10 apart, and iterates of ``log c`` itself alternated between two of them, never
+    within 1e-10 of each other (a normal mean with a million observations)."""
+    shift = log_c0
+    log_l_target, log_l_reference = log_l_target - shift, log_l_reference - shift
+    log_c = 0.0
     history = []
     for it in range(1, maxiter + 1):
         denom0 = np.logaddexp(log_s1 + log_l_reference, log_s0 + log_c)
@@ -96,17 +103,17 @@ def _meng_wong_iteration(log_l_target, log_l_reference, log_s1, log_s0, log_c0, 
         if not np.isfinite(new):
             raise ConvergenceError(
                 f"The bridge iteration produced a non-finite value at iteration {it} "
-                f"(last log c = {log_c:.6g}); the reference and target barely overlap."
+                f"(last log c = {shift + log_c:.6g}); the reference and target barely overlap."
             )
         history.append(new)
         if abs(new - log_c) < tol:
-            return new, it
+            return shift + new, it
         log_c = new
     raise ConvergenceError(
         f"The bridge-sampling iteration did not converge in {maxiter} iterations "
         f"(tolerance {tol:g} on log Z); last iterates of log Z: "
-        f"{[round(v, 6) for v in history[-3:]]}. Increase maxiter, use more draws, or try "
-        f"reference='warp3'."
+        f"{[round(shift + v, 6) for v in history[-3:]]}. Increase maxiter, use more draws, or "
+        f"try reference='warp3'."
     )
 
 

@@ -58,6 +58,24 @@ def test_bracket_and_iteration_solve_the_same_equation(rng):
     assert a.log_c == pytest.approx(b.log_c, abs=1e-10)
 
 
+def test_the_bridge_iteration_converges_at_any_log_z():
+    """The Meng-Wong iteration at ``log Z`` of -1.4e6 to -1.4e8 (a normal mean with a million
+    observations is at -1.4e6), where consecutive doubles are 2.3e-10 to 3e-8 apart: it
+    converges to the default tolerance, 1e-10, and gives the answer at 0 shifted, to the
+    doubles' resolution there. Iterating on ``log c`` itself, its iterates alternated between
+    two neighbouring doubles and never converged (on these draws, from -1.4e7 on)."""
+    lt, lr, _ = gaussian_log_weights(np.random.default_rng(0), 2.0, 700, 1300)
+    at_zero = bridge_core(lt, lr)
+    for shift in (-1.4e6, -1.4e7, -1.4e8):
+        resolution = 8 * np.spacing(abs(shift))
+        far = bridge_core(lt + shift, lr + shift)
+        assert far.log_z - shift == pytest.approx(at_zero.log_z, abs=resolution)
+        assert far.se == pytest.approx(at_zero.se, rel=1e-6)
+        iterated = solve_ratio_matching(lt + shift, lr + shift, solver="iterate").log_c
+        bracketed = solve_ratio_matching(lt + shift, lr + shift, solver="bracket").log_c
+        assert iterated == pytest.approx(bracketed, abs=resolution)
+
+
 def test_row_solver_matches_the_weighted_bracket_solver(rng):
     """ADS's vectorized Newton solver against brentq on the same weighted equations, rows with
     good and poor overlap, unequal sizes and zero weights (-inf log ratios) included."""
