@@ -27,6 +27,7 @@ from pm_evidence.model.backend import VmappedFunction, bucket_rows
 
 __all__ = [
     "MAX_BLOCK_ELEMENTS",
+    "MAX_BLOCK_MATRIX_ELEMENTS",
     "BlockedFunction",
     "FlatRowsFunction",
     "block_size_for",
@@ -40,12 +41,25 @@ __all__ = [
 POINT_ERRORS = (ValueError, ArithmeticError, AssertionError)
 
 MAX_BLOCK_ELEMENTS = 2**21  # about 16 MB per float64 intermediate of one block
+# About 1 MB per float64 matrix of one block: a point's matrix (a Gaussian process's covariance)
+# is read again and again by its Cholesky factorization and the solves after it, which run at
+# the speed of the core's cache while the block's matrices fit in it. On a 200 x 200 covariance
+# the value and gradient ran at about 560 points a second at 1-4 rows per call, 385 at 8 and
+# 16, 234 at 1,024 (measured: docs/benchmarks.rst, "Rows per compiled call").
+MAX_BLOCK_MATRIX_ELEMENTS = 2**17
 MAX_BLOCK_ROWS = 1024
 
 
-def block_size_for(n_observations: int, max_rows: int = MAX_BLOCK_ROWS) -> int:
-    """Rows per compiled call: ``MAX_BLOCK_ELEMENTS / n_observations``, between 1 and ``max_rows``."""
-    return int(np.clip(MAX_BLOCK_ELEMENTS // max(int(n_observations), 1), 1, max_rows))
+def block_size_for(
+    n_observations: int, matrix_elements: int = 0, max_rows: int = MAX_BLOCK_ROWS
+) -> int:
+    """Rows per compiled call: ``MAX_BLOCK_ELEMENTS / n_observations`` (the data's vectors
+    stream through once) and ``MAX_BLOCK_MATRIX_ELEMENTS / matrix_elements`` (the largest
+    matrix one point makes, read many times), the smaller, between 1 and ``max_rows``."""
+    rows = MAX_BLOCK_ELEMENTS // max(int(n_observations), 1)
+    if matrix_elements > 0:
+        rows = min(rows, MAX_BLOCK_MATRIX_ELEMENTS // int(matrix_elements))
+    return int(np.clip(rows, 1, max_rows))
 
 
 def jitted_function(function) -> Callable | None:

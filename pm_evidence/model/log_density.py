@@ -65,6 +65,7 @@ from pm_evidence.model.graphs import (
     batched_by_variable,
     flat_graphs,
     graph_size,
+    largest_intermediate,
     relaxed_bernoulli_terms,
     term_choice_graphs,
     vectorize_batched,
@@ -172,10 +173,7 @@ class LogDensity:
         self.n_observations = n_observations(model)
         self.backend: Backend = resolve_backend(backend)
         self._block_size_given = block_size
-        self.block_size = int(
-            block_size
-            or rows_per_call(block_size_for(self.n_observations), self.backend, self.n_observations)
-        )
+        self.block_size = int(block_size or self._rows_per_call())
         self.maps = ValueMaps(model, self.layout_info, self._point)
         # fused transitions compiled around this log-density, by (reference class, leapfrog
         # steps): filled by pm_evidence.tempering.compiled, owned (and dropped) with the adapter
@@ -270,6 +268,24 @@ class LogDensity:
         """Sorted ``(name, shape, sha256)`` of the model's observed data *as it is now*."""
         return observed_fingerprint(self.model)
 
+    @cached_property
+    def point_matrix_size(self) -> int:
+        """The numbers in the largest matrix one point's evaluation makes (a Gaussian
+        process's ``n x n`` covariance; :func:`~pm_evidence.model.graphs.largest_intermediate`
+        of the terms' graphs, at least two dimensions; 0 where there is none). With the number
+        of observations it sets the rows per compiled call
+        (:func:`~pm_evidence.model.batched.block_size_for`)."""
+        return largest_intermediate(self._graphs.terms, min_ndim=2)
+
+    def _rows_per_call(self) -> int:
+        """Rows per compiled call on this adapter's backend (``block_size`` unless given):
+        :func:`~pm_evidence.model.batched.block_size_for` the observations and the largest
+        point matrix on a CPU; on an accelerator as many as keep a block's intermediates
+        within bounds (:func:`~pm_evidence.model.backend.rows_per_call`)."""
+        per_point = max(self.n_observations, self.point_matrix_size)
+        default = block_size_for(self.n_observations, self.point_matrix_size)
+        return rows_per_call(default, self.backend, per_point)
+
     @property
     def model_messages(self) -> tuple[str, ...]:
         """What makes this model's ``log Z`` meaningless as evidence (an improper prior, no
@@ -333,7 +349,7 @@ class LogDensity:
         functions compiled on JAX so far are dropped, so that every function of the model runs
         on one engine, which the results record."""
         self.backend = Backend("numba", "cpu", "auto", fallback=why)
-        self.block_size = int(self._block_size_given or block_size_for(self.n_observations))
+        self.block_size = int(self._block_size_given or self._rows_per_call())
         for name in ("_terms_fn", "_terms_grad_fn", "_relaxed_terms_grad_fn"):
             self.__dict__.pop(name, None)  # cached properties: compiled again when next used
         self.compiled_transitions.clear()

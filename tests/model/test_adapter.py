@@ -14,6 +14,7 @@ from pm_evidence import LogDensity
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.model.batched import (
     MAX_BLOCK_ELEMENTS,
+    MAX_BLOCK_MATRIX_ELEMENTS,
     BlockedFunction,
     block_size_for,
     jitted_function,
@@ -170,6 +171,29 @@ def test_block_size_adapts_to_the_data():
     assert block_size_for(200) == 1024
     assert block_size_for(100_000) == MAX_BLOCK_ELEMENTS // 100_000
     assert block_size_for(10_000_000) == 1
+    # a matrix per point (a covariance) sets fewer rows than the observations would
+    assert block_size_for(200, 200 * 200) == MAX_BLOCK_MATRIX_ELEMENTS // 40_000
+    assert block_size_for(200, 4) == 1024
+    assert block_size_for(100_000, 2000**2) == 1
+
+
+def test_a_gaussian_process_likelihood_gets_rows_per_call_for_its_covariance():
+    """An ``n x n`` covariance built per point (a Gaussian process's, with a free lengthscale)
+    is the adapter's largest point matrix, and sets its rows per compiled call; a model whose
+    points make no matrix keeps the rows its observations set."""
+    t = np.linspace(0.0, 10.0, 150)
+    with pm.Model() as gp:
+        ell = pm.HalfNormal("ell", 2.0)
+        cov = pt.exp(-0.5 * (t[:, None] - t[None, :]) ** 2 / ell**2) + 0.1 * pt.eye(t.size)
+        pm.MvNormal("y", mu=np.zeros(t.size), cov=cov, observed=np.sin(t))
+    target = LogDensity(gp)
+    assert target.point_matrix_size == t.size**2
+    assert target.block_size == MAX_BLOCK_MATRIX_ELEMENTS // t.size**2
+    with pm.Model() as plain:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("y", mu, 1.0, observed=np.sin(t))
+    assert LogDensity(plain).point_matrix_size == 0
+    assert LogDensity(plain).block_size == block_size_for(t.size)
 
 
 def test_blocked_function_isolates_rows_that_raise():
