@@ -110,7 +110,6 @@ __all__ = [
     "hmc_transition",
     "leapfrog_trajectory",
     "sample_batched_hmc",
-    "spread_of",
     "starting_points",
     "window_estimates",
 ]
@@ -594,12 +593,9 @@ def _initial_step_size(rng, state: HMCState, metric: Metric) -> np.ndarray:
 def window_estimates(window: np.ndarray) -> tuple[Metric, float]:
     """The metric and the trajectory length from a window's draws ``(transitions, chains, dim)``.
 
-    The scales are the same for every chain: ``s^2 = n / (n + 5) v + 10^-3 m 5 / (n + 5)``
-    (Stan's regularization, ``n`` transitions, made relative: ``m`` the median of ``v`` over
-    the coordinates, where Stan has 1), ``v = min(mean_c v_c, VARIANCE_OVER_MEDIAN median_c
-    v_c)`` with ``v_c`` chain ``c``'s own variance. Stan's absolute ``10^-3`` is most of the
-    variance of a posterior whose scale is 0.01 or less (a normal mean on 10^5 observations:
-    0.003), whose trajectories then took several times the steps they need. ``R`` is the correlation of the draws
+    The scales are the same for every chain: ``s^2 = n / (n + 5) v + 10^-3 5 / (n + 5)`` (Stan's
+    regularization, ``n`` transitions), ``v = min(mean_c v_c, VARIANCE_OVER_MEDIAN median_c
+    v_c)`` with ``v_c`` chain ``c``'s own variance. ``R`` is the correlation of the draws
     standardized within each chain (so that chains in different modes do not inflate it).
 
     With a diagonal metric the step size is set by ``R``'s smallest eigenvalue and the
@@ -617,8 +613,7 @@ def window_estimates(window: np.ndarray) -> tuple[Metric, float]:
     within = np.minimum(  # the chains' mean variance, at most VARIANCE_OVER_MEDIAN median ones
         np.mean(variances, axis=0), VARIANCE_OVER_MEDIAN * np.median(variances, axis=0)
     )
-    typical = max(float(np.median(within)), np.finfo(float).tiny)  # the scales' own order
-    var = (n / (n + 5.0)) * within + 1e-3 * typical * (5.0 / (n + 5.0))
+    var = (n / (n + 5.0)) * within + 1e-3 * (5.0 / (n + 5.0))
     scale = np.broadcast_to(np.sqrt(var), window.shape[1:])  # (chains, dim)
     dim = window.shape[-1]
     if dim == 1:
@@ -712,8 +707,7 @@ def sample_batched_hmc(
     """
     target.require_continuous("batched HMC posterior sampling")
     c, dim = settings.chains, target.dim
-    given = starts is not None
-    if not given:
+    if starts is None:
         starts = starting_points(target, rng, c)
     elif np.shape(starts) != (c, dim) or not np.all(np.isfinite(starts)):
         raise EvidenceInputError(
@@ -726,10 +720,7 @@ def sample_batched_hmc(
     if circle is not None:  # the chains move y; R-hat and the draws returned read x(y)
         sampled, names = MappedDensity(target, circle), circle.sampler_names(names)
         starts, in_model = circle.to_map(starts), circle.to_model
-    first_scale = spread_of(starts) if given else None
-    kept, stats = _sample(
-        sampled, rng, settings, starts, progressbar, description, in_model, first_scale
-    )
+    kept, stats = _sample(sampled, rng, settings, starts, progressbar, description, in_model)
     funnel = fit_funnel_map(kept) if settings.funnel_map else None
     for run in range(FUNNEL_RUNS):  # again, in the funnel's coordinates, from the last draws
         if funnel is None:
@@ -756,35 +747,15 @@ def _identity(x: np.ndarray) -> np.ndarray:
     return x
 
 
-def spread_of(starts: np.ndarray) -> np.ndarray:
-    """The scales of the metric before tuning's first estimate, from ``starts (chains, dim)``
-    that are draws of the posterior (an exploration's particles): their standard deviation
-    over the chains in each coordinate, 1 where it is 0 or not finite.
-
-    Before the first slow window the scales were 1 in every coordinate. On a posterior whose
-    scale is far from 1 the first step sizes then follow it, and a trajectory of a quarter
-    period of a unit scale takes ``1 / scale`` steps: on a normal mean with a million
-    observations (a scale of 0.001) the tuning took more evaluations than the kept draws
-    (measured: docs/benchmarks.rst, "The metric before tuning's first window")."""
-    sd = np.std(np.asarray(starts, dtype=float), axis=0)
-    return np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
-
-
-def _sample(
-    target, rng, settings, starts, progressbar: bool, description: str, in_model,
-    first_scale: np.ndarray | None = None,
-):  # fmt: skip
+def _sample(target, rng, settings, starts, progressbar: bool, description: str, in_model):
     """:func:`sample_batched_hmc`'s chains from ``starts`` on ``target`` (the model's
     :class:`~pm_evidence.model.log_density.LogDensity`, or a
     :class:`~pm_evidence.model.mapped_density.MappedDensity` of it): tuning, the kept draws and
     their extensions, decided by the R-hat of the draws as the model's points (``in_model``:
-    the sampler's coordinates to the model's). ``first_scale (dim,)``: the metric's scales
-    before tuning's first estimate (:func:`spread_of`; 1 where not given). Returns
-    ``(draws, stats)``."""
+    the sampler's coordinates to the model's). Returns ``(draws, stats)``."""
     c = settings.chains
     state = HMCState(target, np.array(starts, dtype=float))
-    scale = np.ones(target.dim) if first_scale is None else first_scale
-    metric = Metric(np.broadcast_to(scale, (c, target.dim)).copy())
+    metric = Metric(np.ones((c, target.dim)))
     eps = _initial_step_size(rng, state, metric)
     length = 0.5 * math.pi  # before the first window: a quarter period of a unit scale
     averaging = _DualAveraging(eps, settings.target_accept)
