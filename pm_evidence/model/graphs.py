@@ -74,7 +74,7 @@ __all__ = [
     "batched_by_variable",
     "flat_graphs",
     "graph_size",
-    "largest_intermediate",
+    "largest_matrix",
     "relaxed_bernoulli_terms",
     "slices_as_masks",
     "softmax_gradients",
@@ -608,17 +608,17 @@ def graph_size(outputs) -> int:
     return sum(1 for var in ancestors(outputs) if var.owner is not None)
 
 
-def largest_intermediate(outputs, min_ndim: int = 0) -> int:
-    """The most numbers any one computed variable of at least ``min_ndim`` dimensions holds in
-    the graphs of ``outputs``, among those whose shape is known to their type (with
-    ``min_ndim=2``, a Gaussian process's ``n x n`` covariance); 0 where there is none.
-    Constants (the data) are not counted: they are not made per point."""
+def largest_matrix(outputs) -> int:
+    """The most numbers any one computed variable of two or more dimensions holds in the graphs
+    of ``outputs``, among those whose shape is known to their type (a Gaussian process's
+    ``n x n`` covariance); 0 where there is none. Constants (the data) are not counted: they
+    are not made per point."""
     sizes = [
         int(np.prod(var.type.shape))
         for var in ancestors(outputs)
         if var.owner is not None
         and isinstance(getattr(var.type, "shape", None), tuple)
-        and len(var.type.shape) >= min_ndim
+        and len(var.type.shape) >= 2
         and None not in var.type.shape
     ]
     return max(sizes, default=0)

@@ -65,7 +65,7 @@ from pm_evidence.model.graphs import (
     batched_by_variable,
     flat_graphs,
     graph_size,
-    largest_intermediate,
+    largest_matrix,
     relaxed_bernoulli_terms,
     term_choice_graphs,
     vectorize_batched,
@@ -271,11 +271,11 @@ class LogDensity:
     @cached_property
     def point_matrix_size(self) -> int:
         """The numbers in the largest matrix one point's evaluation makes (a Gaussian
-        process's ``n x n`` covariance; :func:`~pm_evidence.model.graphs.largest_intermediate`
-        of the terms' graphs, at least two dimensions; 0 where there is none). With the number
+        process's ``n x n`` covariance; :func:`~pm_evidence.model.graphs.largest_matrix` of
+        the terms' graphs; 0 where there is none). With the number
         of observations it sets the rows per compiled call
         (:func:`~pm_evidence.model.batched.block_size_for`)."""
-        return largest_intermediate(self._graphs.terms, min_ndim=2)
+        return largest_matrix(self._graphs.terms)
 
     def _rows_per_call(self) -> int:
         """Rows per compiled call on this adapter's backend (``block_size`` unless given):
