@@ -88,6 +88,13 @@ def test_a_pure_cross_check_runs_to_the_precision_a_disagreement_needs(stages):
     assert auto.check_precision("ais", options, flagged, exploration, plan) is options
     given = {**options, "target_se": 0.001}
     assert auto.check_precision("ais", given, first, exploration, plan) is given
+    # given draws (no evaluations of their own): the default budget; batched HMC's draws:
+    # CHECK_ONLY_BUDGET times theirs
+    assert loose["annealing"].max_evaluations == pme.AnnealingOptions().max_evaluations
+    sampled = dataclasses.replace(plan, facts={**plan.facts, "draws_evaluations": 1000})
+    budgeted = auto.check_precision("ais", options, first, exploration, sampled)
+    assert budgeted["annealing"].max_evaluations == auto.CHECK_ONLY_BUDGET * 1000
+    assert budgeted["annealing"].target_se == auto.CHECK_ONLY_SE
 
 
 def test_the_coverage_stage_finds_nothing_missed_on_a_unimodal_posterior(stages):

@@ -572,6 +572,14 @@ def _start_of(options: dict, exploration, drawn: bool = False) -> str:
 # component the exploration found and the estimate on them has no warning: it only has to see a
 # disagreement (4 combined SEs: 0.08 nats with the estimate's SE far below), not to be returned.
 CHECK_ONLY_SE = 0.02
+# The most log-density evaluations a pure cross-check of AIS spends, in multiples of what the
+# posterior draws it checks cost (batched HMC's ``draws_evaluations``): where the mixture fitted
+# to the draws leaves AIS's weights heavy, its SE falls slower than its chains grow, and on 3
+# seeds of 30 of a 45-parameter centered hierarchy it ran to 20,000 chains, 1.3-1.4 million
+# evaluations (5-8 s of a 6-10 s call) against 150,000-270,000 for the draws; on the other
+# seeds it spent 0.7-1.5 times the draws' (measured: docs/benchmarks.rst, "Centered
+# hierarchies (funnels)").
+CHECK_ONLY_BUDGET = 2
 # The most posterior draws a mixture for the cross-check is fitted to (drawn_reference_stage):
 # the first halves of 16 chains of 512 draws, the default.
 DRAWN_REFERENCE_POINTS = 8192
@@ -595,7 +603,10 @@ def check_precision(
     Measurements behind the defaults). Where the draws visited every component and the
     estimate has no warning (:func:`check_only`), nothing the check finds can make it the
     returned result unless it disagrees, so it stops at ``max(CHECK_ONLY_SE, estimate.se)`` (run
-    to its own default precision, the check can be most of a warm call), and starts from a
+    to its own default precision, the check can be most of a warm call), within
+    ``CHECK_ONLY_BUDGET`` times the evaluations of the draws where batched HMC made them
+    (``max_evaluations``; the check's SE is then what it reached, ``stopped_by`` on its
+    diagnostics, and the comparison's combined SE carries it), and starts from a
     mixture fitted to the draws where the posterior has no mirror images
     (:func:`drawn_reference_stage`). Options the user gave
     (``annealing=`` or ``target_se=``) are kept as given. ``coverage``: the draws' coverage
@@ -603,15 +614,18 @@ def check_precision(
     """
     if registry.method(check).run != "annealing" or {"annealing", "target_se"} & set(kwargs):
         return kwargs
-    floor = AnnealingOptions().target_se
+    floor, budget = AnnealingOptions().target_se, AnnealingOptions().max_evaluations
     if exploration is not None:
         if not check_only(estimate, exploration, plan, coverage):
             return kwargs
         floor = CHECK_ONLY_SE
+        drawn = plan.facts.get("draws_evaluations")
+        if drawn:
+            budget = min(budget, CHECK_ONLY_BUDGET * int(drawn))
     target_se = max(floor, float(estimate.se)) if np.isfinite(estimate.se) else floor
     if target_se <= AnnealingOptions().target_se:
         return kwargs
-    return {**kwargs, "annealing": AnnealingOptions(target_se=target_se)}
+    return {**kwargs, "annealing": AnnealingOptions(target_se=target_se, max_evaluations=budget)}
 
 
 def check_only(estimate, exploration, plan, coverage=None) -> bool:
