@@ -67,6 +67,8 @@ from pytensor.tensor.subtensor import (
 )
 from pytensor.tensor.symbolic import FusibleSymbolicOp
 
+from pm_evidence.model.gaussian import gaussian_gradients
+
 __all__ = [
     "MAX_TERMS",
     "LogDensityGraphs",
@@ -462,9 +464,14 @@ def slices_as_masks(outputs: list) -> list:
 def term_passes(terms: list) -> list:
     """``terms`` (the log prior and log likelihood graphs) after the passes every compiled
     log-density takes, each a copy of the graphs, in this order and before any gradient is
-    taken: :func:`without_tagged_choleskys`, :func:`slices_as_masks`,
+    taken: :func:`without_tagged_choleskys`,
+    :func:`~pm_evidence.model.gaussian.gaussian_gradients`, :func:`slices_as_masks`,
     :func:`softmax_gradients`, :func:`make_total`."""
-    for rewrite in (without_tagged_choleskys, slices_as_masks, softmax_gradients, make_total):
+    passes = (
+        without_tagged_choleskys, gaussian_gradients, slices_as_masks, softmax_gradients,
+        make_total,
+    )  # fmt: skip
+    for rewrite in passes:
         terms = rewrite(terms)
     return terms
 

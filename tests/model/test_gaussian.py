@@ -1,0 +1,137 @@
+"""A multivariate normal log density with a covariance built from the parameters (a Gaussian
+process), differentiated in closed form (``pm_evidence.model.gaussian``): the same values and
+gradients as PyMC's own, on the graphs where the rewrite applies and not elsewhere."""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from pytensor.graph.traversal import apply_ancestors
+from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.linalg.solvers.psd import CholeskySolve
+from pytensor.tensor.linalg.solvers.triangular import SolveTriangular
+
+from pm_evidence import LogDensity
+from pm_evidence.model.compile_mode import without_c_compiler
+from pm_evidence.model.gaussian import GaussianTerms, gaussian_gradients
+from pm_evidence.model.graphs import term_passes
+
+
+def _gp_model(n_series: int = 1, with_diagonal_term: bool = False) -> pm.Model:
+    """``y ~ MvNormal(m, K)``, ``K = a^2 exp(-(t_i - t_j)^2 / (2 l^2)) + s^2 I``: ``n_series``
+    independent series sharing ``K`` (one ``MvNormal`` of shape ``(n_series, 9)``), and, with
+    ``with_diagonal_term``, a potential that reads the factor's diagonal as well."""
+    rng = np.random.default_rng(3)
+    t = np.sort(rng.uniform(0.0, 10.0, size=9))
+    lag = t[:, None] - t[None, :]
+    y = rng.normal(size=(n_series, 9)) if n_series > 1 else rng.normal(size=9)
+    with pm.Model() as model:
+        amplitude = pm.HalfNormal("amplitude", 2.0)
+        length = pm.Gamma("length", 2.0, 1.0)
+        noise = pm.HalfNormal("noise", 1.0)
+        mean = pm.Normal("mean", 0.0, 1.0)
+        cov = amplitude**2 * pt.exp(-(lag**2) / (2 * length**2)) + noise**2 * pt.eye(9)
+        pm.MvNormal("y", mean, cov=cov, observed=y)
+        if with_diagonal_term:
+            chol = pt.linalg.cholesky(cov + pt.eye(9))  # a different factor: left alone
+            pm.Potential("extra", -pt.sum(pt.diagonal(chol) ** 2))
+    return model
+
+
+def _count(outputs, op_type, **props) -> int:
+    """Nodes of ``outputs``' graph whose operation (or the one a ``Blockwise`` wraps) is an
+    ``op_type`` with the attribute values ``props``."""
+    count = 0
+    for node in apply_ancestors(outputs):
+        op = node.op.core_op if isinstance(node.op, Blockwise) else node.op
+        if isinstance(op, op_type) and all(getattr(op, k) == v for k, v in props.items()):
+            count += 1
+    return count
+
+
+def _pymc_functions(model):
+    with without_c_compiler():
+        return model.compile_logp(mode="FAST_COMPILE"), model.compile_dlogp(mode="FAST_COMPILE")
+
+
+@pytest.mark.parametrize("n_series", [1, 3])
+def test_a_gaussian_process_likelihood_has_pymcs_values_and_gradients(n_series):
+    """One series, and three sharing one covariance (the gradient summed over them): value
+    and gradient equal PyMC's own at random points, to rounding."""
+    model = _gp_model(n_series)
+    assert _count(term_passes([model.varlogp, model.datalogp]), GaussianTerms) == 1
+    target = LogDensity(model)
+    x = np.random.default_rng(0).normal(size=(6, target.dim)) * 0.7
+    log_density, grad = target.log_density_and_grad(x)
+    logp, dlogp = _pymc_functions(model)
+    names = [v.name for v in model.value_vars]  # four scalars, in the flat vector's order
+    points = [dict(zip(names, row, strict=True)) for row in x]
+    np.testing.assert_allclose(log_density, [logp(p) for p in points], rtol=1e-11)
+    np.testing.assert_allclose(grad, [dlogp(p) for p in points], rtol=1e-9, atol=1e-11)
+
+
+def test_the_gradient_takes_no_triangular_solve_with_a_matrix_right_hand_side():
+    """Murray's formula, PyTensor's gradient through the factorization, solves two triangular
+    systems with ``n`` right-hand sides; the closed form takes ``K^-1`` from one ``cho_solve``."""
+    model = _gp_model()
+    value = model.rvs_to_values[model["amplitude"]]
+    (rewritten,) = gaussian_gradients([model.datalogp])
+    before, after = pt.grad(model.datalogp, value), pt.grad(rewritten, value)
+    assert _count([before], SolveTriangular, b_ndim=2) == 2
+    assert _count([after], SolveTriangular, b_ndim=2) == 0
+    assert _count([after], CholeskySolve, b_ndim=2) == 1
+
+
+def test_the_operations_gradient_is_pytensors_with_the_diagonal_read_as_well():
+    """``GaussianTerms`` of a covariance and two right-hand sides, the diagonal itself in the
+    objective too (its gradient then goes through the factorization, Murray's formula): the
+    gradient with respect to every entry of ``K`` (its lower triangle, as PyTensor's) and to
+    ``delta`` equals PyTensor's of the same graph written with its own operations."""
+    rng = np.random.default_rng(2)
+    a = rng.normal(size=(5, 5))
+    K_value, delta_value = a @ a.T + 5 * np.eye(5), rng.normal(size=(2, 5))
+    K, delta = pt.matrix("K"), pt.matrix("delta")
+    diagonal, half_logdet, quadratic = GaussianTerms()(K, delta)
+    L = pt.linalg.cholesky(K, lower=True)
+    solved = pt.linalg.solve_triangular(L, delta, lower=True, b_ndim=1)
+    by_pytensor = (
+        3.0 * pt.log(pt.diagonal(L)).sum() - 0.5 * (solved**2).sum(axis=-1).sum()
+        + (pt.diagonal(L) ** 3).sum()
+    )  # fmt: skip
+    closed = 3.0 * half_logdet - 0.5 * quadratic.sum() + (diagonal**3).sum()
+    for wrt in (K, delta):
+        expected = pytensor.function([K, delta], pt.grad(by_pytensor, wrt), mode="FAST_COMPILE")
+        got = pytensor.function([K, delta], pt.grad(closed, wrt), mode="FAST_COMPILE")
+        np.testing.assert_allclose(
+            got(K_value, delta_value), expected(K_value, delta_value), rtol=1e-10, atol=1e-12
+        )
+
+
+def test_a_factor_read_otherwise_is_left_to_pytensor():
+    """A Cholesky factor whose diagonal is read other than as a log-determinant (a potential
+    on another factor's diagonal) is not rewritten, the likelihood's is; the gradient is
+    PyMC's."""
+    model = _gp_model(with_diagonal_term=True)
+    assert _count(term_passes([model.varlogp, model.datalogp]), GaussianTerms) == 1
+    target = LogDensity(model)
+    x = np.random.default_rng(1).normal(size=(4, target.dim)) * 0.5
+    _, grad = target.log_density_and_grad(x)
+    _, dlogp = _pymc_functions(model)
+    names = [v.name for v in model.value_vars]
+    points = [dict(zip(names, row, strict=True)) for row in x]
+    np.testing.assert_allclose(grad, [dlogp(p) for p in points], rtol=1e-9, atol=1e-11)
+
+
+def test_the_jax_backend_computes_the_same_values_and_gradients():
+    """The closed form is PyTensor operations, so the JAX backend compiles it as Numba does."""
+    pytest.importorskip("jax")
+    model = _gp_model(n_series=3)
+    on_numba, on_jax = LogDensity(model, backend="numba"), LogDensity(model, backend="jax")
+    x = np.random.default_rng(4).normal(size=(5, on_numba.dim)) * 0.7
+    for got, expected in zip(
+        on_jax.log_density_and_grad(x), on_numba.log_density_and_grad(x), strict=True
+    ):
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
