@@ -1,0 +1,82 @@
+"""A Gaussian process likelihood's value and gradient, with the gradient in closed form
+(:mod:`pm_evidence.model.gaussian`, the default) and through PyTensor's Cholesky gradient
+(Murray's formula), at a few sizes.
+
+Models: ``rv_gp`` (:func:`pm_evidence.zoo.support.rv_gp`, one Keplerian and a quasi-periodic
+kernel on ``n`` simulated observations, 11 parameters) at ``n`` = 50, 200 and 800. Printed per
+model and size: the default rows per call, then points per second of the value alone and of the
+value and gradient (the best of three calls on the same prior draws), for each gradient. Each
+variant runs in a fresh process; the one through the factorization turns the rewrite off there
+(``pm_evidence.model.graphs.gaussian_gradients`` replaced by the identity), nothing else.
+
+Run from the repository root::
+
+    python benchmarks/gaussian_gradient.py
+    python benchmarks/gaussian_gradient.py --sizes 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+VARIANTS = ("closed form", "through the factorization")
+
+
+def rates(n: int, variant: str) -> dict:
+    """Points per second of the value and of the value and gradient of ``rv_gp(n)``."""
+    if variant == "through the factorization":
+        import pm_evidence.model.graphs as graphs
+
+        graphs.gaussian_gradients = list  # the rewrite off, in this process only
+    from pm_evidence import LogDensity
+    from pm_evidence.zoo.support import rv_gp
+
+    target = LogDensity(rv_gp(n=n, n_planets=1)[0])
+    points = max(32, int(2e7 / n**2))  # about a second per call at the slowest
+    x = target.sample_prior(np.random.default_rng(0), points)
+    out = {"rows": target.block_size}
+    for name, call in (
+        ("value", lambda: target.evaluate(x, via_gradient=False)),
+        ("value and gradient", lambda: target.log_density_and_grad(x)),
+    ):
+        call()  # compiles
+        best = 0.0
+        for _ in range(3):
+            start = time.perf_counter()
+            call()
+            best = max(best, points / (time.perf_counter() - start))
+        out[name] = best
+    return out
+
+
+def main(sizes) -> None:
+    print(
+        f"{'n':>5s} {'rows':>5s}  {'gradient':26s} {'value pts/s':>12s} {'value+grad pts/s':>17s}"
+    )
+    for n in sizes:
+        for variant in VARIANTS:
+            command = [sys.executable, __file__, "--child", str(n), variant]
+            output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+            r = json.loads(output.strip().splitlines()[-1])
+            print(
+                f"{n:5d} {r['rows']:5d}  {variant:26s} {r['value']:12.0f} "
+                f"{r['value and gradient']:17.0f}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", nargs="+", type=int, default=[50, 200, 800])
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)  # one variant, in a child
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(rates(int(args.child[0]), args.child[1])))
+    else:
+        main(args.sizes)
