@@ -61,12 +61,15 @@ class GaussianTerms(SymbolicOp):
     inline = True
 
     def build_inner_graph(self, K, delta):
+        """The three outputs as PyTensor's own operations compute them (PyMC's graph)."""
         L = cholesky(K, lower=True)
         diagonal = pt.diagonal(L, axis1=-2, axis2=-1)
         solved = solve_triangular(L, delta, lower=True, b_ndim=1)
         return [diagonal, pt.log(diagonal).sum(axis=-1), (solved**2).sum(axis=-1)]
 
     def pullback(self, inputs, outputs, output_grads):
+        """The gradients with respect to ``K`` (its lower triangle) and ``delta``: the closed
+        form for the two sums, Murray's formula for a diagonal whose gradient is not zero."""
         K, delta = inputs
         g_diagonal, g_half_logdet, g_quadratic = output_grads
         L = cholesky(K, lower=True)
