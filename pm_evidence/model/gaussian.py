@@ -163,17 +163,6 @@ def _diagonal_of_last_axes(node, ndim: int) -> bool:
     return isinstance(op, ExtractDiag) and (op.offset, op.axis1, op.axis2) == (0, *last_two)
 
 
-def _left_expand_dims(node) -> bool:
-    """Whether ``node`` only adds broadcastable axes in front of its input."""
-    op = node.op
-    if not isinstance(op, DimShuffle):
-        return False
-    ndim = node.inputs[0].ndim
-    order = tuple(op.new_order)
-    added = len(order) - ndim
-    return added > 0 and order == ("x",) * added + tuple(range(ndim))
-
-
 @node_rewriter([Blockwise, Cholesky])
 def _gaussian_terms(fgraph, node):
     """``cholesky(K)`` (lower) read only by ``diag`` (of the last two axes) and by one lower
@@ -188,7 +177,8 @@ def _gaussian_terms(fgraph, node):
     readers = [(client, L) for client, _ in fgraph.clients[L]]
     while readers:
         client, factor = readers.pop()
-        if _left_expand_dims(client) and factor is L:  # L broadcast against delta's batch
+        left_expand = isinstance(client.op, DimShuffle) and client.op.is_left_expand_dims
+        if left_expand and factor is L:  # L broadcast against delta's batch
             readers += [(c, client.outputs[0]) for c, _ in fgraph.clients[client.outputs[0]]]
             continue
         if factor is L and _diagonal_of_last_axes(client, L.ndim):
