@@ -39,12 +39,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import time
 
 import numpy as np
 import pymc as pm
+from run_records import child_record
 
 import pm_evidence as pme
 from pm_evidence.interop.pymc_smc import from_smc
@@ -78,9 +77,7 @@ def timed_first_call(name: str, method: str) -> dict:
 
 def first_call(name: str, method: str) -> dict:
     """:func:`timed_first_call` in a fresh Python process."""
-    command = [sys.executable, __file__, "--first-call", name, method]
-    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-    return json.loads(output.strip().splitlines()[-1])
+    return child_record(__file__, "--first-call", name, method)
 
 
 def first_calls(names) -> None:

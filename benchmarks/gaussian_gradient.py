@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import time
 
 import numpy as np
+from run_records import child_record
 
 VARIANTS = ("closed form", "through the factorization")
 
@@ -61,9 +60,7 @@ def main(sizes) -> None:
     )
     for n in sizes:
         for variant in VARIANTS:
-            command = [sys.executable, __file__, "--child", str(n), variant]
-            output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-            r = json.loads(output.strip().splitlines()[-1])
+            r = child_record(__file__, "--child", str(n), variant)
             print(
                 f"{n:5d} {r['rows']:5d}  {variant:26s} {r['value']:12.0f} "
                 f"{r['value and gradient']:17.0f}",

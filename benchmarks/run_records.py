@@ -42,3 +42,14 @@ def source_line() -> str:
     except (OSError, subprocess.CalledProcessError):
         state = "not a git checkout"
     return f"pm_evidence from {where} ({state})"
+
+
+def child_record(script: str, *args: str) -> dict:
+    """``python script *args`` in a fresh process (a script's own worker mode), and the JSON
+    object on the last line it prints; the child's error is raised where it fails."""
+    import json
+    import sys
+
+    command = [sys.executable, script, *args]
+    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    return json.loads(output.strip().splitlines()[-1])
