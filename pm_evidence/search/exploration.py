@@ -46,7 +46,8 @@ A second pass
     only near ``beta = 1``, a few particles or a climb find it, and the shares and shapes of
     the mixture's components are far off. The whole tempering is then run again, its jumps at
     every rung proposing also from the first pass's final mixture (fixed, so independent of
-    the particles they move: the moves still leave ``f_beta`` invariant). Every mode found is
+    the particles they move: the moves still leave ``f_beta`` invariant), with the starting
+    number of particles throughout (no copying at a multimodal rung). Every mode found is
     then proposed from ``beta = 0`` on, and the particles' share of it follows ``f_beta`` as
     persistent proposals do in nested and persistent samplers. The reference is the
     components of both passes adapted together (:attr:`Exploration.n_passes`): the second pass,
@@ -207,7 +208,10 @@ class ExplorationOptions:
         device's width, :meth:`most_particles`) at the first rung where they look multimodal
         (both halves' mixtures have several components and the jumps between them are
         accepted less than 30% of the time), so that each mode holds more of them and the
-        resampling's noise empties fewer. A unimodal posterior keeps its starting number.
+        resampling's noise empties fewer. A unimodal posterior keeps its starting number, and
+        so does a second pass: its jumps propose every mode the first pass found, at every
+        rung, so its resampling cannot empty one for good (measured: docs/benchmarks.rst,
+        "Exploration: a second pass").
     n_moves : int
         Local kernel transitions per rung (HMC for continuous models).
     n_jumps : int
@@ -889,7 +893,9 @@ def _explore(
     path = GeometricPath(target, PriorReference(target))
     kernel = make_kernel("auto", target)
     n, dim = options.particles_for(target.dim, target.backend.width), target.dim
-    most = options.most_particles(target.backend.width)  # copied up to this many
+    # copied up to this many where the particles look multimodal; not in a second pass, whose
+    # jumps propose every mode the first found from the first rung on (``memory``)
+    most = options.most_particles(target.backend.width) if memory is None else n
     state = path.sample_reference(rng, n, with_grad=kernel.needs_grad)
     spread = float(np.median(np.std(state.x, axis=0)))
     log_step = float(np.log((spread if np.isfinite(spread) and spread > 0 else 1.0) / dim**0.25))
