@@ -273,6 +273,25 @@ def test_a_second_pass_is_made_below_its_ess_and_keeps_the_first_ones_components
         assert abs(right - 0.5) < 0.05
 
 
+def test_a_second_pass_keeps_its_starting_particles():
+    """Two sinusoids (6 parameters, ``periodic_2f``): the first pass copies its 557 particles
+    (three copies each, up to 2,048) at the rung where they look multimodal; its second pass
+    (made at seed 1, where the first's mixture is a poor reference), whose jumps propose every
+    mode the first found from its first rung on, keeps its starting number and ends a good
+    reference (reweighting ESS above ``second_pass_ess``)."""
+    from pm_evidence.zoo.periodic import PERIODIC_ENTRIES
+
+    entry = next(e for e in PERIODIC_ENTRIES if e.name == "periodic_2f")
+    target = as_target(entry.build()[0])
+    options = ExplorationOptions()
+    starting = options.particles_for(target.dim)
+    one = explore(target, np.random.default_rng(1), ExplorationOptions(second_pass_ess=0.0))
+    two = explore(target, np.random.default_rng(1))
+    assert starting < one.particles.shape[0] <= options.most_particles()
+    assert one.reweighting_ess < options.second_pass_ess
+    assert two.n_passes == 2 and two.particles.shape[0] == starting
+    assert two.reweighting_ess > options.second_pass_ess
+
 def test_one_mode_is_components_joined_by_overlaps():
     """``is_one_mode``: components whose means lie inside each other's 99% ellipsoids (the
     pieces EM fits to one skewed mode) are one mode, also when joined only through a third;
