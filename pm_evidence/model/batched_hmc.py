@@ -28,8 +28,11 @@ an energy error above ``DIVERGENCE_ENERGY``.
 Tuning (Stan's windowed adaptation, Carpenter et al. 2017), with statistics taken within
 each chain so that chains in different modes do not inflate them:
 
-* each chain's step size by dual averaging (Hoffman and Gelman 2014, Algorithm 5) of its
-  acceptance probability towards ``target_accept``;
+* one step size for all chains by dual averaging (Hoffman and Gelman 2014, Algorithm 5) of the
+  chains' mean acceptance probability towards ``target_accept``: one transition's acceptance
+  is a noisy statistic, and a step size averaged on each chain's own wandered enough that the
+  kept draws were accepted at 0.91-0.96, their step 0.7 of what 0.8 allows (measured:
+  docs/benchmarks.rst, "Batched HMC's step size and first metric");
 * the scales ``s`` at the end of each slow window (windows doubling in length, as Stan's):
   the square root of the chains' mean within-chain variance over the window, at most
   ``VARIANCE_OVER_MEDIAN`` times their median one, regularized towards ``1e-3`` as Stan does
@@ -110,6 +113,7 @@ __all__ = [
     "hmc_transition",
     "leapfrog_trajectory",
     "sample_batched_hmc",
+    "spread_of",
     "starting_points",
     "window_estimates",
 ]
@@ -546,27 +550,31 @@ def hmc_transition(rng, state: HMCState, eps: np.ndarray, metric: Metric, n_step
 
 
 class _DualAveraging:
-    """Hoffman and Gelman (2014), Algorithm 5, on each chain's log step size."""
+    """Hoffman and Gelman (2014), Algorithm 5, on the chains' common log step size, driven by
+    the chains' mean acceptance probability; it starts at the geometric mean of the chains'
+    initial step sizes and returns the step size for every chain, ``(c,)``."""
 
     GAMMA, T0, KAPPA = 0.05, 10.0, 0.75
 
     def __init__(self, eps: np.ndarray, target_accept: float):
-        self.mu, self.delta = np.log(10.0 * eps), target_accept
-        self.log_eps, self.log_eps_bar = np.log(eps), np.zeros_like(eps)
-        self.h_bar, self.t = np.zeros_like(eps), 0
+        self.chains = np.size(eps)
+        start = float(np.exp(np.mean(np.log(eps))))
+        self.mu, self.delta = math.log(10.0 * start), target_accept
+        self.log_eps, self.log_eps_bar = math.log(start), 0.0
+        self.h_bar, self.t = 0.0, 0
 
     def update(self, accept: np.ndarray) -> np.ndarray:
         self.t += 1
         w = 1.0 / (self.t + self.T0)
-        self.h_bar = (1.0 - w) * self.h_bar + w * (self.delta - accept)
+        self.h_bar = (1.0 - w) * self.h_bar + w * (self.delta - float(np.mean(accept)))
         self.log_eps = self.mu - math.sqrt(self.t) / self.GAMMA * self.h_bar
         eta = self.t**-self.KAPPA
         self.log_eps_bar = eta * self.log_eps + (1.0 - eta) * self.log_eps_bar
-        return np.exp(self.log_eps)
+        return np.full(self.chains, math.exp(self.log_eps))
 
     @property
     def final(self) -> np.ndarray:
-        return np.exp(self.log_eps_bar)
+        return np.full(self.chains, math.exp(self.log_eps_bar))
 
 
 def _initial_step_size(rng, state: HMCState, metric: Metric) -> np.ndarray:
@@ -707,6 +715,7 @@ def sample_batched_hmc(
     """
     target.require_continuous("batched HMC posterior sampling")
     c, dim = settings.chains, target.dim
+    given = starts is not None
     if starts is None:
         starts = starting_points(target, rng, c)
     elif np.shape(starts) != (c, dim) or not np.all(np.isfinite(starts)):
@@ -720,7 +729,10 @@ def sample_batched_hmc(
     if circle is not None:  # the chains move y; R-hat and the draws returned read x(y)
         sampled, names = MappedDensity(target, circle), circle.sampler_names(names)
         starts, in_model = circle.to_map(starts), circle.to_model
-    kept, stats = _sample(sampled, rng, settings, starts, progressbar, description, in_model)
+    first_scale = spread_of(starts) if given else None  # starts given: posterior draws
+    kept, stats = _sample(
+        sampled, rng, settings, starts, progressbar, description, in_model, first_scale
+    )
     funnel = fit_funnel_map(kept) if settings.funnel_map else None
     for run in range(FUNNEL_RUNS):  # again, in the funnel's coordinates, from the last draws
         if funnel is None:
@@ -747,15 +759,39 @@ def _identity(x: np.ndarray) -> np.ndarray:
     return x
 
 
-def _sample(target, rng, settings, starts, progressbar: bool, description: str, in_model):
+def spread_of(starts: np.ndarray) -> np.ndarray:
+    """The metric's scales before tuning's first estimate, from ``starts (chains, dim)`` that
+    are posterior draws (``method="auto"``: its exploration's particles): their standard
+    deviation over the chains in each coordinate, at most 1, and 1 where it is 0 or not
+    finite.
+
+    With scales of 1 until the first slow window, a posterior narrower than 1 costs tuning
+    ``1 / scale`` leapfrog steps a transition (capped by ``max_leapfrog``), its step size
+    following the narrowest coordinate while its trajectory is a quarter period of a unit
+    scale: on a radial-velocity orbit whose period has a posterior SD of 0.004 (logit), two
+    thirds of the draws' evaluations were tuning's (measured: docs/benchmarks.rst, "Batched
+    HMC's step size and first metric"). A posterior wider than 1 costs no such steps, and
+    the spread of 16 points is a noisy scale (across a funnel, the mouth's): so the spread
+    only narrows the unit scales."""
+    sd = np.std(np.asarray(starts, dtype=float), axis=0)
+    return np.where(np.isfinite(sd) & (sd > 0), np.minimum(sd, 1.0), 1.0)
+
+
+def _sample(
+    target, rng, settings, starts, progressbar: bool, description: str, in_model,
+    first_scale: np.ndarray | None = None,
+):  # fmt: skip
     """:func:`sample_batched_hmc`'s chains from ``starts`` on ``target`` (the model's
     :class:`~pm_evidence.model.log_density.LogDensity`, or a
     :class:`~pm_evidence.model.mapped_density.MappedDensity` of it): tuning, the kept draws and
     their extensions, decided by the R-hat of the draws as the model's points (``in_model``:
-    the sampler's coordinates to the model's). Returns ``(draws, stats)``."""
+    the sampler's coordinates to the model's). ``first_scale (dim,)``: the metric's scales
+    before tuning's first estimate (:func:`spread_of`; 1 where not given). Returns
+    ``(draws, stats)``."""
     c = settings.chains
     state = HMCState(target, np.array(starts, dtype=float))
-    metric = Metric(np.ones((c, target.dim)))
+    scale = np.ones(target.dim) if first_scale is None else first_scale
+    metric = Metric(np.broadcast_to(scale, (c, target.dim)).copy())
     eps = _initial_step_size(rng, state, metric)
     length = 0.5 * math.pi  # before the first window: a quarter period of a unit scale
     averaging = _DualAveraging(eps, settings.target_accept)

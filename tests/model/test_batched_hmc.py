@@ -26,6 +26,7 @@ from pm_evidence.model.batched_hmc import (
     BatchedHMCSettings,
     adaptation_windows,
     sample_batched_hmc,
+    spread_of,
     starting_points,
     window_estimates,
 )
@@ -281,13 +282,14 @@ def test_which_sampler_draws_and_the_result_says_so(normal_mean_case):
 
 
 def test_draws_are_extended_only_while_their_r_hat_is_a_little_high(correlated_regression):
-    """Short chains (4 x 50 draws) on the correlated regression: R-hat above 1.01 but at most
-    ``EXTEND_RHAT`` extends the draws by another 50 per chain, with the same kernel (the first
-    50 are those made without extensions, draw for draw), until R-hat falls out of that
-    range or ``max_extensions`` is spent; outside it nothing is added. Over several seeds
+    """Short chains (4 x 50 draws after 100 tuning transitions) on the correlated regression:
+    R-hat above 1.01 but at most ``EXTEND_RHAT`` extends the draws by another 50 per chain,
+    with the same kernel (the first 50 are those made without extensions, draw for draw),
+    until R-hat falls out of that range or ``max_extensions`` is spent; outside it nothing is
+    added. Over several seeds
     both branches are taken (which seeds take which depends on the machine's floating point)."""
     target = as_target(correlated_regression[0])
-    settings = BatchedHMCSettings(chains=4, tune=60, draws=50, max_extensions=0)
+    settings = BatchedHMCSettings(chains=4, tune=100, draws=50, max_extensions=0)
     extensions = []
     for seed in range(1, 9):
         plain, plain_stats = sample_batched_hmc(
@@ -349,6 +351,33 @@ def test_chains_start_where_they_are_told_and_bad_starts_are_refused(
         sample_batched_hmc(target, rng, progressbar=False, starts=posterior[:3])
     with pytest.raises(EvidenceInputError, match="finite"):
         sample_batched_hmc(target, rng, progressbar=False, starts=np.full((16, 4), np.nan))
+
+
+def test_a_narrow_posterior_from_posterior_starts_tunes_at_its_own_scale():
+    """A normal mean whose posterior SD is 0.001, its chains started at 16 posterior draws:
+    tuning's first windows run at their spread (``spread_of``), not at unit scales, whose
+    quarter-period trajectories took a thousand steps at the narrow posterior's step size (the
+    cap of 128): tuning then cost 250,000 evaluations, here under 110,000. The draws' SD is
+    the exact one."""
+    y = np.random.default_rng(1).normal(0.3, 0.01, size=100)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("y", mu, 0.01, observed=y)
+    post_sd = 1.0 / np.sqrt(1.0 + y.size / 0.01**2)
+    post_mean = post_sd**2 * y.sum() / 0.01**2
+    starts = np.random.default_rng(2).normal(post_mean, post_sd, size=(16, 1))
+    np.testing.assert_allclose(spread_of(starts), starts.std(axis=0))
+    assert spread_of(np.zeros((16, 2))).tolist() == [1.0, 1.0]  # no spread: unit scales
+    wide = np.random.default_rng(4).normal(0.0, [10.0, 0.1], size=(16, 2))
+    assert spread_of(wide)[0] == 1.0 and spread_of(wide)[1] < 0.2  # it only narrows them
+    draws, stats = sample_batched_hmc(
+        LogDensity(model), np.random.default_rng(3), BatchedHMCSettings(), progressbar=False,
+        starts=starts,
+    )  # fmt: skip
+    kept = stats.chains * stats.draws * stats.mean_leapfrog
+    assert stats.evaluations - kept < 110_000
+    # the SD of 8,192 draws (ESS in the thousands): within 10% of the exact one
+    assert abs(draws.std() / post_sd - 1.0) < 0.1
 
 
 def test_auto_starts_its_draws_at_the_exploration(normal_mean_case):
