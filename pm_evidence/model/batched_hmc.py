@@ -28,11 +28,8 @@ an energy error above ``DIVERGENCE_ENERGY``.
 Tuning (Stan's windowed adaptation, Carpenter et al. 2017), with statistics taken within
 each chain so that chains in different modes do not inflate them:
 
-* one step size for all chains by dual averaging (Hoffman and Gelman 2014, Algorithm 5) of the
-  chains' mean acceptance probability towards ``target_accept``: one transition's acceptance
-  is a noisy statistic, and a step size averaged on each chain's own wandered enough that the
-  kept draws were accepted at 0.91-0.96, their step 0.7 of what 0.8 allows (measured:
-  docs/benchmarks.rst, "Batched HMC's step size and first metric");
+* each chain's step size by dual averaging (Hoffman and Gelman 2014, Algorithm 5) of its
+  acceptance probability towards ``target_accept``;
 * the scales ``s`` at the end of each slow window (windows doubling in length, as Stan's):
   the square root of the chains' mean within-chain variance over the window, at most
   ``VARIANCE_OVER_MEDIAN`` times their median one, regularized towards ``1e-3`` as Stan does
@@ -550,31 +547,27 @@ def hmc_transition(rng, state: HMCState, eps: np.ndarray, metric: Metric, n_step
 
 
 class _DualAveraging:
-    """Hoffman and Gelman (2014), Algorithm 5, on the chains' common log step size, driven by
-    the chains' mean acceptance probability; it starts at the geometric mean of the chains'
-    initial step sizes and returns the step size for every chain, ``(c,)``."""
+    """Hoffman and Gelman (2014), Algorithm 5, on each chain's log step size."""
 
     GAMMA, T0, KAPPA = 0.05, 10.0, 0.75
 
     def __init__(self, eps: np.ndarray, target_accept: float):
-        self.chains = np.size(eps)
-        start = float(np.exp(np.mean(np.log(eps))))
-        self.mu, self.delta = math.log(10.0 * start), target_accept
-        self.log_eps, self.log_eps_bar = math.log(start), 0.0
-        self.h_bar, self.t = 0.0, 0
+        self.mu, self.delta = np.log(10.0 * eps), target_accept
+        self.log_eps, self.log_eps_bar = np.log(eps), np.zeros_like(eps)
+        self.h_bar, self.t = np.zeros_like(eps), 0
 
     def update(self, accept: np.ndarray) -> np.ndarray:
         self.t += 1
         w = 1.0 / (self.t + self.T0)
-        self.h_bar = (1.0 - w) * self.h_bar + w * (self.delta - float(np.mean(accept)))
+        self.h_bar = (1.0 - w) * self.h_bar + w * (self.delta - accept)
         self.log_eps = self.mu - math.sqrt(self.t) / self.GAMMA * self.h_bar
         eta = self.t**-self.KAPPA
         self.log_eps_bar = eta * self.log_eps + (1.0 - eta) * self.log_eps_bar
-        return np.full(self.chains, math.exp(self.log_eps))
+        return np.exp(self.log_eps)
 
     @property
     def final(self) -> np.ndarray:
-        return np.full(self.chains, math.exp(self.log_eps_bar))
+        return np.exp(self.log_eps_bar)
 
 
 def _initial_step_size(rng, state: HMCState, metric: Metric) -> np.ndarray:
@@ -769,8 +762,8 @@ def spread_of(starts: np.ndarray) -> np.ndarray:
     ``1 / scale`` leapfrog steps a transition (capped by ``max_leapfrog``), its step size
     following the narrowest coordinate while its trajectory is a quarter period of a unit
     scale: on a radial-velocity orbit whose period has a posterior SD of 0.004 (logit), two
-    thirds of the draws' evaluations were tuning's (measured: docs/benchmarks.rst, "Batched
-    HMC's step size and first metric"). A posterior wider than 1 costs no such steps, and
+    thirds of the draws' evaluations were tuning's (measured: docs/benchmarks.rst, "The metric
+    before tuning's first window"). A posterior wider than 1 costs no such steps, and
     the spread of 16 points is a noisy scale (across a funnel, the mouth's): so the spread
     only narrows the unit scales."""
     sd = np.std(np.asarray(starts, dtype=float), axis=0)

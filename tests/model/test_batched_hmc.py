@@ -282,14 +282,13 @@ def test_which_sampler_draws_and_the_result_says_so(normal_mean_case):
 
 
 def test_draws_are_extended_only_while_their_r_hat_is_a_little_high(correlated_regression):
-    """Short chains (4 x 50 draws after 100 tuning transitions) on the correlated regression:
-    R-hat above 1.01 but at most ``EXTEND_RHAT`` extends the draws by another 50 per chain,
-    with the same kernel (the first 50 are those made without extensions, draw for draw),
-    until R-hat falls out of that range or ``max_extensions`` is spent; outside it nothing is
-    added. Over several seeds
+    """Short chains (4 x 50 draws) on the correlated regression: R-hat above 1.01 but at most
+    ``EXTEND_RHAT`` extends the draws by another 50 per chain, with the same kernel (the first
+    50 are those made without extensions, draw for draw), until R-hat falls out of that
+    range or ``max_extensions`` is spent; outside it nothing is added. Over several seeds
     both branches are taken (which seeds take which depends on the machine's floating point)."""
     target = as_target(correlated_regression[0])
-    settings = BatchedHMCSettings(chains=4, tune=100, draws=50, max_extensions=0)
+    settings = BatchedHMCSettings(chains=4, tune=60, draws=50, max_extensions=0)
     extensions = []
     for seed in range(1, 9):
         plain, plain_stats = sample_batched_hmc(
