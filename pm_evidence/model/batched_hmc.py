@@ -52,7 +52,8 @@ as PyMC's default ``init="jitter+adapt_diag"``; a start of non-finite density is
 prior draw of finite density. Given ``starts`` (``method="auto"``: particles of its exploration
 from the prior, approximately posterior draws in every mode it found, in proportion to their
 mass), the chains start there instead, so that tuning does not estimate the scales from chains
-still on their way between modes. Where the kept draws' largest R-hat is above 1.01 but at most
+still on their way between modes, and the scales before the first window are their spread, at
+most 1 (:func:`spread_of`). Where the kept draws' largest R-hat is above 1.01 but at most
 ``EXTEND_RHAT`` (chains that almost agree: slow mixing, not separate modes), the chains go on
 with the tuned kernel for another ``draws`` transitions, at most ``max_extensions`` times
 (``draws_extensions`` in the statistics). Where the draws show a funnel, some coordinates' scale
