@@ -709,8 +709,8 @@ def sample_batched_hmc(
     """
     target.require_continuous("batched HMC posterior sampling")
     c, dim = settings.chains, target.dim
-    given = starts is not None
-    if starts is None:
+    given = starts is not None  # posterior draws: the first scales are their spread
+    if not given:
         starts = starting_points(target, rng, c)
     elif np.shape(starts) != (c, dim) or not np.all(np.isfinite(starts)):
         raise EvidenceInputError(
@@ -723,7 +723,7 @@ def sample_batched_hmc(
     if circle is not None:  # the chains move y; R-hat and the draws returned read x(y)
         sampled, names = MappedDensity(target, circle), circle.sampler_names(names)
         starts, in_model = circle.to_map(starts), circle.to_model
-    first_scale = spread_of(starts) if given else None  # starts given: posterior draws
+    first_scale = spread_of(starts) if given else None
     kept, stats = _sample(
         sampled, rng, settings, starts, progressbar, description, in_model, first_scale
     )
