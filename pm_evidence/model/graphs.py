@@ -67,7 +67,7 @@ from pytensor.tensor.subtensor import (
 )
 from pytensor.tensor.symbolic import FusibleSymbolicOp
 
-from pm_evidence.model.gaussian import gaussian_gradients
+from pm_evidence.model.gaussian import GaussianTerms, gaussian_gradients
 
 __all__ = [
     "MAX_TERMS",
@@ -76,6 +76,7 @@ __all__ = [
     "batched_by_variable",
     "flat_graphs",
     "graph_size",
+    "largest_factored_matrix",
     "largest_matrix",
     "relaxed_bernoulli_terms",
     "slices_as_masks",
@@ -629,6 +630,33 @@ def largest_matrix(outputs) -> int:
         and None not in var.type.shape
     ]
     return max(sizes, default=0)
+
+
+def largest_factored_matrix(outputs) -> int:
+    """The most numbers of a matrix that the graphs of ``outputs`` factor, solve with, invert
+    or take the determinant of (a Gaussian process's ``n x n`` covariance, read by
+    :class:`~pm_evidence.model.gaussian.GaussianTerms` or a Cholesky factorization), among
+    those whose shape is known to their type; 0 where there is none. Such an operation costs
+    ``n^3`` per point and its gradient about as much again."""
+    sizes = [
+        int(np.prod(var.type.shape))
+        for node in apply_ancestors(outputs)
+        if _is_linear_algebra(node.op)
+        for var in node.inputs
+        if isinstance(getattr(var.type, "shape", None), tuple)
+        and len(var.type.shape) >= 2
+        and None not in var.type.shape
+    ]
+    return max(sizes, default=0)
+
+
+def _is_linear_algebra(op) -> bool:
+    """Whether ``op`` (or the core of a ``Blockwise``) is PyTensor's linear algebra (a
+    factorization, a solve, an inverse, a determinant) or a :class:`GaussianTerms`."""
+    core = op.core_op if isinstance(op, Blockwise) else op
+    return isinstance(core, GaussianTerms) or type(core).__module__.startswith(
+        ("pytensor.tensor.linalg", "pytensor.tensor.slinalg", "pytensor.tensor.nlinalg")
+    )
 
 
 def relaxed_bernoulli_terms(model: pm.Model) -> tuple[list, list]:

@@ -65,6 +65,7 @@ from pm_evidence.model.graphs import (
     batched_by_variable,
     flat_graphs,
     graph_size,
+    largest_factored_matrix,
     largest_matrix,
     relaxed_bernoulli_terms,
     term_choice_graphs,
@@ -99,6 +100,13 @@ ADAPTER_ATTRIBUTE = "_pm_evidence_log_density"
 # (LogDensity.prior_cut): a batched prior draws them in one call; one drawn per call costs about
 # 0.1 ms a draw. A cut of mass 1e-3 goes unseen in 4,000 draws with probability 2 %, and its
 # bias on log Z, 1e-3, is a fifth of the default SE.
+# A model whose point's evaluation factors a matrix of at least this many numbers (a Gaussian
+# process's 100 x 100 covariance) takes values without gradients from a value-only function of
+# their own (LogDensity.values_apart): on the radial-velocity model with a GP term (a 200 x 200
+# covariance) the value alone runs at twice the points per second of the value and gradient
+# (measured: docs/benchmarks.rst, "Values without gradients").
+VALUES_APART_ELEMENTS = 10_000
+
 PRIOR_CUT_DRAWS = 20_000
 PRIOR_CUT_DRAWS_ONE_BY_ONE = 4_000
 PRIOR_CUT_SEED = 65_537
@@ -276,6 +284,23 @@ class LogDensity:
         of observations it sets the rows per compiled call
         (:func:`~pm_evidence.model.batched.block_size_for`)."""
         return largest_matrix(self._graphs.terms)
+
+    @cached_property
+    def values_apart(self) -> bool:
+        """Whether values wanted without gradients come from the value-only function: where
+        the model has a gradient and one point's evaluation factors a matrix of at least
+        ``VALUES_APART_ELEMENTS`` numbers (a Gaussian process's ``n x n`` covariance:
+        :func:`~pm_evidence.model.graphs.largest_factored_matrix`). There the value costs
+        about half of the value and gradient, and a run spends many of its evaluations where
+        it needs no gradient (the exploration's jumps, its reweighting, bridge's reference
+        draws), so the second compile pays for itself many times over; elsewhere (many
+        observations included: an elementwise likelihood's gradient costs little more than
+        its value) the values come from the value-and-gradient function, one compile per model
+        (:meth:`evaluate`). Read from the model's graphs, not timed: the same model takes the
+        same functions on every machine."""
+        if not self.has_gradient:
+            return False
+        return largest_factored_matrix(self._graphs.terms) >= VALUES_APART_ELEMENTS
 
     def _rows_per_call(self) -> int:
         """Rows per compiled call on this adapter's backend (``block_size`` unless given):
@@ -496,12 +521,14 @@ class LogDensity:
         model has one (:attr:`has_gradient`): one compiled function per model, which every
         stage of ``auto`` needs anyway, and whose gradients cost little next to a second
         compile (seconds, on a first call; measured: docs/benchmarks.rst, "One input per
-        variable, one compiled function"). The choice follows from the model and the caller,
+        variable, one compiled function"); the value-only one where a point's evaluation is
+        costly (:attr:`values_apart`: a Gaussian process, tens of thousands of
+        observations). The choice follows from the model and the caller,
         never from what happens to be compiled already, so a result does not depend on what
         ran before it (the two functions may differ in the last bit).
         """
         if via_gradient is None:
-            via_gradient = self.has_gradient
+            via_gradient = self.has_gradient and not self.values_apart
         if via_gradient:
             outs = self._evaluate(self._terms_grad_fn, x, ((), (), (self.dim,), (self.dim,)))
             return outs[0], outs[1]

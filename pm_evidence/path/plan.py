@@ -391,8 +391,11 @@ def make_plan(
         blocks=blocks,
     )  # fmt: skip
     # the plan's evaluations from the value-and-gradient function where its kernel compiles
-    # that anyway (LogDensity.evaluate): one compile, not two
-    via_gradient = bool(kernel.needs_grad and not target.discrete_mask.all())
+    # that anyway (LogDensity.evaluate): one compile, not two; from the value-only one where a
+    # point is costly (LogDensity.values_apart)
+    via_gradient = bool(
+        kernel.needs_grad and not target.discrete_mask.all() and not target.values_apart
+    )
     posterior, reason, overlap, messages = None, "", {}, []
     if ref is None or (need_posterior and (idata is not None or not target.has_discrete)):
         posterior = posterior_draws(

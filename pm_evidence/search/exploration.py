@@ -12,7 +12,8 @@ At each rung, from ``beta`` to the next ``beta'`` chosen by the conditional-ESS 
 ``exp((beta' - beta) L)``, resampled (systematic), then moved by
 
 * independent Metropolis-Hastings (IMH) moves from a Gaussian mixture ``q`` (up to
-  ``n_jumps``, until the particles have made ``JUMPS_PER_PARTICLE`` accepted jumps each),
+  ``n_jumps``, until the particles have made ``JUMPS_PER_PARTICLE`` accepted jumps each:
+  :mod:`pm_evidence.search.jumps`),
   accepted with probability ``min(1, f_beta'(x') q(x) / (f_beta'(x) q(x')))``: a particle can
   move to any mode another particle holds, in one step, so the particles' shares of the modes
   follow ``f_beta'`` even where local moves cannot cross (SMC with independent proposals, as in
@@ -113,6 +114,7 @@ from pm_evidence.search.coverage import (  # moved there: the old imports keep w
     compare_coverage,
     occupancy_jumps,
 )
+from pm_evidence.search.jumps import cross_fitted_jumps
 from pm_evidence.search.mixtures import (  # moved there: the old imports keep working
     ADAPTED_ESS,  # noqa: F401 (moved; old imports)
     OUTLIER_LEVEL,  # noqa: F401 (moved; old imports)
@@ -127,7 +129,7 @@ from pm_evidence.search.mixtures import (  # moved there: the old imports keep w
     with_mirror_images,
 )
 from pm_evidence.tempering.kernels import adapt_step_size, make_kernel, transition
-from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
+from pm_evidence.tempering.path import GeometricPath, PathState
 from pm_evidence.tempering.pilot import smc_step, take
 
 __all__ = [
@@ -172,10 +174,6 @@ JUMP_ACCEPTANCE_TO_KEEP = 0.3
 # docs/benchmarks.rst, Measurements behind the defaults).
 PRIOR_TUNING_PARTICLES = 64
 PRIOR_TUNING_MOVES = 10
-
-# A rung's jumps are repeated until the particles have made this many accepted jumps each, on
-# average (at most ExplorationOptions.n_jumps jumps).
-JUMPS_PER_PARTICLE = 3.0
 
 # The exploration's reference gets a component at a mirror image of a component under the model's
 # relabelling group (:meth:`Exploration.reference`) where its density at the image of the
@@ -464,113 +462,11 @@ class Exploration:
 DEFENSIVE_SHARE = 0.1
 
 
-def _jump(rng, path, state: PathState, beta: float, q: MixtureReference, with_grad,
-          log_q_state: np.ndarray | None = None):  # fmt: skip
-    """One independent Metropolis-Hastings move of every particle from ``q``; ``log_q_state``:
-    ``q.logpdf(state.x)`` where the caller holds it. Returns the moved state, the acceptance
-    rate and ``q.logpdf`` at the moved particles."""
-    proposal = path.evaluate(q.sample(rng, state.x.shape[0]), with_grad=with_grad)
-    if log_q_state is None:
-        log_q_state = q.logpdf(state.x)
-    log_q_proposal = q.logpdf(proposal.x)
-    log_target_new = tempered_log_density(proposal.log_p0, proposal.delta, beta)
-    log_target_old = tempered_log_density(state.log_p0, state.delta, beta)
-    log_ratio = log_target_new - log_target_old + log_q_state - log_q_proposal
-    with np.errstate(invalid="ignore"):
-        accept = np.log(rng.random(log_ratio.size)) < np.where(
-            np.isfinite(log_target_new), log_ratio, -np.inf
-        )
-    merged = PathState(
-        *(None if a is None else np.where(accept.reshape(-1, *[1] * (a.ndim - 1)), b, a)
-          for a, b in zip(state, proposal, strict=True))
-    )  # fmt: skip
-    return merged, float(accept.mean()), np.where(accept, log_q_proposal, log_q_state)
-
-
 def _multimodal(fits: list[MixtureReference], acceptance: float) -> bool:
     """Whether a rung's particles look multimodal: both halves' fits have several components
     and the jumps between them were accepted less than ``JUMP_ACCEPTANCE_TO_KEEP`` of the
     time (a single skewed mode fitted by two overlapping normals is jumped across easily)."""
     return min(f.n_components for f in fits) > 1 and acceptance < JUMP_ACCEPTANCE_TO_KEEP
-
-
-def _put(state: PathState, idx: np.ndarray, part: PathState) -> PathState:
-    """``state`` with the rows ``idx`` replaced by ``part``."""
-    fields = []
-    for whole, rows in zip(state, part, strict=True):
-        if whole is None:
-            fields.append(None)
-            continue
-        whole = whole.copy()
-        whole[idx] = rows
-        fields.append(whole)
-    return PathState(*fields)
-
-
-def cross_fitted_jumps(
-    rng,
-    path,
-    state: PathState,
-    beta: float,
-    with_grad: bool,
-    fit,
-    n_jumps: int,
-    remembered: MixtureReference | None = None,
-    memory: MixtureReference | None = None,
-):
-    """Independent Metropolis-Hastings moves of every particle, each half of the particles
-    (split at random) proposed from the mixture fitted to the other half.
-
-    A mixture fitted to all the particles and used to move them favours leaving the sparse
-    regions: there the fit hugs the few particles, so ``q`` at a particle exceeds ``q`` at a
-    fresh proposal nearby, and the acceptance ratio ``q(x) / q(x')`` rises: modes whose mass
-    stretches into the far tails of the unconstrained space (at a bound) are drained of their
-    particles (measured: docs/benchmarks.rst, Measurements behind the defaults). Fitted to the
-    other half (once, at
-    the rung's start), ``q`` is independent of the particles it moves, and every move leaves
-    ``f_beta`` invariant exactly.
-
-    The moves are repeated, up to ``n_jumps`` times, until the particles have made
-    ``JUMPS_PER_PARTICLE`` accepted jumps each on average: a jump costs one evaluation,
-    and where the mixture fits the modes poorly (jumps rarely accepted) one jump per rung
-    leaves the particles' shares of the modes far off (measured: docs/benchmarks.rst,
-    Measurements behind the defaults). Where
-    both proposals have one component (a unimodal posterior) one jump is made. Each half's
-    proposal also holds, with half the weight, the mixtures of the rung before
-    (``remembered``): a mode that the last resampling emptied is still proposed, and refilled.
-    A second pass of the exploration adds, at every rung and also where the fits have one
-    component, an earlier pass's final mixture (``memory``, fixed: independent of the
-    particles), so that a mode found late is proposed from the first rung on.
-
-    ``fit(x) -> MixtureReference``. Returns the moved state, the mean acceptance rate, the
-    first half's mixture and the number of jumps made.
-    """
-    halves = np.array_split(rng.permutation(state.x.shape[0]), 2)
-    mixtures = [fit(state.x[half]) for half in halves]
-    if memory is None and all(q.n_components == 1 for q in mixtures):
-        # one jump from the fitted normals where both halves' fits are single normals (a
-        # unimodal posterior): the jumps then only refresh the particles within one mode,
-        # which the local moves also do
-        proposals, n_jumps = mixtures, 1
-    else:
-        proposals = [m if remembered is None else pooled(m, remembered) for m in mixtures]
-        if memory is not None:
-            proposals = [pooled(q, memory) for q in proposals]
-
-    rates = []
-    # each half's proposal density at its particles, carried from jump to jump (a half is
-    # always proposed from the same mixture): one mixture density per jump, not two
-    log_q = [None, None]
-    while len(rates) < n_jumps and sum(rates) < JUMPS_PER_PARTICLE:
-        accepted = 0.0
-        for i, (moving, q) in enumerate(zip(halves, reversed(proposals), strict=True)):
-            part, rate, log_q[i] = _jump(
-                rng, path, take(state, moving), beta, q, with_grad, log_q[i]
-            )
-            state = _put(state, moving, part)
-            accepted += rate * moving.size
-        rates.append(accepted / state.x.shape[0])
-    return state, float(np.mean(rates)), mixtures, len(rates)
 
 
 def explore(
@@ -851,7 +747,7 @@ def local_moves(rng, path, kernel, walk: Walk, beta: float, n_moves: int, fitted
 def sweep(rng, path, kernel, options: ExplorationOptions, walk: Walk, beta: float, rate: float,
           k: int, remembered, memory=None) -> tuple[Walk, float, tuple]:  # fmt: skip
     """One rung's moves at ``beta``: jumps from the mixtures fitted to the other half of the
-    particles (``cross_fitted_jumps``), then ``options.n_moves`` local moves. Returns the
+    particles (:func:`~pm_evidence.search.jumps.cross_fitted_jumps`), then ``options.n_moves`` local moves. Returns the
     walk, the jumps' acceptance and the two halves' mixtures.
 
     The number of components is searched for again (by BIC) when the jumps of the rung before
@@ -863,13 +759,20 @@ def sweep(rng, path, kernel, options: ExplorationOptions, walk: Walk, beta: floa
     def fit(x):
         return flattened(fit_gaussian_mixture(x, rng, options.max_components, k, search))
 
+    # where the model's values are cheaper without its gradient (the path does not take them
+    # from the gradient function: LogDensity.values_apart), repeated jumps evaluate their
+    # proposals without it, and the gradient is taken once, after them, where a particle moved
+    gradient_once = kernel.needs_grad and not path.via_gradient
     state, rate, q, n_jumps = cross_fitted_jumps(
-        rng, path, walk.state, beta, kernel.needs_grad, fit, options.n_jumps, remembered, memory
+        rng, path, walk.state, beta, kernel.needs_grad, fit, options.n_jumps, remembered,
+        memory, gradient_once=gradient_once,
     )  # fmt: skip
+    n_eval = walk.n_eval + state.x.shape[0] * n_jumps
+    if gradient_once and n_jumps > 1:
+        n_eval += int(np.any(state.x != walk.state.x, axis=1).sum())
     fitted = pooled(*q)
     candidates = kept_candidates(walk.candidates, state, fitted)
-    jumped = Walk(state, walk.log_step, walk.moved, candidates,
-                  walk.n_eval + state.x.shape[0] * n_jumps)  # fmt: skip
+    jumped = Walk(state, walk.log_step, walk.moved, candidates, n_eval)
     return local_moves(rng, path, kernel, jumped, beta, options.n_moves, fitted), rate, q
 
 
@@ -889,7 +792,7 @@ def _explore(
 ) -> tuple[Exploration, list]:
     """One pass of the tempering (:func:`explore`) and the mixtures fitted at its rungs;
     ``memory``: an earlier pass's final mixture, proposed in every rung's jumps
-    (:func:`cross_fitted_jumps`)."""
+    (:func:`~pm_evidence.search.jumps.cross_fitted_jumps`)."""
     path = GeometricPath(target, PriorReference(target))
     kernel = make_kernel("auto", target)
     n, dim = options.particles_for(target.dim, target.backend.width), target.dim

@@ -75,7 +75,8 @@ class GeometricPath:
     via_gradient : bool, optional
         Evaluate the model by its value-and-gradient function (:meth:`LogDensity.evaluate
         <pm_evidence.LogDensity.evaluate>`), as a gradient-based kernel compiles it anyway;
-        default: where the model has continuous entries.
+        default: where the model has continuous entries and its values are not taken apart
+        from its gradient (:attr:`~pm_evidence.LogDensity.values_apart`: a costly point).
     """
 
     def __init__(self, target, reference: Reference, *, via_gradient: bool | None = None):
@@ -93,9 +94,10 @@ class GeometricPath:
         self.reference = reference
         # values from the value-and-gradient function (LogDensity.evaluate) where the path's
         # kernel compiles it anyway: the caller says (make_plan: its kernel needs gradients);
-        # None: wherever the model has continuous entries (HMC, the default kernel there)
+        # None: wherever the model has continuous entries (HMC, the default kernel there) and a
+        # point costs too little for a value-only function to pay (LogDensity.values_apart)
         if via_gradient is None:
-            via_gradient = not target.discrete_mask.all()
+            via_gradient = not target.discrete_mask.all() and not target.values_apart
         self.via_gradient = bool(via_gradient)
         # compiled HMC transitions bound to this path's reference parameters, by leapfrog
         # steps (pm_evidence.tempering.compiled.hmc_transition_function)

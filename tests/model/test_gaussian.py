@@ -20,23 +20,24 @@ from pm_evidence.model.gaussian import GaussianTerms, gaussian_gradients
 from pm_evidence.model.graphs import term_passes
 
 
-def _gp_model(n_series: int = 1, with_diagonal_term: bool = False) -> pm.Model:
-    """``y ~ MvNormal(m, K)``, ``K = a^2 exp(-(t_i - t_j)^2 / (2 l^2)) + s^2 I``: ``n_series``
-    independent series sharing ``K`` (one ``MvNormal`` of shape ``(n_series, 9)``), and, with
-    ``with_diagonal_term``, a potential that reads the factor's diagonal as well."""
+def _gp_model(n_series: int = 1, with_diagonal_term: bool = False, n: int = 9) -> pm.Model:
+    """``y ~ MvNormal(m, K)``, ``K = a^2 exp(-(t_i - t_j)^2 / (2 l^2)) + s^2 I`` at ``n``
+    times: ``n_series`` independent series sharing ``K`` (one ``MvNormal`` of shape
+    ``(n_series, n)``), and, with ``with_diagonal_term``, a potential that reads the factor's
+    diagonal as well."""
     rng = np.random.default_rng(3)
-    t = np.sort(rng.uniform(0.0, 10.0, size=9))
+    t = np.sort(rng.uniform(0.0, 10.0, size=n))
     lag = t[:, None] - t[None, :]
-    y = rng.normal(size=(n_series, 9)) if n_series > 1 else rng.normal(size=9)
+    y = rng.normal(size=(n_series, n)) if n_series > 1 else rng.normal(size=n)
     with pm.Model() as model:
         amplitude = pm.HalfNormal("amplitude", 2.0)
         length = pm.Gamma("length", 2.0, 1.0)
         noise = pm.HalfNormal("noise", 1.0)
         mean = pm.Normal("mean", 0.0, 1.0)
-        cov = amplitude**2 * pt.exp(-(lag**2) / (2 * length**2)) + noise**2 * pt.eye(9)
+        cov = amplitude**2 * pt.exp(-(lag**2) / (2 * length**2)) + noise**2 * pt.eye(n)
         pm.MvNormal("y", mean, cov=cov, observed=y)
         if with_diagonal_term:
-            chol = pt.linalg.cholesky(cov + pt.eye(9))  # a different factor: left alone
+            chol = pt.linalg.cholesky(cov + pt.eye(n))  # a different factor: left alone
             pm.Potential("extra", -pt.sum(pt.diagonal(chol) ** 2))
     return model
 
@@ -135,3 +136,23 @@ def test_the_jax_backend_computes_the_same_values_and_gradients():
         on_jax.log_density_and_grad(x), on_numba.log_density_and_grad(x), strict=True
     ):
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_a_large_covariance_takes_its_values_without_the_gradient():
+    """Where a point factors a matrix of ``VALUES_APART_ELEMENTS`` numbers or more (a
+    100 x 100 covariance), values come from the value-only function (``values_apart``), and
+    agree with the value-and-gradient function's to rounding; a 9 x 9 one keeps the one
+    function, and so does a model without a factorization."""
+    from pm_evidence.model.log_density import VALUES_APART_ELEMENTS
+
+    assert VALUES_APART_ELEMENTS == 100 * 100
+    small, large = LogDensity(_gp_model()), LogDensity(_gp_model(n=100))
+    assert large.values_apart and not small.values_apart
+    x = np.random.default_rng(1).normal(size=(5, large.dim)) * 0.5
+    by_default = large.evaluate(x)
+    np.testing.assert_array_equal(by_default, large.evaluate(x, via_gradient=False))
+    np.testing.assert_allclose(by_default, large.evaluate(x, via_gradient=True), rtol=1e-11)
+    with pm.Model() as plain:
+        mu = pm.Normal("mu")
+        pm.Normal("y", mu, 1.0, observed=np.zeros(20_000))
+    assert not LogDensity(plain).values_apart

@@ -255,6 +255,36 @@ def test_a_remembered_mixture_refills_a_mode_no_particle_holds():
     assert abs(np.mean(moved.x > 0) - 0.5) < 0.1
 
 
+def test_repeated_jumps_can_take_the_gradient_once_after_them():
+    """``gradient_once`` (for a model whose value costs far less alone): the jumps evaluate
+    their proposals without the gradient and take it once after the last, where a particle
+    moved. The same stream moves the particles to the same points as with the gradient at
+    every proposal, and the gradients are those at the points reached."""
+    from pm_evidence.references import PriorReference
+    from pm_evidence.search.exploration import cross_fitted_jumps
+    from pm_evidence.tempering.path import GeometricPath
+
+    target = as_target(_two_separated_modes())
+    path = GeometricPath(target, PriorReference(target))
+    state = path.evaluate(np.random.default_rng(2).normal(0.0, 3.0, size=(400, 1)),
+                          with_grad=True)  # fmt: skip
+
+    memory = MixtureReference(np.array([0.5, 0.5]), np.array([[-3.0], [3.0]]),
+                              np.full((2, 1, 1), 0.3))  # fmt: skip
+
+    def jumps(**gradient):
+        return cross_fitted_jumps(np.random.default_rng(5), path, state, 0.5, True,
+                                  MixtureReference.single, 10, memory=memory, **gradient)  # fmt: skip
+
+    every, rate, _, n_jumps = jumps()
+    once, rate_once, _, _ = jumps(gradient_once=True)
+    assert n_jumps > 1 and 0 < rate == rate_once
+    np.testing.assert_array_equal(once.x, every.x)
+    fresh = path.evaluate(once.x, with_grad=True)
+    for got, want in zip(once, fresh, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
 def test_a_second_pass_is_made_below_its_ess_and_keeps_the_first_ones_components():
     """``second_pass_ess``: 1 forces a second pass (every ESS is below 1), 0 forbids it; the
     evaluations of both passes are counted. The forced run's first pass is ``one`` (the same
