@@ -96,10 +96,6 @@ __all__ = [
 # its compiled code, which goes with it.
 ADAPTER_ATTRIBUTE = "_pm_evidence_log_density"
 
-# Forward draws that decide whether transforms cut the prior and measure the mass they keep
-# (LogDensity.prior_cut): a batched prior draws them in one call; one drawn per call costs about
-# 0.1 ms a draw. A cut of mass 1e-3 goes unseen in 4,000 draws with probability 2 %, and its
-# bias on log Z, 1e-3, is a fifth of the default SE.
 # A model whose point's evaluation factors a matrix of at least this many numbers (a Gaussian
 # process's 100 x 100 covariance) takes values without gradients from a value-only function of
 # their own (LogDensity.values_apart): on the radial-velocity model with a GP term (a 200 x 200
@@ -107,6 +103,10 @@ ADAPTER_ATTRIBUTE = "_pm_evidence_log_density"
 # (measured: docs/benchmarks.rst, "Values without gradients").
 VALUES_APART_ELEMENTS = 10_000
 
+# Forward draws that decide whether transforms cut the prior and measure the mass they keep
+# (LogDensity.prior_cut): a batched prior draws them in one call; one drawn per call costs about
+# 0.1 ms a draw. A cut of mass 1e-3 goes unseen in 4,000 draws with probability 2 %, and its
+# bias on log Z, 1e-3, is a fifth of the default SE.
 PRIOR_CUT_DRAWS = 20_000
 PRIOR_CUT_DRAWS_ONE_BY_ONE = 4_000
 PRIOR_CUT_SEED = 65_537
@@ -522,8 +522,8 @@ class LogDensity:
         stage of ``auto`` needs anyway, and whose gradients cost little next to a second
         compile (seconds, on a first call; measured: docs/benchmarks.rst, "One input per
         variable, one compiled function"); the value-only one where a point's evaluation is
-        costly (:attr:`values_apart`: a Gaussian process, tens of thousands of
-        observations). The choice follows from the model and the caller,
+        costly (:attr:`values_apart`: a Gaussian process on 100 or more observations). The
+        choice follows from the model and the caller,
         never from what happens to be compiled already, so a result does not depend on what
         ran before it (the two functions may differ in the last bit).
         """
