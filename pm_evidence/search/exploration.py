@@ -754,8 +754,8 @@ def local_moves(rng, path, kernel, walk: Walk, beta: float, n_moves: int, fitted
 def sweep(rng, path, kernel, options: ExplorationOptions, walk: Walk, beta: float, rate: float,
           k: int, remembered, memory=None) -> tuple[Walk, float, tuple]:  # fmt: skip
     """One rung's moves at ``beta``: jumps from the mixtures fitted to the other half of the
-    particles (:func:`~pm_evidence.search.jumps.cross_fitted_jumps`), then ``options.n_moves`` local moves. Returns the
-    walk, the jumps' acceptance and the two halves' mixtures.
+    particles (:func:`~pm_evidence.search.jumps.cross_fitted_jumps`), then ``options.n_moves``
+    local moves. Returns the walk, the jumps' acceptance and the two halves' mixtures.
 
     The number of components is searched for again (by BIC) when the jumps of the rung before
     were often rejected (``rate`` below ``JUMP_ACCEPTANCE_TO_KEEP``: the mixture then misses

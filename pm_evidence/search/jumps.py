@@ -102,9 +102,10 @@ def cross_fitted_jumps(
     particles), so that a mode found late is proposed from the first rung on.
 
     With ``with_grad`` and ``gradient_once``, repeated jumps evaluate their proposals without
-    the gradient (a model whose value costs far less alone: :attr:`~pm_evidence.LogDensity.values_apart`),
-    and the gradient is taken once after the last jump, at the particles that moved (one more
-    evaluation each); a single jump takes it with the value.
+    the gradient (a model whose value costs far less alone:
+    :attr:`~pm_evidence.LogDensity.values_apart`), and the gradient is taken once after the
+    last jump, at the particles that moved (one more evaluation each); a single jump takes it
+    with the value.
 
     ``fit(x) -> MixtureReference``. Returns the moved state, the mean acceptance rate, the
     first half's mixture and the number of jumps made.
