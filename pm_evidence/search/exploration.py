@@ -181,12 +181,6 @@ PRIOR_TUNING_MOVES = 10
 MIRROR_DENSITY_RATIO = 1000.0
 
 
-# Final sweeps of a pass whose particles were copied (ExplorationOptions.max_particles): its
-# 2,048 particles, with one sweep's, are a pool of 4,096 points for the final fit, twice what
-# the default three sweeps make of 512; more sweeps of as many particles cost much and changed
-# little (measured: docs/benchmarks.rst, "Exploration: a second pass").
-COPIED_FINAL_SWEEPS = 1
-
 # The most particles of an exploration on a CPU (ExplorationOptions.max_particles).
 MAX_PARTICLES = 2048
 
@@ -233,8 +227,7 @@ class ExplorationOptions:
     n_final_sweeps : int
         Further sweeps (jumps and moves) at ``beta = 1`` whose particles are pooled with the
         last ones for the final mixture (``(1 + n_final_sweeps) n_particles`` correlated
-        draws); at most ``COPIED_FINAL_SWEEPS`` (1) where the particles were copied up to
-        ``max_particles``, already several times as many.
+        draws).
     n_reweighting_draws : int
         Draws from the final mixture (for each of up to three iterations) whose importance
         weights set its components' weights, means and covariances (:func:`~pm_evidence.search.mixtures.adapt_components`,
@@ -850,10 +843,7 @@ def _explore(
         # more draws at beta = 1 for the final fit: a covariance from 512 points is noisy in
         # 20 dimensions (measured: docs/benchmarks.rst, Measurements behind the defaults)
         pool, pool_log_f = [walk.state.x], [walk.state.log_p0 + walk.state.delta]
-        n_sweeps = options.n_final_sweeps
-        if walk.state.x.shape[0] > n:  # copied: a pool large enough with fewer sweeps
-            n_sweeps = min(n_sweeps, COPIED_FINAL_SWEEPS)
-        for _ in range(n_sweeps):
+        for _ in range(options.n_final_sweeps):
             walk, rate, fits = sweep(
                 rng, path, kernel, options, walk, 1.0, rate, k, remembered, memory
             )
