@@ -523,9 +523,9 @@ class LogDensity:
         compile (seconds, on a first call; measured: docs/benchmarks.rst, "One input per
         variable, one compiled function"); the value-only one where a point's evaluation is
         costly (:attr:`values_apart`: a Gaussian process on 100 or more observations). The
-        choice follows from the model and the caller,
-        never from what happens to be compiled already, so a result does not depend on what
-        ran before it (the two functions may differ in the last bit).
+        choice follows from the model and the caller, never from what happens to be compiled
+        already, so a result does not depend on what ran before it (the two functions may
+        differ in the last bit).
         """
         if via_gradient is None:
             via_gradient = self.has_gradient and not self.values_apart
