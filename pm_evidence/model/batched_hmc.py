@@ -29,7 +29,14 @@ Tuning (Stan's windowed adaptation, Carpenter et al. 2017), with statistics take
 each chain so that chains in different modes do not inflate them:
 
 * each chain's step size by dual averaging (Hoffman and Gelman 2014, Algorithm 5) of its
-  acceptance probability towards ``target_accept``;
+  acceptance statistic towards ``target_accept``: the mean over the trajectory's points
+  ``x_1 .. x_L`` of ``min(1, exp(H_0 - H_l))``, the acceptance each point would have as the
+  trajectory's end (NUTS's statistic, Hoffman and Gelman 2014, §3.2.1). With lengths drawn
+  uniformly (below) every point is the end of some trajectory, so the mean is the acceptance
+  over the lengths, read from one transition with far less noise than its endpoint's alone;
+  adapted to the endpoint's, the noise of one chain's signal left the averaged step size
+  short (kept transitions accepted at 0.91-0.96 against 0.8, a quarter more leapfrog steps
+  on the funnel in a box; measured: docs/benchmarks.rst, "The step size's statistic");
 * the scales ``s`` at the end of each slow window (windows doubling in length, as Stan's):
   the square root of the chains' mean within-chain variance over the window, at most
   ``VARIANCE_OVER_MEDIAN`` times their median one, regularized towards ``1e-3`` as Stan does
@@ -87,7 +94,7 @@ from pm_evidence.core.utils import RHAT_MAX, max_rhat
 from pm_evidence.model.circular_map import find_circular_map
 from pm_evidence.model.compile_mode import without_garbage_collection
 from pm_evidence.model.funnel_map import fit_funnel_map
-from pm_evidence.model.leapfrog import leapfrog_maps, leapfrog_step
+from pm_evidence.model.leapfrog import leapfrog_maps, leapfrog_step, point_acceptance
 from pm_evidence.model.log_density import LogDensity
 from pm_evidence.model.mapped_density import MappedDensity
 from pm_evidence.model.model_checks import nan_data_names
@@ -408,18 +415,25 @@ class Metric(NamedTuple):
         return self.factor is not None
 
 
-def _numpy_leapfrog(state: HMCState, p, maps, n_steps: int):
+def _numpy_leapfrog(state: HMCState, p, h0, maps, n_steps: int):
     """``n_steps`` leapfrog steps from ``state`` and the half-kicked momentum ``p`` with the
     chains' ``maps = (move, kick)``, one call of the compiled function per step: ``(x, p,
-    log f, grad, diverged)``."""
+    log f, grad, diverged, mean acceptance)``, the last the mean over the trajectory's points
+    of :func:`~pm_evidence.model.leapfrog.point_acceptance` from the energy ``h0`` (the
+    statistic tuning adapts the step size to)."""
     move, kick = maps
     x, diverged = state.x, np.zeros(state.x.shape[0], dtype=bool)
+    accepted = np.zeros(state.x.shape[0])
     for i in range(n_steps):  # at least one
+        before = p
         x, p, terms, diverged = leapfrog_step(
             np, state.function, _gradient, move, kick, x, p, state.x, diverged,
             0.5 if i == n_steps - 1 else 1.0,
         )  # fmt: skip
-    return x, p, terms[0] + terms[1], _gradient(terms), diverged  # log f only at the last step
+        accepted += point_acceptance(
+            np, h0, before, kick, _gradient(terms), terms[0] + terms[1], diverged
+        )
+    return x, p, terms[0] + terms[1], _gradient(terms), diverged, accepted / n_steps
 
 
 def _gradient(terms):
@@ -434,7 +448,9 @@ def fused_leapfrog_function(target: LogDensity, dense: bool):
     ``CHUNK_STEPS`` steps of every chain in one call on the device, the positions, momenta
     and gradients staying there between steps.
 
-    Its rows are ``(x, p, log f, grad, start, diverged, eps, scale)`` and its constants
+    Its rows are ``(x, p, log f, grad, start, diverged, accepted, h0, eps, scale)``
+    (``accepted``: the sum of :func:`~pm_evidence.model.leapfrog.point_acceptance` over the
+    steps so far, from the energy ``h0``) and its constants
     ``(factor, n_active, last)``: steps ``i >= n_active`` leave everything as it is (a
     trajectory of ``L`` steps is ``ceil(L / CHUNK_STEPS)`` calls), and step ``last`` kicks
     by half (``-1``: none in this chunk). Built once per model and metric kind; ``None``
@@ -458,72 +474,82 @@ def _build_fused_leapfrog(target: LogDensity, dense: bool):
     dim = target.dim
     names = ("x", "p", "grad", "start", "scale")
     x, p, grad, start, scale = (pt.vector(name, shape=(dim,)) for name in names)
-    log_f, eps = pt.scalar("log_f"), pt.scalar("eps")
+    log_f, eps, h0 = pt.scalar("log_f"), pt.scalar("eps"), pt.scalar("h0")
+    accepted = pt.scalar("accepted")
     diverged = pt.scalar("diverged", dtype="bool")
     factor = pt.matrix("factor", shape=(dim, dim)) if dense else None
     n_active, last = pt.scalar("n_active", dtype="int64"), pt.scalar("last", dtype="int64")
     move, kick = leapfrog_maps(scale, factor, eps)
 
-    def body(i, x, p, log_f, grad, diverged):
+    def body(i, x, p, log_f, grad, diverged, accepted):
         fraction = pt.switch(pt.eq(i, last), 0.5, 1.0)
         x_new, p_new, terms, diverged_new = leapfrog_step(
             pt, target.symbolic_point_terms_with_grad, _gradient, move, kick, x, p, start,
             diverged, fraction,
         )  # fmt: skip
-        stepped = (x_new, p_new, terms[0] + terms[1], _gradient(terms), diverged_new)
+        log_f_new, grad_new = terms[0] + terms[1], _gradient(terms)
+        point = point_acceptance(pt, h0, p, kick, grad_new, log_f_new, diverged_new)
+        stepped = (x_new, p_new, log_f_new, grad_new, diverged_new, accepted + point)
         active = pt.lt(i, n_active)
-        carried = (x, p, log_f, grad, diverged)
+        carried = (x, p, log_f, grad, diverged, accepted)
         return [pt.switch(active, new, old) for new, old in zip(stepped, carried, strict=True)]
 
     steps = pytensor.scan(
         body, sequences=[pt.arange(CHUNK_STEPS, dtype="int64")],
-        outputs_info=[x, p, log_f, grad, diverged], n_steps=CHUNK_STEPS, return_updates=False,
+        outputs_info=[x, p, log_f, grad, diverged, accepted], n_steps=CHUNK_STEPS,
+        return_updates=False,
     )  # fmt: skip
     outputs = [s[-1] for s in steps]
     constants = [factor, n_active, last] if dense else [n_active, last]
-    rows = [x, p, log_f, grad, start, diverged, eps, scale]
+    rows = [x, p, log_f, grad, start, diverged, accepted, h0, eps, scale]
     return target.compile_point_rows(rows, outputs, constants)
 
 
-def _fused_leapfrog(function, state: HMCState, p, eps: np.ndarray, metric: Metric, n_steps: int):
+def _fused_leapfrog(
+    function, state: HMCState, p, h0, eps: np.ndarray, metric: Metric, n_steps: int
+):  # fmt: skip
     """:func:`_numpy_leapfrog`'s steps in chunks of ``CHUNK_STEPS`` steps, each one call of
     ``function`` (:func:`fused_leapfrog_function`)."""
     x, log_f, grad = state.x, state.log_f, state.grad
     diverged = np.zeros(x.shape[0], dtype=bool)
+    accepted = np.zeros(x.shape[0])
     factor = () if metric.factor is None else (metric.factor,)
     scale = np.broadcast_to(metric.scale, x.shape)
     done = 0
     while done < n_steps:
         n_active = min(CHUNK_STEPS, n_steps - done)
         last = n_active - 1 if done + n_active == n_steps else -1
-        x, p, log_f, grad, diverged = function(
-            x, p, log_f, grad, state.x, diverged, eps, scale,
+        x, p, log_f, grad, diverged, accepted = function(
+            x, p, log_f, grad, state.x, diverged, accepted, h0, eps, scale,
             constants=(*factor, np.int64(n_active), np.int64(last)),
         )  # fmt: skip
         done += n_active
-    return x, p, log_f, grad, diverged
+    return x, p, log_f, grad, diverged, accepted / n_steps
 
 
 def leapfrog_trajectory(
-    state: HMCState, p, eps: np.ndarray, metric: Metric, n_steps: int, maps=None
+    state: HMCState, p, h0, eps: np.ndarray, metric: Metric, n_steps: int, maps=None
 ):  # fmt: skip
     """``n_steps`` leapfrog steps (:func:`~pm_evidence.model.leapfrog.leapfrog_step`) of every
     chain from ``state`` and the half-kicked momenta ``p``, with per-chain step sizes ``eps
-    (c,)``: ``(x, p, log f, grad, diverged)`` at the end (``p`` half-kicked at the last step).
+    (c,)``: ``(x, p, log f, grad, diverged)`` at the end (``p`` half-kicked at the last step)
+    and the mean over the trajectory's points of their acceptance probability from the
+    starting energy ``h0`` (:func:`~pm_evidence.model.leapfrog.point_acceptance`).
     On JAX in chunks of ``CHUNK_STEPS`` steps per call (:func:`fused_leapfrog_function`), on
     Numba one call per step, with ``maps``, the chains' ``leapfrog_maps`` where the caller has
     them already."""
     fused = fused_leapfrog_function(state.target, metric.dense)
     if fused is not None:
-        return _fused_leapfrog(fused, state, p, eps, metric, n_steps)
+        return _fused_leapfrog(fused, state, p, h0, eps, metric, n_steps)
     maps = maps or leapfrog_maps(metric.scale, metric.factor, eps[:, None])
-    return _numpy_leapfrog(state, p, maps, n_steps)
+    return _numpy_leapfrog(state, p, h0, maps, n_steps)
 
 
 def hmc_transition(rng, state: HMCState, eps: np.ndarray, metric: Metric, n_steps: int):
     """One HMC transition of every chain (module text) with per-chain step sizes ``eps (c,)``
     and ``metric``; updates ``state`` in place and returns ``(acceptance probabilities,
-    divergent)``.
+    divergent, trajectory acceptance)``, the last the mean acceptance probability over the
+    trajectory's points (:func:`leapfrog_trajectory`), the statistic tuning adapts to.
 
     The leapfrog steps are :func:`~pm_evidence.model.leapfrog.leapfrog_step`: on Numba one call of the compiled function
     per step, with a few NumPy operations on ``(c, dim)`` arrays (each a microsecond or two on
@@ -535,7 +561,9 @@ def hmc_transition(rng, state: HMCState, eps: np.ndarray, metric: Metric, n_step
     h0 = 0.5 * np.sum(p * p, axis=1) - state.log_f
     with np.errstate(invalid="ignore", over="ignore"):
         p = p + maps[1](state.grad, 0.5)
-        x, p, log_f, grad, diverged = leapfrog_trajectory(state, p, eps, metric, n_steps, maps)
+        x, p, log_f, grad, diverged, along = leapfrog_trajectory(
+            state, p, h0, eps, metric, n_steps, maps
+        )
         h1 = 0.5 * np.sum(p * p, axis=1) - log_f
         energy_error = h1 - h0
         diverged = diverged | ~np.isfinite(energy_error) | (energy_error > DIVERGENCE_ENERGY)
@@ -544,7 +572,7 @@ def hmc_transition(rng, state: HMCState, eps: np.ndarray, metric: Metric, n_step
     state.x = np.where(take[:, None], x, state.x)
     state.log_f = np.where(take, log_f, state.log_f)
     state.grad = np.where(take[:, None], grad, state.grad)
-    return accept_prob, diverged
+    return accept_prob, diverged, along
 
 
 class _DualAveraging:
@@ -641,11 +669,10 @@ def _step(rng, state: HMCState, eps, metric: Metric, length: float, settings) ->
     """One transition of every chain, its number of leapfrog steps drawn as the module text
     says: one length for every chain (one batched call per leapfrog step), from the median
     chain's step size (a chain with a longer step moves further). Returns ``(acceptance
-    probabilities, divergent, steps)``."""
+    probabilities, divergent, trajectory acceptance, steps)`` (:func:`hmc_transition`)."""
     jittered = rng.uniform(0.0, 1.0) * TRAJECTORY_FACTOR * length / float(np.median(eps))
     n_steps = int(min(settings.max_leapfrog, max(1, math.ceil(jittered))))
-    accept, diverged = hmc_transition(rng, state, eps, metric, n_steps)
-    return accept, diverged, n_steps
+    return (*hmc_transition(rng, state, eps, metric, n_steps), n_steps)
 
 
 @dataclass
@@ -670,7 +697,7 @@ def _kept(rng, state, eps, metric, length, settings, tally: _Tally, run, descrip
     ``(chain, draw, dim)``, their statistics added to ``tally``."""
     kept = np.empty((settings.chains, settings.draws, state.x.shape[1]))
     for t in range(settings.draws):
-        accept, diverged, n_steps = _step(rng, state, eps, metric, length, settings)
+        accept, diverged, _, n_steps = _step(rng, state, eps, metric, length, settings)
         tally.evaluations += settings.chains * n_steps
         kept[:, t] = state.x
         tally.accept += float(np.mean(accept))
@@ -795,9 +822,9 @@ def _sample(
     window: list[np.ndarray] = []
     with long_run(settings.tune + settings.draws, description, progressbar) as run:
         for t in range(settings.tune):
-            accept, _, n_steps = _step(rng, state, eps, metric, length, settings)
+            _, _, along, n_steps = _step(rng, state, eps, metric, length, settings)
             tally.evaluations += c * n_steps
-            eps = averaging.update(accept)
+            eps = averaging.update(along)
             if first <= t < ends[-1]:
                 window.append(state.x.copy())
             if t + 1 in ends[1:]:  # the end of a slow window: new scales, restart averaging

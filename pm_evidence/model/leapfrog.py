@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-__all__ = ["leapfrog_maps", "leapfrog_step"]
+__all__ = ["leapfrog_maps", "leapfrog_step", "point_acceptance"]
 
 
 def leapfrog_maps(scale, factor, e):
@@ -65,3 +65,15 @@ def leapfrog_step(xp, evaluate, gradient, move, kick, x, p, start, diverged, fra
         x = xp.where(diverged[..., None], start, x)
     terms = evaluate(x)
     return x, p + kick(gradient(terms), fraction), terms, diverged
+
+
+def point_acceptance(xp, h0, p, kick, gradient, log_f, diverged):
+    r"""The acceptance probability ``min(1, exp(H_0 - H_l))`` of a trajectory's point ``x_l``,
+    were it the trajectory's end: ``p`` is the momentum before the step that reached it
+    (``p_{l-1/2}``), so its full-step momentum is ``p_l = p + (phi = 1/2) kick``, and ``H_l =
+    |p_l|^2 / 2 - log f(x_l)``; 0 where the chain diverged or the energy is not finite. Over
+    ``xp`` (NumPy rows, or PyTensor) as :func:`leapfrog_step`."""
+    p_point = p + kick(gradient, 0.5)
+    energy = 0.5 * xp.sum(p_point * p_point, axis=-1) - log_f
+    accept = xp.exp(xp.minimum(0.0, h0 - energy))
+    return xp.where(diverged | ~xp.isfinite(energy), 0.0, accept)

@@ -102,21 +102,28 @@ def test_a_transition_is_the_same_on_both_engines(correlated_regression, dense):
         for target in (numba, jax):
             state = batched_hmc.HMCState(target, x0.copy())
             p = np.random.default_rng(n_steps).standard_normal(x0.shape)
-            trajectories.append(batched_hmc.leapfrog_trajectory(state, p, eps, metric, n_steps))
-            accept, diverged = batched_hmc.hmc_transition(
+            h0 = 0.5 * np.sum(p * p, axis=1) - state.log_f
+            trajectories.append(batched_hmc.leapfrog_trajectory(state, p, h0, eps, metric, n_steps))
+            accept, diverged, along = batched_hmc.hmc_transition(
                 np.random.default_rng(n_steps), state, eps, metric, n_steps
             )
-            moved.append((state.x, state.log_f, state.grad, accept, diverged))
+            moved.append((state.x, state.log_f, state.grad, accept, diverged, along))
         # the trajectories themselves: the overflowing chain moved back to its start, flagged
         # there, and evaluated there (its log f and gradient those of its start)
         for a, b in zip(*trajectories, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
-        x_end, _, log_f_end, _, diverged_end = trajectories[1]
+        x_end, _, log_f_end, _, diverged_end, _ = trajectories[1]
         assert diverged_end[4] and not diverged_end[0]
         np.testing.assert_array_equal(x_end[4], x0[4])
         assert np.isfinite(log_f_end[4])
-        (x_a, f_a, g_a, acc_a, div_a), (x_b, f_b, g_b, acc_b, div_b) = moved
+        (x_a, f_a, g_a, acc_a, div_a, along_a), (x_b, f_b, g_b, acc_b, div_b, along_b) = moved
         np.testing.assert_array_equal(div_a, div_b)
+        # the trajectory's mean acceptance (tuning's statistic): the same on both engines, 0
+        # for the chain that diverged at its first step, the endpoint's for a one-step one
+        np.testing.assert_allclose(along_a, along_b, rtol=1e-9, atol=1e-12)
+        assert along_a[4] == 0.0 and np.all((along_a >= 0) & (along_a <= 1))
+        if n_steps == 1:
+            np.testing.assert_allclose(along_a, acc_a, rtol=1e-12)
         assert div_a[4] and not div_a[0]
         np.testing.assert_allclose(x_a, x_b, rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(f_a, f_b, rtol=1e-9)
