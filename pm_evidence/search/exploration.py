@@ -40,6 +40,14 @@ weights; :meth:`Exploration.reference` is AIS's reference in ``method="auto"``
 with NUTS draws. The SMC estimate ``log Z = sum_j log mean_i
 exp((beta_{j+1} - beta_j) L(x_i))`` (seed 000 eq. (8) with resampling) comes with it.
 
+The final fit pools the last rung's particles with ``n_final_sweeps`` further sweeps at ``beta =
+1``. Where that fit is a poor reference (its reweighting ESS below
+:attr:`ExplorationOptions.second_pass_ess`), the same fit is made to the last rung's particles
+alone and the better of the two kept: the sweeps usually move the particles into the
+posterior's proportions after the last rung's large step, but on periodic signals they
+sometimes turned a fit of ESS 0.84 into one of 0.002 (measured: docs/benchmarks.rst,
+"Exploration: a second pass").
+
 A second pass
     Where the final mixture is a poor reference (the importance-sampling ESS of its adaptation
     below :attr:`ExplorationOptions.second_pass_ess`), the particles at ``beta = 1`` did not
@@ -227,7 +235,8 @@ class ExplorationOptions:
     n_final_sweeps : int
         Further sweeps (jumps and moves) at ``beta = 1`` whose particles are pooled with the
         last ones for the final mixture (``(1 + n_final_sweeps) n_particles`` correlated
-        draws).
+        draws); where that fit is a poor reference, the fit to the last ones alone is tried
+        too, and the better one kept (module text).
     n_reweighting_draws : int
         Draws from the final mixture (for each of up to three iterations) whose importance
         weights set its components' weights, means and covariances (:func:`~pm_evidence.search.mixtures.adapt_components`,
@@ -787,6 +796,46 @@ def tune_at_prior(rng, path, kernel, walk: Walk) -> Walk:
     return dataclasses.replace(tuned, state=walk.state)
 
 
+@dataclass(frozen=True)
+class _FinalFit:
+    """A pass's final mixture with what it took: its reweighting ESS, the modes added by term
+    searches and climbs, whether its weights were estimated, and its evaluations."""
+
+    mixture: MixtureReference
+    reweighting_ess: float
+    n_term_modes: int
+    n_climbed: int
+    weights_estimated: bool
+    n_evaluations: int
+
+
+def _final_fit(target, rng, path, options, k, pool, pool_log_f, candidates, last_rungs):
+    """The mixture fitted to the points ``pool`` at ``beta = 1`` (a list of arrays, with their
+    ``log f``), with the components of ``last_rungs`` it lost, the modes of the log-density's
+    terms and those climbed from ``candidates``, adapted by importance sampling
+    (:func:`~pm_evidence.search.mixtures.adapt_components`)."""
+    points, log_f_points = np.concatenate(pool), np.concatenate(pool_log_f)
+    mixture = fit_gaussian_mixture(points, rng, options.max_components, k)
+    mixture = with_lost_components(mixture, last_rungs)
+    log_f_and_grad = functools.partial(_log_f_and_grad, path)
+    mixture, n_term_modes, n_eval = with_term_modes(
+        target, rng, mixture, (points, log_f_points), log_f_and_grad
+    )
+    mixture, n_climbed, climb_evaluations = climbed_modes(
+        mixture, candidates, (points, log_f_points), log_f_and_grad
+    )
+    n_eval += climb_evaluations
+    reweighting_ess, adapted = np.nan, mixture
+    if options.n_reweighting_draws > 0:
+        log_f = CountedLogDensity(path)
+        adapted, reweighting_ess = adapt_components(
+            mixture, log_f, rng, options.n_reweighting_draws
+        )
+        n_eval += log_f.evaluations
+    estimated = weighed_by_importance(mixture, adapted, reweighting_ess)
+    return _FinalFit(adapted, reweighting_ess, n_term_modes, n_climbed, estimated, n_eval)
+
+
 def _explore(
     target, rng, options: ExplorationOptions, progressbar: bool, memory=None
 ) -> tuple[Exploration, list]:
@@ -850,25 +899,19 @@ def _explore(
             pool.append(walk.state.x)
             pool_log_f.append(walk.state.log_p0 + walk.state.delta)
     state, candidates, n_eval = walk.state, walk.candidates, walk.n_eval
-    mixture = fit_gaussian_mixture(np.concatenate(pool), rng, options.max_components, k)
-    mixture = with_lost_components(mixture, mixtures[-2:-4:-1])
-    log_f_and_grad = functools.partial(_log_f_and_grad, path)
-    pool = (np.concatenate(pool), np.concatenate(pool_log_f))
-    mixture, n_term_modes, climb_evaluations = with_term_modes(
-        target, rng, mixture, pool, log_f_and_grad
-    )
-    n_eval += climb_evaluations
-    mixture, n_climbed, climb_evaluations = climbed_modes(mixture, candidates, pool, log_f_and_grad)
-    n_eval += climb_evaluations
-    reweighting_ess, adapted = np.nan, mixture
-    if options.n_reweighting_draws > 0:
-        log_f = CountedLogDensity(path)
-        adapted, reweighting_ess = adapt_components(
-            mixture, log_f, rng, options.n_reweighting_draws
+    last_rungs = mixtures[-2:-4:-1]
+    fit = _final_fit(target, rng, path, options, k, pool, pool_log_f, candidates, last_rungs)
+    n_eval += fit.n_evaluations
+    if fit.reweighting_ess < options.second_pass_ess and len(pool) > 1:
+        # the final sweeps can turn a good fit into a poor one: then the fit to the last
+        # rung's particles alone, where it is the better reference
+        before = _final_fit(
+            target, rng, path, options, k, pool[:1], pool_log_f[:1], candidates, last_rungs
         )
-        n_eval += log_f.evaluations
-    estimated = weighed_by_importance(mixture, adapted, reweighting_ess)
-    mixture = adapted
+        n_eval += before.n_evaluations
+        fit = before if before.reweighting_ess > fit.reweighting_ess else fit
+    mixture, reweighting_ess = fit.mixture, fit.reweighting_ess
+    n_term_modes, n_climbed, estimated = fit.n_term_modes, fit.n_climbed, fit.weights_estimated
     occupancy = np.array([mixture.occupancy(q.means, q.weights) for q in mixtures])
     exploration = Exploration(
         state.x,

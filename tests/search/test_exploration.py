@@ -152,7 +152,9 @@ def test_adapt_components_takes_a_component_far_from_the_mass_without_a_warning(
         warnings.simplefilter("error")
         adapted, _ = adapt_components(start, target.logpdf, np.random.default_rng(0), 2048)
     assert adapted.weights[2] < 1e-2
-    np.testing.assert_allclose(adapted.weights[:2] / adapted.weights[:2].sum(), [0.8, 0.2], atol=0.04)
+    np.testing.assert_allclose(
+        adapted.weights[:2] / adapted.weights[:2].sum(), [0.8, 0.2], atol=0.04
+    )
 
 
 def test_adapt_components_gives_draws_outside_the_support_no_weight():
@@ -306,27 +308,53 @@ def test_a_second_pass_is_made_below_its_ess_and_keeps_the_first_ones_components
 def test_a_second_pass_keeps_its_starting_particles():
     """Two sinusoids (6 parameters, ``periodic_2f``): the first pass copies its 557 particles
     (three copies each, up to 2,048) at the rung where they look multimodal; its second pass
-    (made at seed 1, where the first's mixture is a poor reference), whose jumps propose every
-    mode the first found from its first rung on, keeps its starting number and ends a good
-    reference (reweighting ESS above ``second_pass_ess``)."""
+    (made at seed 5, where the first's mixture is a poor reference, after the final sweeps and
+    before them), whose jumps propose every mode the first found from its first rung on, keeps
+    its starting number and ends a good reference (reweighting ESS above ``second_pass_ess``)."""
     from pm_evidence.zoo.periodic import PERIODIC_ENTRIES
 
     entry = next(e for e in PERIODIC_ENTRIES if e.name == "periodic_2f")
     target = as_target(entry.build()[0])
     options = ExplorationOptions()
     starting = options.particles_for(target.dim)
-    one = explore(target, np.random.default_rng(1), ExplorationOptions(second_pass_ess=0.0))
-    two = explore(target, np.random.default_rng(1))
+    one = explore(target, np.random.default_rng(5), ExplorationOptions(second_pass_ess=0.0))
+    two = explore(target, np.random.default_rng(5))
     assert starting < one.particles.shape[0] <= options.most_particles()
     assert one.reweighting_ess < options.second_pass_ess
     assert two.n_passes == 2 and two.particles.shape[0] == starting
     assert two.reweighting_ess > options.second_pass_ess
+
+
+@pytest.mark.parametrize("seed", [1, 8])
+def test_a_poor_fit_after_the_final_sweeps_gives_way_to_the_fit_before_them(seed):
+    """``periodic_2f`` at seeds 1 and 8: the mixture fitted to the last rung's particles pooled
+    with the final sweeps' is a poor reference (reweighting ESS below 0.01; shown with the
+    second pass turned off, which also turns off the fit before the sweeps); the fit to the
+    last rung's particles alone is a good one, so it is kept and no second pass is made."""
+    from pm_evidence.zoo.periodic import PERIODIC_ENTRIES
+
+    entry = next(e for e in PERIODIC_ENTRIES if e.name == "periodic_2f")
+    target = as_target(entry.build()[0])
+    options = ExplorationOptions()
+    pooled_only = explore(
+        target, np.random.default_rng(seed), ExplorationOptions(second_pass_ess=0.0)
+    )
+    kept = explore(target, np.random.default_rng(seed))
+    assert pooled_only.reweighting_ess < 0.01
+    assert kept.n_passes == 1 and kept.reweighting_ess > options.second_pass_ess
+    # the same pass: the same tempering, and the second fit's evaluations on top
+    np.testing.assert_array_equal(kept.betas, pooled_only.betas)
+    assert kept.n_evaluations > pooled_only.n_evaluations
+    # both modes of the pair of frequencies held, as in the pooled fit
+    assert kept.n_modes >= 2
+
 
 def test_one_mode_is_components_joined_by_overlaps():
     """``is_one_mode``: components whose means lie inside each other's 99% ellipsoids (the
     pieces EM fits to one skewed mode) are one mode, also when joined only through a third;
     components 20 SDs apart are two, and so are a narrow component and the broad one it lies
     in (the broad mean is outside the narrow ellipsoid)."""
+
     def mixture(means, sds):
         means = np.asarray(means, dtype=float)[:, None]
         chols = np.asarray(sds, dtype=float)[:, None, None]
