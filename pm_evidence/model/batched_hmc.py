@@ -420,7 +420,8 @@ def _numpy_leapfrog(state: HMCState, p, h0, maps, n_steps: int):
     chains' ``maps = (move, kick)``, one call of the compiled function per step: ``(x, p,
     log f, grad, diverged, mean acceptance)``, the last the mean over the trajectory's points
     of :func:`~pm_evidence.model.leapfrog.point_acceptance` from the energy ``h0`` (the
-    statistic tuning adapts the step size to)."""
+    statistic tuning adapts the step size to; ``None`` where ``h0`` is: a few NumPy
+    operations fewer a step)."""
     move, kick = maps
     x, diverged = state.x, np.zeros(state.x.shape[0], dtype=bool)
     accepted = np.zeros(state.x.shape[0])
@@ -430,10 +431,12 @@ def _numpy_leapfrog(state: HMCState, p, h0, maps, n_steps: int):
             np, state.function, _gradient, move, kick, x, p, state.x, diverged,
             0.5 if i == n_steps - 1 else 1.0,
         )  # fmt: skip
-        accepted += point_acceptance(
-            np, h0, before, kick, _gradient(terms), terms[0] + terms[1], diverged
-        )
-    return x, p, terms[0] + terms[1], _gradient(terms), diverged, accepted / n_steps
+        if h0 is not None:
+            accepted += point_acceptance(
+                np, h0, before, kick, _gradient(terms), terms[0] + terms[1], diverged
+            )
+    along = None if h0 is None else accepted / n_steps
+    return x, p, terms[0] + terms[1], _gradient(terms), diverged, along
 
 
 def _gradient(terms):
@@ -513,6 +516,7 @@ def _fused_leapfrog(
     x, log_f, grad = state.x, state.log_f, state.grad
     diverged = np.zeros(x.shape[0], dtype=bool)
     accepted = np.zeros(x.shape[0])
+    energy = accepted if h0 is None else h0  # the statistic is summed in the graph either way
     factor = () if metric.factor is None else (metric.factor,)
     scale = np.broadcast_to(metric.scale, x.shape)
     done = 0
@@ -520,11 +524,11 @@ def _fused_leapfrog(
         n_active = min(CHUNK_STEPS, n_steps - done)
         last = n_active - 1 if done + n_active == n_steps else -1
         x, p, log_f, grad, diverged, accepted = function(
-            x, p, log_f, grad, state.x, diverged, accepted, h0, eps, scale,
+            x, p, log_f, grad, state.x, diverged, accepted, energy, eps, scale,
             constants=(*factor, np.int64(n_active), np.int64(last)),
         )  # fmt: skip
         done += n_active
-    return x, p, log_f, grad, diverged, accepted / n_steps
+    return x, p, log_f, grad, diverged, None if h0 is None else accepted / n_steps
 
 
 def leapfrog_trajectory(
@@ -534,7 +538,8 @@ def leapfrog_trajectory(
     chain from ``state`` and the half-kicked momenta ``p``, with per-chain step sizes ``eps
     (c,)``: ``(x, p, log f, grad, diverged)`` at the end (``p`` half-kicked at the last step)
     and the mean over the trajectory's points of their acceptance probability from the
-    starting energy ``h0`` (:func:`~pm_evidence.model.leapfrog.point_acceptance`).
+    starting energy ``h0`` (:func:`~pm_evidence.model.leapfrog.point_acceptance`; ``None``
+    where ``h0`` is).
     On JAX in chunks of ``CHUNK_STEPS`` steps per call (:func:`fused_leapfrog_function`), on
     Numba one call per step, with ``maps``, the chains' ``leapfrog_maps`` where the caller has
     them already."""
@@ -545,11 +550,14 @@ def leapfrog_trajectory(
     return _numpy_leapfrog(state, p, h0, maps, n_steps)
 
 
-def hmc_transition(rng, state: HMCState, eps: np.ndarray, metric: Metric, n_steps: int):
+def hmc_transition(
+    rng, state: HMCState, eps: np.ndarray, metric: Metric, n_steps: int, along: bool = True
+):  # fmt: skip
     """One HMC transition of every chain (module text) with per-chain step sizes ``eps (c,)``
     and ``metric``; updates ``state`` in place and returns ``(acceptance probabilities,
     divergent, trajectory acceptance)``, the last the mean acceptance probability over the
-    trajectory's points (:func:`leapfrog_trajectory`), the statistic tuning adapts to.
+    trajectory's points (:func:`leapfrog_trajectory`), the statistic tuning adapts to
+    (``None`` where ``along`` is false: the kept transitions do without it).
 
     The leapfrog steps are :func:`~pm_evidence.model.leapfrog.leapfrog_step`: on Numba one call of the compiled function
     per step, with a few NumPy operations on ``(c, dim)`` arrays (each a microsecond or two on
@@ -562,7 +570,7 @@ def hmc_transition(rng, state: HMCState, eps: np.ndarray, metric: Metric, n_step
     with np.errstate(invalid="ignore", over="ignore"):
         p = p + maps[1](state.grad, 0.5)
         x, p, log_f, grad, diverged, along = leapfrog_trajectory(
-            state, p, h0, eps, metric, n_steps, maps
+            state, p, h0 if along else None, eps, metric, n_steps, maps
         )
         h1 = 0.5 * np.sum(p * p, axis=1) - log_f
         energy_error = h1 - h0
@@ -665,14 +673,16 @@ def window_estimates(window: np.ndarray) -> tuple[Metric, float]:
     return Metric(scale), 0.5 * math.pi * math.sqrt(max(lam, 1.0))
 
 
-def _step(rng, state: HMCState, eps, metric: Metric, length: float, settings) -> tuple:
+def _step(
+    rng, state: HMCState, eps, metric: Metric, length: float, settings, along: bool = True
+) -> tuple:  # fmt: skip
     """One transition of every chain, its number of leapfrog steps drawn as the module text
     says: one length for every chain (one batched call per leapfrog step), from the median
     chain's step size (a chain with a longer step moves further). Returns ``(acceptance
     probabilities, divergent, trajectory acceptance, steps)`` (:func:`hmc_transition`)."""
     jittered = rng.uniform(0.0, 1.0) * TRAJECTORY_FACTOR * length / float(np.median(eps))
     n_steps = int(min(settings.max_leapfrog, max(1, math.ceil(jittered))))
-    return (*hmc_transition(rng, state, eps, metric, n_steps), n_steps)
+    return (*hmc_transition(rng, state, eps, metric, n_steps, along), n_steps)
 
 
 @dataclass
@@ -697,7 +707,7 @@ def _kept(rng, state, eps, metric, length, settings, tally: _Tally, run, descrip
     ``(chain, draw, dim)``, their statistics added to ``tally``."""
     kept = np.empty((settings.chains, settings.draws, state.x.shape[1]))
     for t in range(settings.draws):
-        accept, diverged, _, n_steps = _step(rng, state, eps, metric, length, settings)
+        accept, diverged, _, n_steps = _step(rng, state, eps, metric, length, settings, along=False)
         tally.evaluations += settings.chains * n_steps
         kept[:, t] = state.x
         tally.accept += float(np.mean(accept))

@@ -129,6 +129,10 @@ def test_a_transition_is_the_same_on_both_engines(correlated_regression, dense):
         np.testing.assert_allclose(f_a, f_b, rtol=1e-9)
         np.testing.assert_allclose(g_a, g_b, rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(acc_a, acc_b, rtol=1e-9, atol=1e-12)
+    # the kept transitions do without the statistic (a few NumPy operations fewer a step)
+    state = batched_hmc.HMCState(numba, x0.copy())
+    rng = np.random.default_rng(0)
+    assert batched_hmc.hmc_transition(rng, state, eps, metric, 2, along=False)[2] is None
 
 
 def test_same_seed_same_draws(correlated_regression):
