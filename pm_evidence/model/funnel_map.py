@@ -24,6 +24,17 @@ the driver it fits best, a driver is kept where the median share over the coordi
 is at least ``FUNNEL_DRIVER_R2`` (a funnel's spreads follow a line; modes along ``x_u`` give
 steps), and a coordinate that drives others is not rescaled itself.
 
+**A neck, or modes joined through one.** A neck that the chains do not enter leaves them all
+in the mouth, where they agree: the coordinates a driver drives have a split R-hat near 1
+(1.05-1.22 in the first draws of the funnel in a box, ten seeds). Chains held apart in
+different modes of the driven coordinates, joined only where the driver is small (an orbit's
+period, free at low amplitude, where the chains hop between its aliases or hold one; 2.3-2.5
+on the eccentric orbits), show the same spread following the driver, but a rescaling does not
+join modes: a driver whose driven coordinates' median R-hat is above ``FUNNEL_MAX_RHAT`` is no
+funnel's. Their draws are flagged by their own R-hat as before; the run in a map's
+coordinates cost there two to three times the first draws and was not the estimate
+(docs/benchmarks.rst, "A neck, or modes").
+
 **The map** (Papaspiliopoulos, Roberts and Skold 2007, partial non-centering; its weights
 learned from the draws as Gorinova, Moore and Hoffman 2020 learn theirs by variational
 inference): for each driven ``j``
@@ -45,11 +56,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from arviz_stats.base import array_stats
 
 __all__ = [
     "FUNNEL_BINS",
     "FUNNEL_DRIVER_R2",
     "FUNNEL_MAX_DRAWS",
+    "FUNNEL_MAX_RHAT",
     "FUNNEL_MIN_R2",
     "FUNNEL_MIN_RATIO",
     "FUNNEL_SCREEN_CORR",
@@ -71,6 +84,10 @@ FUNNEL_DRIVER_R2 = 0.8
 # not found); the ordered periodic signal 5.5, the ordered means 3.7, every other model below
 # 2.6.
 FUNNEL_MIN_RATIO = 10.0
+# A driver whose driven coordinates' median split R-hat is above this holds chains apart in
+# modes, not in a neck's mouth: the funnel in a box's first draws 1.05-1.22 over ten seeds, the
+# eccentric orbits' periods 2.3-2.5 (module text).
+FUNNEL_MAX_RHAT = 1.5
 # The test reads at most this many draws (evenly thinned).
 FUNNEL_MAX_DRAWS = 4096
 # A driver is tested only where its value correlates with another coordinate's log distance
@@ -192,9 +209,17 @@ def _screened_drivers(x: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.max(np.abs(corr), axis=1) >= FUNNEL_SCREEN_CORR)
 
 
+def _split_rhat(draws: np.ndarray) -> np.ndarray:
+    """Each coordinate's rank-normalized split R-hat over the chains of ``draws (chain, draw,
+    dim)`` (``arviz_stats``); 1 where it is not finite (a constant coordinate)."""
+    rhat = np.asarray(array_stats.rhat(draws, chain_axis=0, draw_axis=1), dtype=float)
+    return np.where(np.isfinite(rhat), rhat, 1.0)
+
+
 def fit_funnel_map(draws: np.ndarray) -> FunnelMap | None:
     """The :class:`FunnelMap` of the draws ``(chain, draw, dim)`` (module text), or ``None``
-    where no coordinate's scale follows another's."""
+    where no coordinate's scale follows another's, or where those that do are held apart in
+    modes (their chains' R-hat above ``FUNNEL_MAX_RHAT``)."""
     draws = np.asarray(draws, dtype=float)
     n_chains, n_draws, dim = draws.shape
     # a chain's repeated draws (rejected transitions; a chain stuck in the neck) say nothing
@@ -224,8 +249,10 @@ def fit_funnel_map(draws: np.ndarray) -> FunnelMap | None:
         best_r2 = np.where(found, r2, best_r2)
         driver, slope = np.where(found, u, driver), np.where(found, a, slope)
         center = np.where(found, centers.mean(), center)
+    rhat = _split_rhat(draws)
     for u in np.unique(driver[driver >= 0]):  # a driver convinces by most of its coordinates
-        if np.median(best_r2[driver == u]) < FUNNEL_DRIVER_R2:
+        line_like = np.median(best_r2[driver == u]) >= FUNNEL_DRIVER_R2
+        if not line_like or np.median(rhat[driver == u]) > FUNNEL_MAX_RHAT:
             driver[driver == u] = -1
     driven = np.flatnonzero((driver >= 0) & ~np.isin(np.arange(dim), driver))
     if driven.size == 0:

@@ -14,7 +14,12 @@ from scipy import special, stats
 
 import pm_evidence as pme
 from pm_evidence.model.batched_hmc import BatchedHMCSettings, sample_batched_hmc
-from pm_evidence.model.funnel_map import FUNNEL_MIN_RATIO, FunnelMap, fit_funnel_map
+from pm_evidence.model.funnel_map import (
+    FUNNEL_MAX_RHAT,
+    FUNNEL_MIN_RATIO,
+    FunnelMap,
+    fit_funnel_map,
+)
 from pm_evidence.model.log_density import as_target
 from pm_evidence.model.mapped_density import MappedDensity
 from pm_evidence.zoo.multimodal import funnel_box
@@ -61,6 +66,27 @@ def test_finds_neals_funnel_with_its_slopes():
 def test_no_funnel_where_the_spread_does_not_follow_a_coordinate(draws):
     x = draws(np.random.default_rng(2))
     assert fit_funnel_map(x.reshape(4, -1, x.shape[-1])) is None
+
+
+def _modes_along_a_driver(rng, offsets):
+    """Eight chains at their own levels of the first coordinate, the second's spread following
+    it as in a funnel (``e^u``), each chain about its own location ``offsets[c]``: ``(chain,
+    draw, dim)``."""
+    levels = np.linspace(1.5, -1.5, len(offsets))
+    u = levels[:, None] + 0.7 * rng.standard_normal((len(offsets), 1000))
+    x = np.asarray(offsets)[:, None] + rng.standard_normal(u.shape) * np.exp(u)
+    return np.stack([u, x], axis=-1)
+
+
+def test_modes_joined_along_a_driver_are_not_a_funnel():
+    """Chains that agree give a map; the same spreads with the chains at the driver's low end
+    each in a mode of its own (an orbit's period aliases at low amplitude) give none: the
+    driven coordinate's R-hat is far above ``FUNNEL_MAX_RHAT``."""
+    agreeing = fit_funnel_map(_modes_along_a_driver(np.random.default_rng(5), [0] * 8))
+    assert agreeing is not None and agreeing.driven.tolist() == [1]
+    apart = _modes_along_a_driver(np.random.default_rng(5), [0, 0, 0, 0, -8, 8, -16, 16])
+    assert array_stats.rhat(apart, chain_axis=0, draw_axis=1)[1] > FUNNEL_MAX_RHAT
+    assert fit_funnel_map(apart) is None
 
 
 @pytest.fixture(scope="module")
