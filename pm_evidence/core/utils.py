@@ -36,6 +36,7 @@ __all__ = [
     "renamed_keywords",
     "renamed_module_names",
     "renamed_parameters",
+    "rhat_by_coordinate",
     "root_sequence",
     "runs_with_one_blas_thread",
     "spawn_seed",
@@ -214,15 +215,22 @@ def mcmc_ess(values: np.ndarray) -> float:
     return min(ess, float(values.size))
 
 
+def rhat_by_coordinate(draws: np.ndarray) -> np.ndarray:
+    """Each coordinate's rank-normalized split R-hat over the chains of ``draws (chain, draw,
+    ...)`` (Vehtari et al. 2021, ``arviz_stats``); not finite where a coordinate's draws are
+    constant."""
+    draws = np.asarray(draws, dtype=float)
+    return np.asarray(array_stats.rhat(draws, chain_axis=0, draw_axis=1), dtype=float)
+
+
 def max_rhat(draws: np.ndarray) -> tuple[float, int]:
     """Largest rank-normalized split R-hat over the coordinates of ``draws (chain, draw, dim)``
-    (Vehtari et al. 2021, ``arviz_stats``), and the coordinate where it is reached.
+    (:func:`rhat_by_coordinate`), and the coordinate where it is reached.
 
     Coordinates whose R-hat is not finite (constant draws) are skipped; ``(nan, -1)`` if none
     is finite.
     """
-    draws = np.asarray(draws, dtype=float)
-    rhat = np.asarray(array_stats.rhat(draws, chain_axis=0, draw_axis=1), dtype=float)
+    rhat = rhat_by_coordinate(draws)
     rhat = np.where(np.isfinite(rhat), rhat, -np.inf).ravel()
     if not np.any(np.isfinite(rhat)):
         return float("nan"), -1

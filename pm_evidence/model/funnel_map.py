@@ -56,7 +56,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from arviz_stats.base import array_stats
+
+from pm_evidence.core.utils import rhat_by_coordinate
 
 __all__ = [
     "FUNNEL_BINS",
@@ -209,13 +210,6 @@ def _screened_drivers(x: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.max(np.abs(corr), axis=1) >= FUNNEL_SCREEN_CORR)
 
 
-def _split_rhat(draws: np.ndarray) -> np.ndarray:
-    """Each coordinate's rank-normalized split R-hat over the chains of ``draws (chain, draw,
-    dim)`` (``arviz_stats``); 1 where it is not finite (a constant coordinate)."""
-    rhat = np.asarray(array_stats.rhat(draws, chain_axis=0, draw_axis=1), dtype=float)
-    return np.where(np.isfinite(rhat), rhat, 1.0)
-
-
 def fit_funnel_map(draws: np.ndarray) -> FunnelMap | None:
     """The :class:`FunnelMap` of the draws ``(chain, draw, dim)`` (module text), or ``None``
     where no coordinate's scale follows another's, or where those that do are held apart in
@@ -249,7 +243,7 @@ def fit_funnel_map(draws: np.ndarray) -> FunnelMap | None:
         best_r2 = np.where(found, r2, best_r2)
         driver, slope = np.where(found, u, driver), np.where(found, a, slope)
         center = np.where(found, centers.mean(), center)
-    rhat = _split_rhat(draws)
+    rhat = np.nan_to_num(rhat_by_coordinate(draws), nan=1.0)  # 1 where a coordinate is constant
     for u in np.unique(driver[driver >= 0]):  # a driver convinces by most of its coordinates
         line_like = np.median(best_r2[driver == u]) >= FUNNEL_DRIVER_R2
         if not line_like or np.median(rhat[driver == u]) > FUNNEL_MAX_RHAT:
