@@ -191,6 +191,13 @@ MIRROR_DENSITY_RATIO = 1000.0
 
 # The most particles of an exploration on a CPU (ExplorationOptions.max_particles).
 MAX_PARTICLES = 2048
+# The most particles a half's mixture for the jumps is fitted to (:func:`sweep`): the CPU's
+# largest half. On an accelerator, with 16 times the particles, a half's fit by EM on the host
+# took 48-62 ms with its number of components given and 270-335 ms with a BIC search, at 16,384
+# points of 12 parameters, against 1.9 and 16 ms at 1,024 (docs/benchmarks.rst, "The host's work on
+# an accelerator"): two a rung, some seconds of a run with the device waiting. A random subset
+# of that size (a half is a random permutation) fits the mixture a CPU's run fits.
+JUMP_FIT_POINTS = MAX_PARTICLES // 2
 
 
 @dataclass(frozen=True)
@@ -761,12 +768,15 @@ def sweep(rng, path, kernel, options: ExplorationOptions, walk: Walk, beta: floa
 
     The number of components is searched for again (by BIC) when the jumps of the rung before
     were often rejected (``rate`` below ``JUMP_ACCEPTANCE_TO_KEEP``: the mixture then misses
-    part of the particles' shape); otherwise ``k`` components are fitted.
+    part of the particles' shape); otherwise ``k`` components are fitted, to at most
+    ``JUMP_FIT_POINTS`` of a half's particles (a random subset: more only where an accelerator
+    moves 16 times the CPU's particles).
     """
     search = not rate >= JUMP_ACCEPTANCE_TO_KEEP
 
-    def fit(x):
-        return flattened(fit_gaussian_mixture(x, rng, options.max_components, k, search))
+    def fit(x):  # x: a half of the particles, in random order
+        points = x[:JUMP_FIT_POINTS]
+        return flattened(fit_gaussian_mixture(points, rng, options.max_components, k, search))
 
     # where the model's values are cheaper without its gradient (the path does not take them
     # from the gradient function: LogDensity.values_apart), repeated jumps evaluate their

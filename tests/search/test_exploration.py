@@ -305,6 +305,31 @@ def test_a_second_pass_is_made_below_its_ess_and_keeps_the_first_ones_components
         assert abs(right - 0.5) < 0.05
 
 
+def test_the_jumps_mixtures_are_fitted_to_at_most_a_cpus_half_of_the_particles(monkeypatch):
+    """With 4,096 particles (as an accelerator runs 16 times the CPU's), each half's mixture for
+    the jumps is fitted to ``JUMP_FIT_POINTS`` of its 2,048 (the CPU's largest half), the final
+    mixture to all the particles pooled, and both modes keep their shares."""
+    from pm_evidence.search import exploration as exploration_module
+
+    sizes = []
+
+    def recorded(x, *args, **kwargs):
+        sizes.append(x.shape[0])
+        return fit_gaussian_mixture(x, *args, **kwargs)
+
+    monkeypatch.setattr(exploration_module, "fit_gaussian_mixture", recorded)
+    target = as_target(_two_separated_modes())
+    options = ExplorationOptions(n_particles=4096, max_particles=4096, second_pass_ess=0.0)
+    explored = explore(target, np.random.default_rng(4), options)
+    limit = exploration_module.JUMP_FIT_POINTS
+    assert limit == 1024
+    jump_fits = [n for n in sizes if n <= limit]
+    assert jump_fits.count(limit) >= 2 * explored.betas.size - 2  # two halves a rung
+    assert max(sizes) >= 4096  # the final fit: every particle at beta = 1, pooled
+    right = explored.mixture.weights[explored.mixture.means[:, 0] > 0].sum()
+    assert abs(right - 0.5) < 0.05
+
+
 def test_a_second_pass_keeps_its_starting_particles():
     """Two sinusoids (6 parameters, ``periodic_2f``): the first pass copies its 557 particles
     (three copies each, up to 2,048) at the rung where they look multimodal; its second pass
