@@ -215,12 +215,15 @@ def mcmc_ess(values: np.ndarray) -> float:
     return min(ess, float(values.size))
 
 
-def rhat_by_coordinate(draws: np.ndarray) -> np.ndarray:
-    """Each coordinate's rank-normalized split R-hat over the chains of ``draws (chain, draw,
-    ...)`` (Vehtari et al. 2021, ``arviz_stats``); not finite where a coordinate's draws are
-    constant."""
+def rhat_by_coordinate(draws: np.ndarray, method: str = "rank") -> np.ndarray:
+    """Each coordinate's split R-hat over the chains of ``draws (chain, draw, ...)`` (Vehtari
+    et al. 2021, ``arviz_stats``): ``"rank"``, the larger of the bulk R-hat (of the draws'
+    ranks: chains at different locations) and the tail one (of their folded ranks: chains of
+    different spreads); ``"z_scale"``, the bulk R-hat alone. Not finite where a coordinate's
+    draws are constant."""
     draws = np.asarray(draws, dtype=float)
-    return np.asarray(array_stats.rhat(draws, chain_axis=0, draw_axis=1), dtype=float)
+    rhat = array_stats.rhat(draws, chain_axis=0, draw_axis=1, method=method)
+    return np.asarray(rhat, dtype=float)
 
 
 def max_rhat(draws: np.ndarray) -> tuple[float, int]:
