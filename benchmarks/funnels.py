@@ -8,6 +8,9 @@ it is computed, each checked by a second scheme in ``tests/zoo/test_funnels.py``
   ``theta_j ~ N(mu, tau^2)``, ``y_j ~ N(theta_j, sigma_j^2)``, the eight schools' data; gold:
   ``theta`` and ``mu`` integrate out in closed form, then QUADPACK over ``tau`` (the
   non-centered model has the same log Z).
+- ``eight_schools_student_t_centered``: the same with ``theta_j ~ StudentT(4, mu, tau)``; gold:
+  each ``theta_j`` integrates out as a scale mixture of normals, then 2-D Gauss-Legendre over
+  ``(mu, log tau)``.
 - ``thirty_groups_centered``: 30 groups of one observation each (``sigma_j = 1``), true
   ``tau = 0.3``; ``mu ~ N(0, 1)``, ``tau ~ HalfCauchy(1)``; gold as above.
 - ``varying_slopes_centered``: 20 groups of 3 observations, ``(a_j, b_j) ~ MvNormal(mu, L L^T)``
@@ -49,6 +52,7 @@ import pm_evidence as pme
 from pm_evidence.interop.pymc_smc import from_smc
 from pm_evidence.zoo.funnels import (
     eight_schools_centered,
+    eight_schools_student_t_centered,
     thirty_groups_centered,
     varying_slopes_centered,
 )
@@ -56,6 +60,7 @@ from pm_evidence.zoo.multimodal import funnel_box
 
 MODELS = {
     "eight_schools_centered": eight_schools_centered,
+    "eight_schools_student_t_centered": eight_schools_student_t_centered,
     "thirty_groups_centered": thirty_groups_centered,
     "varying_slopes_centered": varying_slopes_centered,
     "funnel_box_10d": funnel_box,

@@ -1,8 +1,9 @@
 r"""Centered hierarchies computed in their non-centered coordinates, where the data inform the
 groups weakly (a funnel).
 
-A latent ``theta ~ Normal(mu, tau)`` whose scale ``tau`` is itself a free variable makes the
-posterior a funnel in ``(theta, log tau)`` where the data say little about each ``theta_j``:
+A latent ``theta ~ Normal(mu, tau)`` (or ``StudentT``, ``Laplace``, ``Cauchy``, ``Logistic``,
+``Gumbel``: any location-scale family, ``LOCATION_SCALE_FAMILIES``) whose scale ``tau`` is
+itself a free variable makes the posterior a funnel in ``(theta, log tau)`` where the data say little about each ``theta_j``:
 as ``tau -> 0`` every ``theta_j`` is squeezed onto ``mu``, a neck that fixed-step kernels and
 fitted references do not reach, so the evidence comes back low with an SE that cannot see it.
 In the coordinates ``z = (theta - mu) / tau`` (the value transform
@@ -27,11 +28,20 @@ import pytensor
 import pytensor.tensor as pt
 from pymc.logprob.transforms import Transform
 from pytensor.graph.traversal import ancestors
-from pytensor.tensor.random.basic import MvNormalRV, NormalRV
+from pytensor.tensor.random.basic import (
+    CauchyRV,
+    GumbelRV,
+    LaplaceRV,
+    LogisticRV,
+    MvNormalRV,
+    NormalRV,
+    StudentTRV,
+)
 
 from pm_evidence.model.compile_mode import python_linker_function, without_c_compiler
 
 __all__ = [
+    "LOCATION_SCALE_FAMILIES",
     "NONCENTERING_TRANSFORMS",
     "WEAK_INFORMATION",
     "LocScaleTransform",
@@ -52,8 +62,10 @@ WEAK_INFORMATION = 10.0
 
 
 class LocScaleTransform(Transform):
-    """``z = (theta - loc) / scale`` for ``theta ~ Normal(loc, scale)``: the non-centered
-    coordinates, as a value transform (``log |d theta / d z| = log scale`` per element)."""
+    """``z = (theta - loc) / scale`` for ``theta ~ Normal(loc, scale)`` or another
+    location-scale family whose last two parameters are its location and scale
+    (``LOCATION_SCALE_FAMILIES``): the non-centered coordinates, as a value transform
+    (``log |d theta / d z| = log scale`` per element)."""
 
     name = "noncentered"
     ndim_supp = 0
@@ -95,24 +107,35 @@ class MvLocScaleTransform(Transform):
         return pt.sum(log_diag, axis=-1) + pt.zeros_like(value[..., 0])
 
 
-# the transform of each distribution this module rewrites, and its variance per element
-_TRANSFORMS = {NormalRV: LocScaleTransform, MvNormalRV: MvLocScaleTransform}
+#: The distributions whose last two parameters are a location and a scale, ``theta = loc + scale
+#: z`` with ``z`` of the same family at (0, 1) (the Student-t's degrees of freedom come
+#: first): ``pm.Normal``, ``pm.StudentT``, ``pm.Laplace``, ``pm.Cauchy``, ``pm.Logistic`` and
+#: ``pm.Gumbel``. A centered hierarchy of any of them has the normal's funnel.
+LOCATION_SCALE_FAMILIES = (NormalRV, StudentTRV, LaplaceRV, CauchyRV, LogisticRV, GumbelRV)
+
+# the transform of each distribution this module rewrites
+_TRANSFORMS = {
+    **dict.fromkeys(LOCATION_SCALE_FAMILIES, LocScaleTransform),
+    MvNormalRV: MvLocScaleTransform,
+}
 
 #: The non-centering transforms: bijections of the whole space, which cut no prior.
 NONCENTERING_TRANSFORMS = tuple(_TRANSFORMS.values())
 
 
 def _variance(rv):
-    """The prior variance of each element of ``rv`` (``scale^2``, or the covariance's
-    diagonal), as a graph of the model's variables."""
+    """The prior's spread of each element of ``rv`` squared (``scale^2``, the variance of a
+    normal and the squared scale of the other families, or the covariance's diagonal), as a
+    graph of the model's variables."""
     if isinstance(rv.owner.op, MvNormalRV):
         return pt.diagonal(rv.owner.inputs[-1], axis1=-2, axis2=-1)
     return rv.owner.inputs[-1] ** 2
 
 
 def funnel_candidates(model: pm.Model) -> list:
-    """Free ``Normal`` and ``MvNormal`` variables without a value transform whose scale
-    (covariance) depends on a free variable (the funnel's shape)."""
+    """Free variables of a location-scale family (``LOCATION_SCALE_FAMILIES``) or ``MvNormal``
+    without a value transform whose scale (covariance) depends on a free variable (the
+    funnel's shape)."""
     free = set(model.free_RVs)
     return [
         rv

@@ -18,6 +18,7 @@ import pm_evidence as pme
 from pm_evidence import LogDensity
 from pm_evidence.model.noncentering import funnel_candidates, noncentered_model
 from pm_evidence.model.prior import restricting_transforms
+from pm_evidence.zoo.funnels import eight_schools_student_t_centered
 from pm_evidence.zoo.testing import EIGHT_SCHOOLS_SIGMA, EIGHT_SCHOOLS_Y, hierarchical_noncentered
 
 SIGMA = np.array(EIGHT_SCHOOLS_SIGMA)
@@ -81,6 +82,18 @@ def test_auto_at_defaults_gets_the_centered_eight_schools(seed):
     gold = hierarchical_noncentered()[1]  # the same integral
     ev = pme.marginal_likelihood(_centered_eight_schools(), random_seed=seed, progressbar=False)
     assert ev.diagnostics["noncentered"] == ["theta"]
+    assert ev.reliable
+    assert abs(ev.log_z - gold) < max(4 * ev.se, 0.05) and abs(ev.log_z - gold) < 4 * ev.se
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_auto_at_defaults_gets_the_centered_student_t_schools(seed):
+    """Student-t effects (``pm.StudentT``, a location-scale family) are non-centered as the
+    normal ones are. Centered, ``auto`` came back low on ten seeds of ten, marked reliable,
+    three of them by 4.6 to 5.0 of its SEs (seed 2: 0.035 low, SE 0.007)."""
+    model, gold = eight_schools_student_t_centered()
+    ev = pme.marginal_likelihood(model, random_seed=seed, progressbar=False)
+    assert ev.diagnostics["noncentered"] == ["eight_schools_student_t_centered::theta"]
     assert ev.reliable
     assert abs(ev.log_z - gold) < max(4 * ev.se, 0.05) and abs(ev.log_z - gold) < 4 * ev.se
 

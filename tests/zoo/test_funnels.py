@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import special, stats
+from scipy import integrate, special, stats
 
 from pm_evidence.zoo import funnels
 from pm_evidence.zoo.funnels import FUNNEL_ZOO
@@ -35,6 +35,7 @@ def test_log_joint_is_pymc_logp(entry):
 def test_the_models_are_centered_with_the_stated_parameters():
     dims = {
         "eight_schools_centered": 10,
+        "eight_schools_student_t_centered": 10,
         "thirty_groups_centered": 32,
         "varying_slopes_centered": 45,
     }
@@ -58,6 +59,34 @@ def test_centered_eight_schools_has_the_log_z_of_the_noncentered_one():
     noncentered = next(e for e in HIERARCHICAL_ENTRIES if e.name == "hierarchical_noncentered")
     centered = ENTRIES["eight_schools_centered"]
     assert centered.gold().log_z == pytest.approx(noncentered.gold().log_z, abs=1e-9)
+
+
+def test_student_t_schools_gold_agrees_between_log_tau_and_tau():
+    log_tau, tau = (
+        funnels.eight_schools_student_t_centered_gold(scheme=s) for s in funnels.STUDENT_T_SCHEMES
+    )
+    assert log_tau.log_z == pytest.approx(tau.log_z, abs=1e-10)
+    assert max(log_tau.error, tau.error) < 1e-8
+
+
+@pytest.mark.parametrize(("mu", "tau"), [(3.0, 0.01), (0.0, 1.0), (-5.0, 8.0), (20.0, 40.0)])
+def test_student_t_school_marginal_as_a_scale_mixture_is_the_integral_over_theta(mu, tau):
+    """The scale mixture over ``lam`` against QUADPACK over ``theta`` itself, for a narrow
+    effect distribution (``tau`` a thousandth of ``sigma_j``) and wide ones."""
+    y_j, sigma_j, nu = 28.0, 15.0, 4.0
+    mixture = funnels.student_t_school_log_marginal(y_j, sigma_j, mu, tau, nu)
+
+    def integrand(theta):
+        return stats.t.pdf(theta, nu, mu, tau) * stats.norm.pdf(y_j, theta, sigma_j)
+
+    points = sorted({mu, mu - 10 * tau, mu + 10 * tau, y_j})  # the peaks, for QUADPACK
+    lo, hi = min(points), max(points)
+    inner, _ = integrate.quad(integrand, lo, hi, points=points, epsabs=0, epsrel=1e-12)
+    tails = (
+        integrate.quad(integrand, -np.inf, lo, epsabs=0, epsrel=1e-12)[0]
+        + integrate.quad(integrand, hi, np.inf, epsabs=0, epsrel=1e-12)[0]
+    )
+    assert float(mixture) == pytest.approx(np.log(inner + tails), abs=1e-9)
 
 
 def test_varying_slopes_gold_agrees_between_log_and_direct_coordinates():
