@@ -86,6 +86,49 @@ def test_auto_at_defaults_gets_the_centered_eight_schools(seed):
     assert abs(ev.log_z - gold) < max(4 * ev.se, 0.05) and abs(ev.log_z - gold) < 4 * ev.se
 
 
+FAMILIES = {  # PyMC's location-scale families, and their standard member's keyword arguments
+    "StudentT": (pm.StudentT, {"nu": 3.0}),
+    "Laplace": (pm.Laplace, {}),
+    "Cauchy": (pm.Cauchy, {}),
+    "Logistic": (pm.Logistic, {}),
+    "Gumbel": (pm.Gumbel, {}),
+}
+LOCATION_SCALE_NAMES = {"StudentT": ("mu", "sigma"), "Laplace": ("mu", "b"),
+                        "Cauchy": ("alpha", "beta"), "Logistic": ("mu", "s"),
+                        "Gumbel": ("mu", "beta")}  # fmt: skip
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_every_location_scale_family_is_noncentered_with_its_jacobian(family):
+    """The rewritten centered model's log density in its new coordinates ``z`` is the
+    non-centered model's, ``theta = mu + tau z`` with ``z`` of the family at (0, 1): the same
+    prior, the Jacobian ``tau`` per element included."""
+    dist, extra = FAMILIES[family]
+    loc, scale = LOCATION_SCALE_NAMES[family]
+    y = np.array(EIGHT_SCHOOLS_Y)
+
+    def build(centered):
+        with pm.Model() as model:
+            mu = pm.Normal("mu", 0.0, 5.0)
+            tau = pm.HalfNormal("tau", 5.0)
+            if centered:
+                theta = dist("theta", **extra, **{loc: mu, scale: tau}, shape=8)
+            else:
+                theta = mu + tau * dist("z", **extra, **{loc: 0.0, scale: 1.0}, shape=8)
+            pm.Normal("y", theta, SIGMA, observed=y)
+        return model
+
+    rewritten, names = noncentered_model(build(True))
+    assert names == ("theta",)
+    rng = np.random.default_rng(7)
+    new, plain = rewritten.compile_logp(), build(False).compile_logp()
+    for _ in range(3):
+        point = {"mu": rng.normal(), "tau_log__": rng.normal(), "z": rng.normal(size=8)}
+        mine = new({"mu": point["mu"], "tau_log__": point["tau_log__"],
+                    "theta_noncentered__": point["z"]})  # fmt: skip
+        np.testing.assert_allclose(mine, plain(point), rtol=1e-9)  # theta = mu + tau z, and back
+
+
 @pytest.mark.parametrize("seed", [1, 2])
 def test_auto_at_defaults_gets_the_centered_student_t_schools(seed):
     """Student-t effects (``pm.StudentT``, a location-scale family) are non-centered as the
