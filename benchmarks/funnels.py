@@ -11,6 +11,9 @@ it is computed, each checked by a second scheme in ``tests/zoo/test_funnels.py``
 - ``eight_schools_student_t_centered``: the same with ``theta_j ~ StudentT(4, mu, tau)``; gold:
   each ``theta_j`` integrates out as a scale mixture of normals, then 2-D Gauss-Legendre over
   ``(mu, log tau)``.
+- ``poisson_lognormal_centered``: 20 Poisson counts with exposures, rates
+  ``LogNormal(mu, tau)``; gold: each log rate integrates out by Gauss-Hermite, then 2-D
+  Gauss-Legendre over ``(mu, log tau)``.
 - ``thirty_groups_centered``: 30 groups of one observation each (``sigma_j = 1``), true
   ``tau = 0.3``; ``mu ~ N(0, 1)``, ``tau ~ HalfCauchy(1)``; gold as above.
 - ``varying_slopes_centered``: 20 groups of 3 observations, ``(a_j, b_j) ~ MvNormal(mu, L L^T)``
@@ -53,6 +56,7 @@ from pm_evidence.interop.pymc_smc import from_smc
 from pm_evidence.zoo.funnels import (
     eight_schools_centered,
     eight_schools_student_t_centered,
+    poisson_lognormal_centered,
     thirty_groups_centered,
     varying_slopes_centered,
 )
@@ -61,6 +65,7 @@ from pm_evidence.zoo.multimodal import funnel_box
 MODELS = {
     "eight_schools_centered": eight_schools_centered,
     "eight_schools_student_t_centered": eight_schools_student_t_centered,
+    "poisson_lognormal_centered": poisson_lognormal_centered,
     "thirty_groups_centered": thirty_groups_centered,
     "varying_slopes_centered": varying_slopes_centered,
     "funnel_box_10d": funnel_box,

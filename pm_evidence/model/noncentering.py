@@ -2,8 +2,8 @@ r"""Centered hierarchies computed in their non-centered coordinates, where the d
 groups weakly (a funnel).
 
 A latent ``theta ~ Normal(mu, tau)`` (or ``StudentT``, ``Laplace``, ``Cauchy``, ``Logistic``,
-``Gumbel``: any location-scale family, ``LOCATION_SCALE_FAMILIES``) whose scale ``tau`` is
-itself a free variable makes the posterior a funnel in ``(theta, log tau)`` where the data say little about each ``theta_j``:
+``Gumbel``: any location-scale family, ``LOCATION_SCALE_FAMILIES``; or ``LogNormal``, whose log
+is one) whose scale ``tau`` is itself a free variable makes the posterior a funnel in ``(theta, log tau)`` where the data say little about each ``theta_j``:
 as ``tau -> 0`` every ``theta_j`` is squeezed onto ``mu``, a neck that fixed-step kernels and
 fitted references do not reach, so the evidence comes back low with an SE that cannot see it.
 In the coordinates ``z = (theta - mu) / tau`` (the value transform
@@ -26,13 +26,14 @@ import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
-from pymc.logprob.transforms import Transform
+from pymc.logprob.transforms import LogTransform, Transform
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.basic import (
     CauchyRV,
     GumbelRV,
     LaplaceRV,
     LogisticRV,
+    LogNormalRV,
     MvNormalRV,
     NormalRV,
     StudentTRV,
@@ -45,6 +46,7 @@ __all__ = [
     "NONCENTERING_TRANSFORMS",
     "WEAK_INFORMATION",
     "LocScaleTransform",
+    "LogLocScaleTransform",
     "MvLocScaleTransform",
     "funnel_candidates",
     "noncentered_model",
@@ -82,6 +84,37 @@ class LocScaleTransform(Transform):
         scale = inputs[-1]
         return pt.log(scale) + pt.zeros_like(value)
 
+    def log_jac_det_beyond_pymc(self, value, *inputs):
+        """The log Jacobian beyond that of PyMC's own coordinates (none: all of it)."""
+        return self.log_jac_det(value, *inputs)
+
+
+class LogLocScaleTransform(Transform):
+    """``z = (log theta - loc) / scale`` for ``theta ~ LogNormal(loc, scale)``, whose log is the
+    normal's location-scale family: the non-centered coordinates in place of PyMC's ``log``
+    transform (``log |d theta / d z| = log scale + loc + scale z`` per element)."""
+
+    name = "noncentered"
+    ndim_supp = 0
+
+    def forward(self, value, *inputs):
+        loc, scale = inputs[-2:]
+        return (pt.log(value) - loc) / scale
+
+    def backward(self, value, *inputs):
+        loc, scale = inputs[-2:]
+        return pt.exp(loc + scale * value)
+
+    def log_jac_det(self, value, *inputs):
+        loc, scale = inputs[-2:]
+        return pt.log(scale) + loc + scale * value
+
+    def log_jac_det_beyond_pymc(self, value, *inputs):
+        """The log Jacobian beyond that of PyMC's own coordinates, ``log theta`` (its ``log``
+        transform's): ``log scale``."""
+        scale = inputs[-1]
+        return pt.log(scale) + pt.zeros_like(value)
+
 
 class MvLocScaleTransform(Transform):
     """``z = L^{-1} (theta - mean)`` for ``theta ~ MvNormal(mean, cov)`` with ``L`` the
@@ -106,6 +139,10 @@ class MvLocScaleTransform(Transform):
         log_diag = pt.log(pt.diagonal(pt.linalg.cholesky(cov), axis1=-2, axis2=-1))
         return pt.sum(log_diag, axis=-1) + pt.zeros_like(value[..., 0])
 
+    def log_jac_det_beyond_pymc(self, value, *inputs):
+        """The log Jacobian beyond that of PyMC's own coordinates (none: all of it)."""
+        return self.log_jac_det(value, *inputs)
+
 
 #: The distributions whose last two parameters are a location and a scale, ``theta = loc + scale
 #: z`` with ``z`` of the same family at (0, 1) (the Student-t's degrees of freedom come
@@ -116,8 +153,11 @@ LOCATION_SCALE_FAMILIES = (NormalRV, StudentTRV, LaplaceRV, CauchyRV, LogisticRV
 # the transform of each distribution this module rewrites
 _TRANSFORMS = {
     **dict.fromkeys(LOCATION_SCALE_FAMILIES, LocScaleTransform),
+    LogNormalRV: LogLocScaleTransform,
     MvNormalRV: MvLocScaleTransform,
 }
+# the value transform a variable may carry to be rewritten: none, or its family's default
+_REPLACEABLE = {LogNormalRV: LogTransform}
 
 #: The non-centering transforms: bijections of the whole space, which cut no prior.
 NONCENTERING_TRANSFORMS = tuple(_TRANSFORMS.values())
@@ -133,15 +173,22 @@ def _variance(rv):
 
 
 def funnel_candidates(model: pm.Model) -> list:
-    """Free variables of a location-scale family (``LOCATION_SCALE_FAMILIES``) or ``MvNormal``
-    without a value transform whose scale (covariance) depends on a free variable (the
-    funnel's shape)."""
+    """Free variables of a location-scale family (``LOCATION_SCALE_FAMILIES``), ``MvNormal``
+    or ``LogNormal`` (the exponential of a normal, with PyMC's default ``log`` transform)
+    without a value transform of their own whose scale (covariance) depends on a free variable
+    (the funnel's shape)."""
     free = set(model.free_RVs)
+
+    def replaceable(rv) -> bool:
+        transform = model.rvs_to_transforms.get(rv)
+        default = _REPLACEABLE.get(type(rv.owner.op))
+        return transform is None or (default is not None and type(transform) is default)
+
     return [
         rv
         for rv in model.free_RVs
         if isinstance(rv.owner.op, tuple(_TRANSFORMS))
-        and model.rvs_to_transforms.get(rv) is None
+        and replaceable(rv)
         and set(ancestors([rv.owner.inputs[-1]])) & free
     ]
 
@@ -201,12 +248,12 @@ def noncentering_log_jacobian(model: pm.Model, names: tuple[str, ...]):
     """``sum log scale`` over the elements of the non-centered variables ``names`` of ``model``
     (:func:`noncentered_model`'s), in ``model``'s value variables: its log density at a point
     minus that of the original model in PyMC's coordinates at the same point (what
-    ``pm.sample`` stored as ``lp`` with its draws)."""
+    ``pm.sample`` stored as ``lp`` with its draws; a ``LogNormal``'s ``log theta`` is in both)."""
     terms = []
     for name in names:
         rv = model[name]
         value = model.rvs_to_values[rv]
-        log_jac = model.rvs_to_transforms[rv].log_jac_det(value, *rv.owner.inputs)
+        log_jac = model.rvs_to_transforms[rv].log_jac_det_beyond_pymc(value, *rv.owner.inputs)
         terms.append(pt.sum(model.replace_rvs_by_values([log_jac])[0]))
     return pt.add(*terms) if len(terms) > 1 else terms[0]
 

@@ -17,6 +17,9 @@ model as built, prior density included (what ``pm_evidence.marginal_likelihood``
   gold ``-31.036239``.
 * :func:`eight_schools_student_t_centered`: the eight schools with Student-t effects,
   ``theta_j ~ StudentT(4, mu, tau)`` (a robust hierarchy); gold ``-31.135021``.
+* :func:`poisson_lognormal_centered`: 20 groups of Poisson counts with exposures, rates
+  ``lambda_j ~ LogNormal(mu, tau)``, ``mu ~ N(0, 2^2)``, ``tau ~ HalfNormal(1)``; gold
+  ``-33.132965``.
 * :func:`thirty_groups_centered`: 30 groups of one observation each (``sigma_j = 1``, true
   ``tau = 0.3``), ``mu ~ N(0, 1)``, ``tau ~ HalfCauchy(1)``; gold ``-44.788125``.
 * :func:`varying_slopes_centered`: 20 groups of 3 observations, correlated intercepts and
@@ -43,7 +46,11 @@ mixture of normals, ``t_nu(theta; mu, tau) = int Gamma(lam; nu / 2, nu / 2) N(th
 lam) dlam``, so that ``p(y_j | mu, tau) = int Gamma(lam) N(y_j; mu, sigma_j^2 + tau^2 / lam)
 dlam`` (composite Gauss-Legendre in ``log lam``, checked against QUADPACK over ``theta``
 itself), then a 2-D product Gauss-Legendre rule over ``(mu, log tau)`` (``scheme="log_tau"``,
-the gold) and over ``(mu, tau)`` (``scheme="tau"``): they agree to 1e-12.
+the gold) and over ``(mu, tau)`` (``scheme="tau"``): they agree to 1e-12. For the Poisson
+counts each group's log rate integrates out against its normal, ``p(y_j | mu, tau) = int N(u; 0,
+1) Poisson(y_j; E_j e^{mu + tau u}) du``, by Gauss-Hermite (``scheme="hermite"``, the gold) or by
+composite Gauss-Legendre over ``u`` in ``[-12, 12]`` (``scheme="legendre"``), then a 2-D product
+Gauss-Legendre rule over ``(mu, log tau)``: they agree to 1e-9.
 
 References: R. M. Neal (2003), Slice sampling, Annals of Statistics 31(3), 705-767, sect. 8;
 D. B. Rubin (1981), Estimation in parallel randomized experiments, J. Educational Statistics
@@ -67,6 +74,7 @@ from pm_evidence.zoo.multimodal import composite_legendre
 
 __all__ = [
     "FUNNEL_ZOO",
+    "POISSON_LOGNORMAL_SCHEMES",
     "SCALE_SCHEMES",
     "SLOPES_SCHEMES",
     "STUDENT_T_SCHEMES",
@@ -74,6 +82,9 @@ __all__ = [
     "eight_schools_centered_gold",
     "eight_schools_student_t_centered",
     "eight_schools_student_t_centered_gold",
+    "poisson_lognormal_centered",
+    "poisson_lognormal_centered_gold",
+    "poisson_lognormal_data",
     "student_t_school_log_marginal",
     "thirty_groups_centered",
     "thirty_groups_centered_gold",
@@ -92,6 +103,10 @@ Gauss-Legendre in ``log tau``."""
 STUDENT_T_SCHEMES = ("log_tau", "tau")
 """The two outer schemes of the Student-t eight schools' gold: product Gauss-Legendre in
 ``(mu, log tau)`` (the gold) and in ``(mu, tau)``."""
+
+POISSON_LOGNORMAL_SCHEMES = ("hermite", "legendre")
+"""The two inner schemes of the Poisson-log-normal gold: Gauss-Hermite over the standardized
+log rate (the gold) and composite Gauss-Legendre over it."""
 
 SLOPES_SCHEMES = ("log", "direct")
 """The two schemes of the varying-slopes gold: product Gauss-Legendre in
@@ -300,6 +315,93 @@ def _student_t_schools_log_joint(values, nu, mu_sd, tau_scale):
         + stats.halfnorm.logpdf(tau, scale=tau_scale)
         + stats.t.logpdf(theta, nu, mu, tau).sum()
         + stats.norm.logpdf(y, theta, sigma).sum()
+    )
+
+
+# --- Poisson counts, log-normal rates: lambda_j ~ LogNormal(mu, tau) ----------------------------
+
+
+def poisson_lognormal_data(n_groups: int = 20, seed: int = 11):
+    """``(y, exposure)``: exposures ``U(0.5, 2)``, true log rates ``N(0.5, 0.3^2)``, one Poisson
+    count per group."""
+    rng = np.random.default_rng(seed)
+    exposure = rng.uniform(0.5, 2.0, n_groups)
+    return rng.poisson(np.exp(rng.normal(0.5, 0.3, n_groups)) * exposure), exposure
+
+
+@functools.cache
+def poisson_lognormal_centered_gold(
+    n_groups: int = 20, seed: int = 11, mu_sd: float = 2.0, tau_scale: float = 1.0,
+    scheme: str = "hermite",
+) -> Gold:  # fmt: skip
+    """Gold ``log Z`` of :func:`poisson_lognormal_centered` by one of
+    :data:`POISSON_LOGNORMAL_SCHEMES` (module docstring): each group's marginal, then a product
+    Gauss-Legendre rule over ``mu`` in ``[-16, 16]`` (8 prior SDs, panels of 0.25 where the
+    posterior is) and ``log tau`` in ``[-30, 2]`` (Jacobian ``tau``; ``P(tau > e^2)`` is
+    ``7e-13``), 12 nodes a panel (80 Hermite nodes, or 12 Legendre nodes on each of 12 panels,
+    inside); the error is the change from half as many nodes everywhere, plus the prior mass
+    outside the box."""
+    _check_scheme(scheme, POISSON_LOGNORMAL_SCHEMES)
+    y, exposure = poisson_lognormal_data(n_groups, seed)
+    tau_prior = stats.halfnorm(scale=tau_scale)
+
+    def log_z(n_nodes: int) -> float:  # n_nodes a panel outside; 80 or 40 Hermite nodes inside
+        if scheme == "hermite":
+            u, w = special.roots_hermitenorm(80 if n_nodes > 6 else 40)
+            log_w_u = np.log(w / np.sqrt(2 * np.pi))
+        else:
+            u, log_w_u = composite_legendre(np.linspace(-12.0, 12.0, 13), n_nodes)
+            log_w_u = log_w_u + stats.norm.logpdf(u)
+        mu_edges = np.concatenate([[-16.0, -8.0, -4.0, -2.0], np.arange(-1.0, 2.01, 0.25),
+                                   [4.0, 8.0, 16.0]])  # fmt: skip
+        mu, log_w_mu = composite_legendre(mu_edges, n_nodes)
+        edges = np.concatenate([[-30.0, -20.0, -12.0], np.arange(-8.0, 2.01, 0.5)])
+        log_tau, log_w_tau = composite_legendre(edges, n_nodes)
+        m, t = np.meshgrid(mu, np.exp(log_tau), indexing="ij")
+        log_f = stats.norm.logpdf(m, 0.0, mu_sd) + tau_prior.logpdf(t)
+        log_rate = m[..., None] + t[..., None] * u
+        for y_j, e_j in zip(y, exposure, strict=True):
+            log_mean = np.log(e_j) + log_rate
+            log_pmf = y_j * log_mean - np.exp(log_mean) - special.gammaln(y_j + 1.0)
+            log_f = log_f + special.logsumexp(log_w_u + log_pmf, axis=-1)
+        weights = log_w_mu[:, None] + (log_w_tau + log_tau)[None, :]
+        return float(special.logsumexp(log_f + weights))
+
+    coarse, fine = log_z(6), log_z(12)
+    outside = stats.norm.sf(16.0, 0.0, mu_sd) * 2 + tau_prior.sf(np.exp(2.0))
+    return Gold(fine, abs(fine - coarse) + float(outside))
+
+
+def poisson_lognormal_centered(
+    n_groups: int = 20, seed: int = 11, mu_sd: float = 2.0, tau_scale: float = 1.0
+):  # fmt: skip
+    """Poisson counts with log-normal rates, centered: ``mu ~ N(0, mu_sd^2)``,
+    ``tau ~ HalfNormal(tau_scale)``, ``lambda_j ~ LogNormal(mu, tau)``,
+    ``y_j ~ Poisson(E_j lambda_j)`` (:func:`poisson_lognormal_data`): a Poisson GLMM written on
+    the rates, whose funnel is in ``(log lambda, log tau)``.
+
+    Convention: prior density included. Gold (module docstring): ``-33.132965`` for the
+    defaults.
+    """
+    y, exposure = poisson_lognormal_data(n_groups, seed)
+    with pm.Model(name="poisson_lognormal_centered") as model:
+        mu = pm.Normal("mu", np.float64(0.0), np.float64(mu_sd))
+        tau = pm.HalfNormal("tau", np.float64(tau_scale))
+        rate = pm.LogNormal("rate", mu, tau, shape=n_groups)
+        pm.Poisson("y", rate * exposure, observed=y)
+    gold = poisson_lognormal_centered_gold(n_groups, seed, mu_sd, tau_scale)
+    return model, gold.log_z
+
+
+def _poisson_lognormal_log_joint(values, n_groups, seed, mu_sd, tau_scale):
+    y, exposure = poisson_lognormal_data(n_groups, seed)
+    mu, tau = float(values["mu"]), float(values["tau"])
+    rate = np.asarray(values["rate"], dtype=float)
+    return float(
+        stats.norm.logpdf(mu, 0.0, mu_sd)
+        + stats.halfnorm.logpdf(tau, scale=tau_scale)
+        + stats.lognorm.logpdf(rate, tau, scale=np.exp(mu)).sum()
+        + stats.poisson.logpmf(y, rate * exposure).sum()
     )
 
 
@@ -615,6 +717,12 @@ FUNNEL_ZOO: tuple[ZooModel, ...] = (
         "closed form + quadrature 2-D (scale mixture; mu, log tau)",
         {"hierarchical", "funnel", "bounded"},
         eight_schools_student_t_centered_gold, _student_t_schools_log_joint,
+    ),
+    entry(
+        "poisson_lognormal_centered", poisson_lognormal_centered,
+        "closed form + quadrature 2-D (Gauss-Hermite per group; mu, log tau)",
+        {"hierarchical", "funnel", "bounded", "glm"},
+        poisson_lognormal_centered_gold, _poisson_lognormal_log_joint,
     ),
     entry(
         "thirty_groups_centered", thirty_groups_centered,

@@ -129,6 +129,49 @@ def test_every_location_scale_family_is_noncentered_with_its_jacobian(family):
         np.testing.assert_allclose(mine, plain(point), rtol=1e-9)  # theta = mu + tau z, and back
 
 
+POISSON_COUNTS = np.array([3, 0, 2, 5, 1, 2, 4, 1])
+
+
+def _poisson_lognormal(centered: bool, y=POISSON_COUNTS):
+    """Group rates ``LogNormal(mu, tau)`` (centered) or ``exp(mu + tau z)`` (not), Poisson
+    counts."""
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 2.0)
+        tau = pm.HalfNormal("tau", 1.0)
+        if centered:
+            rate = pm.LogNormal("rate", mu, tau, shape=y.size)
+        else:
+            rate = pm.math.exp(mu + tau * pm.Normal("z", 0.0, 1.0, shape=y.size))
+        pm.Poisson("y", rate, observed=y)
+    return model
+
+
+def test_a_lognormal_is_noncentered_in_place_of_its_log_transform():
+    """``z = (log theta - mu) / tau``: the rewritten model's density is the non-centered model's
+    (Jacobian ``tau theta`` per element), and in PyMC's coordinates (``log theta``, with its
+    Jacobian ``theta``) it is the centered model's own."""
+    centered = _poisson_lognormal(True)
+    rewritten, names = noncentered_model(centered)
+    assert names == ("rate",)
+    new, plain = rewritten.compile_logp(), _poisson_lognormal(False).compile_logp()
+    target = LogDensity(centered)
+    own = centered.compile_logp()
+    rng = np.random.default_rng(8)
+    for _ in range(3):
+        mu, log_tau, z = rng.normal(), rng.normal(), rng.normal(size=8)
+        at = {"mu": mu, "tau_log__": log_tau}
+        np.testing.assert_allclose(
+            new({**at, "rate_noncentered__": z}), plain({**at, "z": z}), rtol=1e-9
+        )
+        log_rate = mu + np.exp(log_tau) * z
+        values = {"mu": [mu], "tau": [np.exp(log_tau)], "rate": np.exp(log_rate)[None]}
+        x = target.to_unconstrained(values)
+        np.testing.assert_allclose(x[0, [target.coordinate_names.index("mu")]], mu, rtol=1e-12)
+        np.testing.assert_allclose(
+            target.pymc_log_density(x)[0], own({**at, "rate_log__": log_rate}), rtol=1e-9
+        )
+
+
 @pytest.mark.parametrize("seed", [1, 2])
 def test_auto_at_defaults_gets_the_centered_student_t_schools(seed):
     """Student-t effects (``pm.StudentT``, a location-scale family) are non-centered as the
