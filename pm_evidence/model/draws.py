@@ -15,7 +15,11 @@ from pm_evidence.core.exceptions import EvidenceInputError, NonFiniteLogDensityE
 from pm_evidence.core.options import PosteriorOptions  # noqa: F401 (moved there; old imports)
 from pm_evidence.core.progress import pymc_sample
 from pm_evidence.core.utils import spawn_seed
-from pm_evidence.estimators.messages import draws_ess_messages, posterior_messages
+from pm_evidence.estimators.messages import (
+    NEGLIGIBLE_NONFINITE_SHARE,
+    draws_ess_messages,
+    posterior_messages,
+)
 from pm_evidence.model.batched_hmc import (
     START_CANDIDATES,
     BatchedHMCSettings,
@@ -63,6 +67,7 @@ __all__ = [
     "posterior_plan",
     "reference_log_weights",
     "reference_needs_draws",
+    "reflection_messages",
     "sampled_posterior",
     "sampling_options",
     "split_halves",
@@ -70,6 +75,7 @@ __all__ = [
     "symmetric_reference",
     "symmetry_diagnostics",
     "symmetry_step",
+    "target_log_weights",
 ]
 
 
@@ -212,9 +218,7 @@ def sampled_posterior(
         settings = BatchedHMCSettings.sized(
             target.backend.width, **{k: v for k, v in given.items() if v is not None}
         )
-        x, stats = sample_batched_hmc(
-            target, rng, settings, progressbar=progressbar, starts=starts
-        )
+        x, stats = sample_batched_hmc(target, rng, settings, progressbar=progressbar, starts=starts)
         facts = stats.diagnostics()
         facts["draws_starts"] = "PyMC's initial point, jittered" if starts is None else "given"
         return x, facts
@@ -492,6 +496,41 @@ def log_weights(
     return log_f - reference.logpdf(x)
 
 
+def target_log_weights(
+    target: LogDensity, x: np.ndarray, reference: Reference, log_f: np.ndarray
+) -> tuple[np.ndarray, int]:
+    """:func:`log_weights` at posterior draws ``x`` (``log f`` there, finite, given), and how
+    many of the reflected points of warp-3 had a log density of NaN or ``+inf``.
+
+    A posterior draw's reflection ``2 mean - x`` is not a draw of the target: it may lie at the
+    edge of the support, where the model's log density is NaN, or far in a tail, where it
+    overflows (a rate ``e^{mu + tau z}`` of a Poisson count of zero: ``0 log inf - inf``). There
+    ``f`` is zero, as everywhere the estimators meet such points
+    (:func:`~pm_evidence.estimators.base.as_log_weights`), so ``f_sym = f(x) / 2``: one such
+    reflection in 4,096 made bridge fail on a log-normal hierarchy and sent ``auto`` to AIS at
+    full precision (docs/benchmarks.rst, "Centered hierarchies (funnels)"). The count goes on
+    the result (``n_nonfinite_reflections``)."""
+    if not isinstance(reference, Warp3Reference):
+        return log_f - reference.logpdf(x), 0
+    reflected = target.log_density(reference.reflect(x))
+    bad = np.isnan(reflected) | (reflected == np.inf)
+    log_f_sym = np.logaddexp(log_f, np.where(bad, -np.inf, reflected)) - np.log(2.0)
+    return log_f_sym - reference.logpdf(x), int(bad.sum())
+
+
+def reflection_messages(n_nonfinite: int, n: int) -> list[str]:
+    """A warning where more than ``NEGLIGIBLE_NONFINITE_SHARE`` of warp-3's reflected points
+    had no finite log density (:func:`target_log_weights`)."""
+    if not n_nonfinite > NEGLIGIBLE_NONFINITE_SHARE * n:
+        return []
+    return [
+        f"Warp-3's reflections of {n_nonfinite} of {n} posterior draws have a log density of "
+        f"NaN or +inf (at the edge of a variable's support, or an overflow far in a tail); "
+        f"they count as zero density, so the symmetrized target there is the draw's alone. "
+        f"Where they are many, reference='normal' avoids the reflections."
+    ]
+
+
 def sampling_options(draws, tune, chains, progressbar, sample_kwargs) -> dict:
     """The NUTS options every public estimator forwards to :func:`posterior_draws`."""
     return {
@@ -575,7 +614,10 @@ def fit_and_weigh(
     messages += draws_source_messages(target, idata)
     messages += draws_ess_messages(target, decision.draws)
     messages += list(decision.messages)
-    lw = log_weights(target, est_half, ref, log_f=log_f)
+    lw, n_nonfinite = target_log_weights(target, est_half, ref, log_f)
+    if isinstance(ref, Warp3Reference):
+        diagnostics["n_nonfinite_reflections"] = n_nonfinite
+        messages += reflection_messages(n_nonfinite, lw.size)
     return est_half, ref, lw, messages, diagnostics
 
 

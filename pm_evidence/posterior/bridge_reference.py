@@ -31,7 +31,12 @@ import numpy as np
 
 from pm_evidence.core.exceptions import OverlapError
 from pm_evidence.estimators import bridge_core, predicted_re2
-from pm_evidence.model.draws import check_reference_log_weights, log_weights, reference_log_weights
+from pm_evidence.model.draws import (
+    check_reference_log_weights,
+    log_weights,
+    reference_log_weights,
+    target_log_weights,
+)
 from pm_evidence.model.log_density import LogDensity
 from pm_evidence.references import MultivariateNormalReference, Warp3Reference
 
@@ -117,17 +122,15 @@ def choose_bridge_reference(
         lw = log_weights(target, pilot, reference, log_f=log_f_pilot)
         return check_reference_log_weights(lw, reference)
 
+    lw_warp3, n_nonfinite = target_log_weights(target, posterior_draws, warp3, log_f)
     candidates = {
         "normal": (normal, log_weights_normal, pilot_weights(normal), n_reference),
-        "warp3": (warp3, log_weights(target, posterior_draws, warp3, log_f=log_f),
-                  pilot_weights(warp3), n_warp3),
-    }  # fmt: skip
+        "warp3": (warp3, lw_warp3, pilot_weights(warp3), n_warp3),
+    }
     predicted, no_overlap = {}, {}
     for name, (_, lw_target, lw_pilot, n) in candidates.items():
         try:
-            pilot_estimate = bridge_core(
-                lw_target, lw_pilot, n_target_effective=n_target_effective
-            )
+            pilot_estimate = bridge_core(lw_target, lw_pilot, n_target_effective=n_target_effective)
         except OverlapError as err:  # this candidate cannot bridge; the other may
             predicted[name], no_overlap[name] = np.inf, str(err)
             continue
@@ -145,6 +148,7 @@ def choose_bridge_reference(
     reference, lw_target, lw_pilot, n = candidates[chosen]
     diagnostics = {
         "reference_choice": chosen,
+        "n_nonfinite_reflections": n_nonfinite if chosen == "warp3" else 0,
         "predicted_se_normal": float(np.sqrt(predicted["normal"])),
         "predicted_se_warp3": float(np.sqrt(predicted["warp3"])),
         "n_pilot": n_pilot,

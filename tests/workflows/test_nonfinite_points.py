@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 
 import pm_evidence as pme
+from pm_evidence.model.draws import log_weights, target_log_weights
 from pm_evidence.references import (
     BernoulliProductReference,
     CategoricalProductReference,
@@ -220,6 +222,29 @@ def test_hmc_rejects_and_flags_a_nonfinite_gradient(target):
     np.testing.assert_array_equal(nonfinite, [False, True])
     assert not accepted[1]
     np.testing.assert_array_equal(state.x[1], start.x[1])
+
+
+def test_a_warp3_reflection_without_a_finite_density_counts_as_zero():
+    """Warp-3 evaluates the model at each posterior draw's reflection ``2 mean - x``, which may
+    lie where the log density is NaN: there ``f`` is zero, so the symmetrized target is the
+    draw's own half, the weight stays finite and the reflection is counted."""
+    with pm.Model() as model:
+        x = pm.Normal("x", 0.0, 1.0)
+        pm.Potential("edge", pt.switch(pt.gt(x, 3.0), np.nan, 0.0))
+    target = pme.LogDensity(model)
+    draws = np.array([[1.0], [2.0], [2.5]])
+    reference = Warp3Reference(
+        mean=np.array([2.5]), chol=np.array([[1.0]])
+    )  # reflections 4, 3, 2.5
+    log_f = target.log_density(draws)
+    assert np.isnan(log_weights(target, draws, reference, log_f=log_f)[0])
+    lw, n_nonfinite = target_log_weights(target, draws, reference, log_f)
+    assert n_nonfinite == 1 and np.all(np.isfinite(lw))
+    assert lw[0] == pytest.approx(log_f[0] - np.log(2.0) - reference.logpdf(draws[:1])[0])
+    assert lw[1] == pytest.approx(
+        np.logaddexp(log_f[1], target.log_density(np.array([[3.0]]))[0]) - np.log(2.0)
+        - reference.logpdf(draws[1:2])[0]
+    )  # fmt: skip
 
 
 def test_annealing_counts_every_diverged_move(fitted_path):
