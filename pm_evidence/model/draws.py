@@ -506,7 +506,7 @@ def target_log_weights(
     edge of the support, where the model's log density is NaN, or far in a tail, where it
     overflows (a rate ``e^{mu + tau z}`` of a Poisson count of zero: ``0 log inf - inf``). There
     ``f`` is zero, as everywhere the estimators meet such points
-    (:func:`~pm_evidence.estimators.base.as_log_weights`), so ``f_sym = f(x) / 2``: one such
+    (``pm_evidence.estimators.base.as_log_weights``), so ``f_sym = f(x) / 2``: one such
     reflection in 4,096 made bridge fail on a log-normal hierarchy and sent ``auto`` to AIS at
     full precision (docs/benchmarks.rst, "Centered hierarchies (funnels)"). The count goes on
     the result (``n_nonfinite_reflections``)."""
