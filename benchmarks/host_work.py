@@ -15,9 +15,8 @@ Run from the repository root::
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
+from run_records import best_of
 
 from pm_evidence.model.backend import ACCELERATOR_WIDTH
 from pm_evidence.search.mixtures import fit_gaussian_mixture, flattened
@@ -28,29 +27,19 @@ DIM = 12
 N_RUNGS = 32
 
 
-def best(f, repeats: int = 5) -> float:
-    """The shortest of ``repeats`` calls of ``f``, in seconds."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def exploration_rung(rng, n: int) -> None:
     """A rung's host work at ``n`` particles: a half's mixture (components given, then searched
     by BIC), the mixture's density at every particle, systematic resampling."""
     x = np.concatenate([rng.normal(m, 1 + m / 10, size=(n // 4, DIM)) for m in (0, 4, 8, 12)])
     rng.shuffle(x)
     half = x[: n // 2]
-    given = best(lambda: fit_gaussian_mixture(half, np.random.default_rng(1), 32, 4, False))
-    searched = best(lambda: fit_gaussian_mixture(half, np.random.default_rng(1), 32, 4, True), 3)
+    given = best_of(lambda: fit_gaussian_mixture(half, np.random.default_rng(1), 32, 4, False), 5)
+    searched = best_of(lambda: fit_gaussian_mixture(half, np.random.default_rng(1), 32, 4, True), 3)
     q = flattened(fit_gaussian_mixture(half, np.random.default_rng(1), 32, 4, True))
-    density = best(lambda: q.logpdf(x))
+    density = best_of(lambda: q.logpdf(x), 5)
     weights = rng.random(n)
-    resampling = best(
-        lambda: systematic_resample(np.random.default_rng(2), weights / weights.sum())
+    resampling = best_of(
+        lambda: systematic_resample(np.random.default_rng(2), weights / weights.sum()), 5
     )
     print(
         f"{n:6d} particles: a half's fit {given * 1e3:7.1f} ms (components given), "
@@ -78,7 +67,7 @@ def tempered_sweep(rng, n: int) -> None:
         np.bincount(rung * N_RUNGS + new, minlength=N_RUNGS * N_RUNGS)
 
     print(
-        f"{n:6d} tempered chains, {N_RUNGS} rungs: a sweep's host work {best(sweep, 20) * 1e3:6.2f} ms"
+        f"{n:6d} tempered chains, {N_RUNGS} rungs: a sweep's host work {best_of(sweep, 20) * 1e3:6.2f} ms"
     )
 
 

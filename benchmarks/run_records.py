@@ -1,12 +1,24 @@
 """What every benchmark script records beside its numbers: which pm_evidence ran, and its rows
-as CSV (imported by the scripts in this folder, which run as ``python benchmarks/<name>.py``)."""
+as CSV; and the best-of timing the micro-benchmarks share (imported by the scripts in this
+folder, which run as ``python benchmarks/<name>.py``)."""
 
 from __future__ import annotations
 
 import csv
 import os
 import subprocess
+import time
 from pathlib import Path
+
+
+def best_of(fn, repeats: int = 15) -> float:
+    """The shortest of ``repeats`` calls of ``fn``, in seconds."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
 
 
 def write_csv(rows: list[dict], path: Path, columns: list[str]) -> None:

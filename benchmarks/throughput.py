@@ -8,21 +8,11 @@ Run: python benchmarks/throughput.py
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
+from run_records import best_of
 
 from pm_evidence import LogDensity
 from pm_evidence.zoo.testing import linear_regression
-
-
-def best_of(fn, repeats=15):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main(n_points: int = 20_000, n_loop: int = 2_000) -> None:
