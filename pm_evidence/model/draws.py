@@ -511,7 +511,7 @@ def target_log_weights(
     full precision (docs/benchmarks.rst, "Centered hierarchies (funnels)"). The count goes on
     the result (``n_nonfinite_reflections``)."""
     if not isinstance(reference, Warp3Reference):
-        return log_f - reference.logpdf(x), 0
+        return log_weights(target, x, reference, log_f=log_f), 0
     reflected = target.log_density(reference.reflect(x))
     bad = np.isnan(reflected) | (reflected == np.inf)
     log_f_sym = np.logaddexp(log_f, np.where(bad, -np.inf, reflected)) - np.log(2.0)

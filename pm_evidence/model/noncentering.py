@@ -3,7 +3,8 @@ groups weakly (a funnel).
 
 A latent ``theta ~ Normal(mu, tau)`` (or ``StudentT``, ``Laplace``, ``Cauchy``, ``Logistic``,
 ``Gumbel``: any location-scale family, ``LOCATION_SCALE_FAMILIES``; or ``LogNormal``, whose log
-is one) whose scale ``tau`` is itself a free variable makes the posterior a funnel in ``(theta, log tau)`` where the data say little about each ``theta_j``:
+is one) whose scale ``tau`` is itself a free variable makes the posterior a funnel in
+``(theta, log tau)`` where the data say little about each ``theta_j``:
 as ``tau -> 0`` every ``theta_j`` is squeezed onto ``mu``, a neck that fixed-step kernels and
 fitted references do not reach, so the evidence comes back low with an SE that cannot see it.
 In the coordinates ``z = (theta - mu) / tau`` (the value transform
@@ -63,13 +64,23 @@ __all__ = [
 WEAK_INFORMATION = 10.0
 
 
-class LocScaleTransform(Transform):
+class _NonCentering(Transform):
+    """What the non-centering transforms share: their name, and a log Jacobian beyond that of
+    PyMC's own coordinates that is all of it (the variable had no transform there)."""
+
+    name = "noncentered"
+
+    def log_jac_det_beyond_pymc(self, value, *inputs):
+        """The log Jacobian beyond that of PyMC's own coordinates (here: all of it)."""
+        return self.log_jac_det(value, *inputs)
+
+
+class LocScaleTransform(_NonCentering):
     """``z = (theta - loc) / scale`` for ``theta ~ Normal(loc, scale)`` or another
     location-scale family whose last two parameters are its location and scale
     (``LOCATION_SCALE_FAMILIES``): the non-centered coordinates, as a value transform
     (``log |d theta / d z| = log scale`` per element)."""
 
-    name = "noncentered"
     ndim_supp = 0
 
     def forward(self, value, *inputs):
@@ -84,45 +95,32 @@ class LocScaleTransform(Transform):
         scale = inputs[-1]
         return pt.log(scale) + pt.zeros_like(value)
 
-    def log_jac_det_beyond_pymc(self, value, *inputs):
-        """The log Jacobian beyond that of PyMC's own coordinates (none: all of it)."""
-        return self.log_jac_det(value, *inputs)
 
-
-class LogLocScaleTransform(Transform):
+class LogLocScaleTransform(LocScaleTransform):
     """``z = (log theta - loc) / scale`` for ``theta ~ LogNormal(loc, scale)``, whose log is the
-    normal's location-scale family: the non-centered coordinates in place of PyMC's ``log``
-    transform (``log |d theta / d z| = log scale + loc + scale z`` per element)."""
-
-    name = "noncentered"
-    ndim_supp = 0
+    normal's location-scale family: :class:`LocScaleTransform` of ``log theta``, in place of
+    PyMC's ``log`` transform (``log |d theta / d z| = log scale + log theta`` per element)."""
 
     def forward(self, value, *inputs):
-        loc, scale = inputs[-2:]
-        return (pt.log(value) - loc) / scale
+        return super().forward(pt.log(value), *inputs)
 
     def backward(self, value, *inputs):
-        loc, scale = inputs[-2:]
-        return pt.exp(loc + scale * value)
+        return pt.exp(super().backward(value, *inputs))
 
     def log_jac_det(self, value, *inputs):
-        loc, scale = inputs[-2:]
-        return pt.log(scale) + loc + scale * value
+        return super().log_jac_det(value, *inputs) + super().backward(value, *inputs)
 
     def log_jac_det_beyond_pymc(self, value, *inputs):
-        """The log Jacobian beyond that of PyMC's own coordinates, ``log theta`` (its ``log``
-        transform's): ``log scale``."""
-        scale = inputs[-1]
-        return pt.log(scale) + pt.zeros_like(value)
+        """The log Jacobian beyond PyMC's ``log`` transform's (``log theta``): ``log scale``."""
+        return super().log_jac_det(value, *inputs)
 
 
-class MvLocScaleTransform(Transform):
+class MvLocScaleTransform(_NonCentering):
     """``z = L^{-1} (theta - mean)`` for ``theta ~ MvNormal(mean, cov)`` with ``L`` the
     Cholesky factor of ``cov`` (an ``LKJCholeskyCov`` prior's, say): the non-centered
     coordinates of correlated group effects (``log |d theta / d z| = sum log diag L`` per
     vector)."""
 
-    name = "noncentered"
     ndim_supp = 1
 
     def forward(self, value, *inputs):
@@ -138,10 +136,6 @@ class MvLocScaleTransform(Transform):
         cov = inputs[-1]
         log_diag = pt.log(pt.diagonal(pt.linalg.cholesky(cov), axis1=-2, axis2=-1))
         return pt.sum(log_diag, axis=-1) + pt.zeros_like(value[..., 0])
-
-    def log_jac_det_beyond_pymc(self, value, *inputs):
-        """The log Jacobian beyond that of PyMC's own coordinates (none: all of it)."""
-        return self.log_jac_det(value, *inputs)
 
 
 #: The distributions whose last two parameters are a location and a scale, ``theta = loc + scale
