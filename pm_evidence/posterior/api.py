@@ -57,7 +57,6 @@ from pm_evidence.model.draws import (
     posterior_plan,
     reference_log_weights,
     reference_needs_draws,
-    reflection_messages,
     sampled_posterior,
     symmetric_reference,
     symmetry_diagnostics,
@@ -641,9 +640,6 @@ def bridge_sampling(
     diagnostics = dict(middle.diagnostics, proposal=reference, repetitions=bridge.repetitions)
     if choice is not None:
         diagnostics.update(choice.diagnostics, proposal=ref.name)
-        messages += reflection_messages(
-            choice.diagnostics["n_nonfinite_reflections"], lw_target.size
-        )
     diagnostics.update(symmetry, reference=ref.name)
     se = middle.se
     if bridge.repetitions > 1:

@@ -1,5 +1,6 @@
 r"""A whole HMC transition at per-point ``beta`` as one compiled PyTensor function; on an
-accelerator, AIS's rungs too (:func:`annealing_function`).
+accelerator, AIS's rungs (:func:`annealing_function`) and the simulated-tempering sweeps
+(:func:`tempering_function`) too.
 
 :func:`pm_evidence.tempering.kernels.hmc_step` in NumPy calls the compiled log-density once per
 leapfrog step and does the leapfrog arithmetic, the energies and the Metropolis test in NumPy.
@@ -54,8 +55,10 @@ __all__ = [
     "ANNEALING_CHUNK_RUNGS",
     "FUSE_AFTER_POINT_TRANSITIONS",
     "MAX_COMPILED_LEAPFROG",
+    "TEMPERING_CHUNK_SWEEPS",
     "annealing_function",
     "hmc_transition_function",
+    "tempering_function",
 ]
 
 MAX_COMPILED_LEAPFROG = 8  # Numba's graph holds one copy of the model per leapfrog step
@@ -281,6 +284,38 @@ ANNEALING_CHUNK_RUNGS = 8
 ANNEALING_CALL_NUMBERS = 2**25
 
 
+def _in_calls(fn, rows, constants, numbers_per_row: int) -> list[np.ndarray]:
+    """``fn`` of row-aligned ``rows`` in as many calls as keep the random numbers travelling to
+    the device in one call (``numbers_per_row`` a row) at most ``ANNEALING_CALL_NUMBERS``; the
+    outputs joined along the rows."""
+    n = rows[0].shape[0]
+    per_call = max(1, ANNEALING_CALL_NUMBERS // numbers_per_row)
+    parts = [
+        fn(*(r[i : i + per_call] for r in rows), constants=constants)
+        for i in range(0, n, per_call)
+    ]
+    return [np.concatenate(o) for o in zip(*parts, strict=True)]
+
+
+def _device_function(path: GeometricPath, kind: str, n_leapfrog: int, n_steps: int, build):
+    """The compiled ``build(path, n_leapfrog, n_steps, parameters)`` of one chain mapped over
+    the chains, cached on the model's adapter per (``kind``, reference class, ``n_leapfrog``,
+    ``n_steps``), with the reference's parameters; ``(None, ())`` off an accelerator or where
+    the fused transition cannot be built (:func:`hmc_transition_function`)."""
+    target = path.target
+    if not target.backend.on_accelerator or hmc_transition_function(path, n_leapfrog) is None:
+        return None, ()
+    if not target.backend.on_accelerator:  # moved to Numba while building the transition
+        return None, ()
+    parameters = () if path.is_prior else path.reference.graph_parameters()
+    key = (kind, "prior" if path.is_prior else type(path.reference), n_leapfrog, n_steps)
+    functions = target.compiled_transitions  # owned by the model's adapter
+    if key not in functions:
+        built = build(path, n_leapfrog, n_steps, parameters)
+        functions[key] = None if built is None else target.blocked(built)
+    return functions[key], parameters
+
+
 def annealing_function(path: GeometricPath, n_leapfrog: int, n_steps: int) -> Callable | None:
     r"""AIS's loop over rungs (:func:`~pm_evidence.tempering.samplers.anneal`) on the device:
     ``ANNEALING_CHUNK_RUNGS`` rungs per call, each ``log w += (beta_k - beta_{k-1}) Delta(x)``
@@ -295,21 +330,10 @@ def annealing_function(path: GeometricPath, n_leapfrog: int, n_steps: int) -> Ca
     numbers from ``rng`` in the order the transitions one by one would (per rung and
     transition: the step sizes' jitter, the momenta, the Metropolis uniforms), so that the
     annealing is the same Markov chain as on the CPU, up to rounding."""
-    target = path.target
-    if not target.backend.on_accelerator or hmc_transition_function(path, n_leapfrog) is None:
-        return None
-    if not target.backend.on_accelerator:  # moved to Numba while building the transition
-        return None
-    parameters = () if path.is_prior else path.reference.graph_parameters()
-    key = ("annealing", "prior" if path.is_prior else type(path.reference), n_leapfrog, n_steps)
-    functions = target.compiled_transitions  # owned by the model's adapter
-    if key not in functions:
-        built = _build_annealing(path, n_leapfrog, n_steps, parameters)
-        functions[key] = None if built is None else target.blocked(built)
-    fn = functions[key]
+    fn, parameters = _device_function(path, "annealing", n_leapfrog, n_steps, _build_annealing)
     if fn is None:
         return None
-    chunk, dim = ANNEALING_CHUNK_RUNGS, target.dim
+    chunk, dim = ANNEALING_CHUNK_RUNGS, path.target.dim
 
     def anneal_rungs(rng, state: PathState, log_w, betas, d_betas, step_sizes, jitter: float):
         n, rungs = state.x.shape[0], len(betas)
@@ -329,14 +353,7 @@ def annealing_function(path: GeometricPath, n_leapfrog: int, n_steps: int) -> Ca
             np.concatenate([betas, np.ones(pad)]), np.concatenate([d_betas, np.zeros(pad)]),
             active, path.step_scale, *parameters,
         )  # fmt: skip
-        # the chains' random numbers are chunk x n_steps x dim per chain: at most
-        # ANNEALING_CALL_NUMBERS of them travel in one call
-        per_call = max(1, ANNEALING_CALL_NUMBERS // (chunk * n_steps * dim))
-        parts = [
-            fn(*(r[i : i + per_call] for r in rows), constants=constants)
-            for i in range(0, n, per_call)
-        ]
-        outs = [np.concatenate(o) for o in zip(*parts, strict=True)]
+        outs = _in_calls(fn, rows, constants, chunk * n_steps * dim)
         final = PathState(*outs[:5])
         delta_rungs, log_w_rungs, accepted, nonfinite = (o[:, :rungs].T for o in outs[6:])
         return final, outs[5], delta_rungs, log_w_rungs, accepted, nonfinite.astype(int)
@@ -392,4 +409,136 @@ def _build_annealing(path: GeometricPath, n_leapfrog: int, n_steps: int, paramet
     )  # fmt: skip
     outputs = [s[-1] for s in steps[:6]] + list(steps[6:])
     constants = [betas, d_betas, active, scale, *reference_inputs]
+    return target.compile_point_rows(list(point.values()), outputs, constants)
+
+
+# Sweeps of the tempered chains per call on an accelerator (tempering_function): as
+# ANNEALING_CHUNK_RUNGS for AIS, every call has this many (the last padded with sweeps that do
+# nothing), so the function compiles once per run's number of rungs.
+TEMPERING_CHUNK_SWEEPS = 8
+
+
+def tempering_function(path: GeometricPath, n_leapfrog: int, n_steps: int) -> Callable | None:
+    r"""The simulated-tempering sweeps of :func:`~pm_evidence.tempering.samplers.temper` on the
+    device: up to ``TEMPERING_CHUNK_SWEEPS`` sweeps per call, each ``n_steps`` HMC transitions
+    of every chain at its rung's ``beta`` and step size (this module's transition), then the
+    chain's next rung drawn from
+
+    .. math:: q(\beta_k \mid x) \propto \exp(\beta_k \Delta(x) + \log r_k - \log \hat Z_k)
+
+    (seed 004 eq. (7)) by inverting its cumulative sums at a uniform. The chains' points,
+    gradients and rungs stay on the device between sweeps; what comes back per call is the
+    chains' state and rung, per sweep each chain's ``Delta``, rung, acceptances and non-finite
+    proposals, and, summed over the call's sweeps, each chain's ``q_k``, ``q_k Delta`` and
+    ``q_k Delta^2`` (``Delta`` taken as 0 where it is not finite, as on the CPU): the
+    Rao-Blackwellized sums of seed 004 eqs. (8)-(9) without the ``n x K`` table of ``q`` of
+    every sweep.
+
+    Only where the model runs on an accelerator (``None`` elsewhere, and where the fused
+    transition cannot be built: :func:`hmc_transition_function`). The returned
+    ``temper_sweeps(rng, state, rung, n_sweeps, betas, step_sizes, log_weights, jitter)``
+    (``log_weights = log r - log Zhat``) draws the random numbers from ``rng`` in the order the
+    CPU's sweeps do (per sweep and transition: the step sizes' jitter, the momenta, the
+    Metropolis uniforms; then the uniforms of the rung draws), so that the chains are the same
+    Markov chains as on the CPU, up to rounding."""
+    fn, parameters = _device_function(path, "tempering", n_leapfrog, n_steps, _build_tempering)
+    if fn is None:
+        return None
+    chunk, dim = TEMPERING_CHUNK_SWEEPS, path.target.dim
+
+    def temper_sweeps(rng, state: PathState, rung, n_sweeps: int, betas, step_sizes,
+                      log_weights, jitter: float):  # fmt: skip
+        n = state.x.shape[0]
+        stretch = np.ones((n, chunk, n_steps))
+        momentum = np.zeros((n, chunk, n_steps, dim))
+        log_u = np.zeros((n, chunk, n_steps))
+        u_rung = np.zeros((n, chunk))
+        for t in range(n_sweeps):
+            for s in range(n_steps):  # hmc_step's order: jitter, momenta, uniforms
+                stretch[:, t, s] = rng.uniform(1.0 - jitter, 1.0 + jitter, size=n)
+                momentum[:, t, s] = rng.standard_normal((n, dim))
+                log_u[:, t, s] = np.log(rng.random(n))
+            u_rung[:, t] = rng.random(n)  # draw_categorical's uniforms
+        active = (np.arange(chunk) < n_sweeps).astype(float)
+        rows = (state.x, state.log_p0, state.delta, state.grad_log_p0, state.grad_delta,
+                np.asarray(rung, dtype=float), stretch, momentum, log_u, u_rung)  # fmt: skip
+        constants = (np.asarray(betas, dtype=float), np.asarray(step_sizes, dtype=float),
+                     np.asarray(log_weights, dtype=float), active, path.step_scale,
+                     *parameters)  # fmt: skip
+        outs = _in_calls(fn, rows, constants, chunk * n_steps * dim)
+        final, new_rung = PathState(*outs[:5]), outs[5].astype(int)
+        q_sum, q_delta_sum, q_delta2_sum = outs[6:9]
+        delta, rungs, accepted, nonfinite = (o[:, :n_sweeps] for o in outs[9:])
+        return (final, new_rung, delta, rungs.astype(int), accepted, nonfinite.astype(int),
+                q_sum, q_delta_sum, q_delta2_sum)  # fmt: skip
+
+    return temper_sweeps
+
+
+@without_garbage_collection()
+def _build_tempering(path: GeometricPath, n_leapfrog: int, n_steps: int, parameters):
+    """One chain's ``TEMPERING_CHUNK_SWEEPS`` sweeps as a PyTensor ``scan``, compiled by JAX and
+    mapped over the chains (``LogDensity.compile_point_rows``)."""
+    target = path.target
+    dim, chunk = target.dim, TEMPERING_CHUNK_SWEEPS
+    point = {
+        "x": pt.tensor("x", dtype="float64", shape=(dim,)),
+        "log_p0": pt.scalar("log_p0"), "delta": pt.scalar("delta"),
+        "g_p0": pt.tensor("g_p0", dtype="float64", shape=(dim,)),
+        "g_delta": pt.tensor("g_delta", dtype="float64", shape=(dim,)),
+        "rung": pt.scalar("rung"),
+        "stretch": pt.tensor("stretch", dtype="float64", shape=(chunk, n_steps)),
+        "momentum": pt.tensor("momentum", dtype="float64", shape=(chunk, n_steps, dim)),
+        "log_u": pt.tensor("log_u", dtype="float64", shape=(chunk, n_steps)),
+        "u_rung": pt.tensor("u_rung", dtype="float64", shape=(chunk,)),
+    }  # fmt: skip
+    betas, step_sizes, log_weights = (pt.tensor(n, dtype="float64", shape=(None,))
+                                      for n in ("betas", "step_sizes", "log_weights"))  # fmt: skip
+    active = pt.tensor("active", dtype="float64", shape=(chunk,))
+    scale = pt.tensor("step_scale", dtype="float64", shape=(dim,))
+    reference_inputs = _parameter_inputs(parameters)
+    names = ("x", "log_p0", "delta", "g_p0", "g_delta")
+
+    def terms_at(x):
+        return _path_terms(path, x, reference_inputs, target.symbolic_point_terms_with_grad(x))
+
+    def sweep(on, stretch, momentum, log_u, u_rung, x, log_p0, delta, g_p0, g_delta, rung,
+              q_sum, q_delta_sum, q_delta2_sum):  # fmt: skip
+        k = pt.cast(rung, "int64")
+        state = dict(zip(names, (x, log_p0, delta, g_p0, g_delta), strict=True))
+        accepted = nonfinite = pt.constant(0.0)
+        for s in range(n_steps):
+            step = {**state, "beta": betas[k], "eps": step_sizes[k] * stretch[s],
+                    "momentum": momentum[s], "log_u": log_u[s]}  # fmt: skip
+            outs = _transition(step, scale, terms_at, n_leapfrog, scan=True)
+            state = dict(zip(names, outs[:5], strict=True))
+            accepted = accepted + pt.cast(outs[5], "float64")
+            nonfinite = nonfinite + pt.cast(outs[6], "float64")
+        d = state["delta"]  # q(beta | x), eq. (7); 0 * (-inf) = 0 at beta = 0
+        logits = pt.switch(pt.eq(betas, 0.0), 0.0, betas * d) + log_weights
+        q = pt.exp(logits - pt.max(logits))
+        q = q / pt.sum(q)
+        cumulative = pt.cumsum(q)
+        below = pt.sum(pt.lt(cumulative, u_rung * cumulative[-1]))
+        new_rung = pt.cast(pt.minimum(below, betas.shape[0] - 1), "float64")
+        kept = pt.gt(on, 0.0)
+        carried = [pt.switch(kept, new, old) for new, old in zip(
+            (*state.values(), new_rung), (x, log_p0, delta, g_p0, g_delta, rung), strict=True
+        )]  # fmt: skip
+        finite = pt.switch(pt.isfinite(d), d, 0.0)
+        weighted = on * q
+        sums = [q_sum + weighted, q_delta_sum + weighted * finite,
+                q_delta2_sum + weighted * finite**2]  # fmt: skip
+        return [*carried, *sums, d, rung, accepted, nonfinite]
+
+    zeros = pt.zeros_like(betas)
+    initial = [point[k] for k in (*names, "rung")]
+    steps = pytensor.scan(
+        sweep,
+        sequences=[active, point["stretch"], point["momentum"], point["log_u"], point["u_rung"]],
+        outputs_info=[*initial, zeros, zeros, zeros, None, None, None, None], n_steps=chunk,
+        return_updates=False,
+    )  # fmt: skip
+    outputs = [s[-1] for s in steps[:9]] + list(steps[9:])
+    constants = [betas, step_sizes, log_weights, active, scale, *reference_inputs]
     return target.compile_point_rows(list(point.values()), outputs, constants)

@@ -53,6 +53,7 @@ from pm_evidence.tempering.compiled import (
     FUSE_AFTER_POINT_TRANSITIONS,
     annealing_function,
     hmc_transition_function,
+    tempering_function,
 )
 from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
 
@@ -62,6 +63,7 @@ __all__ = [
     "Kernel",
     "adapt_step_size",
     "device_annealing",
+    "device_tempering",
     "flip_step",
     "gibbs_step",
     "gwg_step",
@@ -187,6 +189,26 @@ def device_annealing(kernel: Kernel, path: GeometricPath, n_steps: int) -> Calla
         return anneal_rungs(rng, state, log_w, betas, d_betas, step_sizes, HMC_STEP_JITTER)
 
     return rungs
+
+
+def device_tempering(kernel: Kernel, path: GeometricPath, n_steps: int) -> Callable | None:
+    """The simulated-tempering sweeps on the device
+    (:func:`~pm_evidence.tempering.compiled.tempering_function`) for ``kernel`` on ``path``, as
+    ``temper_sweeps(rng, state, rung, n_sweeps, betas, step_sizes, log_weights)``: where the
+    model runs on an accelerator and the kernel is HMC (its transitions those of
+    :func:`hmc_step`, jitter included); ``None`` elsewhere."""
+    if kernel.name != "hmc":
+        return None
+    temper_sweeps = tempering_function(path, kernel.n_leapfrog, n_steps)
+    if temper_sweeps is None:
+        return None
+
+    def sweeps(rng, state, rung, n_sweeps, betas, step_sizes, log_weights):
+        return temper_sweeps(
+            rng, state, rung, n_sweeps, betas, step_sizes, log_weights, HMC_STEP_JITTER
+        )
+
+    return sweeps
 
 
 def _check_blocks(blocks, dim: int) -> tuple[np.ndarray, ...]:

@@ -25,8 +25,8 @@ import numpy as np
 from pm_evidence.core.progress import long_run
 from pm_evidence.core.utils import normalized_weights, renamed_module_names, warn_user
 from pm_evidence.estimators.tempered import rts_log_z
-from pm_evidence.tempering.compiled import ANNEALING_CHUNK_RUNGS
-from pm_evidence.tempering.kernels import Kernel, device_annealing, transition
+from pm_evidence.tempering.compiled import ANNEALING_CHUNK_RUNGS, TEMPERING_CHUNK_SWEEPS
+from pm_evidence.tempering.kernels import Kernel, device_annealing, device_tempering, transition
 from pm_evidence.tempering.ladders import Ladder
 from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
 
@@ -422,9 +422,14 @@ def temper(
     sums of :class:`TemperingTrace` are updated after the ``x`` move. ``chains.rung=None`` draws
     the first rungs from ``q(beta | x)``.
 
-    With ``settings.allow_interrupt``, Ctrl-C ends the run after the current sweep and the sums
-    cover the sweeps completed (``interrupted=True``); otherwise it raises
-    :class:`KeyboardInterrupt`.
+    Where the model runs on an accelerator and the kernel is HMC, up to
+    ``TEMPERING_CHUNK_SWEEPS`` sweeps (within one time batch) are one call on the device
+    (:func:`~pm_evidence.tempering.kernels.device_tempering`), with the random numbers the
+    loop would draw: the same chains and sums up to rounding.
+
+    With ``settings.allow_interrupt``, Ctrl-C ends the run after the current sweep (on the
+    device, the current call's sweeps) and the sums cover the sweeps completed
+    (``interrupted=True``); otherwise it raises :class:`KeyboardInterrupt`.
     """
     betas, step_size, state, rung = ladder.betas, ladder.step_size, chains.points, chains.rung
     points_moved = chains.points_moved
@@ -447,43 +452,53 @@ def temper(
     if rung is None:
         rung = draw_categorical(rng, beta_conditional(state.delta, betas, log_r, log_zhat))
     chain_index = np.arange(n_chains)
-    n_eval, completed, interrupted = 0, 0, False
+    log_weights = np.asarray(log_r) - log_zhat
+    on_device = device_tempering(kernel, path, n_steps)  # None on a CPU
+    chunk = TEMPERING_CHUNK_SWEEPS if on_device is not None else 1
+    n_eval, completed, interrupted, t = 0, 0, False, 0
     with long_run(n_sweeps, description, settings.progressbar) as run:
-        for t in range(n_sweeps):
-            for _ in range(n_steps):
-                state, accepted, bad = transition(
-                    kernel, rng, path, state, betas[rung], step_size[rung], points_moved
-                )
-                points_moved += n_chains
-                accepted_sum += np.bincount(rung, weights=accepted, minlength=n_rungs)
-                attempts += np.bincount(rung, minlength=n_rungs)
-                nonfinite += np.bincount(rung, weights=bad, minlength=n_rungs).astype(int)
-                n_eval += n_chains * kernel.evaluations_per_step
-            q = beta_conditional(state.delta, betas, log_r, log_zhat).T  # (K, n)
-            new_rung = draw_categorical(rng, q.T)
+        while t < n_sweeps:
             batch = (t * n_time_batches) // n_sweeps
+            end = t + 1  # a call's sweeps stay in one time batch
+            while end < min(n_sweeps, t + chunk) and (end * n_time_batches) // n_sweeps == batch:
+                end += 1
+            if on_device is not None:
+                state, new_rung, delta_s, rung_s, accepted_s, bad_s, *sums = on_device(
+                    rng, state, rung, end - t, betas, step_size, log_weights
+                )
+                sums = [q.T for q in sums]  # rung-major, (K, n), like the CPU's
+            else:
+                state, new_rung, delta_s, rung_s, accepted_s, bad_s, *sums = _sweep(
+                    rng, path, kernel, state, rung, ladder, log_weights, n_steps, points_moved
+                )
             # one unit per chain: its columns of the sums are a slice (views, no fancy indexing)
             cols = slice(batch * n_chains, (batch + 1) * n_chains)
             units = batch * n_chains + chain_index
-            delta = np.where(np.isfinite(state.delta), state.delta, 0.0)
-            # commit this sweep's statistics together
-            c_sum[:, cols] += q
-            q *= delta
-            rb_sum[:, cols] += q
-            q *= delta
-            rb2_sum[:, cols] += q
-            count[rung, units] += 1.0  # one (rung, unit) pair per chain: no repeats
-            count_sum[rung, units] += delta
-            count2_sum[rung, units] += delta**2
-            n_iter[cols] += 1
-            transitions += np.bincount(
-                rung * n_rungs + new_rung, minlength=n_rungs * n_rungs
-            ).reshape(n_rungs, n_rungs)
-            if record:
-                delta_draws[:, t], rung_draws[:, t], unit_draws[:, t] = state.delta, rung, units
-            rung = new_rung
-            completed = t + 1
-            run.advance()
+            for i in range(end - t):  # commit each sweep's statistics together
+                rung, delta = rung_s[:, i], delta_s[:, i]
+                following = rung_s[:, i + 1] if i + 1 < end - t else new_rung
+                accepted_sum += np.bincount(rung, weights=accepted_s[:, i], minlength=n_rungs)
+                attempts += n_steps * np.bincount(rung, minlength=n_rungs)
+                nonfinite += np.bincount(rung, weights=bad_s[:, i], minlength=n_rungs).astype(int)
+                finite = np.where(np.isfinite(delta), delta, 0.0)
+                count[rung, units] += 1.0  # one (rung, unit) pair per chain: no repeats
+                count_sum[rung, units] += finite
+                count2_sum[rung, units] += finite**2
+                transitions += np.bincount(
+                    rung * n_rungs + following, minlength=n_rungs * n_rungs
+                ).reshape(n_rungs, n_rungs)
+                if record:
+                    delta_draws[:, t + i], rung_draws[:, t + i] = delta, rung
+                    unit_draws[:, t + i] = units
+            c_sum[:, cols] += sums[0]
+            rb_sum[:, cols] += sums[1]
+            rb2_sum[:, cols] += sums[2]
+            n_iter[cols] += end - t
+            points_moved += n_chains * n_steps * (end - t)
+            n_eval += n_chains * kernel.evaluations_per_step * n_steps * (end - t)
+            rung, completed = new_rung, end
+            run.advance(end - t)
+            t = end
             if run.interrupted:
                 if not settings.allow_interrupt:
                     raise KeyboardInterrupt(f"{description} interrupted; nothing to return.")
@@ -521,6 +536,30 @@ def temper(
         points_moved,
         interrupted,
     )
+
+
+def _sweep(rng, path, kernel, state, rung, ladder, log_weights, n_steps: int, points_moved: int):
+    """One sweep of :func:`temper` on the CPU: ``n_steps`` transitions at each chain's rung,
+    then the next rungs from ``q(beta | x)``; returned as the device's sweeps are
+    (:func:`~pm_evidence.tempering.compiled.tempering_function`): the state, the new rungs, the
+    sweep's ``Delta``, rungs, acceptances and non-finite proposals per chain (one column), and
+    ``q``, ``q Delta`` and ``q Delta^2`` rung-major, ``(K, n)``."""
+    n_chains = state.x.shape[0]
+    accepted_n, bad_n = np.zeros(n_chains), np.zeros(n_chains)
+    for _ in range(n_steps):
+        state, accepted, bad = transition(
+            kernel, rng, path, state, ladder.betas[rung], ladder.step_size[rung], points_moved
+        )
+        points_moved += n_chains
+        accepted_n += accepted
+        bad_n += bad
+    q = beta_conditional(state.delta, ladder.betas, log_weights, 0.0).T  # (K, n)
+    new_rung = draw_categorical(rng, q.T)
+    finite = np.where(np.isfinite(state.delta), state.delta, 0.0)
+    q_delta = q * finite
+    column = lambda a: a[:, None]  # noqa: E731
+    return (state, new_rung, column(state.delta), column(rung), column(accepted_n),
+            column(bad_n), q, q_delta, q_delta * finite)  # fmt: skip
 
 
 def _occupancy_noise(run: TemperingTrace) -> float:

@@ -151,3 +151,29 @@ def test_auto_on_every_gpu_path_on_jax_cpu(monkeypatch):
     assert ev.diagnostics["draws_chains"] == BatchedHMCSettings.sized(ACCELERATOR_WIDTH).chains
     assert ev.diagnostics["auto_other_method"] == "ais"  # the check: AIS, annealed on the device
     assert ev.reliable and abs(ev.log_z - gold) < 4 * ev.se
+
+
+def test_on_an_accelerator_rts_sweeps_on_the_device(monkeypatch):
+    """On a GPU the simulated-tempering sweeps of RTS, TI and MBAR run on the device
+    (``device_tempering``: the transitions and the rung moves, ``TEMPERING_CHUNK_SWEEPS`` to a
+    call); on a CPU they do not. Both give the exact log Z within 4 of their SEs."""
+    pytest.importorskip("jax")
+    (entry,) = zoo(["normal_mean"])
+    model, gold = entry.build()
+    used, real = [], samplers.device_tempering
+
+    def spy(*args):
+        found = real(*args)
+        used.append(found is not None)
+        return found
+
+    monkeypatch.setattr(samplers, "device_tempering", spy)
+    options = pme.TemperingOptions(n_chains=200, record=True)
+    for target, on_device in ((LogDensity(model, backend="numba"), False),
+                              (_on_a_gpu(model), True)):  # fmt: skip
+        plan = pme.make_plan(target, random_seed=4, progressbar=False)
+        run = pme.run_tempering(plan, options, rng=np.random.default_rng(4), progressbar=False)
+        assert used and all(u is on_device for u in used)
+        used.clear()
+        for estimate in (path_estimators.rts(run), path_estimators.mbar(run)):
+            assert abs(estimate.log_z - gold) < 4 * estimate.se

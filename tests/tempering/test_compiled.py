@@ -258,3 +258,58 @@ def test_annealing_on_the_device_is_the_loop_over_rungs_up_to_rounding(monkeypat
     np.testing.assert_array_equal(device.nonfinite, host.nonfinite)
     assert (device.n_evaluations, device.points_moved) == (host.n_evaluations, host.points_moved)
     np.testing.assert_allclose(device.final.x, host.final.x, rtol=1e-9, atol=1e-9)
+
+
+def test_tempering_on_the_device_is_the_loop_over_sweeps_up_to_rounding(monkeypatch):
+    """On an accelerator the simulated-tempering sweeps run on the device,
+    ``TEMPERING_CHUNK_SWEEPS`` to a call, never across a time batch (here 21 sweeps in three
+    time batches of 7: a call of 7 sweeps each, padded; two transitions a sweep, the chains
+    split over several calls); with the same seed the Rao-Blackwellized sums, the counts, the
+    rung moves, every recorded ``Delta`` and rung, acceptances and rejections are those of the
+    loop over sweeps on the CPU. No GPU is needed: a backend that says it runs on one."""
+    pytest.importorskip("jax")
+    from pm_evidence.model.backend import Backend
+    from pm_evidence.tempering import compiled, kernels, samplers
+    from pm_evidence.tempering.ladders import Ladder
+
+    model, _ = exact_models.linear_regression(d=3)
+    draws = np.random.default_rng(3).normal(0.0, 0.3, size=(500, 3))
+    ref = MultivariateStudentTReference.fit(draws)
+    target = LogDensity(model, backend="jax")
+    target.backend = Backend("jax", "cuda:0 (stand-in)", "jax")
+    path = GeometricPath(target, ref)
+    kernel = kernels.make_kernel("hmc", target, n_leapfrog=3)
+    assert kernels.device_tempering(kernel, path, 2) is not None
+    # Delta is about -860 at the reference's draws: low rungs, and log Zhat to match, where
+    # q(beta | x) lets the chains move between rungs
+    betas = np.linspace(0.0, 0.004, 6)
+    ladder = Ladder(betas, np.linspace(0.9, 0.5, 6), np.zeros(6), "given")
+    start = path.evaluate(ref.sample(np.random.default_rng(5), 64), with_grad=True)
+    log_r, log_zhat = np.zeros(6), -860.0 * betas
+    settings = samplers.TemperingSamplerSettings(
+        n_sweeps=21, n_steps=2, n_time_batches=3, record=True, progressbar=False
+    )
+    # 8 sweeps x 2 transitions x 3 coordinates of momenta per chain: 25 chains per call
+    monkeypatch.setattr(compiled, "ANNEALING_CALL_NUMBERS", 25 * 8 * 2 * 3)
+    chains = samplers.TemperingChains(start)
+    runs = [samplers.temper(np.random.default_rng(9), path, kernel, ladder, log_r, log_zhat,
+                            chains, settings)]  # fmt: skip
+    monkeypatch.setattr(samplers, "device_tempering", lambda *args: None)  # the CPU's loop
+    runs.append(samplers.temper(np.random.default_rng(9), path, kernel, ladder, log_r,
+                                log_zhat, chains, settings))  # fmt: skip
+    device, host = runs
+    assert 0.05 < np.nanmean(host.acceptance) < 0.95
+    assert host.transitions[np.arange(5), np.arange(1, 6)].sum() > 0  # rungs do move
+    np.testing.assert_array_equal(device.rung_draws, host.rung_draws)
+    np.testing.assert_array_equal(device.unit_of_chain_draw, host.unit_of_chain_draw)
+    np.testing.assert_array_equal(device.final_rung, host.final_rung)
+    np.testing.assert_array_equal(device.transitions, host.transitions)
+    np.testing.assert_array_equal(device.nonfinite, host.nonfinite)
+    np.testing.assert_array_equal(device.n_iterations, host.n_iterations)
+    np.testing.assert_allclose(device.acceptance, host.acceptance, atol=1e-12)
+    for name in ("delta_draws", "c_sum", "rb_delta_sum", "rb_delta2_sum", "count",
+                 "count_delta_sum", "count_delta2_sum"):  # fmt: skip
+        np.testing.assert_allclose(getattr(device, name), getattr(host, name), rtol=1e-9,
+                                   atol=1e-9, err_msg=name)  # fmt: skip
+    assert (device.n_evaluations, device.points_moved) == (host.n_evaluations, host.points_moved)
+    np.testing.assert_allclose(device.final.x, host.final.x, rtol=1e-9, atol=1e-9)
