@@ -14,6 +14,9 @@ it is computed, each checked by a second scheme in ``tests/zoo/test_funnels.py``
 - ``poisson_lognormal_centered``: 20 Poisson counts with exposures, rates
   ``LogNormal(mu, tau)``; gold: each log rate integrates out by Gauss-Hermite, then 2-D
   Gauss-Legendre over ``(mu, log tau)``.
+- ``beta_binomial_centered``: 20 groups of binomial counts, rates
+  ``Beta(mu kappa, (1 - mu) kappa)`` (the rat tumours' hierarchy); gold: each rate integrates
+  out as a beta-binomial, then 2-D Gauss-Legendre over ``(mu, log kappa)``.
 - ``thirty_groups_centered``: 30 groups of one observation each (``sigma_j = 1``), true
   ``tau = 0.3``; ``mu ~ N(0, 1)``, ``tau ~ HalfCauchy(1)``; gold as above.
 - ``varying_slopes_centered``: 20 groups of 3 observations, ``(a_j, b_j) ~ MvNormal(mu, L L^T)``
@@ -54,6 +57,7 @@ from run_records import child_record
 import pm_evidence as pme
 from pm_evidence.interop.pymc_smc import from_smc
 from pm_evidence.zoo.funnels import (
+    beta_binomial_centered,
     eight_schools_centered,
     eight_schools_student_t_centered,
     poisson_lognormal_centered,
@@ -66,6 +70,7 @@ MODELS = {
     "eight_schools_centered": eight_schools_centered,
     "eight_schools_student_t_centered": eight_schools_student_t_centered,
     "poisson_lognormal_centered": poisson_lognormal_centered,
+    "beta_binomial_centered": beta_binomial_centered,
     "thirty_groups_centered": thirty_groups_centered,
     "varying_slopes_centered": varying_slopes_centered,
     "funnel_box_10d": funnel_box,

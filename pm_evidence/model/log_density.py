@@ -677,22 +677,42 @@ class LogDensity:
     def sample_prior(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """``n`` flat unconstrained draws ``(n, dim)`` from the prior (``ordered`` variables
         sorted: :class:`~pm_evidence.model.prior.OrderedPrior`; where transforms cut it, the
-        forward draws outside their images rejected: :class:`~pm_evidence.model.prior.PriorCut`)."""
+        forward draws outside their images rejected: :class:`~pm_evidence.model.prior.PriorCut`;
+        a value rounded onto the edge of its support, where its transform is infinite, moved
+        to the nearest float inside: :attr:`prior_edge_share`)."""
         cut = self.prior_cut
-        if not cut.candidates:
-            return self.to_unconstrained(self.prior.draw(rng, n), batch_ndim=1)
         cut.require_sampleable()
         kept, n_kept = [], 0
         while n_kept < n:
-            wanted = math.ceil(1.1 * (n - n_kept) / math.exp(cut.log_mass)) + 16
+            wanted = n if not cut.candidates else (
+                math.ceil(1.1 * (n - n_kept) / math.exp(cut.log_mass)) + 16
+            )  # fmt: skip
             values = self.prior.draw(rng, wanted)
-            flat, _ = self.maps.unconstrained_rows(values, batch_ndim=1)
-            rows = flat[np.all(list(cut.inside(flat, self.layout).values()), axis=0)]
-            if not np.all(np.isfinite(rows)):  # another variable on its support's edge
+            flat, _ = self._prior_rows(values)
+            if cut.candidates:
+                flat = flat[np.all(list(cut.inside(flat, self.layout).values()), axis=0)]
+            if not np.all(np.isfinite(flat)):  # on its support's edge, and no float inside
                 self.to_unconstrained(values, batch_ndim=1)  # raises, naming it
-            kept.append(rows)
-            n_kept += len(rows)
+            kept.append(flat)
+            n_kept += len(flat)
         return np.concatenate(kept)[:n]
+
+    def _prior_rows(self, values) -> tuple[np.ndarray, np.ndarray]:
+        """Forward draws' flat rows, values on the edge of their support moved to the nearest
+        float inside (``ValueMaps.moved_off_edges``; a transform that cuts the prior keeps
+        its draws outside, to be rejected), and which rows were moved."""
+        flat, _ = self.maps.unconstrained_rows(values, batch_ndim=1)
+        return self.maps.moved_off_edges(values, flat, skip=self.prior_cut.candidates)
+
+    @cached_property
+    def prior_edge_share(self) -> float:
+        """The share of the prior's forward draws with a value exactly on the edge of its
+        support, moved to the nearest float inside (:meth:`sample_prior`), from
+        ``PRIOR_CUT_DRAWS`` forward draws on the stream of :attr:`prior_cut`; results drawn
+        from the prior report it (``prior_draws_on_edge``) where it is not 0."""
+        n = PRIOR_CUT_DRAWS if self.prior.batched else PRIOR_CUT_DRAWS_ONE_BY_ONE
+        values = self.prior.draw(np.random.default_rng(PRIOR_CUT_SEED), n)
+        return float(np.mean(self._prior_rows(values)[1]))
 
     def to_constrained(self, x) -> dict[str, np.ndarray]:
         """Map flat unconstrained points ``(..., dim)`` to named constrained values ``(..., *shape)``."""

@@ -110,6 +110,60 @@ class ValueMaps:
             )
         return flat.reshape(*batch_shape, self.layout.dim)
 
+    def moved_off_edges(
+        self, values: Mapping[str, np.ndarray], flat: np.ndarray, skip: tuple[str, ...] = ()
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Flat rows ``(n, dim)`` of forward draws ``values`` (one batch dimension; ``flat``
+        their :meth:`unconstrained_rows`) where a value sitting exactly on the edge of its
+        support is replaced by the nearest floating-point number inside it; and which rows
+        were moved.
+
+        A forward draw on the edge is a rounding: ``Beta(0.01, 0.01)`` draws within ``1e-17``
+        of 1 are stored as ``1.0``, and ``Gamma(0.01)`` draws below ``1e-308`` as ``0.0``,
+        where the transform (``logit``, ``log``) is infinite. The draw lies between the edge
+        and the neighbouring float inside, so that float is as faithful a draw as the edge
+        itself, and has a finite density. Per element of a transform that maps element to
+        element, the neighbour above is tried, then the one below; in a transform that
+        changes the dimension (a Dirichlet's simplex), the entries at exactly 0 move up.
+        Variables in ``skip`` (transforms that cut the prior: not finite means outside) are
+        left as they are, as is anything still not finite (the caller's to report)."""
+        flat = np.array(flat, dtype=float)
+        moved = np.zeros(flat.shape[0], dtype=bool)
+        checked = [v for v in self.layout.variables if v.name not in skip and not v.discrete]
+        rows = np.flatnonzero(np.any(
+            [~np.all(np.isfinite(flat[:, v.start : v.stop]), axis=1) for v in checked], axis=0
+        )) if checked else np.array([], dtype=int)  # fmt: skip
+        if rows.size == 0:
+            return flat, moved
+        sub = {name: np.asarray(value)[rows] for name, value in values.items()}
+        changed = np.zeros(rows.size, dtype=bool)
+        for v in checked:
+            bad = ~np.isfinite(flat[rows, v.start : v.stop])
+            if not bad.any():
+                continue
+            shape = sub[v.name].shape
+            draws = np.array(sub[v.name], dtype=float).reshape(rows.size, -1)
+            before = draws.copy()
+            if draws.shape[1] != bad.shape[1]:  # a simplex: its zeros move up
+                draws[(draws == 0.0) & bad.any(axis=1)[:, None]] = np.nextafter(0.0, 1.0)
+            else:
+                for direction in (np.inf, -np.inf):
+                    trial = draws.copy()
+                    trial[bad] = np.nextafter(draws[bad], direction)
+                    tried, _ = self.unconstrained_rows({**sub, v.name: trial.reshape(shape)})
+                    fixed = bad & np.isfinite(tried[:, v.start : v.stop])
+                    draws[fixed] = trial[fixed]
+                    bad &= ~fixed
+            changed |= np.any(draws != before, axis=1)
+            sub[v.name] = draws.reshape(shape)
+        new, _ = self.unconstrained_rows(sub)
+        for v in self.layout.variables:  # outside a cut stays outside
+            if v.name in skip:
+                new[:, v.start : v.stop] = flat[rows, v.start : v.stop]
+        flat[rows] = new
+        moved[rows] = changed
+        return flat, moved
+
     def unconstrained_rows(
         self, values: Mapping[str, np.ndarray], batch_ndim: int = 1
     ) -> tuple[np.ndarray, tuple]:

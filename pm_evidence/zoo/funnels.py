@@ -20,6 +20,9 @@ model as built, prior density included (what ``pm_evidence.marginal_likelihood``
 * :func:`poisson_lognormal_centered`: 20 groups of Poisson counts with exposures, rates
   ``lambda_j ~ LogNormal(mu, tau)``, ``mu ~ N(0, 2^2)``, ``tau ~ HalfNormal(1)``; gold
   ``-33.132965``.
+* :func:`beta_binomial_centered`: 20 groups of binomial counts (the rat tumours of Gelman
+  et al., simulated), ``theta_j ~ Beta(mu kappa, (1 - mu) kappa)``, ``mu ~ Beta(2, 2)``,
+  ``kappa ~ Exponential(1 / 20)``; gold ``-49.304008``.
 * :func:`thirty_groups_centered`: 30 groups of one observation each (``sigma_j = 1``, true
   ``tau = 0.3``), ``mu ~ N(0, 1)``, ``tau ~ HalfCauchy(1)``; gold ``-44.788125``.
 * :func:`varying_slopes_centered`: 20 groups of 3 observations, correlated intercepts and
@@ -50,7 +53,10 @@ the gold) and over ``(mu, tau)`` (``scheme="tau"``): they agree to 1e-12. For th
 counts each group's log rate integrates out against its normal, ``p(y_j | mu, tau) = int N(u; 0,
 1) Poisson(y_j; E_j e^{mu + tau u}) du``, by Gauss-Hermite (``scheme="hermite"``, the gold) or by
 composite Gauss-Legendre over ``u`` in ``[-12, 12]`` (``scheme="legendre"``), then a 2-D product
-Gauss-Legendre rule over ``(mu, log tau)``: they agree to 1e-9.
+Gauss-Legendre rule over ``(mu, log tau)``: they agree to 1e-9. For the binomial counts each
+group's rate integrates out in closed form (the beta-binomial), then a 2-D product
+Gauss-Legendre rule over ``(mu, log kappa)`` (``scheme="legendre"``, the gold) or QUADPACK's
+``dblquad`` over the same (``scheme="quadpack"``): they agree to 1e-12.
 
 References: R. M. Neal (2003), Slice sampling, Annals of Statistics 31(3), 705-767, sect. 8;
 D. B. Rubin (1981), Estimation in parallel randomized experiments, J. Educational Statistics
@@ -73,11 +79,16 @@ from pm_evidence.zoo.hierarchical import EIGHT_SCHOOLS_SIGMA, EIGHT_SCHOOLS_Y
 from pm_evidence.zoo.multimodal import composite_legendre
 
 __all__ = [
+    "BETA_BINOMIAL_SCHEMES",
     "FUNNEL_ZOO",
     "POISSON_LOGNORMAL_SCHEMES",
     "SCALE_SCHEMES",
     "SLOPES_SCHEMES",
     "STUDENT_T_SCHEMES",
+    "beta_binomial_centered",
+    "beta_binomial_centered_gold",
+    "beta_binomial_data",
+    "beta_binomial_log_likelihood",
     "eight_schools_centered",
     "eight_schools_centered_gold",
     "eight_schools_student_t_centered",
@@ -107,6 +118,10 @@ STUDENT_T_SCHEMES = ("log_tau", "tau")
 POISSON_LOGNORMAL_SCHEMES = ("hermite", "legendre")
 """The two inner schemes of the Poisson-log-normal gold: Gauss-Hermite over the standardized
 log rate (the gold) and composite Gauss-Legendre over it."""
+
+BETA_BINOMIAL_SCHEMES = ("legendre", "quadpack")
+"""The two outer schemes of the hierarchical beta-binomial's gold: product Gauss-Legendre in
+``(mu, log kappa)`` (the gold) and QUADPACK's ``dblquad`` over the same."""
 
 SLOPES_SCHEMES = ("log", "direct")
 """The two schemes of the varying-slopes gold: product Gauss-Legendre in
@@ -402,6 +417,105 @@ def _poisson_lognormal_log_joint(values, n_groups, seed, mu_sd, tau_scale):
         + stats.halfnorm.logpdf(tau, scale=tau_scale)
         + stats.lognorm.logpdf(rate, tau, scale=np.exp(mu)).sum()
         + stats.poisson.logpmf(y, rate * exposure).sum()
+    )
+
+
+# --- binomial counts, beta rates: theta_j ~ Beta(mu kappa, (1 - mu) kappa) -----------------------
+
+
+def beta_binomial_data(n_groups: int = 20, seed: int = 71):
+    """``(y, n)``: trials ``n_j`` uniform on 15..49, true rates ``Beta(1.8, 10.2)`` (mean 0.15,
+    ``kappa = 12``), one binomial count per group."""
+    rng = np.random.default_rng(seed)
+    trials = rng.integers(15, 50, n_groups)
+    return rng.binomial(trials, rng.beta(1.8, 10.2, n_groups)), trials
+
+
+def beta_binomial_log_likelihood(y, trials, mu, kappa):
+    """``sum_j log BetaBinomial(y_j; n_j, mu kappa, (1 - mu) kappa)``, broadcast over ``mu`` and
+    ``kappa``."""
+    a, b = (mu * kappa)[..., None], ((1.0 - mu) * kappa)[..., None]
+    log_choose = special.gammaln(trials + 1.0) - special.gammaln(y + 1.0) - special.gammaln(
+        trials - y + 1.0
+    )
+    return np.sum(log_choose + special.betaln(y + a, trials - y + b) - special.betaln(a, b), -1)
+
+
+@functools.cache
+def beta_binomial_centered_gold(
+    n_groups: int = 20, seed: int = 71, mu_prior: float = 2.0, kappa_mean: float = 20.0,
+    scheme: str = "legendre",
+) -> Gold:  # fmt: skip
+    """Gold ``log Z`` of :func:`beta_binomial_centered` by one of :data:`BETA_BINOMIAL_SCHEMES`
+    (module docstring): the beta-binomial marginal of each group, then ``mu`` over ``(0, 1)``
+    and ``log kappa`` over ``[-16, log 2000]`` (Jacobian ``kappa``; the prior leaves
+    ``6e-9`` below and ``e^-100`` above), 12 Gauss-Legendre nodes a panel on panels that are
+    fine where the posterior is (the error is the change from 6 nodes a panel, plus the prior
+    mass outside), or ``dblquad`` at relative tolerance 1e-11."""
+    _check_scheme(scheme, BETA_BINOMIAL_SCHEMES)
+    y, trials = beta_binomial_data(n_groups, seed)
+    mu_dist, kappa_dist = stats.beta(mu_prior, mu_prior), stats.expon(scale=kappa_mean)
+    lo, hi = -16.0, float(np.log(2000.0))
+
+    def log_f(mu, log_kappa):
+        kappa = np.exp(log_kappa)
+        return (mu_dist.logpdf(mu) + kappa_dist.logpdf(kappa) + log_kappa
+                + beta_binomial_log_likelihood(y, trials, mu, kappa))  # fmt: skip
+
+    outside = float(kappa_dist.cdf(np.exp(lo)) + kappa_dist.sf(np.exp(hi)))
+    if scheme == "quadpack":
+        shift = -float(log_f(np.array(0.15), np.array(2.5)))  # near the mode: no underflow
+        value, _ = integrate.dblquad(
+            lambda t, m: np.exp(log_f(np.array(m), np.array(t)) + shift), 0.0, 1.0, lo, hi,
+            epsabs=0.0, epsrel=1e-11,
+        )  # fmt: skip
+        return Gold(float(np.log(value) - shift), 1e-11 + outside)
+
+    def log_z(n_nodes: int) -> float:
+        mu_edges = np.concatenate([[0.0, 0.02, 0.05], np.arange(0.075, 0.301, 0.025),
+                                   [0.4, 0.6, 0.8, 1.0]])  # fmt: skip
+        mu, log_w_mu = composite_legendre(mu_edges, n_nodes)
+        edges = np.concatenate([[lo, -8.0, -4.0], np.arange(-2.0, 6.01, 0.5), [hi]])
+        log_kappa, log_w_kappa = composite_legendre(edges, n_nodes)
+        m, t = np.meshgrid(mu, log_kappa, indexing="ij")
+        weights = log_w_mu[:, None] + log_w_kappa[None, :]
+        return float(special.logsumexp(log_f(m, t) + weights))
+
+    coarse, fine = log_z(6), log_z(12)
+    return Gold(fine, abs(fine - coarse) + outside)
+
+
+def beta_binomial_centered(
+    n_groups: int = 20, seed: int = 71, mu_prior: float = 2.0, kappa_mean: float = 20.0
+):  # fmt: skip
+    """Binomial counts with beta rates, centered (the rat tumours' hierarchy): ``mu ~ Beta(2,
+    2)``, ``kappa ~ Exponential(1 / kappa_mean)``, ``theta_j ~ Beta(mu kappa, (1 - mu) kappa)``,
+    ``y_j ~ Binomial(n_j, theta_j)`` (:func:`beta_binomial_data`). As ``kappa`` grows the rates
+    are pinned to ``mu`` (a funnel in ``(logit theta, log kappa)``); as it falls toward 0 the
+    prior's rates pile onto 0 and 1, where about 1% of its forward draws round to the edge.
+
+    Convention: prior density included. Gold (module docstring): ``-49.304008`` for the
+    defaults.
+    """
+    y, trials = beta_binomial_data(n_groups, seed)
+    with pm.Model(name="beta_binomial_centered") as model:
+        mu = pm.Beta("mu", np.float64(mu_prior), np.float64(mu_prior))
+        kappa = pm.Exponential("kappa", np.float64(1.0 / kappa_mean))
+        theta = pm.Beta("theta", mu * kappa, (1.0 - mu) * kappa, shape=n_groups)
+        pm.Binomial("y", trials, theta, observed=y)
+    gold = beta_binomial_centered_gold(n_groups, seed, mu_prior, kappa_mean)
+    return model, gold.log_z
+
+
+def _beta_binomial_log_joint(values, n_groups, seed, mu_prior, kappa_mean):
+    y, trials = beta_binomial_data(n_groups, seed)
+    mu, kappa = float(values["mu"]), float(values["kappa"])
+    theta = np.asarray(values["theta"], dtype=float)
+    return float(
+        stats.beta.logpdf(mu, mu_prior, mu_prior)
+        + stats.expon.logpdf(kappa, scale=kappa_mean)
+        + stats.beta.logpdf(theta, mu * kappa, (1.0 - mu) * kappa).sum()
+        + stats.binom.logpmf(y, trials, theta).sum()
     )
 
 
@@ -723,6 +837,12 @@ FUNNEL_ZOO: tuple[ZooModel, ...] = (
         "closed form + quadrature 2-D (Gauss-Hermite per group; mu, log tau)",
         {"hierarchical", "funnel", "bounded", "glm"},
         poisson_lognormal_centered_gold, _poisson_lognormal_log_joint,
+    ),
+    entry(
+        "beta_binomial_centered", beta_binomial_centered,
+        "closed form + quadrature 2-D (beta-binomial per group; mu, log kappa)",
+        {"hierarchical", "funnel", "bounded", "glm"},
+        beta_binomial_centered_gold, _beta_binomial_log_joint,
     ),
     entry(
         "thirty_groups_centered", thirty_groups_centered,

@@ -37,6 +37,7 @@ def test_the_models_are_centered_with_the_stated_parameters():
         "eight_schools_centered": 10,
         "eight_schools_student_t_centered": 10,
         "poisson_lognormal_centered": 22,
+        "beta_binomial_centered": 22,
         "thirty_groups_centered": 32,
         "varying_slopes_centered": 45,
     }
@@ -134,3 +135,26 @@ def test_unknown_scheme_is_named_in_the_error():
         funnels.eight_schools_centered_gold(scheme="simpson")
     with pytest.raises(ValueError, match=r"'simpson'.*'log', 'direct'"):
         funnels.varying_slopes_centered_gold(scheme="simpson")
+
+
+def test_beta_binomial_gold_agrees_between_legendre_and_quadpack():
+    legendre, quadpack = (funnels.beta_binomial_centered_gold(scheme=s)
+                          for s in funnels.BETA_BINOMIAL_SCHEMES)  # fmt: skip
+    assert legendre.log_z == pytest.approx(quadpack.log_z, abs=1e-10)
+    assert legendre.error < 1e-7
+
+
+def test_the_beta_binomial_marginal_is_the_integral_over_the_rate():
+    """The gold's closed form, ``sum_j log int Beta(theta; mu kappa, (1 - mu) kappa)
+    Binomial(y_j; n_j, theta) dtheta``, against QUADPACK over ``theta``."""
+    y, trials = funnels.beta_binomial_data()
+    mu, kappa = 0.2, 7.0
+    a, b = mu * kappa, (1 - mu) * kappa
+    direct = sum(
+        np.log(integrate.quad(lambda t, y_j=y_j, n_j=n_j: stats.beta.pdf(t, a, b)
+                              * stats.binom.pmf(y_j, n_j, t), 0.0, 1.0, epsabs=0.0,
+                              epsrel=1e-12)[0])
+        for y_j, n_j in zip(y, trials, strict=True)
+    )  # fmt: skip
+    closed = funnels.beta_binomial_log_likelihood(y, trials, np.array(mu), np.array(kappa))
+    assert closed == pytest.approx(direct, abs=1e-9)
