@@ -456,6 +456,15 @@ class LogDensity:
         """Operations in the (unbatched) graph of both terms and their gradients."""
         return graph_size(self._graphs.with_grads())
 
+    def symbolic_terms(self, x_batch):
+        """``(log_prior, log_lik)`` as symbolic graphs of a symbolic matrix ``x_batch (n,
+        dim)`` (float64; cast to the model's integer entries where every entry is one), the
+        model's graph vectorized over the rows, for larger compiled functions that evaluate
+        the model without its gradient (a Gibbs sweep's candidates)."""
+        g = self._graphs
+        rows = pt.cast(x_batch, g.x.dtype) if x_batch.dtype != g.x.dtype else x_batch
+        return vectorize_batched([g.log_prior, g.log_lik], g.x, rows)
+
     def symbolic_terms_with_grad(self, x_batch):
         """``(log_prior, log_lik, grad log_prior, grad log_lik)`` as symbolic graphs of a
         symbolic matrix ``x_batch (n, dim)``, for building larger compiled functions (a whole

@@ -55,6 +55,7 @@ from pm_evidence.tempering.compiled import (
     hmc_transition_function,
     tempering_function,
 )
+from pm_evidence.tempering.compiled_gibbs import gibbs_sweep_function
 from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
 
 __all__ = [
@@ -344,7 +345,7 @@ def _gibbs_evaluations(blocks: tuple[np.ndarray, ...], levels: np.ndarray) -> in
 
 def _gibbs_kernel(blocks: tuple[np.ndarray, ...], levels: np.ndarray, lowest=None) -> Kernel:
     def step(rng, path, state, beta, step_size, compiled=False):
-        return gibbs_step(rng, path, state, beta, blocks, levels, lowest)
+        return gibbs_step(rng, path, state, beta, blocks, levels, lowest, compiled=compiled)
 
     return Kernel(
         "gibbs", step, _gibbs_evaluations(blocks, levels), DEFAULT_TARGET_ACCEPT["gibbs"],
@@ -385,7 +386,7 @@ def _compound_kernel(name: str, target, n_leapfrog: int) -> Kernel:
 
     def step(rng, path, state, beta, step_size, compiled=False):
         return compound_step(
-            rng, path, state, beta, step_size, move, blocks, levels, with_hmc, lowest
+            rng, path, state, beta, step_size, move, blocks, levels, with_hmc, lowest, compiled
         )
 
     # the continuous move's evaluations, the sweep's, and one more: the evaluation with
@@ -549,7 +550,10 @@ def _candidate_log_f(path: GeometricPath, x, beta, block, block_levels, n_alt: i
     return log_f_alt, new_values, proposal if m == 1 else None
 
 
-def gibbs_step(rng, path: GeometricPath, state: PathState, beta, blocks, levels=None, lowest=None):
+def gibbs_step(
+    rng, path: GeometricPath, state: PathState, beta, blocks, levels=None, lowest=None,
+    compiled: bool = False,
+):  # fmt: skip
     r"""One heat-bath (Gibbs) sweep over ``blocks`` of finite discrete entries at inverse
     temperatures ``beta``.
 
@@ -563,11 +567,18 @@ def gibbs_step(rng, path: GeometricPath, state: PathState, beta, blocks, levels=
     finding; single entries always are). The candidate states of a block are evaluated in
     batched calls over ``n x |B| x max(L_j - 1)`` points, ``GIBBS_CANDIDATE_ROWS`` at a time;
     a block of several entries costs one more evaluation per point, at the new state.
+
+    With ``compiled``, on an accelerator, the whole sweep is one call on the device
+    (:func:`~pm_evidence.tempering.compiled_gibbs.gibbs_sweep_function`), fed the same
+    uniforms: the same moves up to rounding.
     """
     beta = np.asarray(beta, dtype=float)
     n, d = state.x.shape
     levels = np.full(d, 2) if levels is None else np.asarray(levels)
     lowest = np.zeros(d) if lowest is None else np.asarray(lowest)
+    on_device = gibbs_sweep_function(path, blocks, levels, lowest) if compiled else None
+    if on_device is not None:
+        return on_device(rng, state, beta)
     current = state
     moved = np.zeros(n, dtype=bool)
     nonfinite = np.zeros(n, dtype=bool)
@@ -674,18 +685,21 @@ def custom_step(rng, path: GeometricPath, state: PathState, beta, user_step: Cal
 
 def compound_step(
     rng, path: GeometricPath, state: PathState, beta, step_size, move: Callable, blocks, levels,
-    with_grad: bool, lowest=None,
+    with_grad: bool, lowest=None, compiled: bool = False,
 ):  # fmt: skip
     """``move(rng, path, state, beta, step_size)`` (HMC or RWM on the continuous entries), then a
-    Gibbs sweep over the discrete entries ``blocks``; with ``with_grad`` the new points are
-    evaluated with gradients for the next HMC move.
+    Gibbs sweep over the discrete entries ``blocks`` (on the device with ``compiled``, where
+    :func:`gibbs_step` can); with ``with_grad`` the new points are evaluated with gradients
+    for the next HMC move.
 
     The acceptance returned is that of the continuous move (what the step size adapts to); a
     point is flagged non-finite if either part met a non-finite density.
     """
     state, accepted, nonfinite = move(rng, path, state, beta, step_size)
     plain = PathState(state.x, state.log_p0, state.delta)
-    state, _, nonfinite_gibbs = gibbs_step(rng, path, plain, beta, blocks, levels, lowest)
+    state, _, nonfinite_gibbs = gibbs_step(
+        rng, path, plain, beta, blocks, levels, lowest, compiled=compiled
+    )
     if with_grad:
         state = path.evaluate(state.x, with_grad=True)
     return state, accepted, nonfinite | nonfinite_gibbs
