@@ -9,8 +9,10 @@ reason: those models are explored.
 
 from __future__ import annotations
 
+import functools
 import warnings
 
+import numpy as np
 import pytest
 
 from pm_evidence.auto import exploration_skipped
@@ -44,22 +46,35 @@ SKIPPED = {
 }
 
 
-def _reasons() -> dict[str, str]:
-    reasons = {}
+@functools.cache
+def _targets() -> dict:
+    targets = {}
     for entry in (*ZOO, *MULTIMODAL_ZOO, *HIGHDIM_ZOO, *SUPPORT_ZOO, *FUNNEL_ZOO):
         model, _ = entry.build()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # an improper prior's own warning
-            target = as_target(model)
-        reason = exploration_skipped(target, {})
-        if reason:
-            reasons[entry.name] = reason
-    return reasons
+            targets[entry.name] = as_target(model)
+    return targets
 
 
 @pytest.mark.filterwarnings("ignore:Cannot cache compiled function")
 def test_the_zoo_models_auto_does_not_explore_are_those_with_a_real_reason():
-    reasons = _reasons()
+    reasons = {name: exploration_skipped(t, {}) for name, t in _targets().items()}
+    reasons = {name: reason for name, reason in reasons.items() if reason}
     assert set(reasons) == set(SKIPPED), reasons
     for name, reason in reasons.items():
         assert REAL_REASONS[SKIPPED[name]] in reason, (name, reason)
+
+
+@pytest.mark.filterwarnings("ignore:Cannot cache compiled function")
+def test_every_explored_zoo_model_has_finite_prior_draws():
+    """The exploration starts from draws of the prior: on every zoo model it explores, they
+    have finite coordinates and a finite prior density (a draw rounded onto its support's
+    edge is moved inside, ``LogDensity.sample_prior``), so it cannot stop on them."""
+    rng = np.random.default_rng(7)
+    for name, target in _targets().items():
+        if name in SKIPPED:
+            continue
+        x = target.sample_prior(rng, 1000)
+        assert np.all(np.isfinite(x)), name
+        assert np.all(np.isfinite(target.log_prior(x))), name
