@@ -177,9 +177,9 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
     )
     if plan is not None:  # how the draws were made, on whichever result is returned
         facts.update(plan.facts)
-    if exploration is not None and getattr(target, "prior_edge_share", 0.0) > 0.0:
-        # its forward draws rounded onto a support's edge, moved to the nearest float inside
-        facts["prior_draws_on_edge"] = target.prior_edge_share
+    on_edge = getattr(target, "prior_edge_share", 0.0) if exploration is not None else 0.0
+    if on_edge != 0.0:  # its forward draws rounded onto a support's edge, moved inside
+        facts["prior_draws_on_edge"] = on_edge
     coverage = None
     if plan is not None and exploration is not None:
         coverage = attempt(

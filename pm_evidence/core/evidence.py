@@ -425,9 +425,11 @@ def build_evidence(
         diagnostics = {**diagnostics, **backend.diagnostics()}
     if getattr(target, "noncentered", ()):  # computed in non-centered coordinates: same log Z
         diagnostics = {**diagnostics, "noncentered": list(target.noncentered)}
-    if diagnostics.get("reference") == "prior" and getattr(target, "prior_edge_share", 0.0) > 0.0:
-        # forward draws rounded onto a support's edge, moved to the nearest float inside
-        diagnostics = {**diagnostics, "prior_draws_on_edge": target.prior_edge_share}
+    on_edge = (
+        getattr(target, "prior_edge_share", 0.0) if diagnostics.get("reference") == "prior" else 0.0
+    )
+    if on_edge != 0.0:  # forward draws rounded onto a support's edge, moved inside (NaN: unknown)
+        diagnostics = {**diagnostics, "prior_draws_on_edge": on_edge}
     cut = getattr(target, "prior_cut", None) if diagnostics.get("reference") == "prior" else None
     if cut is not None and cut.cut:
         # p0 = the prior cut by transforms, divided by its mass m (PriorCut): an estimated m

@@ -34,7 +34,7 @@ import pytensor.tensor as pt
 from pytensor.gradient import NullTypeGradError
 from pytensor.graph.replace import graph_replace
 
-from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.core.exceptions import EvidenceInputError, NonFiniteLogDensityError
 from pm_evidence.core.utils import warn_user
 from pm_evidence.model.backend import (
     Backend,
@@ -718,10 +718,15 @@ class LogDensity:
         """The share of the prior's forward draws with a value exactly on the edge of its
         support, moved to the nearest float inside (:meth:`sample_prior`), from
         ``PRIOR_CUT_DRAWS`` forward draws on the stream of :attr:`prior_cut`; results drawn
-        from the prior report it (``prior_draws_on_edge``) where it is not 0."""
+        from the prior report it (``prior_draws_on_edge``) where it is not 0; NaN where those
+        draws cannot be mapped (a forward draw that overflowed), which the run's own draws
+        would have raised on."""
         n = PRIOR_CUT_DRAWS if self.prior.batched else PRIOR_CUT_DRAWS_ONE_BY_ONE
         values = self.prior.draw(np.random.default_rng(PRIOR_CUT_SEED), n)
-        return float(np.mean(self._prior_rows(values)[1]))
+        try:
+            return float(np.mean(self._prior_rows(values)[1]))
+        except NonFiniteLogDensityError:
+            return float("nan")
 
     def to_constrained(self, x) -> dict[str, np.ndarray]:
         """Map flat unconstrained points ``(..., dim)`` to named constrained values ``(..., *shape)``."""

@@ -157,9 +157,11 @@ class ValueMaps:
             changed |= np.any(draws != before, axis=1)
             sub[v.name] = draws.reshape(shape)
         new, _ = self.unconstrained_rows(sub)
-        for v in self.layout.variables:  # outside a cut stays outside
+        for v in self.layout.variables:  # outside a cut stays outside (to be rejected)
             if v.name in skip:
-                new[:, v.start : v.stop] = flat[rows, v.start : v.stop]
+                old = flat[rows, v.start : v.stop]
+                moved_values = new[:, v.start : v.stop]
+                new[:, v.start : v.stop] = np.where(np.isfinite(old), moved_values, old)
         flat[rows] = new
         moved[rows] = changed
         return flat, moved

@@ -526,9 +526,10 @@ def _build_tempering(path: GeometricPath, n_leapfrog: int, n_steps: int, paramet
             (*state.values(), new_rung), (x, log_p0, delta, g_p0, g_delta, rung), strict=True
         )]  # fmt: skip
         finite = pt.switch(pt.isfinite(d), d, 0.0)
-        weighted = on * q
-        sums = [q_sum + weighted, q_delta_sum + weighted * finite,
-                q_delta2_sum + weighted * finite**2]  # fmt: skip
+        weighted = pt.switch(kept, q, 0.0)  # a padding sweep adds exactly nothing, not 0 * NaN
+        weighted_delta = weighted * finite
+        sums = [q_sum + weighted, q_delta_sum + weighted_delta,
+                q_delta2_sum + weighted_delta * finite]  # fmt: skip
         return [*carried, *sums, d, rung, accepted, nonfinite]
 
     zeros = pt.zeros_like(betas)

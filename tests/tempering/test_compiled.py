@@ -313,3 +313,42 @@ def test_tempering_on_the_device_is_the_loop_over_sweeps_up_to_rounding(monkeypa
                                    atol=1e-9, err_msg=name)  # fmt: skip
     assert (device.n_evaluations, device.points_moved) == (host.n_evaluations, host.points_moved)
     np.testing.assert_allclose(device.final.x, host.final.x, rtol=1e-9, atol=1e-9)
+
+
+def test_device_tempering_padding_sweeps_add_nothing_where_delta_is_nan(monkeypatch):
+    """A call of one sweep is padded with sweeps that do nothing; where the likelihood is NaN
+    (``log(|x| - 0.05)`` near 0) those must not add ``0 * NaN`` to the sums: the device's sums
+    have the CPU's NaNs, no more."""
+    pytest.importorskip("jax")
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    from pm_evidence.model.backend import Backend
+    from pm_evidence.references import PriorReference
+    from pm_evidence.tempering import kernels, samplers
+    from pm_evidence.tempering.ladders import Ladder
+
+    with pm.Model() as model:
+        x = pm.Normal("x", 0.0, 1.0, shape=1)
+        pm.Potential("band", pt.log(pt.abs(x[0]) - 0.05))
+    target = LogDensity(model, backend="jax")
+    target.backend = Backend("jax", "cuda:0 (stand-in)", "jax")
+    path = GeometricPath(target, PriorReference(target))
+    kernel = kernels.make_kernel("hmc", target, n_leapfrog=1)
+    ladder = Ladder(np.array([0.0, 0.5, 1.0]), np.full(3, 0.3), np.zeros(3), "given")
+    rng = np.random.default_rng(1)
+    start = path.evaluate(rng.uniform(0.06, 0.25, (400, 1)) * rng.choice([-1, 1], (400, 1)),
+                          with_grad=True)  # fmt: skip
+    log_r = np.array([0.0, -50.0, -50.0])  # nearly every chain at beta = 0, where NaN is met
+    settings = samplers.TemperingSamplerSettings(n_sweeps=1, progressbar=False, record=True)
+    chains = samplers.TemperingChains(start, rung=np.zeros(400, dtype=int))
+    def run():
+        return samplers.temper(np.random.default_rng(0), path, kernel, ladder, log_r,
+                               np.zeros(3), chains, settings)  # fmt: skip
+
+    on_device = run()
+    monkeypatch.setattr(samplers, "device_tempering", lambda *args: None)  # the CPU's loop
+    on_cpu = run()
+    assert np.isnan(on_cpu.delta_draws).any()  # the sweep met the NaN band
+    np.testing.assert_array_equal(np.isnan(on_device.c_sum), np.isnan(on_cpu.c_sum))
+    np.testing.assert_allclose(on_device.c_sum, on_cpu.c_sum, rtol=1e-9, atol=1e-12)
