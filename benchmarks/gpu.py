@@ -20,7 +20,9 @@ Models (``--models``, in this order; ``--quick`` keeps the first three):
 - ``hierarchical_1000``: a normal hierarchy with 1,000 groups (1,002 parameters).
 
 ``--zoo`` runs instead every model of :data:`pm_evidence.zoo.testing.ZOO` (each with a gold
-``log Z``) once per backend, printing each answer's error against the gold.
+``log Z``) once per backend, printing each answer's error against the gold (its discrete
+models run their Gibbs sweeps on the device). ``--method`` runs another method than ``auto``
+(``rts``: the tempered sweeps on the device).
 
 Run from the repository root (needs ``pip install -e ".[jax]"``; on an NVIDIA GPU also
 ``pip install "jax[cuda12]"``)::
@@ -28,6 +30,7 @@ Run from the repository root (needs ``pip install -e ".[jax]"``; on an NVIDIA GP
     python benchmarks/gpu.py --quick
     python benchmarks/gpu.py --zoo
     python benchmarks/gpu.py --models rv_gp logistic_100k --backends jax
+    python benchmarks/gpu.py --models eight_schools hierarchical_200 --method rts
     python benchmarks/gpu.py --backends jax --time-limit 420   # inside an 8-minute call
 """
 
@@ -75,15 +78,19 @@ MODELS = (
 )  # fmt: skip
 
 
-def _timed(model, backend: str, seed: int):
+def _timed(model, backend: str, seed: int, method: str = "auto"):
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the result carries its warnings
-        ev = pme.marginal_likelihood(model, random_seed=seed, progressbar=False, backend=backend)
+        ev = pme.marginal_likelihood(
+            model, method=method, random_seed=seed, progressbar=False, backend=backend
+        )
     return time.perf_counter() - start, ev
 
 
-def main(names, backends, seed: int, warm: bool, time_limit: float | None = None) -> None:
+def main(
+    names, backends, seed: int, warm: bool, time_limit: float | None = None, method: str = "auto"
+) -> None:
     start = time.perf_counter()
     print(f"{'model':24s} {'backend':7s} {'device':22s} {'width':>5s} {'first s':>8s} "
           f"{'warm s':>8s} {'log Z':>14s} {'SE':>8s} reliable")  # fmt: skip
@@ -94,8 +101,8 @@ def main(names, backends, seed: int, warm: bool, time_limit: float | None = None
             if time_limit is not None and time.perf_counter() - start > time_limit:
                 print(f"{name:24s} {backend:7s} not started: past --time-limit {time_limit:g} s")
                 continue
-            first, ev = _timed(model, backend, seed)
-            again = _timed(model, backend, seed)[0] if warm else float("nan")
+            first, ev = _timed(model, backend, seed, method)
+            again = _timed(model, backend, seed, method)[0] if warm else float("nan")
             results[backend] = (again if warm else first, ev)
             print(
                 f"{name:24s} {backend:7s} {ev.diagnostics.get('device', '?'):22s} "
@@ -140,6 +147,11 @@ if __name__ == "__main__":
     parser.add_argument("--no-warm", action="store_true", help="first calls only")
     parser.add_argument("--zoo", action="store_true", help="every zoo model, against its gold")
     parser.add_argument(
+        "--method", default="auto",
+        help="the method of every call (default auto; rts, ti or mbar run their tempered sweeps "
+        "on the device)",
+    )  # fmt: skip
+    parser.add_argument(
         "--time-limit", type=float, default=None,
         help="seconds after which no further model or backend is started (a device call's limit)",
     )  # fmt: skip
@@ -148,4 +160,5 @@ if __name__ == "__main__":
         zoo(args.backends, args.seed)
         raise SystemExit
     models = list(MODELS[:3]) if args.quick else args.models
-    main(models, args.backends, args.seed, warm=not args.no_warm, time_limit=args.time_limit)
+    main(models, args.backends, args.seed, warm=not args.no_warm, time_limit=args.time_limit,
+         method=args.method)  # fmt: skip
