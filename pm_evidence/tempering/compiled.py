@@ -361,6 +361,26 @@ def annealing_function(path: GeometricPath, n_leapfrog: int, n_steps: int) -> Ca
     return anneal_rungs
 
 
+def _chain_state(dim: int) -> dict:
+    """One chain's state as symbolic inputs, in the order of :class:`PathState`: its point,
+    ``log p0``, ``Delta`` and their gradients."""
+    return {
+        "x": pt.tensor("x", dtype="float64", shape=(dim,)),
+        "log_p0": pt.scalar("log_p0"), "delta": pt.scalar("delta"),
+        "g_p0": pt.tensor("g_p0", dtype="float64", shape=(dim,)),
+        "g_delta": pt.tensor("g_delta", dtype="float64", shape=(dim,)),
+    }  # fmt: skip
+
+
+def _transition_numbers(chunk: int, n_steps: int, dim: int) -> dict:
+    """One chain's momenta and Metropolis log-uniforms for ``n_steps`` transitions in each of
+    ``chunk`` rungs or sweeps, as symbolic inputs."""
+    return {
+        "momentum": pt.tensor("momentum", dtype="float64", shape=(chunk, n_steps, dim)),
+        "log_u": pt.tensor("log_u", dtype="float64", shape=(chunk, n_steps)),
+    }
+
+
 @without_garbage_collection()
 def _build_annealing(path: GeometricPath, n_leapfrog: int, n_steps: int, parameters):
     """One chain's annealing over ``ANNEALING_CHUNK_RUNGS`` rungs as a PyTensor ``scan``,
@@ -368,15 +388,11 @@ def _build_annealing(path: GeometricPath, n_leapfrog: int, n_steps: int, paramet
     target = path.target
     dim, chunk = target.dim, ANNEALING_CHUNK_RUNGS
     point = {
-        "x": pt.tensor("x", dtype="float64", shape=(dim,)),
-        "log_p0": pt.scalar("log_p0"), "delta": pt.scalar("delta"),
-        "g_p0": pt.tensor("g_p0", dtype="float64", shape=(dim,)),
-        "g_delta": pt.tensor("g_delta", dtype="float64", shape=(dim,)),
+        **_chain_state(dim),
         "log_w": pt.scalar("log_w"),
         "eps": pt.tensor("eps", dtype="float64", shape=(chunk, n_steps)),
-        "momentum": pt.tensor("momentum", dtype="float64", shape=(chunk, n_steps, dim)),
-        "log_u": pt.tensor("log_u", dtype="float64", shape=(chunk, n_steps)),
-    }  # fmt: skip
+        **_transition_numbers(chunk, n_steps, dim),
+    }
     betas, d_betas, active = (pt.tensor(n, dtype="float64", shape=(chunk,))
                               for n in ("betas", "d_betas", "active"))  # fmt: skip
     scale = pt.tensor("step_scale", dtype="float64", shape=(dim,))
@@ -482,16 +498,12 @@ def _build_tempering(path: GeometricPath, n_leapfrog: int, n_steps: int, paramet
     target = path.target
     dim, chunk = target.dim, TEMPERING_CHUNK_SWEEPS
     point = {
-        "x": pt.tensor("x", dtype="float64", shape=(dim,)),
-        "log_p0": pt.scalar("log_p0"), "delta": pt.scalar("delta"),
-        "g_p0": pt.tensor("g_p0", dtype="float64", shape=(dim,)),
-        "g_delta": pt.tensor("g_delta", dtype="float64", shape=(dim,)),
+        **_chain_state(dim),
         "rung": pt.scalar("rung"),
         "stretch": pt.tensor("stretch", dtype="float64", shape=(chunk, n_steps)),
-        "momentum": pt.tensor("momentum", dtype="float64", shape=(chunk, n_steps, dim)),
-        "log_u": pt.tensor("log_u", dtype="float64", shape=(chunk, n_steps)),
+        **_transition_numbers(chunk, n_steps, dim),
         "u_rung": pt.tensor("u_rung", dtype="float64", shape=(chunk,)),
-    }  # fmt: skip
+    }
     betas, step_sizes, log_weights = (pt.tensor(n, dtype="float64", shape=(None,))
                                       for n in ("betas", "step_sizes", "log_weights"))  # fmt: skip
     active = pt.tensor("active", dtype="float64", shape=(chunk,))

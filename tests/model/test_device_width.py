@@ -79,16 +79,17 @@ def test_a_wide_device_runs_more_chains_at_once_and_the_answer_stands():
     assert np.isfinite(bridge.se) and bridge.se > 0
 
 
-def _spy_on_device_annealing(monkeypatch) -> list:
-    """Whether each annealing run of the test ran its rungs on the device."""
-    used, real = [], samplers.device_annealing
+def _spy_on_device(monkeypatch, name: str = "device_annealing") -> list:
+    """Whether each run of the test found its loop on the device (``samplers.<name>``:
+    ``device_annealing`` for AIS's rungs, ``device_tempering`` for the tempered sweeps)."""
+    used, real = [], getattr(samplers, name)
 
     def spy(*args):
         found = real(*args)
         used.append(found is not None)
         return found
 
-    monkeypatch.setattr(samplers, "device_annealing", spy)
+    monkeypatch.setattr(samplers, name, spy)
     return used
 
 
@@ -99,7 +100,7 @@ def test_on_an_accelerator_hmc_transitions_are_compiled_from_the_first(monkeypat
     then anneals on the device (``device_annealing``), with the right answer."""
     (entry,) = zoo(["normal_mean"])
     model, gold = entry.build()
-    used = _spy_on_device_annealing(monkeypatch)
+    used = _spy_on_device(monkeypatch)
     for target, compiled in ((LogDensity(model, backend="numba"), False), (_on_a_gpu(model), True)):
         plan = pme.make_plan(target, random_seed=3, progressbar=False)
         assert bool(plan.path.bound_transitions) is compiled  # the pilot's transitions
@@ -144,7 +145,7 @@ def test_auto_on_every_gpu_path_on_jax_cpu(monkeypatch):
     model, gold = entry.build()
     target = LogDensity(model, backend="jax")
     target.backend = GPU
-    used = _spy_on_device_annealing(monkeypatch)
+    used = _spy_on_device(monkeypatch)
     ev = pme.marginal_likelihood(target, random_seed=1, progressbar=False)
     assert used and all(used)
     assert ev.diagnostics["parallel_width"] == ACCELERATOR_WIDTH
@@ -160,14 +161,7 @@ def test_on_an_accelerator_rts_sweeps_on_the_device(monkeypatch):
     pytest.importorskip("jax")
     (entry,) = zoo(["normal_mean"])
     model, gold = entry.build()
-    used, real = [], samplers.device_tempering
-
-    def spy(*args):
-        found = real(*args)
-        used.append(found is not None)
-        return found
-
-    monkeypatch.setattr(samplers, "device_tempering", spy)
+    used = _spy_on_device(monkeypatch, "device_tempering")
     options = pme.TemperingOptions(n_chains=200, record=True)
     for target, on_device in ((LogDensity(model, backend="numba"), False),
                               (_on_a_gpu(model), True)):  # fmt: skip

@@ -220,6 +220,20 @@ def test_jax_transition_of_one_point_mapped_over_rows_equals_numba_rows():
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)
 
 
+def _stand_in_gpu_path():
+    """A path from a Student-t reference on a JAX adapter whose backend says it runs on a GPU
+    (JAX on this CPU), and HMC of 3 leapfrog steps: ``(path, reference, kernel)``."""
+    from pm_evidence.model.backend import Backend
+    from pm_evidence.tempering import kernels
+
+    model, _ = exact_models.linear_regression(d=3)
+    draws = np.random.default_rng(3).normal(0.0, 0.3, size=(500, 3))
+    ref = MultivariateStudentTReference.fit(draws)
+    target = LogDensity(model, backend="jax")
+    target.backend = Backend("jax", "cuda:0 (stand-in)", "jax")
+    return GeometricPath(target, ref), ref, kernels.make_kernel("hmc", target, n_leapfrog=3)
+
+
 def test_annealing_on_the_device_is_the_loop_over_rungs_up_to_rounding(monkeypatch):
     """On an accelerator AIS's rungs run on the device, ``ANNEALING_CHUNK_RUNGS`` to a call
     (here 11 rungs: a full call and a padded one, two transitions a rung, the chains split
@@ -227,17 +241,10 @@ def test_annealing_on_the_device_is_the_loop_over_rungs_up_to_rounding(monkeypat
     the log weights, ``Delta`` at every rung, acceptances and rejections are those of the
     loop over rungs on the CPU. No GPU is needed: a backend that says it runs on one."""
     pytest.importorskip("jax")
-    from pm_evidence.model.backend import Backend
     from pm_evidence.tempering import compiled, kernels, samplers
     from pm_evidence.tempering.ladders import Ladder
 
-    model, _ = exact_models.linear_regression(d=3)
-    draws = np.random.default_rng(3).normal(0.0, 0.3, size=(500, 3))
-    ref = MultivariateStudentTReference.fit(draws)
-    target = LogDensity(model, backend="jax")
-    target.backend = Backend("jax", "cuda:0 (stand-in)", "jax")
-    path = GeometricPath(target, ref)
-    kernel = kernels.make_kernel("hmc", target, n_leapfrog=3)
+    path, ref, kernel = _stand_in_gpu_path()
     assert kernels.device_annealing(kernel, path, 2) is not None
     betas = np.linspace(0.0, 1.0, 11) ** 3
     ladder = Ladder(betas, np.full(11, 0.6), np.zeros(11), "given")
@@ -268,17 +275,10 @@ def test_tempering_on_the_device_is_the_loop_over_sweeps_up_to_rounding(monkeypa
     rung moves, every recorded ``Delta`` and rung, acceptances and rejections are those of the
     loop over sweeps on the CPU. No GPU is needed: a backend that says it runs on one."""
     pytest.importorskip("jax")
-    from pm_evidence.model.backend import Backend
     from pm_evidence.tempering import compiled, kernels, samplers
     from pm_evidence.tempering.ladders import Ladder
 
-    model, _ = exact_models.linear_regression(d=3)
-    draws = np.random.default_rng(3).normal(0.0, 0.3, size=(500, 3))
-    ref = MultivariateStudentTReference.fit(draws)
-    target = LogDensity(model, backend="jax")
-    target.backend = Backend("jax", "cuda:0 (stand-in)", "jax")
-    path = GeometricPath(target, ref)
-    kernel = kernels.make_kernel("hmc", target, n_leapfrog=3)
+    path, ref, kernel = _stand_in_gpu_path()
     assert kernels.device_tempering(kernel, path, 2) is not None
     # Delta is about -860 at the reference's draws: low rungs, and log Zhat to match, where
     # q(beta | x) lets the chains move between rungs
