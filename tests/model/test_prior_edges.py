@@ -95,3 +95,23 @@ def test_auto_at_defaults_gets_the_hierarchical_beta_binomial(seed):
     assert ev.reliable and not ev.warnings
     assert abs(ev.log_z - gold) < 4 * ev.se
     assert ev.diagnostics["prior_draws_on_edge"] > 0.0
+
+
+def test_gamma_draws_at_zero_move_to_the_smallest_float():
+    """``Gamma(alpha, alpha / mu)`` with a small ``alpha`` draws rates below ``1e-308``, stored
+    as 0.0 where ``log`` is ``-inf``: moved to the smallest positive float, ``log`` of it
+    finite, the other draws untouched."""
+    with pm.Model() as model:
+        alpha = pm.Exponential("alpha", 1 / 5.0)
+        rate = pm.Gamma("rate", alpha=alpha, beta=alpha, shape=25)
+        pm.Poisson("y", rate, observed=np.arange(25) % 4)
+    target = LogDensity(model)
+    values, flat = _draws_and_rows(target, 4000, seed=5)
+    at_zero = values["rate"] == 0.0
+    assert at_zero.any()
+    moved_flat, moved = target.maps.moved_off_edges(values, flat)
+    np.testing.assert_array_equal(moved, at_zero.any(axis=1))
+    new_rate = target.to_constrained(moved_flat)["rate"]
+    assert np.all(new_rate[at_zero] == np.nextafter(0.0, 1.0))
+    np.testing.assert_allclose(new_rate[~at_zero], values["rate"][~at_zero], rtol=1e-12)
+    assert np.all(np.isfinite(target.log_density(moved_flat)))
