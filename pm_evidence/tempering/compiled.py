@@ -58,6 +58,7 @@ __all__ = [
     "TEMPERING_CHUNK_SWEEPS",
     "annealing_function",
     "hmc_transition_function",
+    "symbolic_tempered_log_density",
     "tempering_function",
 ]
 
@@ -96,6 +97,12 @@ def _path_terms(path: GeometricPath, x, reference_inputs, terms):
     return log_p0, log_prior + log_lik - log_p0, g_p0, g_prior + g_lik - g_p0
 
 
+def symbolic_tempered_log_density(log_p0, delta, beta):
+    """:func:`~pm_evidence.tempering.path.tempered_log_density` as a PyTensor graph:
+    ``log p0 + beta Delta`` with ``0 * (-inf) = 0`` at ``beta = 0``."""
+    return log_p0 + pt.switch(pt.eq(beta, 0.0), 0.0, beta * delta)
+
+
 _ROWS_OF_X = ("x", "g_p0", "g_delta", "momentum")  # the inputs of shape (n, dim)
 _INPUTS = ("x", "log_p0", "delta", "g_p0", "g_delta", "beta", "eps", "momentum", "log_u")
 
@@ -108,8 +115,8 @@ def _transition(inputs: dict, scale, terms_at, n_leapfrog: int, scan: bool = Fal
     a PyTensor ``scan`` (one copy, for JAX: its compile time does not grow with the steps)."""
     x, log_p0, delta, g_p0, g_delta, beta, eps, momentum, log_u = (inputs[k] for k in _INPUTS)
 
-    def log_f(lp0, d):  # 0 * (-inf) = 0 at beta = 0, as in tempered_log_density
-        return lp0 + pt.switch(pt.eq(beta, 0.0), 0.0, beta * d)
+    def log_f(lp0, d):
+        return symbolic_tempered_log_density(lp0, d, beta)
 
     def grad(gp0, gd):
         return gp0 + pt.shape_padright(beta) * gd
@@ -403,7 +410,7 @@ def _build_annealing(path: GeometricPath, n_leapfrog: int, n_steps: int, paramet
 
     def rung(beta, d_beta, on, eps, momentum, log_u, x, log_p0, delta, g_p0, g_delta, log_w):
         state = {"x": x, "log_p0": log_p0, "delta": delta, "g_p0": g_p0, "g_delta": g_delta}
-        new_log_w = log_w + pt.switch(pt.eq(d_beta, 0.0), 0.0, d_beta * delta)
+        new_log_w = symbolic_tempered_log_density(log_w, delta, d_beta)  # seed 000 eq. (8)
         accepted = nonfinite = pt.constant(0.0)
         for s in range(n_steps):
             step = {**state, "beta": beta, "eps": eps[s], "momentum": momentum[s],
@@ -527,7 +534,7 @@ def _build_tempering(path: GeometricPath, n_leapfrog: int, n_steps: int, paramet
             accepted = accepted + pt.cast(outs[5], "float64")
             nonfinite = nonfinite + pt.cast(outs[6], "float64")
         d = state["delta"]  # q(beta | x), eq. (7); 0 * (-inf) = 0 at beta = 0
-        logits = pt.switch(pt.eq(betas, 0.0), 0.0, betas * d) + log_weights
+        logits = symbolic_tempered_log_density(log_weights, d, betas)
         q = pt.exp(logits - pt.max(logits))
         q = q / pt.sum(q)
         cumulative = pt.cumsum(q)

@@ -29,6 +29,7 @@ import numpy as np
 import pytensor.tensor as pt
 
 from pm_evidence.model.compile_mode import without_garbage_collection
+from pm_evidence.tempering.compiled import symbolic_tempered_log_density
 from pm_evidence.tempering.path import GeometricPath, PathState
 
 __all__ = ["MAX_DEVICE_BLOCKS", "gibbs_sweep_function"]
@@ -88,8 +89,8 @@ def _build_sweep(path: GeometricPath, blocks, levels, lowest):
         log_prior, log_lik = target.symbolic_terms(rows)
         return log_prior + c, log_lik - c
 
-    def log_f(lp0, d):  # 0 * (-inf) = 0 at beta = 0, as in tempered_log_density
-        return lp0 + pt.switch(pt.eq(beta, 0.0), 0.0, beta * d)
+    def log_f(lp0, d):
+        return symbolic_tempered_log_density(lp0, d, beta)
 
     current = log_f(log_p0, delta)
     moved = nonfinite = pt.constant(np.array(False))
