@@ -87,9 +87,11 @@ FUNNEL_DRIVER_R2 = 0.8
 # 2.6.
 FUNNEL_MIN_RATIO = 10.0
 # A driver whose driven coordinates' median bulk R-hat is above this holds chains apart in
-# modes, not in a neck's mouth: the funnel in a box's first draws 1.00-1.05 over ten seeds, the
-# eccentric orbits' periods 2.3-2.5 (module text).
-FUNNEL_MAX_RHAT = 1.5
+# modes, not in a neck's mouth: the funnel in a box's first draws 1.00-1.05 over ten seeds; the
+# eccentric orbits' periods 2.3-2.5, the two-planet orbit with correlated noise's GP rotation
+# period 1.31 (its run in the map's coordinates cost 40% of the first draws and was fitted
+# again, to another driver, by the second: docs/benchmarks.rst, "A neck, or modes").
+FUNNEL_MAX_RHAT = 1.2
 # The test reads at most this many draws (evenly thinned).
 FUNNEL_MAX_DRAWS = 4096
 # A driver is tested only where its value correlates with another coordinate's log distance

@@ -93,6 +93,11 @@ def test_modes_joined_along_a_driver_are_not_a_funnel():
     apart = _modes_along_a_driver(np.random.default_rng(5), [0, 0, 0, 0, -8, 8, -16, 16])
     assert array_stats.rhat(apart, chain_axis=0, draw_axis=1, method="z_scale")[1] > 2.0
     assert fit_funnel_map(apart) is None
+    # modes closer together, as the two-planet orbit's chains (its bulk R-hat 1.31)
+    near = _modes_along_a_driver(np.random.default_rng(5), [0, 0, 0, 0, -2, 2, -3, 3])
+    near_rhat = array_stats.rhat(near, chain_axis=0, draw_axis=1, method="z_scale")[1]
+    assert FUNNEL_MAX_RHAT < near_rhat < 1.5
+    assert fit_funnel_map(near) is None
 
 
 @pytest.fixture(scope="module")
