@@ -46,6 +46,12 @@ each chain so that chains in different modes do not inflate them:
 * where the draws' correlation is ill-conditioned (condition number above
   ``DENSE_CONDITION``), a dense metric: the Cholesky factor of their regularized correlation
   (Stan's dense adaptation), so that HMC moves in coordinates where they are uncorrelated;
+* where the chains sit apart in the window (some coordinate's bulk R-hat above
+  ``CHAINS_APART_RHAT``: chains started in different modes, each with a shape of its own) and
+  it holds ``DENSE_DRAWS_PER_DIM`` draws per dimension of each chain, a dense metric per
+  chain, from that chain's own covariance with Stan's regularization (:func:`chain_factors`;
+  Stan adapts each chain's metric alone): one metric pooled over modes of different
+  correlations fits none of them;
 * the trajectory length, one for all chains: ``T = (pi / 2) sqrt(lambda_max)``,
   ``lambda_max`` the largest eigenvalue of the correlation of the window's draws standardized
   within each chain (pooled over chains), a quarter period of the slowest direction of a
@@ -90,7 +96,7 @@ import numpy as np
 
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.progress import interruption, long_run
-from pm_evidence.core.utils import RHAT_MAX, max_rhat
+from pm_evidence.core.utils import RHAT_MAX, max_rhat, rhat_by_coordinate
 from pm_evidence.model.circular_map import find_circular_map
 from pm_evidence.model.compile_mode import without_garbage_collection
 from pm_evidence.model.funnel_map import fit_funnel_map
@@ -100,6 +106,7 @@ from pm_evidence.model.mapped_density import MappedDensity
 from pm_evidence.model.model_checks import nan_data_names
 
 __all__ = [
+    "CHAINS_APART_RHAT",
     "CHUNK_STEPS",
     "DENSE_CONDITION",
     "DENSE_DRAWS_PER_DIM",
@@ -113,6 +120,7 @@ __all__ = [
     "HMCState",
     "Metric",
     "adaptation_windows",
+    "chain_factors",
     "finite_prior_points",
     "fused_leapfrog_function",
     "hmc_transition",
@@ -138,6 +146,14 @@ VARIANCE_OVER_MEDIAN = 4.0
 # docs/benchmarks.rst, "A dense metric for correlated posteriors").
 DENSE_CONDITION = 100.0
 DENSE_DRAWS_PER_DIM = 10
+# Chains whose window's draws sit apart (a coordinate's bulk R-hat above this: modes, as the
+# funnel test reads them, FUNNEL_OTHERS_MAX_RHAT) each get a metric of their own: in an orbit's
+# period modes each mode's correlation is its own (condition numbers of 42 to 32,000 chain by
+# chain on the two-planet orbit with correlated noise, 9 pooled), and one pooled metric set
+# every chain's steps by the worst (measured: docs/benchmarks.rst, "A metric per chain"). Not
+# below it: chains at different depths of one funnel (the funnel in a box's driver, 1.11-1.32)
+# keep one metric, so that each can move through the others' depths.
+CHAINS_APART_RHAT = 1.5
 # Draws whose largest R-hat is above RHAT_MAX and at most this are extended by another
 # ``draws`` transitions per chain (at most ``max_extensions`` times): chains that almost agree
 # mix slowly within one mode, and an estimate on them is otherwise flagged for want of a few
@@ -405,7 +421,8 @@ def _log_f_and_grad(function, x):
 class Metric(NamedTuple):
     """The mass matrix's square root ``M^{-1/2} = diag(s) F``: the scales ``s (c, dim)`` and,
     where the posterior's correlations call for it (:func:`window_estimates`), the Cholesky
-    factor ``F (dim, dim)`` of its regularized correlation (``None``: a diagonal metric)."""
+    factor ``F (dim, dim)`` of its regularized correlation, or one factor per chain ``F (c,
+    dim, dim)`` where the chains sit apart (``None``: a diagonal metric)."""
 
     scale: np.ndarray
     factor: np.ndarray | None = None
@@ -451,12 +468,13 @@ def fused_leapfrog_function(target: LogDensity, dense: bool):
     ``CHUNK_STEPS`` steps of every chain in one call on the device, the positions, momenta
     and gradients staying there between steps.
 
-    Its rows are ``(x, p, log f, grad, start, diverged, accepted, h0, eps, scale)``
-    (``accepted``: the sum of :func:`~pm_evidence.model.leapfrog.point_acceptance` over the
-    steps so far, from the energy ``h0``) and its constants
-    ``(factor, n_active, last)``: steps ``i >= n_active`` leave everything as it is (a
-    trajectory of ``L`` steps is ``ceil(L / CHUNK_STEPS)`` calls), and step ``last`` kicks
-    by half (``-1``: none in this chunk). Built once per model and metric kind; ``None``
+    Its rows are ``(x, p, log f, grad, start, diverged, accepted, h0, eps, scale)``, with
+    ``factor`` after them where ``dense`` (each chain's: :class:`Metric`); ``accepted`` is the
+    sum of :func:`~pm_evidence.model.leapfrog.point_acceptance` over the steps so far, from
+    the energy ``h0``. Its constants are ``(n_active, last)``: steps ``i >= n_active`` leave
+    everything as it is (a trajectory of ``L`` steps is ``ceil(L / CHUNK_STEPS)`` calls),
+    and step ``last`` kicks by half (``-1``: none in this chunk). Built once per model and
+    metric kind; ``None``
     on Numba, where the adapter moved to Numba, and in a funnel's coordinates
     (:class:`~pm_evidence.model.mapped_density.MappedDensity`, whose steps are NumPy's)."""
     if not isinstance(target, LogDensity) or not target.backend.is_jax:
@@ -480,7 +498,7 @@ def _build_fused_leapfrog(target: LogDensity, dense: bool):
     log_f, eps, h0 = pt.scalar("log_f"), pt.scalar("eps"), pt.scalar("h0")
     accepted = pt.scalar("accepted")
     diverged = pt.scalar("diverged", dtype="bool")
-    factor = pt.matrix("factor", shape=(dim, dim)) if dense else None
+    factor = pt.matrix("factor", shape=(dim, dim)) if dense else None  # a row: the chain's
     n_active, last = pt.scalar("n_active", dtype="int64"), pt.scalar("last", dtype="int64")
     move, kick = leapfrog_maps(scale, factor, eps)
 
@@ -503,9 +521,8 @@ def _build_fused_leapfrog(target: LogDensity, dense: bool):
         return_updates=False,
     )  # fmt: skip
     outputs = [s[-1] for s in steps]
-    constants = [factor, n_active, last] if dense else [n_active, last]
     rows = [x, p, log_f, grad, start, diverged, accepted, h0, eps, scale]
-    return target.compile_point_rows(rows, outputs, constants)
+    return target.compile_point_rows([*rows, factor] if dense else rows, outputs, [n_active, last])
 
 
 def _fused_leapfrog(
@@ -517,15 +534,19 @@ def _fused_leapfrog(
     diverged = np.zeros(x.shape[0], dtype=bool)
     accepted = np.zeros(x.shape[0])
     energy = accepted if h0 is None else h0  # the statistic is summed in the graph either way
-    factor = () if metric.factor is None else (metric.factor,)
     scale = np.broadcast_to(metric.scale, x.shape)
+    factor = (
+        ()
+        if metric.factor is None
+        else (np.broadcast_to(metric.factor, (x.shape[0], *metric.factor.shape[-2:])),)
+    )
     done = 0
     while done < n_steps:
         n_active = min(CHUNK_STEPS, n_steps - done)
         last = n_active - 1 if done + n_active == n_steps else -1
         x, p, log_f, grad, diverged, accepted = function(
-            x, p, log_f, grad, state.x, diverged, accepted, energy, eps, scale,
-            constants=(*factor, np.int64(n_active), np.int64(last)),
+            x, p, log_f, grad, state.x, diverged, accepted, energy, eps, scale, *factor,
+            constants=(np.int64(n_active), np.int64(last)),
         )  # fmt: skip
         done += n_active
     return x, p, log_f, grad, diverged, None if h0 is None else accepted / n_steps
@@ -645,7 +666,13 @@ def window_estimates(window: np.ndarray) -> tuple[Metric, float]:
     correlation is about ``I`` (Stan's dense adaptation). The trajectory length is
     ``(pi / 2) sqrt(lambda_max)``, ``lambda_max`` the largest eigenvalue of ``R`` in the
     metric's coordinates (``F^-1 R F^-T``; ``R`` itself for a diagonal metric), a quarter period
-    of the slowest direction. Returns ``(metric, length)``."""
+    of the slowest direction.
+
+    Where the chains sit apart in the window (some coordinate's bulk R-hat above
+    ``CHAINS_APART_RHAT``: modes) and it holds ``DENSE_DRAWS_PER_DIM`` draws per dimension
+    of each chain, each chain ``c`` moves with a factor of its own,
+    :func:`chain_factors`, whatever the pooled condition number, and the length is the
+    chains' median one. Returns ``(metric, length)``."""
     n = window.shape[0]
     variances = np.var(window, axis=0)  # (chains, dim)
     within = np.minimum(  # the chains' mean variance, at most VARIANCE_OVER_MEDIAN median ones
@@ -660,6 +687,9 @@ def window_estimates(window: np.ndarray) -> tuple[Metric, float]:
     corr = np.corrcoef(z, rowvar=False)
     if not np.all(np.isfinite(corr)):
         return Metric(scale), 0.5 * math.pi
+    if n >= DENSE_DRAWS_PER_DIM * dim and window.shape[1] > 1 and _chains_apart(window):
+        factors, lam = chain_factors(window / scale)
+        return Metric(scale, factors), 0.5 * math.pi * math.sqrt(max(lam, 1.0))
     eigenvalues = np.linalg.eigvalsh(corr)
     lam = float(eigenvalues[-1])
     draws = z.shape[0]
@@ -671,6 +701,36 @@ def window_estimates(window: np.ndarray) -> tuple[Metric, float]:
         lam = float(np.max(np.linalg.eigvalsh(inverse @ corr @ inverse.T)))
         return Metric(scale, factor), 0.5 * math.pi * math.sqrt(max(lam, 1.0))
     return Metric(scale), 0.5 * math.pi * math.sqrt(max(lam, 1.0))
+
+
+def _chains_apart(window: np.ndarray) -> bool:
+    """Whether some coordinate's bulk R-hat over the window ``(transitions, chains, dim)``
+    is above ``CHAINS_APART_RHAT`` (constant coordinates count as agreeing)."""
+    rhat = rhat_by_coordinate(np.swapaxes(window, 0, 1), method="z_scale")
+    return bool(np.any(np.nan_to_num(rhat, nan=1.0) > CHAINS_APART_RHAT))
+
+
+def chain_factors(z: np.ndarray) -> tuple[np.ndarray, float]:
+    r"""One metric factor per chain from a window's draws ``z (n, chains, dim)`` in the
+    pooled scales' units, and the chains' median largest eigenvalue in their factor's
+    coordinates: each chain's covariance ``C_c`` regularized as Stan regularizes a dense
+    metric, which Stan adapts chain by chain,
+
+    .. math::
+        S_c = \frac{n}{n + 5} C_c + 10^{-3} \frac{5}{n + 5} I, \qquad F_c F_c^T = S_c,
+
+    so that ``diag(s) F_c`` whitens the chain's own mode (the regularization towards a small
+    multiple of ``I`` keeps its narrow directions narrow)."""
+    n, chains, dim = z.shape
+    factors, lams = np.empty((chains, dim, dim)), np.empty(chains)
+    for c in range(chains):
+        cov = np.atleast_2d(np.cov(z[:, c], rowvar=False))
+        factors[c] = np.linalg.cholesky(
+            (n / (n + 5.0)) * cov + 1e-3 * (5.0 / (n + 5.0)) * np.eye(dim)
+        )
+        inverse = np.linalg.inv(factors[c])
+        lams[c] = np.max(np.linalg.eigvalsh(inverse @ cov @ inverse.T))
+    return factors, float(np.median(lams))
 
 
 def _step(

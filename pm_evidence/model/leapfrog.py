@@ -26,7 +26,8 @@ __all__ = ["leapfrog_maps", "leapfrog_step", "point_acceptance"]
 
 def leapfrog_maps(scale, factor, e):
     """The position step ``p -> e diag(scale) F p`` and the kick ``(g, phi) -> phi e F^T
-    diag(scale) g`` (``factor`` ``F``, or ``None`` for a diagonal metric). Operators only, so
+    diag(scale) g`` (``factor`` ``F``, one ``(dim, dim)`` for every row or ``(n, dim, dim)``,
+    one per NumPy row, or ``None`` for a diagonal metric). Operators only, so
     the same arithmetic holds for NumPy rows (``scale (n, dim)``, ``e (n, 1)``) and for
     PyTensor graphs of rows or of one point (``e`` a scalar). ``phi`` is 1 or 1/2, a power of
     two: ``(phi e) g`` is exactly ``phi (e g)``."""
@@ -39,6 +40,11 @@ def leapfrog_maps(scale, factor, e):
             return fraction * step * g
 
         return (lambda p: step * p), kick
+    if getattr(factor, "ndim", 2) == 3:  # NumPy rows, one factor per row (chain)
+        return (
+            lambda p: e * (scale * np.einsum("cij,cj->ci", factor, p)),
+            lambda g, fraction: fraction * e * np.einsum("cji,cj->ci", factor, scale * g),
+        )
     return (
         lambda p: e * (scale * (p @ factor.T)),
         lambda g, fraction: fraction * e * ((scale * g) @ factor),

@@ -81,20 +81,27 @@ def test_draws_have_the_exact_posterior_moments(correlated_regression, backend):
     assert stats.evaluations > settings.chains * (settings.tune + settings.draws)
 
 
-@pytest.mark.parametrize("dense", [False, True])
-def test_a_transition_is_the_same_on_both_engines(correlated_regression, dense):
+@pytest.mark.parametrize("metric_kind", ["diagonal", "dense", "dense per chain"])
+def test_a_transition_is_the_same_on_both_engines(correlated_regression, metric_kind):
     """The leapfrog steps are written once (``pm_evidence.model.leapfrog``): on JAX, chunks of
     ``CHUNK_STEPS`` steps in one call each (trajectories shorter than, equal to and longer than
     a chunk) give Numba's transition up to rounding, divergences included (a step size that
-    overflows the positions of some chains)."""
+    overflows the positions of some chains), with a diagonal metric, one dense factor, and one
+    dense factor per chain."""
     pytest.importorskip("jax")
     model = correlated_regression[0]
+    dense = metric_kind != "diagonal"
     numba, jax = (LogDensity.for_model(model, backend=b) for b in ("numba", "jax"))
     assert batched_hmc.fused_leapfrog_function(numba, dense) is None
     assert batched_hmc.fused_leapfrog_function(jax, dense) is not None
     rng = np.random.default_rng(2)
     x0 = rng.normal(0.0, 0.3, size=(6, 4))
     factor = np.linalg.cholesky(np.full((4, 4), 0.5) + 0.5 * np.eye(4)) if dense else None
+    if metric_kind == "dense per chain":  # each chain's own correlation
+        factor = np.stack([
+            np.linalg.cholesky(np.full((4, 4), r) + (1.0 - r) * np.eye(4))
+            for r in (-0.3, -0.1, 0.0, 0.3, 0.6, 0.9)
+        ])  # fmt: skip
     metric = batched_hmc.Metric(np.full((6, 4), 0.2), factor)
     eps = np.array([0.01, 0.05, 0.1, 0.3, np.inf, 0.02])  # one chain's positions overflow
     for n_steps in (1, batched_hmc.CHUNK_STEPS, batched_hmc.CHUNK_STEPS + 3):
@@ -180,6 +187,75 @@ def test_window_estimates_choose_the_metric_from_the_correlation():
     independent, length = window_estimates(rng.standard_normal((200, 16, 3)))
     assert not independent.dense and length < 0.5 * np.pi * 1.2
     assert not window_estimates(window[:1, :16])[0].dense  # 16 draws: under 10 per dimension
+
+
+def _opposite_modes(rng, n, chains, rho=0.995):
+    """A window of draws ``(n, chains, 2)``: half the chains in a mode at ``(-5, -5)`` with
+    correlation ``rho``, the others in one at ``(5, 5)`` with ``-rho``."""
+    window = np.empty((n, chains, 2))
+    for c in range(chains):
+        sign = 1.0 if c < chains // 2 else -1.0
+        cov = np.array([[1.0, sign * rho], [sign * rho, 1.0]])
+        window[:, c] = rng.multivariate_normal(np.full(2, -5.0 * sign), cov, size=n)
+    return window
+
+
+def test_chains_apart_get_a_metric_each():
+    """Chains in two modes whose correlations are opposite (+-0.995): pooled, the correlation
+    is about 0 and a diagonal metric would take each mode's steps from its narrow direction;
+    each chain's factor whitens its own draws instead (Stan's regularization of a dense
+    metric, chain by chain: within 0.1 of the identity), and the trajectory is a quarter
+    period of that. Chains in one mode keep one
+    metric for all."""
+    rng = np.random.default_rng(5)
+    n = 200
+    window = _opposite_modes(rng, n, 8)
+    metric, length = window_estimates(window)
+    assert metric.factor.shape == (8, 2, 2)
+    z = window / metric.scale
+    for c in range(8):
+        inverse = np.linalg.inv(metric.factor[c])
+        whitened = inverse @ np.cov(z[:, c], rowvar=False) @ inverse.T
+        np.testing.assert_allclose(whitened, np.eye(2), atol=0.1)
+    assert 0.5 * np.pi <= length < 0.5 * np.pi * 1.1
+    together = rng.multivariate_normal(np.zeros(2), [[1.0, 0.995], [0.995, 1.0]], size=(n, 8))
+    one = window_estimates(together)[0]
+    assert one.factor.shape == (2, 2)  # one dense metric: the chains agree
+
+
+def test_chains_in_modes_of_their_own_shape_take_shorter_trajectories():
+    """Two modes of opposite correlation, the chains started half in each: with a metric per
+    chain each mode is sampled as a round one, in a third of the leapfrog steps or fewer of
+    one pooled metric (``CHAINS_APART_RHAT`` set out of reach), and each mode's draws have its
+    correlation."""
+    rho, centre = 0.995, 5.0
+    precision = [np.linalg.inv([[1.0, s * rho], [s * rho, 1.0]]) for s in (1.0, -1.0)]
+
+    def log_mode(x, mean, prec):
+        d = x - mean
+        return -0.5 * pt.dot(d, pt.dot(prec, d))
+
+    with pm.Model() as model:
+        x = pm.Flat("x", shape=2, initval=np.zeros(2))
+        pm.Potential("modes", pt.logaddexp(
+            log_mode(x, np.full(2, -centre), precision[0]),
+            log_mode(x, np.full(2, centre), precision[1]),
+        ))  # fmt: skip
+    target = as_target(model)
+    starts = np.repeat([[-centre, -centre], [centre, centre]], 8, axis=0)
+    settings = BatchedHMCSettings(chains=16, tune=200, draws=200)
+    draws, each = sample_batched_hmc(
+        target, np.random.default_rng(1), settings, progressbar=False, starts=starts
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(batched_hmc, "CHAINS_APART_RHAT", np.inf)
+        _, pooled = sample_batched_hmc(
+            target, np.random.default_rng(1), settings, progressbar=False, starts=starts
+        )
+    assert each.mean_leapfrog * 3 < pooled.mean_leapfrog, (each, pooled)
+    for half, sign in ((draws[:8], 1.0), (draws[8:], -1.0)):
+        r = np.corrcoef(half.reshape(-1, 2), rowvar=False)[0, 1]
+        assert abs(r - sign * rho) < 0.01
 
 
 @pytest.mark.parametrize("tune", [10, 39, 40, 100, 400, 1000, 5000])

@@ -17,6 +17,7 @@ from pm_evidence.model.batched_hmc import BatchedHMCSettings, sample_batched_hmc
 from pm_evidence.model.funnel_map import (
     FUNNEL_MAX_RHAT,
     FUNNEL_MIN_RATIO,
+    FUNNEL_OTHERS_MAX_RHAT,
     FunnelMap,
     fit_funnel_map,
 )
@@ -98,6 +99,21 @@ def test_modes_joined_along_a_driver_are_not_a_funnel():
     near_rhat = array_stats.rhat(near, chain_axis=0, draw_axis=1, method="z_scale")[1]
     assert FUNNEL_MAX_RHAT < near_rhat < 1.5
     assert fit_funnel_map(near) is None
+
+
+def test_a_funnel_beside_chains_apart_is_not_mapped():
+    """A funnel whose chains agree, beside a third coordinate where they sit in modes of their
+    own (an orbit's period aliases): the map would not join those modes, so none is made; the
+    same third coordinate with the chains together keeps the map."""
+    rng = np.random.default_rng(5)
+    funnel = _modes_along_a_driver(rng, [0] * 8)
+    together = rng.standard_normal((*funnel.shape[:2], 1))
+    apart = together + np.array([0, 0, 0, 0, -4, 4, -8, 8])[:, None, None]
+    assert fit_funnel_map(np.concatenate([funnel, together], axis=-1)) is not None
+    draws = np.concatenate([funnel, apart], axis=-1)
+    rhat = array_stats.rhat(draws, chain_axis=0, draw_axis=1, method="z_scale")
+    assert rhat[1] < FUNNEL_MAX_RHAT < FUNNEL_OTHERS_MAX_RHAT < rhat[2]
+    assert fit_funnel_map(draws) is None
 
 
 @pytest.fixture(scope="module")
