@@ -431,6 +431,13 @@ class Metric(NamedTuple):
     def dense(self) -> bool:
         return self.factor is not None
 
+    @property
+    def kind(self) -> str:
+        """``"diagonal"``, ``"dense"`` (one factor) or ``"per chain"``."""
+        if self.factor is None:
+            return "diagonal"
+        return "per chain" if self.factor.ndim == 3 else "dense"
+
 
 def _numpy_leapfrog(state: HMCState, p, h0, maps, n_steps: int):
     """``n_steps`` leapfrog steps from ``state`` and the half-kicked momentum ``p`` with the
@@ -461,7 +468,7 @@ def _gradient(terms):
     return terms[2] + terms[3]
 
 
-def fused_leapfrog_function(target: LogDensity, dense: bool):
+def fused_leapfrog_function(target: LogDensity, kind: str):
     """``CHUNK_STEPS`` leapfrog steps (:func:`~pm_evidence.model.leapfrog.leapfrog_step`) of one point as a PyTensor
     ``scan``, compiled by JAX and mapped over the chains
     (``LogDensity.compile_point_rows``): up to
@@ -469,9 +476,11 @@ def fused_leapfrog_function(target: LogDensity, dense: bool):
     and gradients staying there between steps.
 
     Its rows are ``(x, p, log f, grad, start, diverged, accepted, h0, eps, scale)``, with
-    ``factor`` after them where ``dense`` (each chain's: :class:`Metric`); ``accepted`` is the
-    sum of :func:`~pm_evidence.model.leapfrog.point_acceptance` over the steps so far, from
-    the energy ``h0``. Its constants are ``(n_active, last)``: steps ``i >= n_active`` leave
+    each chain's ``factor`` after them for the metric ``kind`` ``"per chain"``
+    (``Metric.kind``); ``accepted`` is the sum of
+    :func:`~pm_evidence.model.leapfrog.point_acceptance` over the steps so far, from the
+    energy ``h0``. Its constants are ``(n_active, last)``, after the one ``factor`` of the
+    kind ``"dense"`` (sent once a call, not once a chain): steps ``i >= n_active`` leave
     everything as it is (a trajectory of ``L`` steps is ``ceil(L / CHUNK_STEPS)`` calls),
     and step ``last`` kicks by half (``-1``: none in this chunk). Built once per model and
     metric kind; ``None``
@@ -479,16 +488,16 @@ def fused_leapfrog_function(target: LogDensity, dense: bool):
     (:class:`~pm_evidence.model.mapped_density.MappedDensity`, whose steps are NumPy's)."""
     if not isinstance(target, LogDensity) or not target.backend.is_jax:
         return None
-    key = ("batched_hmc_leapfrog", dense)
+    key = ("batched_hmc_leapfrog", kind)
     functions = target.compiled_transitions  # owned by the adapter, cleared if it moves
     if key not in functions:
-        built = _build_fused_leapfrog(target, dense)
+        built = _build_fused_leapfrog(target, kind)
         functions[key] = None if built is None else target.blocked(built)
     return functions[key]
 
 
 @without_garbage_collection()
-def _build_fused_leapfrog(target: LogDensity, dense: bool):
+def _build_fused_leapfrog(target: LogDensity, kind: str):
     import pytensor
     import pytensor.tensor as pt
 
@@ -498,7 +507,7 @@ def _build_fused_leapfrog(target: LogDensity, dense: bool):
     log_f, eps, h0 = pt.scalar("log_f"), pt.scalar("eps"), pt.scalar("h0")
     accepted = pt.scalar("accepted")
     diverged = pt.scalar("diverged", dtype="bool")
-    factor = pt.matrix("factor", shape=(dim, dim)) if dense else None  # a row: the chain's
+    factor = None if kind == "diagonal" else pt.matrix("factor", shape=(dim, dim))
     n_active, last = pt.scalar("n_active", dtype="int64"), pt.scalar("last", dtype="int64")
     move, kick = leapfrog_maps(scale, factor, eps)
 
@@ -522,7 +531,10 @@ def _build_fused_leapfrog(target: LogDensity, dense: bool):
     )  # fmt: skip
     outputs = [s[-1] for s in steps]
     rows = [x, p, log_f, grad, start, diverged, accepted, h0, eps, scale]
-    return target.compile_point_rows([*rows, factor] if dense else rows, outputs, [n_active, last])
+    if kind == "per chain":
+        return target.compile_point_rows([*rows, factor], outputs, [n_active, last])
+    shared = [] if factor is None else [factor]
+    return target.compile_point_rows(rows, outputs, [*shared, n_active, last])
 
 
 def _fused_leapfrog(
@@ -535,18 +547,15 @@ def _fused_leapfrog(
     accepted = np.zeros(x.shape[0])
     energy = accepted if h0 is None else h0  # the statistic is summed in the graph either way
     scale = np.broadcast_to(metric.scale, x.shape)
-    factor = (
-        ()
-        if metric.factor is None
-        else (np.broadcast_to(metric.factor, (x.shape[0], *metric.factor.shape[-2:])),)
-    )
+    factor = () if metric.factor is None else (metric.factor,)
+    per_chain, shared = (factor, ()) if metric.kind == "per chain" else ((), factor)
     done = 0
     while done < n_steps:
         n_active = min(CHUNK_STEPS, n_steps - done)
         last = n_active - 1 if done + n_active == n_steps else -1
         x, p, log_f, grad, diverged, accepted = function(
-            x, p, log_f, grad, state.x, diverged, accepted, energy, eps, scale, *factor,
-            constants=(np.int64(n_active), np.int64(last)),
+            x, p, log_f, grad, state.x, diverged, accepted, energy, eps, scale, *per_chain,
+            constants=(*shared, np.int64(n_active), np.int64(last)),
         )  # fmt: skip
         done += n_active
     return x, p, log_f, grad, diverged, None if h0 is None else accepted / n_steps
@@ -564,7 +573,7 @@ def leapfrog_trajectory(
     On JAX in chunks of ``CHUNK_STEPS`` steps per call (:func:`fused_leapfrog_function`), on
     Numba one call per step, with ``maps``, the chains' ``leapfrog_maps`` where the caller has
     them already."""
-    fused = fused_leapfrog_function(state.target, metric.dense)
+    fused = fused_leapfrog_function(state.target, metric.kind)
     if fused is not None:
         return _fused_leapfrog(fused, state, p, h0, eps, metric, n_steps)
     maps = maps or leapfrog_maps(metric.scale, metric.factor, eps[:, None])
