@@ -99,7 +99,7 @@ from pm_evidence.core.progress import interruption, long_run
 from pm_evidence.core.utils import RHAT_MAX, max_rhat, rhat_by_coordinate
 from pm_evidence.model.circular_map import find_circular_map
 from pm_evidence.model.compile_mode import without_garbage_collection
-from pm_evidence.model.funnel_map import fit_funnel_map
+from pm_evidence.model.funnel_map import FUNNEL_OTHERS_MAX_RHAT, fit_funnel_map
 from pm_evidence.model.leapfrog import leapfrog_maps, leapfrog_step, point_acceptance
 from pm_evidence.model.log_density import LogDensity
 from pm_evidence.model.mapped_density import MappedDensity
@@ -146,14 +146,14 @@ VARIANCE_OVER_MEDIAN = 4.0
 # docs/benchmarks.rst, "A dense metric for correlated posteriors").
 DENSE_CONDITION = 100.0
 DENSE_DRAWS_PER_DIM = 10
-# Chains whose window's draws sit apart (a coordinate's bulk R-hat above this: modes, as the
-# funnel test reads them, FUNNEL_OTHERS_MAX_RHAT) each get a metric of their own: in an orbit's
+# Chains whose window's draws sit apart (a coordinate's bulk R-hat above this: modes, the
+# funnel test's own reading of them) each get a metric of their own: in an orbit's
 # period modes each mode's correlation is its own (condition numbers of 42 to 32,000 chain by
 # chain on the two-planet orbit with correlated noise, 9 pooled), and one pooled metric set
 # every chain's steps by the worst (measured: docs/benchmarks.rst, "A metric per chain"). Not
 # below it: chains at different depths of one funnel (the funnel in a box's driver, 1.11-1.32)
 # keep one metric, so that each can move through the others' depths.
-CHAINS_APART_RHAT = 1.5
+CHAINS_APART_RHAT = FUNNEL_OTHERS_MAX_RHAT
 # Draws whose largest R-hat is above RHAT_MAX and at most this are extended by another
 # ``draws`` transitions per chain (at most ``max_extensions`` times): chains that almost agree
 # mix slowly within one mode, and an estimate on them is otherwise flagged for want of a few
