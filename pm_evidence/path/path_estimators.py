@@ -78,7 +78,11 @@ def _stats(betas: np.ndarray, **per_rung) -> xr.Dataset:
 
 def _common_diagnostics(run: AnnealingRun | TemperingRun) -> dict:
     plan, sampler = run.plan, run.sampler
+    annealing = {"start_allocation_gain": run.start_allocation_gain} if isinstance(
+        run, AnnealingRun
+    ) else {}  # fmt: skip
     return {
+        **annealing,
         "reference": plan.path.reference.name,
         "reference_reason": plan.reference_reason,
         **plan.reference_diagnostics,

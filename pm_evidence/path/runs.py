@@ -56,6 +56,7 @@ from pm_evidence.core.utils import good_pareto_k, pareto_khat, runs_with_one_bla
 from pm_evidence.estimators.annealed import ais_core
 from pm_evidence.estimators.tempered import rts_core
 from pm_evidence.path.plan import Ladder, PathPlan, _plan_lines
+from pm_evidence.path.start_allocation import StartAllocation
 from pm_evidence.tempering.samplers import (
     AnnealingSamplerSettings,
     AnnealingTrace,
@@ -139,6 +140,11 @@ class AnnealingRun:
     se_reached : float or None
         The AIS standard error the stopping rule read last (the ``se`` of ``ais(run)``); None
         when the run did not grow.
+    start_allocation_gain : float or None
+        Where the reference is a mixture: the projected reduction of the weights' relative
+        variance by which the last batch chose its chains' starting components
+        (:mod:`~pm_evidence.path.start_allocation`; 1: they started from the reference
+        itself). None for any other reference.
     """
 
     plan: PathPlan
@@ -150,6 +156,7 @@ class AnnealingRun:
     messages: tuple[str, ...] = ()
     stopped_by: str = "fixed"
     se_reached: float | None = None
+    start_allocation_gain: float | None = None
 
     def __repr__(self) -> str:
         """A few lines: direction, rungs, chains, stopping, and the plan's (no arrays)."""
@@ -258,7 +265,11 @@ def run_annealing(
     transitions at the pilot's step size, until the AIS standard error is at most
     ``target_se``, within ``max_evaluations``, ``max_chains`` and ``time_limit`` (module
     docstring: the first that binds is the run's ``stopped_by``). Every batch is stored
-    (``delta`` and the log weights at every rung, for ADS).
+    (``delta`` and the log weights at every rung, for ADS). Where the reference is a mixture,
+    a batch after the first may start its chains in the components where the earlier chains'
+    weights were, each chain's weight carrying the factor that keeps AIS unbiased
+    (:mod:`~pm_evidence.path.start_allocation`), and is sized from the variance that
+    allocation projects.
 
     {parameters}
     """
@@ -278,39 +289,72 @@ def run_annealing(
     )
     start = time.perf_counter()
     run, reached, n_batch, stopped_by, se = None, None, first, "fixed", None
+    allocation = StartAllocation.of(plan.path.reference)
+    which = np.zeros(0, dtype=int)  # every chain's starting component (a mixture reference)
     while True:
-        state = plan.path.sample_reference(rng, n_batch, with_grad=plan.kernel.needs_grad)
+        state, batch_which, allocation = _batch_starts(plan, allocation, rng, n_batch)
         batch = anneal(
             rng, plan.path, plan.kernel, ladder, state, settings,
             points_moved=0 if run is None else run.points_moved,
         )  # fmt: skip
         run = batch if run is None else run.merge(batch)
+        which = np.concatenate([which, batch_which])
+        log_weights = _factored(run, allocation, which).log_weights
         if options.target_se is None or options.n_chains is not None:
             break
         try:
-            se = ais_core(run.log_weights).se
+            se = ais_core(log_weights).se
         except OverlapError:
             se = np.inf
         reached = bool(se <= options.target_se)
         out_of_time = options.time_limit is not None and (
             time.perf_counter() - start > options.time_limit
         )
-        done = run.log_weights.size
-        ess_share, k_hat = _weights_tail(run.log_weights)
+        done = log_weights.size
+        ess_share, k_hat = _weights_tail(log_weights)
         stopped_by = _stop_reason(reached, done >= max_chains, cap_name, out_of_time, se)
         if stopped_by is None and _hopeless(ess_share, k_hat, done, max_chains):
             stopped_by = "heavy_tails"
         if stopped_by is not None:
             break
-        sizing_se = min(se, smoothed_log_z_se(run.log_weights))
+        sizing_se = min(se, smoothed_log_z_se(log_weights))
         needed = math.ceil(1.1 * done * (sizing_se / options.target_se) ** 2) - done
+        if allocation is not None:
+            allocation = allocation.after(which, run.log_weights)
+            if allocation.gain > 1.0:  # the next chains' weights vary less than those so far
+                cap = max(0, needed)
+                needed = allocation.chains_to_reach(options.target_se, which, run.log_weights, cap)
         if k_hat > good_pareto_k(done) and ess_share < HEAVY_TAIL_LOOK_AGAIN_ESS:
             needed = min(needed, (HEAVY_TAIL_GROWTH - 1) * done)  # look again before going far
         n_batch = int(min(max(needed, first // 2), max_chains - done))
     return AnnealingRun(
-        plan, ladder, run, options, target_se_reached=reached, stopped_by=stopped_by,
-        se_reached=None if se is None else float(se),
+        plan, ladder, _factored(run, allocation, which), options, target_se_reached=reached,
+        stopped_by=stopped_by, se_reached=None if se is None else float(se),
+        start_allocation_gain=None if allocation is None else allocation.drawn_gain,
     )  # fmt: skip
+
+
+def _batch_starts(plan: PathPlan, allocation: StartAllocation | None, rng, n: int):
+    """A batch's starting points (a ``PathState``), their components (empty where the
+    reference is not a mixture) and the allocation with the batch allotted."""
+    needs_grad = plan.kernel.needs_grad
+    if allocation is None:
+        state = plan.path.sample_reference(rng, n, with_grad=needs_grad)
+        return state, np.zeros(0, dtype=int), None
+    which, allocation = allocation.draw(rng, n)
+    x = plan.path.reference.sample_components(rng, which)
+    return plan.path.evaluate(x, with_grad=needs_grad), which, allocation
+
+
+def _factored(trace: AnnealingTrace, allocation: StartAllocation | None, which) -> AnnealingTrace:
+    """``trace`` with each chain's log weights, at every rung, plus the log factor of its
+    starting component (:meth:`~pm_evidence.path.start_allocation.StartAllocation.log_factors`;
+    ``trace`` itself where no batch was allocated)."""
+    if allocation is None or not allocation.adapted:
+        return trace
+    factors = allocation.log_factors(which)
+    rungs = None if trace.log_weights_rungs is None else trace.log_weights_rungs + factors
+    return trace._replace(log_weights=trace.log_weights + factors, log_weights_rungs=rungs)
 
 
 # AIS's chains from which its weights are judged (a Pareto k-hat fit then has

@@ -248,7 +248,15 @@ class MixtureReference(Reference):
         return pt.logsumexp(log_norms + kernel, axis=-1)
 
     def sample(self, rng, n):
-        which = rng.choice(self.n_components, size=n, p=self.weights)
+        return self.sample_components(rng, rng.choice(self.n_components, size=n, p=self.weights))
+
+    def sample_components(self, rng, which: np.ndarray) -> np.ndarray:
+        """One draw from component ``which[i]`` for every ``i`` (an integer array of
+        component indices): :meth:`sample` with the components chosen by the caller, as AIS
+        does where it allocates its chains to the components
+        (:mod:`~pm_evidence.path.start_allocation`)."""
+        which = np.asarray(which, dtype=int)
+        n = which.size
         z = rng.standard_normal((n, self.dim))
         if self.df is not None:
             z = z / np.sqrt(rng.chisquare(self.df, size=n) / self.df)[:, None]
