@@ -6,6 +6,8 @@ the sampler lives in :mod:`pm_evidence.tempering.samplers`.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from pm_evidence.core.exceptions import OverlapError
@@ -46,22 +48,41 @@ def _require_some_weight(log_weights: np.ndarray, what: str) -> None:
         )
 
 
-def ais_core(log_weights) -> Estimate:
+def ais_core(log_weights, batch_sizes=None) -> Estimate:
     r"""AIS estimate ``log Z = log mean_i w_i`` over independent chains (seed 001; seed 000 eq. (8)).
 
     ``E[w] = Z`` exactly, so ``log Z`` is biased *downward* (Jensen): a stochastic lower bound.
     The SE is the delta-method ``sd(w) / (sqrt(N) mean(w))``, reliable only when the weight ESS
     is not tiny and the weights' tail is not too heavy (``pareto_k``, Vehtari et al. 2024).
-    Raises :class:`~pm_evidence.core.exceptions.OverlapError` when every weight is zero.
+    ``batch_sizes``: where consecutive batches of chains started from different distributions
+    (:mod:`~pm_evidence.path.start_allocation`), their sizes, in order; the SE is then that of a
+    sample stratified by batch, ``sqrt(sum_b n_b s_b^2) / (N mean(w))`` with ``s_b^2`` the
+    sample variance of batch ``b``'s weights, so that the batches' different means do not count
+    as noise. Raises :class:`~pm_evidence.core.exceptions.OverlapError` when every weight is
+    zero.
     """
     nan = nonfinite_weight_diagnostics(log_weights)
     log_weights = as_log_weights(log_weights, what="AIS log weights", allow_neg_inf=True)
     _require_some_weight(log_weights, "AIS weight")
+    if batch_sizes is None:
+        se = relative_sd_of_mean(log_weights, log_weights.size)
+    else:
+        se = _batch_stratified_se(log_weights, batch_sizes)
     return Estimate(
-        float(log_mean_exp(log_weights)),
-        relative_sd_of_mean(log_weights, log_weights.size),
-        {**_weight_diagnostics(log_weights), **nan},
+        float(log_mean_exp(log_weights)), se, {**_weight_diagnostics(log_weights), **nan}
     )
+
+
+def _batch_stratified_se(log_weights: np.ndarray, batch_sizes) -> float:
+    """The delta-method SE of ``log mean w`` over batches sampled apart (:func:`ais_core`)."""
+    w = np.exp(log_weights - np.max(log_weights))
+    bounds = np.concatenate([[0], np.cumsum(batch_sizes)])
+    if bounds[-1] != w.size:
+        raise ValueError(f"batch sizes {tuple(batch_sizes)} do not add up to {w.size} chains")
+    within = sum(
+        w[a:b].size * np.var(w[a:b], ddof=1) for a, b in itertools.pairwise(bounds) if b - a > 1
+    )
+    return float(np.sqrt(within) / (w.size * np.mean(w)))
 
 
 def raise_core(log_weights_reverse) -> Estimate:

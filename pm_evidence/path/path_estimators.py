@@ -130,7 +130,7 @@ def ais(run: AnnealingRun) -> Evidence:
     """
     _check(run, AnnealingRun, "ais")
     sampler = run.sampler
-    estimate = ais_core(sampler.log_weights)
+    estimate = ais_core(sampler.log_weights, run.batch_sizes)
     messages = weight_messages(
         estimate.diagnostics,
         "The AIS weights",

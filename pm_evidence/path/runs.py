@@ -145,6 +145,10 @@ class AnnealingRun:
         variance by which the last batch chose its chains' starting components
         (:mod:`~pm_evidence.path.start_allocation`; 1: they started from the reference
         itself). None for any other reference.
+    batch_sizes : tuple of int or None
+        Where some batch's chains started elsewhere than from the reference itself, the sizes
+        of the batches in order, whose different means AIS's SE does not count as noise
+        (:func:`~pm_evidence.estimators.annealed.ais_core`); None otherwise.
     """
 
     plan: PathPlan
@@ -157,6 +161,7 @@ class AnnealingRun:
     stopped_by: str = "fixed"
     se_reached: float | None = None
     start_allocation_gain: float | None = None
+    batch_sizes: tuple[int, ...] | None = None
 
     def __repr__(self) -> str:
         """A few lines: direction, rungs, chains, stopping, and the plan's (no arrays)."""
@@ -291,6 +296,7 @@ def run_annealing(
     run, reached, n_batch, stopped_by, se = None, None, first, "fixed", None
     allocation = StartAllocation.of(plan.path.reference)
     which = np.zeros(0, dtype=int)  # every chain's starting component (a mixture reference)
+    sizes = []  # of the batches
     while True:
         state, batch_which, allocation = _batch_starts(plan, allocation, rng, n_batch)
         batch = anneal(
@@ -299,11 +305,12 @@ def run_annealing(
         )  # fmt: skip
         run = batch if run is None else run.merge(batch)
         which = np.concatenate([which, batch_which])
+        sizes.append(batch.log_weights.size)
         log_weights = _factored(run, allocation, which).log_weights
         if options.target_se is None or options.n_chains is not None:
             break
         try:
-            se = ais_core(log_weights).se
+            se = ais_core(log_weights, _batch_sizes(allocation, sizes)).se
         except OverlapError:
             se = np.inf
         reached = bool(se <= options.target_se)
@@ -331,6 +338,7 @@ def run_annealing(
         plan, ladder, _factored(run, allocation, which), options, target_se_reached=reached,
         stopped_by=stopped_by, se_reached=None if se is None else float(se),
         start_allocation_gain=None if allocation is None else allocation.drawn_gain,
+        batch_sizes=_batch_sizes(allocation, sizes),
     )  # fmt: skip
 
 
@@ -344,6 +352,11 @@ def _batch_starts(plan: PathPlan, allocation: StartAllocation | None, rng, n: in
     which, allocation = allocation.draw(rng, n)
     x = plan.path.reference.sample_components(rng, which)
     return plan.path.evaluate(x, with_grad=needs_grad), which, allocation
+
+
+def _batch_sizes(allocation: StartAllocation | None, sizes: list) -> tuple[int, ...] | None:
+    """The batches' sizes where some batch was allocated (their SE is stratified by batch)."""
+    return tuple(sizes) if allocation is not None and allocation.adapted else None
 
 
 def _factored(trace: AnnealingTrace, allocation: StartAllocation | None, which) -> AnnealingTrace:

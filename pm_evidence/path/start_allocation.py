@@ -28,25 +28,31 @@ docs/benchmarks.rst, "Where AIS's chains start").
 
 A run's first batch starts from ``p0`` itself (``lambda = pi``: plain AIS). After each batch,
 :meth:`StartAllocation.after` estimates ``M_k`` from every chain started in component ``k``
-so far (0 for a component none started in) and proposes, for the next batch, the defensive
+so far and proposes, for the next batch, the defensive
 allocation
 
 .. math::
     \lambda_k = a \pi_k + (1 - a) \frac{\pi_k \sqrt{M_k}}{\sum_j \pi_j \sqrt{M_j}},
 
-``a = DEFENSIVE_SHARE``: a component that the first chains misjudged, or that none started in
-yet, keeps ``a`` of its share. The next batch uses it only where its ``v`` is at most
-``1 / ADAPT_GAIN`` of ``v(pi)`` (both from the same estimates); elsewhere it starts from
+``a = DEFENSIVE_SHARE``: a component that the first chains misjudged keeps ``a`` of its share.
+A component that no chain has started in yet is taken to be as heavy as the heaviest seen (its
+``M_k`` the largest of the others), so that the next batch starts chains in it: a component
+weighted 0.5 % that holds half the mass, cut to ``a`` of its share because no chain had started
+in it, could leave the estimate ``log 2`` low with weights that look even. The next batch uses it only where its ``v`` is at most
+``1 / ADAPT_GAIN`` of ``v(pi)`` (both from the same estimates; a ``v`` below
+``VARIANCE_FLOOR`` counted as that, since the moments of a few hundred chains cannot tell it
+from 0); elsewhere it starts from
 ``p0``, as plain AIS. The run's rate ``Lambda`` is the average of its batches' allocations
 weighted by their chains, and every chain's factor is ``pi_k / Lambda_k`` (the balance
 heuristic of multiple importance sampling: Veach & Guibas 1995, Owen & Zhou 2000), so that
 the first batch's few chains in a heavy component do not weigh on the estimate as they would
-with their own batch's factor. With allocations fixed in advance this is exactly unbiased;
-chosen from earlier batches, as here, it is the adaptive multiple importance sampling of
-Cornuet, Marin, Mira & Robert (2012), consistent, with a bias far below the SE. The
-delta-method SE over the factored weights treats the chains as drawn at the rate ``Lambda``;
-the batches' different allocations make it conservative, if anything (checked against the
-spread of repeated runs in the tests).
+with their own batch's factor. With allocations fixed in advance this is exactly unbiased.
+Chosen from earlier batches, as here, a chain's factor depends a little on its own weight
+(through the later allocations), a bias of order ``1 / N``; it is consistent, since every
+factor is at most ``1 / a`` and each component's count over ``N Lambda_k`` tends to 1 (the
+adaptive multiple importance sampling of Cornuet, Marin, Mira & Robert 2012). The delta-method
+SE over the factored weights treats the chains as drawn at the rate ``Lambda``; the tests
+check it against the spread of repeated runs (tests/path/test_start_allocation.py).
 """
 
 from __future__ import annotations
@@ -57,7 +63,7 @@ import numpy as np
 
 from pm_evidence.references import MixtureReference
 
-__all__ = ["ADAPT_GAIN", "DEFENSIVE_SHARE", "StartAllocation"]
+__all__ = ["ADAPT_GAIN", "DEFENSIVE_SHARE", "VARIANCE_FLOOR", "StartAllocation"]
 
 # The share of each component's weight that its chains keep whatever the first batches showed.
 DEFENSIVE_SHARE = 0.3
@@ -65,6 +71,9 @@ DEFENSIVE_SHARE = 0.3
 # chains start elsewhere than from the reference itself: a small gain is not worth a run that
 # differs from plain AIS.
 ADAPT_GAIN = 2.0
+# The projected relative variance below which an allocation is not told apart from a perfect
+# one: the moments of a hundred chains cannot, and an allocation's gain is counted against it.
+VARIANCE_FLOOR = 0.1
 
 
 @dataclass(frozen=True)
@@ -136,16 +145,18 @@ class StartAllocation:
         shares = DEFENSIVE_SHARE * self.weights + (1.0 - DEFENSIVE_SHARE) * optimal / optimal.sum()
         v_plain = relative_variance(self.weights, self.weights, second, z)
         v_chosen = relative_variance(self.weights, shares, second, z)
+        v_chosen = max(v_chosen, VARIANCE_FLOOR)  # below it, noise (it can come out < 0)
         if not v_chosen * ADAPT_GAIN <= v_plain:
             return plain
-        gain = v_plain / v_chosen if v_chosen > 0 else np.inf
+        gain = v_plain / v_chosen
         return StartAllocation(self.weights, shares, self.allotted, gain, self.drawn_gain)
 
     def chains_to_reach(self, target_se: float, which, log_weights, cap: int) -> int:
         """The fewest chains, at most ``cap``, that a next batch drawn with ``shares`` needs for
         the run's projected SE, ``sqrt(v(Lambda') / N')`` with ``Lambda'`` and ``N'`` the
-        rate and chains after it, to reach ``target_se`` (``cap`` where it cannot), with a
-        tenth more for the noise of the moments it projects from."""
+        rate and chains after it, to reach ``target_se`` (``cap`` where it cannot), the run's
+        chains with a tenth more for the noise of the moments it projects from (sizing only:
+        the run stops on the SE it measures)."""
         second, z = self._second_moments(which, log_weights)
         if z is None:
             return cap
@@ -161,11 +172,11 @@ class StartAllocation:
         while high - low > 1:
             middle = (low + high) // 2
             low, high = (low, middle) if projected_se(middle) <= target_se else (middle, high)
-        return min(cap, int(np.ceil(1.1 * high)))
+        return min(cap, int(np.ceil(1.1 * (done + high) - done)))
 
     def _second_moments(self, which, log_weights):
-        """Per component, the mean of ``w^2`` over the chains started in it (0 where none did),
-        and the run's estimate of ``Z`` with the current factors, both on the scale
+        """Per component, the mean of ``w^2`` over the chains started in it (where none did, the
+        largest of the others: as heavy as the heaviest seen), and the run's estimate of ``Z`` with the current factors, both on the scale
         ``exp(max log w)``; ``(None, None)`` where every weight is zero."""
         log_weights = np.asarray(log_weights, dtype=float)
         finite = np.isfinite(log_weights)
@@ -177,6 +188,7 @@ class StartAllocation:
         counts = np.bincount(which, minlength=k)
         sums = np.bincount(which, weights=w**2, minlength=k)
         second = np.divide(sums, counts, out=np.zeros(k), where=counts > 0)
+        second[counts == 0] = second.max()
         z = float(np.mean(w * np.exp(self.log_factors(which))))
         return (second, z) if z > 0 and np.sum(self.weights * np.sqrt(second)) > 0 else (None, None)
 
