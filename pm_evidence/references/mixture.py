@@ -252,7 +252,7 @@ class MixtureReference(Reference):
 
     def sample_components(self, rng, which: np.ndarray) -> np.ndarray:
         """One draw from component ``which[i]`` for every ``i`` (an integer array of
-        component indices): :meth:`sample` with the components chosen by the caller, as AIS
+        component indices): ``sample`` with the components chosen by the caller, as AIS
         does where it allocates its chains to the components
         (:mod:`~pm_evidence.path.start_allocation`)."""
         which = np.asarray(which, dtype=int)
