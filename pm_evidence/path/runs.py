@@ -272,7 +272,7 @@ def run_annealing(
     docstring: the first that binds is the run's ``stopped_by``). Every batch is stored
     (``delta`` and the log weights at every rung, for ADS). Where the reference is a mixture,
     a batch after the first may start its chains in the components where the earlier chains'
-    weights were, each chain's weight carrying the factor that keeps AIS unbiased
+    weights were, each chain's weight carrying the factor that keeps the estimate consistent
     (:mod:`~pm_evidence.path.start_allocation`), and is sized from the variance that
     allocation projects.
 

@@ -39,21 +39,23 @@ allocation
 A component that no chain has started in yet is taken to be as heavy as the heaviest seen (its
 ``M_k`` the largest of the others), so that the next batch starts chains in it: a component
 weighted 0.5 % that holds half the mass, cut to ``a`` of its share because no chain had started
-in it, could leave the estimate ``log 2`` low with weights that look even. The next batch uses it only where its ``v`` is at most
-``1 / ADAPT_GAIN`` of ``v(pi)`` (both from the same estimates; a ``v`` below
-``VARIANCE_FLOOR`` counted as that, since the moments of a few hundred chains cannot tell it
-from 0); elsewhere it starts from
-``p0``, as plain AIS. The run's rate ``Lambda`` is the average of its batches' allocations
-weighted by their chains, and every chain's factor is ``pi_k / Lambda_k`` (the balance
-heuristic of multiple importance sampling: Veach & Guibas 1995, Owen & Zhou 2000), so that
-the first batch's few chains in a heavy component do not weigh on the estimate as they would
-with their own batch's factor. With allocations fixed in advance this is exactly unbiased.
-Chosen from earlier batches, as here, a chain's factor depends a little on its own weight
-(through the later allocations), a bias of order ``1 / N``; it is consistent, since every
-factor is at most ``1 / a`` and each component's count over ``N Lambda_k`` tends to 1 (the
-adaptive multiple importance sampling of Cornuet, Marin, Mira & Robert 2012). The delta-method
-SE over the factored weights treats the chains as drawn at the rate ``Lambda``; the tests
-check it against the spread of repeated runs (tests/path/test_start_allocation.py).
+in it, could leave the estimate ``log 2`` low with weights that look even. The next batch uses
+the allocation only where its ``v`` is at most ``1 / ADAPT_GAIN`` of ``v(pi)`` (both from the
+same estimates; a ``v`` below ``VARIANCE_FLOOR`` counted as that, since the moments of a few
+hundred chains cannot tell it from 0); elsewhere it starts from ``p0``, as plain AIS.
+
+The run's rate ``Lambda`` is the average of its batches' allocations weighted by their chains,
+and every chain's factor is ``pi_k / Lambda_k`` (the balance heuristic of multiple importance
+sampling: Veach & Guibas 1995, Owen & Zhou 2000), so that the first batch's few chains in a
+heavy component do not weigh on the estimate as they would with their own batch's factor.
+With allocations fixed in advance this is exactly unbiased. Chosen from earlier batches, as
+here, a chain's factor depends a little on its own weight (through the later allocations), a
+bias of order ``1 / N``; it is consistent, since every factor is at most ``1 / a`` and each
+component's count over ``N Lambda_k`` tends to 1 (the adaptive multiple importance sampling of
+Cornuet, Marin, Mira & Robert 2012). The SE is stratified by batch
+(:func:`~pm_evidence.estimators.annealed.ais_core` with ``batch_sizes``): each batch is an
+i.i.d. sample of its own allocation, and the batches' different means are not noise. The tests
+check it against the errors of repeated runs (tests/path/test_start_allocation.py).
 """
 
 from __future__ import annotations
@@ -119,8 +121,8 @@ class StartAllocation:
 
     def draw(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, StartAllocation]:
         """The starting components of a batch of ``n`` chains (the same random numbers as
-        ``MixtureReference.sample`` where ``shares`` is
-        ``weights``), and this allocation with the batch allotted."""
+        ``MixtureReference.sample`` where ``shares`` is ``weights``), and this allocation with
+        the batch allotted."""
         which = rng.choice(self.weights.size, size=n, p=self.shares)
         allotted = self.allotted + n * self.shares
         drawn_gain = self.gain if self.gain > 1.0 else self.drawn_gain
