@@ -329,8 +329,7 @@ def run_annealing(
         if allocation is not None:
             allocation = allocation.after(which, run.log_weights)
             if allocation.gain > 1.0:  # the next chains' weights vary less than those so far
-                cap = max(0, needed)
-                needed = allocation.chains_to_reach(options.target_se, which, run.log_weights, cap)
+                needed = allocation.chains_to_reach(options.target_se, max(0, needed))
         if k_hat > good_pareto_k(done) and ess_share < HEAVY_TAIL_LOOK_AGAIN_ESS:
             needed = min(needed, (HEAVY_TAIL_GROWTH - 1) * done)  # look again before going far
         n_batch = int(min(max(needed, first // 2), max_chains - done))

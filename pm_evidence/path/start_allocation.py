@@ -97,6 +97,10 @@ class StartAllocation:
     drawn_gain : float
         ``gain`` of the latest batch drawn with shares of their own; 1 where every batch
         started from the reference itself.
+    moments : tuple or None
+        ``(second, z)``, the per-component second moments and the estimate of ``Z`` that
+        ``shares`` were chosen from (:meth:`after`), for :meth:`chains_to_reach`; None where
+        ``shares`` are ``weights``.
     """
 
     weights: np.ndarray
@@ -104,6 +108,7 @@ class StartAllocation:
     allotted: np.ndarray
     gain: float = 1.0
     drawn_gain: float = 1.0
+    moments: tuple | None = None
 
     @classmethod
     def of(cls, reference) -> StartAllocation | None:
@@ -152,17 +157,20 @@ class StartAllocation:
         if not v_chosen * ADAPT_GAIN <= v_plain:
             return plain
         gain = v_plain / v_chosen
-        return StartAllocation(self.weights, shares, self.allotted, gain, self.drawn_gain)
+        return StartAllocation(
+            self.weights, shares, self.allotted, gain, self.drawn_gain, (second, z)
+        )
 
-    def chains_to_reach(self, target_se: float, which, log_weights, cap: int) -> int:
+    def chains_to_reach(self, target_se: float, cap: int) -> int:
         """The fewest chains, at most ``cap``, that a next batch drawn with ``shares`` needs for
         the run's projected SE, ``sqrt(v(Lambda') / N')`` with ``Lambda'`` and ``N'`` the
         rate and chains after it, to reach ``target_se`` (``cap`` where it cannot), the run's
         chains with a tenth more for the noise of the moments it projects from (sizing only:
-        the run stops on the SE it measures)."""
-        second, z = self._second_moments(which, log_weights)
-        if z is None:
+        the run stops on the SE it measures), from the ``moments`` ``shares`` were chosen
+        from."""
+        if self.moments is None:
             return cap
+        second, z = self.moments
         done = self.allotted.sum()
 
         def projected_se(n: int) -> float:
@@ -179,8 +187,9 @@ class StartAllocation:
 
     def _second_moments(self, which, log_weights):
         """Per component, the mean of ``w^2`` over the chains started in it (where none did, the
-        largest of the others: as heavy as the heaviest seen), and the run's estimate of ``Z`` with the current factors, both on the scale
-        ``exp(max log w)``; ``(None, None)`` where every weight is zero."""
+        largest of the others: as heavy as the heaviest seen), and the run's estimate of ``Z``
+        with the current factors, both on the scale ``exp(max log w)``; ``(None, None)``
+        where every weight is zero."""
         log_weights = np.asarray(log_weights, dtype=float)
         finite = np.isfinite(log_weights)
         if not finite.any():
