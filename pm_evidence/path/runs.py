@@ -306,7 +306,7 @@ def run_annealing(
         run = batch if run is None else run.merge(batch)
         which = np.concatenate([which, batch_which])
         sizes.append(batch.log_weights.size)
-        log_weights = _factored(run, allocation, which).log_weights
+        log_weights = run.log_weights + _log_factors(allocation, which)
         if options.target_se is None or options.n_chains is not None:
             break
         try:
@@ -358,13 +358,21 @@ def _batch_sizes(allocation: StartAllocation | None, sizes: list) -> tuple[int, 
     return tuple(sizes) if allocation is not None and allocation.adapted else None
 
 
+def _log_factors(allocation: StartAllocation | None, which) -> np.ndarray | float:
+    """Each chain's log factor of its starting component
+    (:meth:`~pm_evidence.path.start_allocation.StartAllocation.log_factors`; 0 where no batch
+    was allocated)."""
+    if allocation is None or not allocation.adapted:
+        return 0.0
+    return allocation.log_factors(which)
+
+
 def _factored(trace: AnnealingTrace, allocation: StartAllocation | None, which) -> AnnealingTrace:
     """``trace`` with each chain's log weights, at every rung, plus the log factor of its
-    starting component (:meth:`~pm_evidence.path.start_allocation.StartAllocation.log_factors`;
-    ``trace`` itself where no batch was allocated)."""
+    starting component (``trace`` itself where no batch was allocated)."""
     if allocation is None or not allocation.adapted:
         return trace
-    factors = allocation.log_factors(which)
+    factors = _log_factors(allocation, which)
     rungs = None if trace.log_weights_rungs is None else trace.log_weights_rungs + factors
     return trace._replace(log_weights=trace.log_weights + factors, log_weights_rungs=rungs)
 
