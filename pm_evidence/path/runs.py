@@ -372,7 +372,7 @@ def _factored(trace: AnnealingTrace, allocation: StartAllocation | None, which) 
     starting component (``trace`` itself where no batch was allocated)."""
     if allocation is None or not allocation.adapted:
         return trace
-    factors = _log_factors(allocation, which)
+    factors = allocation.log_factors(which)
     rungs = None if trace.log_weights_rungs is None else trace.log_weights_rungs + factors
     return trace._replace(log_weights=trace.log_weights + factors, log_weights_rungs=rungs)
 
