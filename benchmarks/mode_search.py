@@ -16,26 +16,52 @@ such chain is one where ``auto`` can miss the mode (measured: docs/benchmarks.rs
 with correlated noise"). On a small data set the column means less: the posterior is wide, and
 a chain's median can pass the best of the particles without a new mode.
 
-Run from the repository root (about 5 minutes a seed on one core)::
+Two variations measure what the exploration's second pass is for. ``--first-pass`` stops the
+exploration after its first pass (``ExplorationOptions(second_pass_ess=0)``), whose particles
+on this model sit where the Gaussian-process term explains the signal while its mixture holds
+the planet's mode as a component climbed to. ``--starts resampled`` starts the draws at
+``IMPORTANCE_DRAWS`` draws of the exploration's reference resampled by their importance weights
+``f / q`` (a point where the model's density is NaN weighs zero) instead of at its particles.
+
+Run from the repository root (about 5 minutes a seed on one core; 10-15 at ``--n 200``)::
 
     python benchmarks/mode_search.py
     python benchmarks/mode_search.py --seeds 1 2 3 4 --n 100 --planets 1
+    python benchmarks/mode_search.py --seeds 2 --n 200 --first-pass --starts resampled
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 
 import numpy as np
 
 from pm_evidence.auto import draws_stage, exploration_stage
-from pm_evidence.core.utils import root_sequence
+from pm_evidence.core.utils import root_sequence, stage_rngs
 from pm_evidence.model.log_density import LogDensity
+from pm_evidence.search.exploration import ExplorationOptions, explore
 from pm_evidence.zoo.support import rv_gp
 
+IMPORTANCE_DRAWS = 4096  # reference draws resampled for --starts resampled
 
-def main(seeds, n: int, planets: int) -> None:
+
+def resampled(target, exploration, rng):
+    """``exploration`` with its particles replaced by draws of its reference resampled by their
+    importance weights: points in every component, in the proportions the weights give."""
+    reference = exploration.reference()
+    x = reference.sample(rng, IMPORTANCE_DRAWS)
+    log_f = target.log_density(x)
+    log_w = np.where(np.isnan(log_f), -np.inf, log_f) - reference.logpdf(x)
+    w = np.exp(log_w - np.max(log_w))
+    pick = rng.choice(IMPORTANCE_DRAWS, size=exploration.particles.shape[0], p=w / w.sum())
+    ess = np.sum(w) ** 2 / np.sum(w**2) / IMPORTANCE_DRAWS
+    print(f"     importance resampling: ESS {ess:.2%} of {IMPORTANCE_DRAWS}", flush=True)
+    return dataclasses.replace(exploration, particles=x[pick])
+
+
+def main(seeds, n: int, planets: int, first_pass: bool, starts: str) -> None:
     model, _ = rv_gp(n=n, n_planets=planets)
     target = LogDensity(model)
     print(
@@ -45,9 +71,15 @@ def main(seeds, n: int, planets: int) -> None:
     for seed in seeds:
         root = root_sequence(seed)
         start = time.perf_counter()
-        exploration = exploration_stage(target, root, progressbar=False, defer_second_pass=True)
+        if first_pass:
+            options = ExplorationOptions(second_pass_ess=0.0)
+            exploration = explore(target, stage_rngs(root)["exploration"], options)
+        else:
+            exploration = exploration_stage(target, root, False, defer_second_pass=True)
         explored = time.perf_counter() - start
         best = float(np.max(target.log_density(exploration.particles)))
+        if starts == "resampled":
+            exploration = resampled(target, exploration, np.random.default_rng(seed))
         start = time.perf_counter()
         plan = draws_stage(target, None, root, False, {}, exploration=exploration)
         drawn = time.perf_counter() - start
@@ -68,5 +100,9 @@ if __name__ == "__main__":
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     parser.add_argument("--n", type=int, default=100, help="observations")
     parser.add_argument("--planets", type=int, default=1)
+    parser.add_argument(
+        "--first-pass", action="store_true", help="the exploration's first pass only"
+    )
+    parser.add_argument("--starts", choices=["particles", "resampled"], default="particles")
     args = parser.parse_args()
-    main(args.seeds, args.n, args.planets)
+    main(args.seeds, args.n, args.planets, args.first_pass, args.starts)
