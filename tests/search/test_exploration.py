@@ -350,12 +350,18 @@ def test_a_second_pass_keeps_its_starting_particles():
     assert two.reweighting_ess > options.second_pass_ess
 
 
-@pytest.mark.parametrize("seed", [1, 8])
+@pytest.mark.parametrize("seed", [2, 6])
 def test_a_poor_fit_after_the_final_sweeps_gives_way_to_the_fit_before_them(seed):
-    """``periodic_2f`` at seeds 1 and 8: the mixture fitted to the last rung's particles pooled
+    """``periodic_2f`` at seeds 2 and 6: the mixture fitted to the last rung's particles pooled
     with the final sweeps' is a poor reference (reweighting ESS below 0.01; shown with the
     second pass turned off, which also turns off the fit before the sweeps); the fit to the
-    last rung's particles alone is a good one, so it is kept and no second pass is made."""
+    last rung's particles alone is a good one, so it is kept and no second pass is made.
+
+    The seeds are ones where that happens, and which they are hangs on the numerical libraries
+    installed (here NumPy 2.5 and SciPy 1.18): over seeds 1-16 the pooled fit was poor at 7,
+    and at 3 of those (2, 6, 7) the fit before the sweeps was good; at the others both were
+    poor and the second pass ran, as it should. The first assertion says when the seeds need
+    choosing again."""
     from pm_evidence.zoo.periodic import PERIODIC_ENTRIES
 
     entry = next(e for e in PERIODIC_ENTRIES if e.name == "periodic_2f")
