@@ -17,7 +17,9 @@ with correlated noise"). On a small data set the column means less: the posterio
 a chain's median can pass the best of the particles without a new mode.
 
 Two variations measure what the exploration's second pass is for. ``--first-pass`` stops the
-exploration after its first pass (``ExplorationOptions(second_pass_ess=0)``), whose particles
+exploration after its first pass (``ExplorationOptions(second_pass_ess=0)``, which also leaves
+out the refit to the last rung's particles alone that a poor first fit gets in ``auto``), whose
+particles
 on this model sit where the Gaussian-process term explains the signal while its mixture holds
 the planet's mode as a component climbed to. ``--starts resampled`` starts the draws at
 ``IMPORTANCE_DRAWS`` draws of the exploration's reference resampled by their importance weights
