@@ -41,7 +41,7 @@ import time
 import numpy as np
 
 from pm_evidence.auto import draws_stage, exploration_stage
-from pm_evidence.core.utils import root_sequence, stage_rngs
+from pm_evidence.core.utils import kish_ess, normalized_weights, root_sequence, stage_rngs
 from pm_evidence.model.log_density import LogDensity
 from pm_evidence.search.exploration import ExplorationOptions, explore
 from pm_evidence.zoo.support import rv_gp
@@ -56,9 +56,10 @@ def resampled(target, exploration, rng):
     x = reference.sample(rng, IMPORTANCE_DRAWS)
     log_f = target.log_density(x)
     log_w = np.where(np.isnan(log_f), -np.inf, log_f) - reference.logpdf(x)
-    w = np.exp(log_w - np.max(log_w))
-    pick = rng.choice(IMPORTANCE_DRAWS, size=exploration.particles.shape[0], p=w / w.sum())
-    ess = np.sum(w) ** 2 / np.sum(w**2) / IMPORTANCE_DRAWS
+    pick = rng.choice(
+        IMPORTANCE_DRAWS, size=exploration.particles.shape[0], p=normalized_weights(log_w)
+    )
+    ess = kish_ess(log_w) / IMPORTANCE_DRAWS
     print(f"     importance resampling: ESS {ess:.2%} of {IMPORTANCE_DRAWS}", flush=True)
     return dataclasses.replace(exploration, particles=x[pick])
 
