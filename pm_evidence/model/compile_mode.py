@@ -134,6 +134,7 @@ from pytensor.tensor.subtensor import AdvancedIncSubtensor, AdvancedSubtensor, S
 from pytensor.tensor.type import integer_dtypes
 
 from pm_evidence.model.backend import register_jax_identity
+from pm_evidence.model.gaussian import register_jax_cholesky_inverse
 
 __all__ = [
     "ADVANCED_INDICES_FIRST",
@@ -744,8 +745,10 @@ ADVANCED_INDICES_FIRST = WalkingGraphRewriter(
 def _register_jax_implementations() -> None:
     """This module's operations that every linker's rewrites insert, on PyTensor's JAX backend
     (registered when a JAX function is first built, so that JAX is imported only then):
-    :class:`ContiguousCopy` is the identity there (XLA chooses its own layouts)."""
+    :class:`ContiguousCopy` is the identity there (XLA chooses its own layouts), and
+    :class:`~pm_evidence.model.gaussian.CholeskyInverse` a ``cho_solve``."""
     register_jax_identity(ContiguousCopy)
+    register_jax_cholesky_inverse()
 
 
 @without_garbage_collection()

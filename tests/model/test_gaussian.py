@@ -15,8 +15,13 @@ from pytensor.tensor.linalg.solvers.psd import CholeskySolve
 from pytensor.tensor.linalg.solvers.triangular import SolveTriangular
 
 from pm_evidence import LogDensity
-from pm_evidence.model.compile_mode import without_c_compiler
-from pm_evidence.model.gaussian import GaussianTerms, gaussian_gradients
+from pm_evidence.model.compile_mode import model_function_mode, without_c_compiler
+from pm_evidence.model.gaussian import (
+    CholeskyInverse,
+    GaussianTerms,
+    cholesky_inverse,
+    gaussian_gradients,
+)
 from pm_evidence.model.graphs import term_passes
 
 
@@ -76,14 +81,42 @@ def test_a_gaussian_process_likelihood_has_pymcs_values_and_gradients(n_series):
 
 def test_the_gradient_takes_no_triangular_solve_with_a_matrix_right_hand_side():
     """Murray's formula, PyTensor's gradient through the factorization, solves two triangular
-    systems with ``n`` right-hand sides; the closed form takes ``K^-1`` from one ``cho_solve``."""
+    systems with ``n`` right-hand sides; the closed form takes ``K^-1`` from the factor by
+    ``CholeskyInverse`` (LAPACK's ``potri``), with no solve of a matrix right-hand side."""
     model = _gp_model()
     value = model.rvs_to_values[model["amplitude"]]
     (rewritten,) = gaussian_gradients([model.datalogp])
     before, after = pt.grad(model.datalogp, value), pt.grad(rewritten, value)
     assert _count([before], SolveTriangular, b_ndim=2) == 2
     assert _count([after], SolveTriangular, b_ndim=2) == 0
-    assert _count([after], CholeskySolve, b_ndim=2) == 1
+    assert _count([after], CholeskySolve, b_ndim=2) == 0
+    assert _count([after], CholeskyInverse) == 1
+
+
+@pytest.mark.parametrize("linker", ["numba", "py", "jax"])
+def test_the_inverse_from_a_factor_is_numpys_inverse(linker):
+    """``cholesky_inverse`` of a stack of factors (float64 and float32) on Numba, on
+    PyTensor's Python linker and on JAX: the whole symmetric inverse of each ``K``, as
+    ``np.linalg.inv`` gives it; a factor with a zero on its diagonal gives NaN (Numba and
+    Python; LAPACK reports it)."""
+    if linker == "jax":
+        pytest.importorskip("jax")
+    modes = {"numba": model_function_mode, "py": lambda: pytensor.compile.mode.Mode("py")}
+    mode = modes.get(linker, lambda: model_function_mode(jax=True))()
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=(3, 6, 6))
+    K = a @ a.transpose(0, 2, 1) + 6 * np.eye(6)
+    for dtype, rtol in (("float64", 1e-10), ("float32", 1e-4)):
+        L = pt.tensor3("L", dtype=dtype)
+        fn = pytensor.function([L], cholesky_inverse(L), mode=mode)
+        factors = np.linalg.cholesky(K).astype(dtype)
+        got = fn(factors)
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, np.linalg.inv(K), rtol=rtol, atol=rtol)
+        if linker != "jax":
+            singular = factors.copy()
+            singular[1, 2, 2] = 0.0
+            assert np.isnan(fn(singular)[1]).all() and np.isfinite(fn(singular)[0]).all()
 
 
 def test_the_operations_gradient_is_pytensors_with_the_diagonal_read_as_well():
