@@ -1,13 +1,22 @@
-"""A Gaussian process likelihood's value and gradient, with the gradient in closed form
-(:mod:`pm_evidence.model.gaussian`, the default) and through PyTensor's Cholesky gradient
-(Murray's formula), at a few sizes.
+"""A Gaussian process likelihood's value and gradient as compiled by default and with each of
+its rewrites turned off, at a few sizes.
 
 Models: ``rv_gp`` (:func:`pm_evidence.zoo.support.rv_gp`, one Keplerian and a quasi-periodic
 kernel on ``n`` simulated observations, 11 parameters) at ``n`` = 50, 200 and 800. Printed per
 model and size: the default rows per call, then points per second of the value alone and of the
-value and gradient (the best of three calls on the same prior draws), for each gradient. Each
-variant runs in a fresh process; the one through the factorization turns the rewrite off there
-(``pm_evidence.model.graphs.gaussian_gradients`` replaced by the identity), nothing else.
+value and gradient (the best of three calls on the same prior draws), for each variant:
+
+- ``default``: the kernel on the covariance's lower triangle
+  (:mod:`pm_evidence.model.packed_covariance`), the gradient in closed form with ``K^-1`` by
+  LAPACK's ``potri`` (:mod:`pm_evidence.model.gaussian`);
+- ``full matrix``: the kernel on every entry (``lower_triangle_covariances`` off);
+- ``full matrix, K^-1 by solves``: also ``K^-1`` by two triangular solves with the identity
+  (``cho_solve``) instead of ``potri``;
+- ``through the factorization``: the kernel on the lower triangle, the gradient PyTensor's
+  through the Cholesky factor (Murray's formula; ``gaussian_gradients`` off).
+
+Each variant runs in a fresh process, where the rewrites it turns off are replaced by the
+identity, nothing else.
 
 Run from the repository root::
 
@@ -24,15 +33,31 @@ import time
 import numpy as np
 from run_records import child_record
 
-VARIANTS = ("closed form", "through the factorization")
+VARIANTS = (
+    "default", "full matrix", "full matrix, K^-1 by solves", "through the factorization",
+)  # fmt: skip
+
+
+def _turn_off(variant: str) -> None:
+    """The rewrites ``variant`` goes without, replaced in this process only."""
+    import pytensor.tensor as pt
+
+    import pm_evidence.model.gaussian as gaussian
+    import pm_evidence.model.graphs as graphs
+
+    if variant.startswith("full matrix"):
+        graphs.lower_triangle_covariances = list
+    if variant == "full matrix, K^-1 by solves":
+        gaussian.cholesky_inverse = lambda L: pt.linalg.cho_solve(
+            (L, True), pt.eye(L.shape[-1], dtype=L.dtype), b_ndim=2
+        )
+    if variant == "through the factorization":
+        graphs.gaussian_gradients = list
 
 
 def rates(n: int, variant: str) -> dict:
     """Points per second of the value and of the value and gradient of ``rv_gp(n)``."""
-    if variant == "through the factorization":
-        import pm_evidence.model.graphs as graphs
-
-        graphs.gaussian_gradients = list  # the rewrite off, in this process only
+    _turn_off(variant)
     from pm_evidence import LogDensity
     from pm_evidence.zoo.support import rv_gp
 
@@ -55,14 +80,12 @@ def rates(n: int, variant: str) -> dict:
 
 
 def main(sizes) -> None:
-    print(
-        f"{'n':>5s} {'rows':>5s}  {'gradient':26s} {'value pts/s':>12s} {'value+grad pts/s':>17s}"
-    )
+    print(f"{'n':>5s} {'rows':>5s}  {'variant':30s} {'value pts/s':>12s} {'value+grad pts/s':>17s}")
     for n in sizes:
         for variant in VARIANTS:
             r = child_record(__file__, "--child", str(n), variant)
             print(
-                f"{n:5d} {r['rows']:5d}  {variant:26s} {r['value']:12.0f} "
+                f"{n:5d} {r['rows']:5d}  {variant:30s} {r['value']:12.0f} "
                 f"{r['value and gradient']:17.0f}",
                 flush=True,
             )

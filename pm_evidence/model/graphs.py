@@ -68,6 +68,7 @@ from pytensor.tensor.subtensor import (
 from pytensor.tensor.symbolic import FusibleSymbolicOp
 
 from pm_evidence.model.gaussian import GaussianTerms, gaussian_gradients
+from pm_evidence.model.packed_covariance import lower_triangle_covariances
 
 __all__ = [
     "MAX_TERMS",
@@ -466,11 +467,12 @@ def term_passes(terms: list) -> list:
     """``terms`` (the log prior and log likelihood graphs) after the passes every compiled
     log-density takes, each a copy of the graphs, in this order and before any gradient is
     taken: :func:`without_tagged_choleskys`,
-    :func:`~pm_evidence.model.gaussian.gaussian_gradients`, :func:`slices_as_masks`,
-    :func:`softmax_gradients`, :func:`make_total`."""
+    :func:`~pm_evidence.model.gaussian.gaussian_gradients`,
+    :func:`~pm_evidence.model.packed_covariance.lower_triangle_covariances`,
+    :func:`slices_as_masks`, :func:`softmax_gradients`, :func:`make_total`."""
     passes = (
-        without_tagged_choleskys, gaussian_gradients, slices_as_masks, softmax_gradients,
-        make_total,
+        without_tagged_choleskys, gaussian_gradients, lower_triangle_covariances,
+        slices_as_masks, softmax_gradients, make_total,
     )  # fmt: skip
     for rewrite in passes:
         terms = rewrite(terms)
