@@ -40,6 +40,7 @@ __all__ = [
     "bucket_rows",
     "check_backend",
     "jax_device",
+    "register_jax_cholesky_inverse",
     "register_jax_identity",
     "resolve_backend",
     "rows_per_call",
@@ -358,6 +359,23 @@ def register_jax_identity(op_class: type) -> None:
             return x
 
         return identity
+
+
+def register_jax_cholesky_inverse(op_class: type) -> None:
+    """Compile ``op_class``, ``K^-1`` from a lower Cholesky factor ``L`` of ``K``
+    (:class:`~pm_evidence.model.gaussian.CholeskyInverse`), on PyTensor's JAX backend as
+    ``cho_solve`` with the identity: XLA has no ``potri``."""
+    from pytensor.link.jax.dispatch import jax_funcify
+
+    @jax_funcify.register(op_class)
+    def _cholesky_inverse(op, **kwargs):
+        import jax.numpy as jnp
+        from jax.scipy.linalg import cho_solve
+
+        def cholesky_inverse(L):
+            return cho_solve((L, True), jnp.eye(L.shape[-1], dtype=L.dtype))
+
+        return cholesky_inverse
 
 
 def rows_per_call(default: int, backend: Backend, n_observations: int) -> int:

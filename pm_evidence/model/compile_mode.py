@@ -133,8 +133,8 @@ from pytensor.tensor.shape import SpecifyShape
 from pytensor.tensor.subtensor import AdvancedIncSubtensor, AdvancedSubtensor, Subtensor
 from pytensor.tensor.type import integer_dtypes
 
-from pm_evidence.model.backend import register_jax_identity
-from pm_evidence.model.gaussian import register_jax_cholesky_inverse
+from pm_evidence.model.backend import register_jax_cholesky_inverse, register_jax_identity
+from pm_evidence.model.gaussian import CholeskyInverse
 
 __all__ = [
     "ADVANCED_INDICES_FIRST",
@@ -748,7 +748,7 @@ def _register_jax_implementations() -> None:
     :class:`ContiguousCopy` is the identity there (XLA chooses its own layouts), and
     :class:`~pm_evidence.model.gaussian.CholeskyInverse` a ``cho_solve``."""
     register_jax_identity(ContiguousCopy)
-    register_jax_cholesky_inverse()
+    register_jax_cholesky_inverse(CholeskyInverse)
 
 
 @without_garbage_collection()

@@ -123,7 +123,9 @@ class CholeskyInverse(Op):
     whole symmetric matrix (:func:`cholesky_inverse` for stacks of factors): LAPACK's
     ``potri``, about ``2 n^3 / 3`` operations. A factor with a zero on its diagonal (``potri``'s
     ``info > 0``) gives a matrix of NaN, as PyTensor's Cholesky does where ``K`` is not
-    positive definite. No gradient: only gradients are built from it."""
+    positive definite. No gradient: only gradients are built from it. On JAX (no ``potri``
+    there) it is ``cho_solve`` with the identity
+    (:func:`~pm_evidence.model.backend.register_jax_cholesky_inverse`)."""
 
     __props__ = ()
     gufunc_signature = "(m,m)->(m,m)"
@@ -212,22 +214,6 @@ def _numba_funcify_cholesky_inverse(op, node, **kwargs):
         return out
 
     return cholesky_inverse
-
-
-def register_jax_cholesky_inverse() -> None:
-    """:class:`CholeskyInverse` on PyTensor's JAX backend: ``cho_solve`` with the identity
-    (XLA has no ``potri``), registered when a JAX function is first built."""
-    from pytensor.link.jax.dispatch import jax_funcify
-
-    @jax_funcify.register(CholeskyInverse)
-    def _cholesky_inverse(op, **kwargs):
-        import jax.numpy as jnp
-        from jax.scipy.linalg import cho_solve as jax_cho_solve
-
-        def cholesky_inverse(L):
-            return jax_cho_solve((L, True), jnp.eye(L.shape[-1], dtype=L.dtype))
-
-        return cholesky_inverse
 
 
 def _disconnected(g) -> bool:

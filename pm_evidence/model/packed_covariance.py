@@ -51,8 +51,8 @@ from pm_evidence.model.gaussian import GaussianTerms
 __all__ = ["MIN_PACKED_SIZE", "PackingIndices", "lower_triangle_covariances", "packing_indices"]
 
 MIN_PACKED_SIZE = 8
-"""Smallest ``n`` whose ``n x n`` covariance is packed: below it the kernel's entries cost
-less than the indexing."""
+"""Smallest ``n`` whose ``n x n`` covariance is packed: a smaller one (a few parameters'
+covariance) has few entries to save, and is left as the model writes it."""
 
 
 class PackingIndices(NamedTuple):
@@ -171,6 +171,8 @@ def lower_triangle_covariances(outputs: list) -> list:
     about half the kernel's evaluations. Identical subgraphs are merged first (as compiling
     does), so that a kernel the model writes twice counts as one, read twice."""
     fgraph = FunctionGraph(outputs=outputs, clone=True, copy_inputs=False)
+    if not any(_factorized_matrix(node) is not None for node in fgraph.apply_nodes):
+        return fgraph.outputs
     MergeOptimizer().rewrite(fgraph)
     dfs_rewriter(_pack_factorized_matrix).rewrite(fgraph)
     return fgraph.outputs
