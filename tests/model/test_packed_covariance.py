@@ -59,6 +59,19 @@ def _matern_model(n: int = 12) -> pm.Model:
     return model
 
 
+def _scaled_model(n: int = 12) -> pm.Model:
+    """``y ~ MvNormal(0, K + 0.25 I)`` with ``K_ij = s_i s_j exp(-(t_i - t_j)^2 / 2)``: a
+    scale per input, so that a column and a row of parameters enter the kernel."""
+    rng = np.random.default_rng(7)
+    t = np.sort(rng.uniform(0.0, 6.0, size=n))
+    lag = t[:, None] - t[None, :]
+    with pm.Model() as model:
+        scales = pm.HalfNormal("scales", 1.0, shape=n)
+        kernel = scales[:, None] * scales[None, :] * pt.exp(-(lag**2) / 2)
+        pm.MvNormal("y", np.zeros(n), cov=kernel + 0.25 * np.eye(n), observed=rng.normal(size=n))
+    return model
+
+
 def _elementwise_sizes(outputs, scalar_op) -> set:
     """The shapes of the outputs of the elementwise ``scalar_op`` nodes of ``outputs``' graph
     that are not scalars (the parameters' own transforms)."""
@@ -78,8 +91,15 @@ def _assert_pymcs_values_and_gradients(model, seed: int) -> None:
     with without_c_compiler():
         logp = model.compile_logp(mode="FAST_COMPILE")
         dlogp = model.compile_dlogp(mode="FAST_COMPILE")
-    names = [v.name for v in model.value_vars]
-    points = [dict(zip(names, row, strict=True)) for row in x]
+    start = model.initial_point()
+    sizes = [np.size(start[v.name]) for v in model.value_vars]  # in the flat vector's order
+    splits = np.cumsum(sizes)[:-1]
+    points = [
+        {v.name: piece.reshape(np.shape(start[v.name])) for v, piece in zip(
+            model.value_vars, np.split(row, splits), strict=True
+        )}
+        for row in x
+    ]  # fmt: skip
     np.testing.assert_allclose(log_density, [logp(p) for p in points], rtol=1e-11)
     np.testing.assert_allclose(grad, [dlogp(p) for p in points], rtol=1e-8, atol=1e-10)
 
@@ -99,15 +119,23 @@ def test_packing_and_unpacking_give_back_a_symmetric_matrix():
     np.testing.assert_array_equal(a[at.rows, at.cols], a.ravel()[at.lower])
 
 
-@pytest.mark.parametrize("build", [_quasi_periodic_model, _matern_model])
-def test_a_gaussian_process_takes_its_kernel_on_the_lower_triangle_with_pymcs_values(build):
-    """The quasi-periodic kernel of radial-velocity work and PyMC's ``gp.Marginal`` with a
-    Matern kernel: their exponentials are taken on the ``n (n + 1) / 2`` packed entries, not
-    on ``n x n`` matrices, and the log density and its gradient are PyMC's at prior draws."""
+@pytest.mark.parametrize(
+    "build, scalar_op",
+    [(_quasi_periodic_model, ps.Exp), (_matern_model, ps.Exp), (_scaled_model, ps.Mul)],
+)
+def test_a_gaussian_process_takes_its_kernel_on_the_lower_triangle_with_pymcs_values(
+    build, scalar_op
+):
+    """The quasi-periodic kernel of radial-velocity work, PyMC's ``gp.Marginal`` with a
+    Matern kernel and a kernel with a scale per input: their exponentials are taken on the
+    ``n (n + 1) / 2`` packed entries, not on ``n x n`` matrices, and the log density and its
+    gradient are PyMC's at prior draws. (The last kernel's exponential is of the data alone, a
+    constant: its operation at each point is the product of the scales.)"""
     n = 12
     model = build(n)
     passes = term_passes([model.varlogp, model.datalogp])
-    assert _elementwise_sizes(passes, ps.Exp) == {(n * (n + 1) // 2,)}
+    sizes = _elementwise_sizes(passes, scalar_op)
+    assert (n * (n + 1) // 2,) in sizes and (n, n) not in sizes
     _assert_pymcs_values_and_gradients(model, seed=1)
 
 
