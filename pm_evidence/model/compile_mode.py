@@ -86,6 +86,9 @@ And one after that fusion (``ADVANCED_INDICES_POSITION``):
   implementation otherwise moves the axes with ``x.transpose(order)``, seconds of compile the
   first time in a process. The same elements are read and written.
 
+Numba's implementation of :class:`~pm_evidence.model.gaussian.CholeskyInverse` is here too: a
+call of LAPACK's ``potri`` through SciPy's ``cython_lapack``, as PyTensor calls ``potrf``.
+
 The functions off the hot paths run on PyTensor's Python linker instead (``PYTHON_LINKER``,
 ``QUICK_PYTHON_LINKER``), built under :func:`without_c_compiler` so that the inner functions of
 their ``Scan``, ``OpFromGraph`` and symbolic operations run on NumPy too.
@@ -99,8 +102,11 @@ from contextlib import AbstractContextManager, contextmanager
 from functools import cache
 from typing import ClassVar
 
+import numba
 import numpy as np
 import pytensor.tensor as pt
+from numba.core import types
+from numba.np.linalg import ensure_lapack, get_blas_kind
 from pytensor import config, function
 from pytensor.compile.mode import Mode, get_default_mode, get_mode
 from pytensor.graph.basic import Apply
@@ -116,7 +122,13 @@ from pytensor.graph.rewriting.basic import (
     node_rewriter,
 )
 from pytensor.graph.traversal import apply_ancestors
+from pytensor.link.numba.cache import _call_cached_ptr
 from pytensor.link.numba.dispatch.basic import numba_njit, register_funcify_default_op_cache_key
+from pytensor.link.numba.dispatch.linalg._LAPACK import (
+    get_lapack_ptr,
+    int_ptr_to_val,
+    val_to_int_ptr,
+)
 from pytensor.link.numba.linker import NumbaLinker
 from pytensor.scalar.basic import Add, Maximum, Minimum, Mul
 from pytensor.scalar.basic import identity as scalar_identity
@@ -139,6 +151,7 @@ from pm_evidence.model.gaussian import CholeskyInverse
 __all__ = [
     "ADVANCED_INDICES_FIRST",
     "ADVANCED_INDICES_POSITION",
+    "CHOLESKY_INVERSE_VERSION",
     "CUMSUMS_AS_SUMS",
     "FUSION_ANCHORS",
     "FUSION_ANCHORS_POSITION",
@@ -298,6 +311,71 @@ def _numba_funcify_assumed_shape(op, node, **kwargs):
         return x
 
     return assumed_shape
+
+
+CHOLESKY_INVERSE_VERSION = 1
+"""Part of the key under which PyTensor caches Numba's compiled ``CholeskyInverse`` (with the
+class and the dtypes): a new number where the implementation changes, so that no cache
+serves an older one."""
+
+
+def _numba_potri(dtype):
+    """LAPACK's ``?potri`` for ``dtype``, called from Numba through SciPy's ``cython_lapack``
+    (the pointer looked up when first called, so that the compiled code can be cached), as
+    PyTensor calls ``?potrf``."""
+    dtype = numba.from_dtype(dtype)
+    kind = get_blas_kind(dtype)
+    float_pointer = types.CPointer(dtype)
+    cache_name = f"pm_evidence.lapack.{kind}potri"
+    int_pointer = types.CPointer(types.int32)
+
+    @numba_njit
+    def pointer():
+        with numba.objmode(address=types.intp):
+            address = get_lapack_ptr(dtype, "potri")
+        return address
+
+    signature = types.FunctionType(
+        types.void(int_pointer, int_pointer, float_pointer, int_pointer, int_pointer)
+    )
+
+    @numba_njit
+    def potri(uplo, n, a, lda, info):
+        function = _call_cached_ptr(
+            get_ptr_func=pointer,
+            func_type_ref=signature,
+            unique_func_name_lit=cache_name,
+        )
+        function(uplo, n, a, lda, info)
+
+    return potri
+
+
+@register_funcify_default_op_cache_key(CholeskyInverse)
+def _numba_funcify_cholesky_inverse(op, node, **kwargs):
+    ensure_lapack()
+    potri = _numba_potri(node.inputs[0].type.numpy_dtype)
+
+    @numba_njit
+    def cholesky_inverse(L):
+        n = L.shape[0]
+        # a C-ordered array read in Fortran's order is its transpose: the upper factor L^T
+        out = np.zeros((n, n), dtype=L.dtype)
+        for i in range(n):
+            for j in range(i + 1):
+                out[i, j] = L[i, j]
+        info = val_to_int_ptr(np.int32(0))
+        potri(val_to_int_ptr(np.int32(ord("U"))), val_to_int_ptr(np.int32(n)), out.ctypes,
+              val_to_int_ptr(np.int32(n)), info)  # fmt: skip
+        if int_ptr_to_val(info) != 0:
+            out[:] = np.nan
+            return out
+        for i in range(n):  # potri wrote the lower triangle (the upper one in its order)
+            for j in range(i + 1, n):
+                out[i, j] = out[j, i]
+        return out
+
+    return cholesky_inverse, CHOLESKY_INVERSE_VERSION
 
 
 class UncheckedShapes(_Replacing):

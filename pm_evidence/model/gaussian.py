@@ -31,26 +31,16 @@ triangular solves with the ``n`` columns of the identity as right-hand sides (``
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import scipy.linalg
-from numba.core import types
-from numba.np.linalg import ensure_lapack, get_blas_kind
 from pytensor.compile.builders import SymbolicOp
 from pytensor.gradient import DisconnectedType, disconnected_type
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.graph.rewriting.basic import dfs_rewriter, node_rewriter
 from pytensor.graph.rewriting.utils import rewrite_graph
-from pytensor.link.numba.cache import _call_cached_ptr
-from pytensor.link.numba.dispatch.basic import numba_njit, register_funcify_default_op_cache_key
-from pytensor.link.numba.dispatch.linalg._LAPACK import (
-    get_lapack_ptr,
-    int_ptr_to_val,
-    val_to_int_ptr,
-)
 from pytensor.scalar import basic as ps
 from pytensor.tensor.basic import ExtractDiag, get_underlying_scalar_constant_value
 from pytensor.tensor.blockwise import Blockwise
@@ -123,8 +113,9 @@ class CholeskyInverse(Op):
     whole symmetric matrix (:func:`cholesky_inverse` for stacks of factors): LAPACK's
     ``potri``, about ``2 n^3 / 3`` operations. A factor with a zero on its diagonal (``potri``'s
     ``info > 0``) gives a matrix of NaN, as PyTensor's Cholesky does where ``K`` is not
-    positive definite. No gradient: only gradients are built from it. On JAX (no ``potri``
-    there) it is ``cho_solve`` with the identity
+    positive definite. No gradient: only gradients are built from it. Compiled by Numba as a
+    call of ``potri`` (:mod:`pm_evidence.model.compile_mode`); on JAX, which has no ``potri``,
+    as ``cho_solve`` with the identity
     (:func:`~pm_evidence.model.backend.register_jax_cholesky_inverse`)."""
 
     __props__ = ()
@@ -155,65 +146,6 @@ class CholeskyInverse(Op):
 def cholesky_inverse(L):
     """:class:`CholeskyInverse` of each matrix of ``L (..., n, n)``."""
     return Blockwise(CholeskyInverse())(L)
-
-
-def _numba_potri(dtype):
-    """LAPACK's ``?potri`` for ``dtype``, called from Numba through SciPy's ``cython_lapack``
-    (the pointer looked up when first called, so that the compiled code can be cached), as
-    PyTensor calls ``?potrf``."""
-    dtype = numba.from_dtype(dtype)
-    kind = get_blas_kind(dtype)
-    float_pointer = types.CPointer(dtype)
-    cache_name = f"pm_evidence.lapack.{kind}potri"
-    int_pointer = types.CPointer(types.int32)
-
-    @numba_njit
-    def pointer():
-        with numba.objmode(address=types.intp):
-            address = get_lapack_ptr(dtype, "potri")
-        return address
-
-    signature = types.FunctionType(
-        types.void(int_pointer, int_pointer, float_pointer, int_pointer, int_pointer)
-    )
-
-    @numba_njit
-    def potri(uplo, n, a, lda, info):
-        function = _call_cached_ptr(
-            get_ptr_func=pointer,
-            func_type_ref=signature,
-            unique_func_name_lit=cache_name,
-        )
-        function(uplo, n, a, lda, info)
-
-    return potri
-
-
-@register_funcify_default_op_cache_key(CholeskyInverse)
-def _numba_funcify_cholesky_inverse(op, node, **kwargs):
-    ensure_lapack()
-    potri = _numba_potri(node.inputs[0].type.numpy_dtype)
-
-    @numba_njit
-    def cholesky_inverse(L):
-        n = L.shape[0]
-        # a C-ordered array read in Fortran's order is its transpose: the upper factor L^T
-        out = np.zeros((n, n), dtype=L.dtype)
-        for i in range(n):
-            for j in range(i + 1):
-                out[i, j] = L[i, j]
-        info = val_to_int_ptr(np.int32(0))
-        potri(val_to_int_ptr(np.int32(ord("U"))), val_to_int_ptr(np.int32(n)), out.ctypes,
-              val_to_int_ptr(np.int32(n)), info)  # fmt: skip
-        if int_ptr_to_val(info) != 0:
-            out[:] = np.nan
-            return out
-        for i in range(n):  # potri wrote the lower triangle (the upper one in its order)
-            for j in range(i + 1, n):
-                out[i, j] = out[j, i]
-        return out
-
-    return cholesky_inverse
 
 
 def _disconnected(g) -> bool:
