@@ -51,7 +51,7 @@ from pytensor.tensor.linalg.decomposition.cholesky import Cholesky
 from pytensor.tensor.linalg.solvers.triangular import SolveTriangular
 from pytensor.tensor.math import Sum
 
-__all__ = ["CholeskyInverse", "GaussianTerms", "cholesky_inverse", "gaussian_gradients"]
+__all__ = ["CholeskyInverse", "GaussianTerms", "cholesky_inverse", "core_op", "gaussian_gradients"]
 
 _FLOATS = ("float64", "float32")
 
@@ -171,7 +171,7 @@ def _summed_to(g, x):
     return g if g.type == x.type else pt.specify_shape(pt.cast(g, x.dtype), x.type.shape)
 
 
-def _core(node, op_type):
+def core_op(node, op_type):
     """``node``'s operation, or the one a ``Blockwise`` wraps, where it is an ``op_type``."""
     op = node.op.core_op if isinstance(node.op, Blockwise) else node.op
     return op if isinstance(op, op_type) else None
@@ -217,7 +217,7 @@ def _gaussian_terms(fgraph, node):
     triangular solve of vectors ``z = L^-1 delta``, where ``z`` is read only as ``sum(z^2)``
     over its last axis and each ``log(diag)`` only as a sum over its last axis ->
     :class:`GaussianTerms`: those sums, and the diagonal for its other readers."""
-    op = _core(node, Cholesky)
+    op = core_op(node, Cholesky)
     if op is None or not op.lower or node.inputs[0].dtype not in _FLOATS:
         return None
     (K,), (L,) = node.inputs, node.outputs
@@ -232,7 +232,7 @@ def _gaussian_terms(fgraph, node):
         if factor is L and _diagonal_of_last_axes(client, L.ndim):
             diagonals.append(client.outputs[0])
             continue
-        solve = _core(client, SolveTriangular)
+        solve = core_op(client, SolveTriangular)
         if (
             solve is None or not solve.lower or solve.unit_diagonal or solve.b_ndim != 1
             or client.inputs[0] is not factor or client.inputs[1] is factor

@@ -46,7 +46,7 @@ from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.linalg.decomposition.cholesky import Cholesky
 
-from pm_evidence.model.gaussian import GaussianTerms
+from pm_evidence.model.gaussian import GaussianTerms, core_op
 
 __all__ = ["MIN_PACKED_SIZE", "PackingIndices", "lower_triangle_covariances", "packing_indices"]
 
@@ -83,10 +83,7 @@ def packing_indices(n: int) -> PackingIndices:
 def _factorized_matrix(node):
     """The matrix ``node`` factorizes: the ``K`` of a ``GaussianTerms`` or of a (batched)
     Cholesky factorization; ``None`` for any other node."""
-    op = node.op.core_op if isinstance(node.op, Blockwise) else node.op
-    if isinstance(op, GaussianTerms | Cholesky):
-        return node.inputs[0]
-    return None
+    return node.inputs[0] if core_op(node, (GaussianTerms, Cholesky)) is not None else None
 
 
 def _elementwise_nodes(fgraph, root) -> set:
