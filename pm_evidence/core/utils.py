@@ -115,7 +115,7 @@ def as_generator(random_seed: int | np.random.Generator | np.random.SeedSequence
 STAGES = (
     "posterior", "pilot", "annealing", "reverse_annealing", "tempering",
     "is", "ris", "ds", "bridge", "is_ris", "exploration", "term_check", "mode_sets",
-    "draws_outside", "check_reference", "second_pass",
+    "draws_outside", "check_reference", "second_pass", "missed_mass",
 )  # fmt: skip
 
 

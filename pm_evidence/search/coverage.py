@@ -97,6 +97,7 @@ def compare_coverage(
     *,
     log_density: Callable[[np.ndarray], np.ndarray] | None = None,
     log_z: float | None = None,
+    shares: np.ndarray | None = None,
 ) -> ModeCoverage:
     """Compare the mass an exploration found with the mass posterior draws visited.
 
@@ -116,6 +117,11 @@ def compare_coverage(
         (:func:`~pm_evidence.search.coverage.outside_mass_share`), not counted by draws: MCMC chains stuck at local maxima
         that hold a negligible part of the mass are many draws but no mass.
     log_z : float, optional
+    shares : numpy.ndarray, optional
+        ``(K,)``: each component's share of the posterior mass where the mixture's weights are
+        not (``weights_estimated`` False) and the particles missed mass, by importance
+        sampling (:func:`~pm_evidence.search.missed_mass.missed_mass`); in place of the
+        particles' shares.
 
     Returns
     -------
@@ -128,10 +134,10 @@ def compare_coverage(
     # climbed to, climbed_modes) has its posterior mass as its weight; where importance
     # sampling could not set them, the particles' mean responsibilities (posterior draws, as
     # the draws compared): a climbed mode's weight 1 / K is then a guess, not a mass
-    explored = (
-        mixture.weights if exploration.weights_estimated
-        else exploration.particle_shares
-    )  # fmt: skip
+    if exploration.weights_estimated:
+        explored = mixture.weights
+    else:
+        explored = exploration.particle_shares if shares is None else np.asarray(shares)
     # mean responsibilities, not the share of draws nearest each component: a broad component
     # spread over the modes the draws visited (EM's, between the two mirror modes of
     # pm_evidence.zoo.testing.label_switching_mixture, with a small weight; measured:

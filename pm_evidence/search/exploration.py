@@ -123,6 +123,7 @@ from pm_evidence.search.coverage import (  # moved there: the old imports keep w
     occupancy_jumps,
 )
 from pm_evidence.search.jumps import cross_fitted_jumps
+from pm_evidence.search.missed_mass import MissedMass, missed_mass
 from pm_evidence.search.mixtures import (  # moved there: the old imports keep working
     ADAPTED_ESS,  # noqa: F401 (moved; old imports)
     OUTLIER_LEVEL,  # noqa: F401 (moved; old imports)
@@ -387,7 +388,12 @@ class Exploration:
     second_pass_deferred : bool
         Whether the second pass its first pass asked for was left for :func:`completed` to
         make (``explore(..., defer_second_pass=True)`` on a first pass that found one mode:
-        :func:`found_one_mode`).
+        :func:`found_one_mode`, or whose particles missed mass: ``missed_mass``).
+    missed_mass : MissedMass or None
+        Where the second pass was deferred because the first pass's particles missed mass
+        its mixture found, that test (:func:`~pm_evidence.search.missed_mass.missed_mass`:
+        importance draws from the mixture, their ``log Z`` and the components' shares of the
+        mass); ``None`` elsewhere.
     """
 
     particles: np.ndarray
@@ -406,6 +412,7 @@ class Exploration:
     reference_k_hat: float = np.nan
     weights_estimated: bool = True
     second_pass_deferred: bool = False
+    missed_mass: MissedMass | None = None
 
     @property
     def particle_shares(self) -> np.ndarray:
@@ -512,7 +519,12 @@ def explore(
         reads the mixture's modes, and its shape only sometimes: :func:`completed` makes the
         pass where the shape is needed. A second pass can move the particles' shares between
         modes and add modes only it finds; it does not change the one mode a first pass found,
-        whose mixture is poor because one mode in many dimensions is hard to fit.
+        whose mixture is poor because one mode in many dimensions is hard to fit. The same
+        where the first pass found several modes, could not weigh its mixture, and its
+        particles missed mass the mixture found (:func:`~pm_evidence.search.missed_mass.missed_mass`,
+        kept as :attr:`Exploration.missed_mass`): the caller's posterior draws then start
+        where that mass is, and a second pass, drawn to the modes the first found, left its
+        particles where they were on a two-planet orbit (measured: docs/benchmarks.rst).
 
     Returns
     -------
@@ -540,6 +552,14 @@ def explore(
             explored = first
         elif defer_second_pass and found_one_mode(first):
             explored = dataclasses.replace(first, second_pass_deferred=True)
+        elif (
+            defer_second_pass and not first.weights_estimated
+            and (missed := _particles_missed(target, rng, first)).missed
+        ):  # fmt: skip
+            explored = dataclasses.replace(
+                first, second_pass_deferred=True, missed_mass=missed,
+                n_evaluations=first.n_evaluations + missed.log_weights.size,
+            )  # fmt: skip
         else:
             explored = _second_pass(target, rng, options, progressbar, first)
         return _with_tails(target, rng, options, explored)
@@ -567,6 +587,13 @@ def completed(
         return _with_tails(
             target, rng, options, _second_pass(target, rng, options, progressbar, first)
         )
+
+
+def _particles_missed(target, rng, first: Exploration) -> MissedMass:
+    """:func:`~pm_evidence.search.missed_mass.missed_mass` of a first pass, at ``beta = 1``, on a
+    stream spawned from ``rng`` (``rng``'s own draws, the second pass's, are left as they were)."""
+    path = GeometricPath(target, PriorReference(target))
+    return missed_mass(first, functools.partial(_log_f, path), rng.spawn(1)[0])
 
 
 def found_one_mode(exploration: Exploration) -> bool:

@@ -1,0 +1,164 @@
+r"""Whether the exploration's particles missed posterior mass that its mixture found, and where
+posterior draws should then start.
+
+At ``beta = 1`` the exploration's particles are approximately posterior draws, but only in the
+modes they reached: a narrow, high mode that takes over near ``beta = 1`` (a first-order phase
+transition, the exploration module's "Which modes it cannot find") can hold most of the mass
+while no particle is in it, and only a climb from a visited point adds a component there
+(:func:`~pm_evidence.search.climbing.climbed_modes`). The particles then misplace the
+posterior draws' chains (started at particles: in the modes that hold little mass, where
+they take tiny steps; measured: docs/benchmarks.rst, "The orbit with correlated noise"), and
+the particles' shares misstate what the draws missed.
+
+The test reads importance sampling from the exploration's reference ``q`` (its mixture, the
+climbed components included): ``n`` draws ``x_i ~ q`` with weights ``w_i = f(x_i) / q(x_i)``,
+
+.. math::
+    \hat Z_{IS} = \frac1n \sum_i w_i, \qquad
+    \hat s_k = \frac{\sum_i w_i r_k(x_i)}{\sum_i w_i}
+
+(seed 002 eq. 18.41; ``r_k`` the mixture's responsibilities, so that ``s_k`` is component
+``k``'s share of the posterior mass, the population Monte Carlo weight update of
+:func:`~pm_evidence.search.mixtures.adapt_components`). The SMC estimate ``hat Z_SMC`` of the
+exploration (seed 000 eq. (8) with resampling) counts the mass of the regions the particles
+reached. Both are unbiased, and importance sampling with heavy-tailed weights errs low far more
+often than high: so ``log hat Z_IS - log hat Z_SMC > MISSED_NATS`` says that the particles
+missed at least ``1 - exp(-MISSED_NATS)`` of the mass, which the mixture's components found.
+That alone also holds in a funnel, whose neck the particles under-fill (the first pass's SMC
+``log Z`` 1.6-3.5 nats below the gold on the funnel in a box and the centered varying slopes,
+seeds 1-10, importance sampling's 0.7-3.2 above it), where the draws reach the neck from the
+particles' region by their own moves; what the test asks
+besides is that components no particle visited (a particle share below a fifth of their
+weight, as :meth:`~pm_evidence.search.exploration.Exploration.reference` defines them) hold
+over ``UNVISITED_SHARE`` of the importance mass: a separate mode the particles never entered
+(92% of the mass on a two-planet orbit; at most 10% in the funnels). Then the posterior
+draws start at points resampled by those weights (systematic resampling), where the mass
+is, and the importance shares, not the particles', say which components hold it
+(:func:`~pm_evidence.search.coverage.compare_coverage`).
+
+Where the test does not fire, nothing changes: the particles start the draws and their
+shares stand. It runs only where the exploration could not weigh its mixture by importance
+(``Exploration.weights_estimated`` False): elsewhere the mixture's weights already are
+importance estimates of the mass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pm_evidence.core.utils import log_sum_exp
+
+__all__ = [
+    "MISSED_NATS", "N_DRAWS", "UNVISITED_SHARE", "MissedMass", "missed_mass", "resampled_starts",
+]  # fmt: skip
+
+# Importance sampling's log Z above the exploration's SMC log Z by more than this: the particles
+# missed at least 1 - e^-1 (63%) of the posterior mass (module text). The SMC's own error on the
+# zoo is a few tenths of a nat where its particles are right.
+MISSED_NATS = 1.0
+# The components no particle visited hold more than this share of the importance mass: the mass
+# the particles missed is in modes they never entered (module text).
+UNVISITED_SHARE = 0.5
+# Draws from the exploration's reference (one evaluation of the log density each, no gradient).
+N_DRAWS = 4096
+
+
+@dataclass(frozen=True)
+class MissedMass:
+    """Importance sampling from the exploration's reference, and what it says of the particles.
+
+    Attributes
+    ----------
+    points : numpy.ndarray
+        ``(n, dim)``: the draws from the reference.
+    log_weights : numpy.ndarray
+        ``(n,)``: ``log f - log q`` at them; ``-inf`` where ``log f`` is not finite (no mass).
+    log_z : float
+        ``log hat Z_IS``, the importance-sampling estimate of ``log Z``.
+    smc_log_z : float
+        The exploration's SMC estimate of ``log Z``.
+    shares : numpy.ndarray
+        ``(K,)``: each component of the exploration's mixture's share of the posterior mass,
+        ``hat s_k`` (module text).
+    ess : float
+        Kish effective sample size of the weights (a number of draws).
+    unvisited_share : float
+        The share of the mass in components no particle visited (the sum of their
+        ``shares``).
+    """
+
+    points: np.ndarray
+    log_weights: np.ndarray
+    log_z: float
+    smc_log_z: float
+    shares: np.ndarray
+    ess: float
+    unvisited_share: float
+
+    @property
+    def missed(self) -> bool:
+        """Whether the particles missed mass the mixture found in modes they never entered:
+        ``log_z - smc_log_z`` above ``MISSED_NATS`` and ``unvisited_share`` above
+        ``UNVISITED_SHARE``."""
+        return bool(
+            self.log_z - self.smc_log_z > MISSED_NATS and self.unvisited_share > UNVISITED_SHARE
+        )
+
+    def diagnostics(self) -> dict:
+        """What the test read, for a result's diagnostics."""
+        return {
+            "exploration_importance_log_z": self.log_z,
+            "exploration_importance_ess": self.ess,
+            "exploration_unvisited_share": self.unvisited_share,
+            "exploration_particles_missed_mass": self.missed,
+        }
+
+
+def missed_mass(exploration, log_density, rng: np.random.Generator, n: int = N_DRAWS) -> MissedMass:
+    """Importance sampling from ``exploration.reference()`` (``n`` draws, ``log_density(x (n,
+    dim)) -> (n,)`` the unnormalized log posterior) and the test of the module text.
+
+    Parameters
+    ----------
+    exploration : pm_evidence.search.exploration.Exploration
+    log_density : callable
+    rng : numpy.random.Generator
+    n : int
+
+    Returns
+    -------
+    MissedMass
+    """
+    reference = exploration.reference()
+    x = reference.sample(rng, n)
+    log_f = np.asarray(log_density(x), dtype=float)
+    # a NaN or -inf density is no mass; +inf cannot come from a normalizable posterior's points
+    log_w = np.where(np.isfinite(log_f), log_f - reference.logpdf(x), -np.inf)
+    total = log_sum_exp(log_w)
+    if not np.isfinite(total):  # no draw of finite density: nothing found, nothing missed
+        shares = np.zeros(exploration.mixture.n_components)
+        return MissedMass(x, log_w, -np.inf, float(exploration.log_z), shares, 0.0, 0.0)
+    u = np.exp(log_w - total)
+    shares = u @ exploration.mixture.responsibilities(x)
+    unvisited = exploration.particle_shares < exploration.mixture.weights / 5
+    return MissedMass(
+        points=x,
+        log_weights=log_w,
+        log_z=float(total - np.log(n)),
+        smc_log_z=float(exploration.log_z),
+        shares=shares,
+        ess=float(1.0 / np.sum(u**2)),
+        unvisited_share=float(shares[unvisited].sum()),
+    )
+
+
+def resampled_starts(found: MissedMass, rng: np.random.Generator, n: int) -> np.ndarray:
+    """``(n, dim)`` points resampled from ``found``'s draws by their weights (systematic
+    resampling: each draw taken about ``n u_i`` times). Where the weights are degenerate the
+    points repeat; the chains started there separate in their first transitions."""
+    u = np.exp(found.log_weights - log_sum_exp(found.log_weights))
+    positions = (rng.random() + np.arange(n)) / n
+    index = np.minimum(np.searchsorted(np.cumsum(u), positions), u.size - 1)
+    return found.points[index]
