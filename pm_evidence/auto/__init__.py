@@ -174,8 +174,10 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
             lambda: exploration_stage(target, seed, progressbar, defer_second_pass=True),
             failures,
         )
-    missed = None  # whether its particles missed mass its mixture found (not where weighed)
-    if exploration is not None and not exploration.weights_estimated:
+    missed = None  # whether its particles missed mass its mixture found (tested where unweighed)
+    if exploration is not None and (
+        exploration.missed_mass is not None or not exploration.weights_estimated
+    ):
         missed = attempt(
             "the test of the exploration's particles (importance sampling from its mixture)",
             lambda: missed_mass_stage(target, exploration, seed),

@@ -520,8 +520,8 @@ def explore(
         pass where the shape is needed. A second pass can move the particles' shares between
         modes and add modes only it finds; it does not change the one mode a first pass found,
         whose mixture is poor because one mode in many dimensions is hard to fit. The same
-        where the first pass found several modes, could not weigh its mixture, and its
-        particles missed mass the mixture found (:func:`~pm_evidence.search.missed_mass.missed_mass`,
+        where the first pass found several modes and its particles missed mass the mixture
+        found (:func:`~pm_evidence.search.missed_mass.missed_mass`,
         kept as :attr:`Exploration.missed_mass`): the caller's posterior draws then start
         where that mass is, and a second pass, drawn to the modes the first found, left its
         particles where they were on a two-planet orbit (measured: docs/benchmarks.rst).
@@ -552,10 +552,7 @@ def explore(
             explored = first
         elif defer_second_pass and found_one_mode(first):
             explored = dataclasses.replace(first, second_pass_deferred=True)
-        elif (
-            defer_second_pass and not first.weights_estimated
-            and (missed := _particles_missed(target, rng, first)).missed
-        ):  # fmt: skip
+        elif defer_second_pass and (missed := _particles_missed(target, rng, first)).missed:
             explored = dataclasses.replace(
                 first, second_pass_deferred=True, missed_mass=missed,
                 n_evaluations=first.n_evaluations + missed.log_weights.size,
