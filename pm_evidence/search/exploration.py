@@ -389,7 +389,7 @@ class Exploration:
         Whether the second pass its first pass asked for was left for :func:`completed` to
         make (``explore(..., defer_second_pass=True)`` on a first pass that found one mode:
         :func:`found_one_mode`, or whose particles missed mass: ``missed_mass``).
-    missed_mass : MissedMass or None
+    missed_mass : pm_evidence.search.missed_mass.MissedMass or None
         Where the second pass was deferred because the first pass's particles missed mass
         its mixture found, that test (:func:`~pm_evidence.search.missed_mass.missed_mass`:
         importance draws from the mixture, their ``log Z`` and the components' shares of the
