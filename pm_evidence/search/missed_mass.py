@@ -49,6 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pm_evidence.core.utils import log_sum_exp
+from pm_evidence.tempering.pilot import systematic_resample
 
 __all__ = [
     "MISSED_NATS", "N_DRAWS", "UNVISITED_SHARE", "MissedMass", "missed_mass", "resampled_starts",
@@ -159,6 +160,4 @@ def resampled_starts(found: MissedMass, rng: np.random.Generator, n: int) -> np.
     resampling: each draw taken about ``n u_i`` times). Where the weights are degenerate the
     points repeat; the chains started there separate in their first transitions."""
     u = np.exp(found.log_weights - log_sum_exp(found.log_weights))
-    positions = (rng.random() + np.arange(n)) / n
-    index = np.minimum(np.searchsorted(np.cumsum(u), positions), u.size - 1)
-    return found.points[index]
+    return found.points[systematic_resample(rng, u, n)]

@@ -125,12 +125,12 @@ def step_lengths(betas: np.ndarray, delta_sd: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(c), curved, h * s0)
 
 
-def systematic_resample(rng, weights: np.ndarray) -> np.ndarray:
-    """Indices of ``weights.size`` draws by systematic resampling (one uniform, evenly spaced
-    positions on the cumulative weights)."""
-    n = weights.size
+def systematic_resample(rng, weights: np.ndarray, n: int | None = None) -> np.ndarray:
+    """Indices of ``n`` draws (``weights.size`` where not given) by systematic resampling (one
+    uniform, evenly spaced positions on the cumulative normalized ``weights``)."""
+    n = weights.size if n is None else n
     positions = (rng.random() + np.arange(n)) / n
-    return np.minimum(np.searchsorted(np.cumsum(weights), positions), n - 1)
+    return np.minimum(np.searchsorted(np.cumsum(weights), positions), weights.size - 1)
 
 
 def smc_step(
