@@ -321,7 +321,8 @@ def missed_mass_stage(target, exploration: Exploration, seed) -> MissedMass:
     """Stage 1's test of its particles, where the exploration could not weigh its mixture by
     importance: importance sampling from the mixture (:func:`~pm_evidence.search.missed_mass.missed_mass`, on the
     ``"missed_mass"`` stream of ``seed``), whose ``log Z`` above the exploration's SMC
-    ``log Z`` says that the particles missed mass, so that the draws start where the mass
+    ``log Z``, with most of its mass in components no particle visited, says that the
+    particles missed mass, so that the draws start where the mass
     is (:func:`draws_stage`) and the coverage reads the importance shares
     (:func:`draws_coverage`). On a two-planet radial-velocity orbit with a Gaussian-process
     term whose particles all held one planet or none, while a climbed component held both,
