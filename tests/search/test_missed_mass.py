@@ -102,3 +102,40 @@ def test_no_draw_of_finite_density_found_nothing():
     explored = exploration(rng.normal(BROAD, 1.0, (64, 2)), 0.0)
     found = missed_mass(explored, lambda x: np.full(len(x), np.nan), rng, n=256)
     assert found.log_z == -np.inf and not found.missed and found.ess == 0.0
+
+
+
+def test_auto_starts_the_draws_where_the_particles_missed_the_mass():
+    """``method="auto"``'s draws stage given the test's result: batched HMC's chains start at
+    the resampled importance draws, so the draws sit in the narrow mode that holds 95% of the
+    mass, where the particles (all in the broad mode) would have started them in the other;
+    the coverage then reads the importance shares (the broad mode's 5% missed, not 100%)."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    from pm_evidence.auto import draws_coverage, draws_stage
+    from pm_evidence.model.log_density import LogDensity
+
+    def log_normal(x, mean, sd):
+        return -0.5 * pt.sum(((x - mean) / sd) ** 2) - np.log(2 * np.pi * sd**2)
+
+    with pm.Model() as model:  # a wide normal prior times the two modes
+        x = pm.Normal("x", 0.0, 30.0, shape=2)
+        pm.Potential("modes", pt.logaddexp(
+            np.log(MASSES[0]) + log_normal(x, BROAD, 1.0),
+            np.log(MASSES[1]) + log_normal(x, NARROW, NARROW_SD),
+        ))  # fmt: skip
+    target = LogDensity(model)
+    rng = np.random.default_rng(5)
+    explored = exploration(rng.normal(BROAD, 1.0, (512, 2)), -20.0)  # log Z is about -8.9
+    found = missed_mass(explored, target.log_density, rng)
+    assert found.missed
+
+    plan = draws_stage(target, None, 1, False, {}, explored, found)
+    assert plan.facts["draws_starts"].startswith("importance draws")
+    draws = np.asarray(plan.draws).reshape(-1, 2)
+    chains = np.asarray(plan.draws).shape[0]  # each chain stays in the mode it started in
+    in_narrow = np.mean(np.linalg.norm(draws - NARROW, axis=1) < 6 * NARROW_SD)
+    assert in_narrow > MASSES[1] - 4 * np.sqrt(MASSES[0] * MASSES[1] / chains)
+    assert compare_coverage(explored, draws).missed_by_draws > 0.9  # the particles' shares
+    assert draws_coverage(explored, plan, found).missed_by_draws < 0.1
