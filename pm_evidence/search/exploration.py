@@ -422,6 +422,12 @@ class Exploration:
         return self.mixture.responsibilities(self.particles).mean(axis=0)
 
     @property
+    def unvisited(self) -> np.ndarray:
+        """``(K,)`` bool: the components the particles did not visit, their share below a fifth
+        of their weight (a climbed mode at its guessed ``1 / K``)."""
+        return self.particle_shares < self.mixture.weights / 5
+
+    @property
     def n_modes(self) -> int:
         """Components of the mixture fitted at ``beta = 1``."""
         return self.mixture.n_components
@@ -466,7 +472,7 @@ class Exploration:
         the posterior has no mass (two climbed copies of one point in 45 dimensions)."""
         if self.weights_estimated or m.n_components == 1:
             return m
-        guessed = self.particle_shares < m.weights / 5
+        guessed = self.unvisited
         held = float(m.weights[guessed].sum())
         if held <= DEFENSIVE_SHARE or guessed.all():
             return m

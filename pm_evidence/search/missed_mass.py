@@ -29,7 +29,7 @@ That alone also holds in a funnel, whose neck the particles under-fill (the firs
 seeds 1-10, importance sampling's 0.7-3.2 above it), where the draws reach the neck from the
 particles' region by their own moves; what the test asks
 besides is that components no particle visited (a particle share below a fifth of their
-weight, as :meth:`~pm_evidence.search.exploration.Exploration.reference` defines them) hold
+weight: :attr:`~pm_evidence.search.exploration.Exploration.unvisited`) hold
 over ``UNVISITED_SHARE`` of the importance mass: a separate mode the particles never entered
 (92% of the mass on a two-planet orbit; at most 10% in the funnels). Then the posterior
 draws start at points resampled by those weights (systematic resampling), where the mass
@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pm_evidence.core.utils import log_sum_exp
+from pm_evidence.core.utils import kish_ess, log_sum_exp
 from pm_evidence.tempering.pilot import systematic_resample
 
 __all__ = [
@@ -143,15 +143,14 @@ def missed_mass(exploration, log_density, rng: np.random.Generator, n: int = N_D
         return MissedMass(x, log_w, -np.inf, float(exploration.log_z), shares, 0.0, 0.0)
     u = np.exp(log_w - total)
     shares = u @ exploration.mixture.responsibilities(x)
-    unvisited = exploration.particle_shares < exploration.mixture.weights / 5
     return MissedMass(
         points=x,
         log_weights=log_w,
         log_z=float(total - np.log(n)),
         smc_log_z=float(exploration.log_z),
         shares=shares,
-        ess=float(1.0 / np.sum(u**2)),
-        unvisited_share=float(shares[unvisited].sum()),
+        ess=kish_ess(log_w),
+        unvisited_share=float(shares[exploration.unvisited].sum()),
     )
 
 
