@@ -13,6 +13,7 @@ import pm_evidence as pme
 from pm_evidence import auto
 from pm_evidence.auto import verdicts
 from pm_evidence.core.utils import root_sequence
+from pm_evidence.search.coverage import ModeCoverage
 
 SEED = 5
 
@@ -72,6 +73,34 @@ def test_the_check_starts_from_the_draws_only_where_it_only_checks(stages):
     mirrored = dataclasses.replace(plan, search=dataclasses.replace(plan.search, group=group))
     assert auto.check_only(first, exploration, plan)
     assert not auto.check_from_the_draws(first, exploration, mirrored)
+
+
+def test_the_check_starts_from_the_draws_where_they_hold_more_than_the_exploration(stages):
+    """Where the draws visited every component of the exploration's mixture and most of the
+    posterior's mass lies where they went outside all of them, AIS starts from a mixture
+    fitted to the draws even where the estimate on them has a warning, and runs to its own
+    precision (it may be the result); not where the draws missed a component, nor where the
+    region outside holds less than ``EXPLORATION_MISSED_MOST``, nor under mirror images."""
+    first, exploration, plan = stages["first"], stages["exploration"], stages["plan"]
+    flagged = dataclasses.replace(first, warnings=("something",))
+
+    def coverage(missed_by_draws, missed_by_exploration):
+        return ModeCoverage(np.ones(1), np.ones(1), missed_by_draws, missed_by_exploration)
+
+    most = auto.EXPLORATION_MISSED_MOST
+    held_more = coverage(0.0, most)
+    assert auto.draws_hold_more(exploration, plan, held_more)
+    assert auto.check_from_the_draws(flagged, exploration, plan, held_more)
+    assert not auto.check_only(flagged, exploration, plan, held_more)
+    options = auto.check_stage_options(stages["target"], {}, exploration, plan, "")
+    assert auto.check_precision("ais", options, flagged, exploration, plan, held_more) is options
+    for other in (coverage(auto.MISSED_SHARE, 1.0), coverage(0.0, 0.9 * most)):
+        assert not auto.draws_hold_more(exploration, plan, other)
+        assert not auto.check_from_the_draws(flagged, exploration, plan, other)
+    assert not auto.draws_hold_more(None, plan, held_more)
+    group = type("Group", (), {"size": 2})()
+    mirrored = dataclasses.replace(plan, search=dataclasses.replace(plan.search, group=group))
+    assert not auto.check_from_the_draws(flagged, exploration, mirrored, held_more)
 
 
 def test_a_pure_cross_check_runs_to_the_precision_a_disagreement_needs(stages):
