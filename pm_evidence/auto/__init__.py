@@ -593,9 +593,9 @@ def draws_hold_more(exploration, plan, coverage=None) -> bool:
     On a two-planet radial-velocity orbit with a Gaussian-process term (``rv_gp(50, 2)``),
     whose exploration's mixture gave importance weights of ESS 5-13 in 4,096 and missed the
     region of 54% of the draws, and whose draws (R-hat 1.14 at the second planet's
-    eccentricity: chains that mix slowly there) flagged bridge, AIS from the exploration's mixture with the added
-    components stopped at 20,000 chains, ESS 118 and Pareto k-hat 0.75, after 3.2 million
-    evaluations, flagged; from the draws' mixture it reached an SE of 0.013 at 20,000 chains
+    eccentricity: chains that mix slowly there) flagged bridge, AIS from the exploration's
+    mixture with the added components stopped at 20,000 chains, ESS 118 and Pareto k-hat
+    0.75, after 3.2 million evaluations, flagged; from the draws' mixture it reached an SE of 0.013 at 20,000 chains
     (ESS 22%, k-hat 0.57, 2.3 million evaluations), agreeing with bridge within 0.9 combined
     SEs, and the call took 663 s instead of 767-909 s, its result no longer flagged
     (measured: docs/benchmarks.rst, "The draws' mixture where the exploration missed most of
