@@ -98,6 +98,7 @@ def test_the_check_starts_from_the_draws_where_they_hold_more_than_the_explorati
         assert not auto.draws_hold_more(exploration, plan, other)
         assert not auto.check_from_the_draws(flagged, exploration, plan, other)
     assert not auto.draws_hold_more(None, plan, held_more)
+    assert not auto.draws_hold_more(exploration, plan)  # its own coverage: one mode, held
     group = type("Group", (), {"size": 2})()
     mirrored = dataclasses.replace(plan, search=dataclasses.replace(plan.search, group=group))
     assert not auto.check_from_the_draws(flagged, exploration, mirrored, held_more)

@@ -595,16 +595,18 @@ def draws_hold_more(exploration, plan, coverage=None) -> bool:
     region of 54% of the draws, and whose draws (R-hat 1.14 at the second planet's
     eccentricity: chains that mix slowly there) flagged bridge, AIS from the exploration's
     mixture with the added components stopped at 20,000 chains, ESS 118 and Pareto k-hat
-    0.75, after 3.2 million evaluations, flagged; from the draws' mixture it reached an SE of 0.013 at 20,000 chains
-    (ESS 22%, k-hat 0.57, 2.3 million evaluations), agreeing with bridge within 0.9 combined
-    SEs, and the call took 663 s instead of 767-909 s, its result no longer flagged
-    (measured: docs/benchmarks.rst, "The draws' mixture where the exploration missed most of
-    the mass")."""
-    return bool(
-        exploration is not None and plan is not None and coverage is not None
-        and _draws_cover(exploration, plan, coverage)
-        and coverage.missed_by_exploration >= EXPLORATION_MISSED_MOST
-    )  # fmt: skip
+    0.75, after 3.2 million evaluations, flagged; from the draws' mixture it reached an SE of
+    0.013 at 20,000 chains (ESS 22%, k-hat 0.57, 2.3 million evaluations), agreeing with
+    bridge within 0.9 combined SEs, and the call took 663 s instead of 767-909 s, its result
+    no longer flagged (measured: docs/benchmarks.rst, "The draws' mixture where the
+    exploration missed most of the mass"). ``coverage``: the draws' coverage where it was
+    computed already (:func:`draws_coverage`)."""
+    if exploration is None or plan is None or not _judged(plan):
+        return False
+    coverage = draws_coverage(exploration, plan) if coverage is None else coverage
+    return _draws_cover(exploration, plan, coverage) and bool(
+        coverage.missed_by_exploration >= EXPLORATION_MISSED_MOST
+    )
 
 
 def drawn_reference_stage(options: dict, plan, seed) -> tuple[dict, int]:
@@ -616,8 +618,8 @@ def drawn_reference_stage(options: dict, plan, seed) -> tuple[dict, int]:
 
     The draws visited every component of the exploration's mixture (all but components holding
     under ``MISSED_SHARE``, 2%, of its mass together: :func:`check_only`,
-    :func:`draws_hold_more`), so the exploration
-    adds no mode for AIS to cover; and a mixture fitted to thousands of posterior draws follows the
+    :func:`draws_hold_more`), so the exploration adds no mode for AIS to cover; and a mixture
+    fitted to thousands of posterior draws follows the
     posterior's shape where the exploration's (fitted to hundreds of particles, with Laplace
     components at climbed modes) may not. AIS is unbiased from any reference that covers the
     posterior; the reference sets its cost. On a two-planet radial-velocity orbit the check
