@@ -572,7 +572,11 @@ def check_from_the_draws(estimate, exploration, plan, coverage=None) -> bool:
     checks the estimate (:func:`check_only`) or the draws hold more than the exploration
     found (:func:`draws_hold_more`)."""
     group = None if plan is None else plan.search.group
-    return (group is None or group.size < 2) and (
+    if group is not None and group.size >= 2:
+        return False
+    if coverage is None and exploration is not None and plan is not None and _judged(plan):
+        coverage = draws_coverage(exploration, plan)  # once, for both rules
+    return (
         check_only(estimate, exploration, plan, coverage)
         or draws_hold_more(exploration, plan, coverage)
     )
