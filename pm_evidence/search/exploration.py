@@ -123,7 +123,7 @@ from pm_evidence.search.coverage import (  # moved there: the old imports keep w
     occupancy_jumps,
 )
 from pm_evidence.search.jumps import cross_fitted_jumps
-from pm_evidence.search.missed_mass import MissedMass, missed_mass
+from pm_evidence.search.missed_mass import MissedMass, deferred_for_missed_mass
 from pm_evidence.search.mixtures import (  # moved there: the old imports keep working
     ADAPTED_ESS,  # noqa: F401 (moved; old imports)
     OUTLIER_LEVEL,  # noqa: F401 (moved; old imports)
@@ -531,6 +531,11 @@ def explore(
         kept as :attr:`Exploration.missed_mass`): the caller's posterior draws then start
         where that mass is, and a second pass, drawn to the modes the first found, left its
         particles where they were on a two-planet orbit (measured: docs/benchmarks.rst).
+        Where they did not, the mixture gets components at the modes climbed from some of the
+        particles (:func:`~pm_evidence.search.missed_mass.deferred_for_missed_mass`: a narrow
+        mode no particle visited, with a wide basin, as an orbit's period) and the test is
+        made again; the pass is deferred where it then finds the mass missed, and made as
+        before where it does not.
 
     Returns
     -------
@@ -553,16 +558,21 @@ def explore(
     if target.has_discrete:
         raise EvidenceInputError("Exploration from the prior is for continuous models.")
     with one_blas_thread():
-        first, _ = _explore(target, rng, options, progressbar)
+        first, rungs = _explore(target, rng, options, progressbar)
         if not first.reweighting_ess < options.second_pass_ess:
             explored = first
         elif defer_second_pass and found_one_mode(first):
             explored = dataclasses.replace(first, second_pass_deferred=True)
-        elif defer_second_pass and (missed := _particles_missed(target, rng, first)).missed:
-            explored = dataclasses.replace(
-                first, second_pass_deferred=True, missed_mass=missed,
-                n_evaluations=first.n_evaluations + missed.log_weights.size,
+        elif defer_second_pass:
+            path = GeometricPath(target, PriorReference(target))
+            first = deferred_for_missed_mass(
+                first, functools.partial(_log_f, path), functools.partial(_log_f_and_grad, path),
+                rng, options.n_reweighting_draws, rungs,
             )  # fmt: skip
+            if first.second_pass_deferred:
+                explored = first
+            else:
+                explored = _second_pass(target, rng, options, progressbar, first)
         else:
             explored = _second_pass(target, rng, options, progressbar, first)
         return _with_tails(target, rng, options, explored)
@@ -590,13 +600,6 @@ def completed(
         return _with_tails(
             target, rng, options, _second_pass(target, rng, options, progressbar, first)
         )
-
-
-def _particles_missed(target, rng, first: Exploration) -> MissedMass:
-    """:func:`~pm_evidence.search.missed_mass.missed_mass` of a first pass, at ``beta = 1``, on a
-    stream spawned from ``rng`` (``rng``'s own draws, the second pass's, are left as they were)."""
-    path = GeometricPath(target, PriorReference(target))
-    return missed_mass(first, functools.partial(_log_f, path), rng.spawn(1)[0])
 
 
 def found_one_mode(exploration: Exploration) -> bool:

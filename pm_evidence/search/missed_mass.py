@@ -44,15 +44,19 @@ importance estimates of the mass.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
 from pm_evidence.core.utils import kish_ess, log_sum_exp
+from pm_evidence.search.climbing import SPREAD_CLIMBS, spread_climbed_modes
+from pm_evidence.search.mixtures import adapt_components, weighed_by_importance
 from pm_evidence.tempering.pilot import systematic_resample
 
 __all__ = [
-    "MISSED_NATS", "N_DRAWS", "UNVISITED_SHARE", "MissedMass", "missed_mass", "resampled_starts",
+    "MISSED_NATS", "N_DRAWS", "UNVISITED_SHARE", "MissedMass", "deferred_for_missed_mass",
+    "missed_mass", "resampled_starts", "spread_climbed",
 ]  # fmt: skip
 
 # Importance sampling's log Z above the exploration's SMC log Z by more than this: the particles
@@ -160,3 +164,67 @@ def resampled_starts(found: MissedMass, rng: np.random.Generator, n: int) -> np.
     points repeat; the chains started there separate in their first transitions."""
     u = np.exp(found.log_weights - log_sum_exp(found.log_weights))
     return found.points[systematic_resample(rng, u, n)]
+
+
+def deferred_for_missed_mass(first, log_f, log_f_and_grad, rng, n_draws: int, rungs):
+    """A poor ``first`` pass of the exploration (``Exploration``) with its second pass
+    deferred (``second_pass_deferred``, this test as ``missed_mass``) where its particles
+    missed mass its mixture found (:func:`missed_mass`), or where they did once components
+    were added at the modes climbed from ``SPREAD_CLIMBS`` of them (:func:`spread_climbed`);
+    else ``first`` as it was, its evaluations counting the climbs. The test and the climbs draw
+    on streams spawned from ``rng``, so that where neither defers the second pass, that pass is
+    the one it was without them. ``log_f`` and ``log_f_and_grad``: the posterior's log density
+    (and its gradient) at the rows of ``x``; ``n_draws``: the importance draws that adapt the
+    mixture; ``rungs``: the mixtures fitted at the pass's rungs."""
+    missed = missed_mass(first, log_f, rng.spawn(1)[0])
+    if not missed.missed:
+        climbed = spread_climbed(first, log_f, log_f_and_grad, rng.spawn(1)[0], n_draws, rungs)
+        if climbed.n_climbed_modes > first.n_climbed_modes:
+            missed = missed_mass(climbed, log_f, rng.spawn(1)[0])
+            if missed.missed:
+                first = climbed
+        if not missed.missed:
+            return dataclasses.replace(first, n_evaluations=climbed.n_evaluations)
+    return dataclasses.replace(
+        first, second_pass_deferred=True, missed_mass=missed,
+        n_evaluations=first.n_evaluations + missed.log_weights.size,
+    )  # fmt: skip
+
+
+def spread_climbed(first, log_f, log_f_and_grad, rng, n_draws: int, rungs):
+    """``first`` (an ``Exploration``) with a component at each mode climbed from
+    ``SPREAD_CLIMBS`` of its distinct particles where the posterior holds more than its
+    mixture expects (:func:`~pm_evidence.search.climbing.spread_climbed_modes`: a narrow mode
+    no particle visited, whose basin is wide), the mixture then adapted by importance sampling
+    (``n_draws`` draws, :func:`~pm_evidence.search.mixtures.adapt_components`); ``first`` with
+    only its evaluations raised where no mode was added."""
+    distinct = np.unique(first.particles, axis=0)
+    starts = distinct[rng.choice(distinct.shape[0], min(SPREAD_CLIMBS, distinct.shape[0]), False)]
+    pool = (first.particles, np.asarray(log_f(first.particles), dtype=float))
+    mixture, added, n_eval = spread_climbed_modes(first.mixture, starts, pool, log_f_and_grad)
+    n_eval += first.particles.shape[0]
+    if not added:
+        return dataclasses.replace(first, n_evaluations=first.n_evaluations + n_eval)
+    counted = _Counted(log_f)
+    adapted, ess = adapt_components(mixture, counted, rng, n_draws)
+    n_eval += counted.evaluations
+    return dataclasses.replace(
+        first,
+        mixture=adapted,
+        reweighting_ess=ess,
+        weights_estimated=weighed_by_importance(mixture, adapted, ess),
+        occupancy=np.array([adapted.occupancy(q.means, q.weights) for q in rungs]),
+        n_climbed_modes=first.n_climbed_modes + added,
+        n_evaluations=first.n_evaluations + n_eval,
+    )
+
+
+class _Counted:
+    """``log_f`` counting the points it was evaluated at (``evaluations``)."""
+
+    def __init__(self, log_f):
+        self.log_f, self.evaluations = log_f, 0
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        self.evaluations += x.shape[0]
+        return self.log_f(x)
