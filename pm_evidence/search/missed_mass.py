@@ -36,8 +36,13 @@ draws start at points resampled by those weights (systematic resampling), where 
 is, and the importance shares, not the particles', say which components hold it
 (:func:`~pm_evidence.search.coverage.compare_coverage`).
 
-Where the test does not fire, nothing changes: the particles start the draws and their
-shares stand. It runs only where the exploration could not weigh its mixture by importance
+Where the test does not fire on a first pass whose mixture is a poor reference, the mixture
+may lack the mode outright: no particle visited it, so no climb from a visited point added it.
+A narrow mode with a wide basin (an orbit's period, reached by L-BFGS from anywhere within half
+an alias spacing) is then found by climbing from particles spread over the prior's range
+(:func:`spread_climbed`), and the test is made again with the components added at the modes
+climbed (:func:`deferred_for_missed_mass`). Where it still does not fire, nothing changes: the
+particles start the draws and their shares stand. It runs only where the exploration could not weigh its mixture by importance
 (``Exploration.weights_estimated`` False): elsewhere the mixture's weights already are
 importance estimates of the mass.
 """
