@@ -42,9 +42,10 @@ A narrow mode with a wide basin (an orbit's period, reached by L-BFGS from anywh
 an alias spacing) is then found by climbing from particles spread over the prior's range
 (:func:`spread_climbed`), and the test is made again with the components added at the modes
 climbed (:func:`deferred_for_missed_mass`). Where it still does not fire, nothing changes: the
-particles start the draws and their shares stand. It runs only where the exploration could not weigh its mixture by importance
-(``Exploration.weights_estimated`` False): elsewhere the mixture's weights already are
-importance estimates of the mass.
+particles start the draws and their shares stand. After the exploration, ``method="auto"``
+makes the test where the exploration could not weigh its mixture by importance
+(``Exploration.weights_estimated`` False) or deferred its second pass for it: elsewhere the
+mixture's weights already are importance estimates of the mass.
 """
 
 from __future__ import annotations
