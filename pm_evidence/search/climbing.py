@@ -21,9 +21,11 @@ __all__ = [
     "NegativeLogDensity",
     "climb",
     "climbed_modes",
+    "heavier",
     "kept_candidates",
     "laplace_covariance",
     "laplace_polished",
+    "pool_log_weight",
     "spread_climbed_modes",
     "term_modes",
     "with_component",
@@ -172,19 +174,8 @@ def climbed_modes(
         The mixture, the number of components added and the log-density evaluations.
     """
     x, log_f, priority = candidates
-    pool_x, pool_log_f = pool
     n_eval, added = 0, 0
-
-    def log_total(q):
-        """``log`` of the final particles' total weight ``sum f / q``."""
-        return log_sum_exp(pool_log_f - q.logpdf(pool_x))
-
-    def heavier(points, log_f_points, q, total):
-        """Where ``w = f / q`` is at least ``CLIMB_WEIGHT_SHARE`` of ``exp(total)``."""
-        with np.errstate(invalid="ignore"):
-            return log_f_points - q.logpdf(points) >= total + np.log(CLIMB_WEIGHT_SHARE)
-
-    total = log_total(mixture)
+    total = pool_log_weight(mixture, pool)
     keep = np.flatnonzero(heavier(x, log_f, mixture, total))
     for i in keep[np.argsort(priority[keep])[::-1]][:MAX_CLIMBS]:
         start = x[i]
@@ -201,9 +192,22 @@ def climbed_modes(
         if covariance is None:
             continue
         mixture = with_component(mixture, mode, covariance)
-        total = log_total(mixture)
+        total = pool_log_weight(mixture, pool)
         added += 1
     return mixture, added, n_eval
+
+
+def pool_log_weight(q: MixtureReference, pool: tuple[np.ndarray, np.ndarray]) -> float:
+    """``log`` of the final particles' total importance weight ``sum f / q`` (``pool``: their
+    points and ``log f``)."""
+    return log_sum_exp(pool[1] - q.logpdf(pool[0]))
+
+
+def heavier(points, log_f_points, q: MixtureReference, total: float) -> np.ndarray:
+    """Where ``w = f / q`` is at least ``CLIMB_WEIGHT_SHARE`` of ``exp(total)`` (the final
+    particles' total weight, :func:`pool_log_weight`): ``q`` lacks mass there."""
+    with np.errstate(invalid="ignore"):
+        return log_f_points - q.logpdf(points) >= total + np.log(CLIMB_WEIGHT_SHARE)
 
 
 def with_component(mixture: MixtureReference, mean: np.ndarray, covariance: np.ndarray):
@@ -256,24 +260,20 @@ def spread_climbed_modes(
     MixtureReference, int, int
         The mixture, the number of components added and the log-density evaluations.
     """
-    pool_x, pool_log_f = pool
     n_eval, added = 0, 0
+    total = pool_log_weight(mixture, pool)
     for start in starts:
         mode, mode_log_f, evaluations = climb(log_f_and_grad, start, SPREAD_CLIMB_ITERATIONS)
         n_eval += evaluations
         if not (np.all(np.isfinite(mode)) and np.isfinite(mode_log_f)):
             continue
-        total = log_sum_exp(pool_log_f - mixture.logpdf(pool_x))
-        with np.errstate(invalid="ignore"):
-            lacking = mode_log_f - mixture.logpdf(mode[None])[0] >= total + np.log(
-                CLIMB_WEIGHT_SHARE
-            )
-        if not lacking:
+        if not heavier(mode[None], np.array([mode_log_f]), mixture, total)[0]:
             continue
         covariance = laplace_covariance(mode, log_f_and_grad)
         n_eval += 2 * mode.size
         if covariance is not None:
             mixture = with_component(mixture, mode, covariance)
+            total = pool_log_weight(mixture, pool)
             added += 1
     return mixture, added, n_eval
 
