@@ -20,6 +20,7 @@ __all__ = [
     "MAX_MODE_CANDIDATES",
     "NegativeLogDensity",
     "climb",
+    "climbed_into",
     "climbed_modes",
     "heavier",
     "kept_candidates",
@@ -181,20 +182,29 @@ def climbed_modes(
         start = x[i]
         if not heavier(start[None], log_f[i : i + 1], mixture, total)[0]:
             continue  # a mode climbed from an earlier point covers it
-        mode, mode_log_f, evaluations = climb(log_f_and_grad, start)
+        mixture, found, evaluations = climbed_into(mixture, start, total, log_f_and_grad)
         n_eval += evaluations
-        if not (np.all(np.isfinite(mode)) and np.isfinite(mode_log_f)):
-            continue
-        if not heavier(mode[None], np.array([mode_log_f]), mixture, total)[0]:
-            continue
-        covariance = laplace_covariance(mode, log_f_and_grad)
-        n_eval += 2 * mode.size
-        if covariance is None:
-            continue
-        mixture = with_component(mixture, mode, covariance)
-        total = pool_log_weight(mixture, pool)
-        added += 1
+        if found:
+            total = pool_log_weight(mixture, pool)
+            added += 1
     return mixture, added, n_eval
+
+
+def climbed_into(mixture, start, total: float, log_f_and_grad, max_iterations=None):
+    """``mixture`` with the Laplace component ``N(mode, (-H)^{-1})`` added at the local mode
+    L-BFGS reaches from ``start`` (:func:`climb`, at most ``max_iterations``) where the
+    mixture lacks mass there (:func:`heavier` against the final particles' ``total``): the
+    mixture, whether a component was added, and the evaluations."""
+    mode, mode_log_f, n_eval = climb(log_f_and_grad, start, max_iterations)
+    if not (np.all(np.isfinite(mode)) and np.isfinite(mode_log_f)):
+        return mixture, False, n_eval
+    if not heavier(mode[None], np.array([mode_log_f]), mixture, total)[0]:
+        return mixture, False, n_eval
+    covariance = laplace_covariance(mode, log_f_and_grad)
+    n_eval += 2 * mode.size
+    if covariance is None:
+        return mixture, False, n_eval
+    return with_component(mixture, mode, covariance), True, n_eval
 
 
 def pool_log_weight(q: MixtureReference, pool: tuple[np.ndarray, np.ndarray]) -> float:
@@ -263,16 +273,11 @@ def spread_climbed_modes(
     n_eval, added = 0, 0
     total = pool_log_weight(mixture, pool)
     for start in starts:
-        mode, mode_log_f, evaluations = climb(log_f_and_grad, start, SPREAD_CLIMB_ITERATIONS)
+        mixture, found, evaluations = climbed_into(
+            mixture, start, total, log_f_and_grad, SPREAD_CLIMB_ITERATIONS
+        )
         n_eval += evaluations
-        if not (np.all(np.isfinite(mode)) and np.isfinite(mode_log_f)):
-            continue
-        if not heavier(mode[None], np.array([mode_log_f]), mixture, total)[0]:
-            continue
-        covariance = laplace_covariance(mode, log_f_and_grad)
-        n_eval += 2 * mode.size
-        if covariance is not None:
-            mixture = with_component(mixture, mode, covariance)
+        if found:
             total = pool_log_weight(mixture, pool)
             added += 1
     return mixture, added, n_eval
