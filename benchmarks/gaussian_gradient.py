@@ -7,8 +7,10 @@ model and size: the default rows per call, then points per second of the value a
 value and gradient (the best of three calls on the same prior draws), for each variant:
 
 - ``default``: the kernel on the covariance's lower triangle
-  (:mod:`pm_evidence.model.packed_covariance`), the gradient in closed form with ``K^-1`` by
+  (:mod:`pm_evidence.model.packed_covariance`), its sines of the lags by angle addition
+  (:mod:`pm_evidence.model.trig_differences`), the gradient in closed form with ``K^-1`` by
   LAPACK's ``potri`` (:mod:`pm_evidence.model.gaussian`);
+- ``a sine per entry``: the sines of the lags as the model writes them, one per entry;
 - ``full matrix``: the kernel on every entry (``lower_triangle_covariances`` off);
 - ``full matrix, K^-1 by solves``: also ``K^-1`` by two triangular solves with the identity
   (``cho_solve``) instead of ``potri``;
@@ -16,7 +18,8 @@ value and gradient (the best of three calls on the same prior draws), for each v
   through the Cholesky factor (Murray's formula; ``gaussian_gradients`` off).
 
 Each variant runs in a fresh process, where the rewrites it turns off are replaced by the
-identity, nothing else.
+identity, nothing else; every variant but the default keeps a sine per entry, so that each
+later row differs from ``a sine per entry`` by its own rewrite only.
 
 Run from the repository root::
 
@@ -34,7 +37,8 @@ import numpy as np
 from run_records import child_record
 
 VARIANTS = (
-    "default", "full matrix", "full matrix, K^-1 by solves", "through the factorization",
+    "default", "a sine per entry", "full matrix", "full matrix, K^-1 by solves",
+    "through the factorization",
 )  # fmt: skip
 
 
@@ -45,6 +49,8 @@ def _turn_off(variant: str) -> None:
     import pm_evidence.model.gaussian as gaussian
     import pm_evidence.model.graphs as graphs
 
+    if variant != "default":
+        graphs.sines_of_differences = list
     if variant.startswith("full matrix"):
         graphs.lower_triangle_covariances = list
     if variant == "full matrix, K^-1 by solves":

@@ -69,6 +69,7 @@ from pytensor.tensor.symbolic import FusibleSymbolicOp
 
 from pm_evidence.model.gaussian import GaussianTerms, gaussian_gradients
 from pm_evidence.model.packed_covariance import lower_triangle_covariances
+from pm_evidence.model.trig_differences import sines_of_differences
 
 __all__ = [
     "MAX_TERMS",
@@ -469,10 +470,11 @@ def term_passes(terms: list) -> list:
     taken: :func:`without_tagged_choleskys`,
     :func:`~pm_evidence.model.gaussian.gaussian_gradients`,
     :func:`~pm_evidence.model.packed_covariance.lower_triangle_covariances`,
+    :func:`~pm_evidence.model.trig_differences.sines_of_differences`,
     :func:`slices_as_masks`, :func:`softmax_gradients`, :func:`make_total`."""
     passes = (
         without_tagged_choleskys, gaussian_gradients, lower_triangle_covariances,
-        slices_as_masks, softmax_gradients, make_total,
+        sines_of_differences, slices_as_masks, softmax_gradients, make_total,
     )  # fmt: skip
     for rewrite in passes:
         terms = rewrite(terms)
