@@ -1,0 +1,108 @@
+"""A periodic kernel's value and gradient with its sines of the lags by angle addition
+(:mod:`pm_evidence.model.trig_differences`, the default) and with a sine per entry, paired.
+
+Models: ``rv_gp`` (:func:`pm_evidence.zoo.support.rv_gp`: one Keplerian and a quasi-periodic
+kernel written by hand on ``lag = t[:, None] - t[None, :]``, 11 parameters) and PyMC's own
+``pm.gp.cov.Periodic`` times ``ExpQuad`` in ``pm.gp.Marginal`` (4 parameters), at ``n``
+observations. Both versions of a model are compiled in one process (the rewrite replaced by the
+identity for the second) and called in turn on the same 48 prior draws, ``--rounds`` times, so
+that the machine's drift falls on both alike; printed: milliseconds per point, the least and the
+median over the rounds, for the value alone and for the value and gradient, their ratios, and
+the largest difference between the two versions' values.
+
+Run from the repository root::
+
+    python benchmarks/sines_of_differences.py
+    python benchmarks/sines_of_differences.py --sizes 200 --rounds 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import pymc as pm
+
+import pm_evidence.model.graphs as graphs
+from pm_evidence import LogDensity
+from pm_evidence.zoo.support import rv_gp
+
+POINTS = 48
+
+
+def pymc_periodic(n: int) -> pm.Model:
+    """PyMC's ``Periodic`` times ``ExpQuad`` kernel on ``n`` times over 300 days."""
+    rng = np.random.default_rng(6)
+    t = np.sort(rng.uniform(0.0, 300.0, size=n))
+    with pm.Model() as model:
+        period = pm.Uniform("period", 5.0, 20.0)
+        ls = pm.HalfNormal("ls", 1.0)
+        eta = pm.HalfNormal("eta", 2.0)
+        sigma = pm.HalfNormal("sigma", 1.0)
+        cov = eta**2 * pm.gp.cov.Periodic(1, period=period, ls=ls) * pm.gp.cov.ExpQuad(1, 30.0)
+        gp = pm.gp.Marginal(cov_func=cov)
+        y = np.sin(t / 2) + rng.normal(size=n)
+        gp.marginal_likelihood("y", X=t[:, None], y=y, sigma=sigma)
+    return model
+
+
+MODELS = {"rv_gp": lambda n: rv_gp(n=n, n_planets=1)[0], "pm.gp Periodic": pymc_periodic}
+
+
+def paired(build, n: int, rounds: int) -> dict:
+    """Milliseconds per point of both versions of ``build(n)``, called in turn."""
+    versions = {"angle addition": LogDensity(build(n))}
+    rewrite = graphs.sines_of_differences
+    graphs.sines_of_differences = list
+    try:
+        versions["a sine per entry"] = LogDensity(build(n))
+    finally:
+        graphs.sines_of_differences = rewrite
+    x = versions["angle addition"].sample_prior(np.random.default_rng(0), POINTS)
+    values = {name: ld.log_density_and_grad(x)[0] for name, ld in versions.items()}
+    for ld in versions.values():
+        ld.evaluate(x, via_gradient=False)  # compiles the value-only function where there is one
+    seconds: dict = {}
+    for _ in range(rounds):
+        for name, ld in versions.items():
+            for kind, call in (
+                ("value", lambda ld=ld: ld.evaluate(x, via_gradient=False)),
+                ("value and gradient", lambda ld=ld: ld.log_density_and_grad(x)),
+            ):
+                start = time.perf_counter()
+                call()
+                seconds.setdefault((name, kind), []).append(time.perf_counter() - start)
+    ms = {key: 1e3 * np.array(s) / POINTS for key, s in seconds.items()}
+    difference = np.max(np.abs(values["angle addition"] - values["a sine per entry"]))
+    return {"ms": ms, "difference": float(difference)}
+
+
+def main(sizes, rounds: int) -> None:
+    print(f"{'model':15s} {'n':>4s}  {'version':17s} {'value ms':>15s} {'value+grad ms':>15s}")
+    for model, build in MODELS.items():
+        for n in sizes:
+            r = paired(build, n, rounds)
+            for name in ("a sine per entry", "angle addition"):
+                cells = [
+                    f"{r['ms'][name, kind].min():6.3f} ({np.median(r['ms'][name, kind]):6.3f})"
+                    for kind in ("value", "value and gradient")
+                ]
+                print(f"{model:15s} {n:4d}  {name:17s} {cells[0]:>15s} {cells[1]:>15s}")
+            ratios = [
+                r["ms"]["a sine per entry", kind].min() / r["ms"]["angle addition", kind].min()
+                for kind in ("value", "value and gradient")
+            ]
+            print(
+                f"{'':15s} {'':4s}  {'ratio':17s} {ratios[0]:15.2f} {ratios[1]:15.2f}   "
+                f"largest difference of the values {r['difference']:.1e}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", nargs="+", type=int, default=[50, 200])
+    parser.add_argument("--rounds", type=int, default=12)
+    args = parser.parse_args()
+    main(args.sizes, args.rounds)
