@@ -22,6 +22,7 @@ from threadpoolctl import threadpool_limits
 from pm_evidence.core.exceptions import EvidenceInputError
 
 __all__ = [
+    "CountedCalls",
     "as_generator",
     "good_pareto_k",
     "kish_ess",
@@ -340,3 +341,15 @@ def renamed_parameters(**renamed: str) -> Callable[[Callable], Callable]:
         return wrapper
 
     return decorate
+
+
+class CountedCalls:
+    """A function of points ``x (n, dim)`` that counts the points it was called on
+    (``evaluations``): what a stage spent on the model, for its ``n_evaluations``."""
+
+    def __init__(self, function):
+        self.function, self.evaluations = function, 0
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        self.evaluations += x.shape[0]
+        return self.function(x)

@@ -95,7 +95,12 @@ import numpy as np
 
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.progress import long_run
-from pm_evidence.core.utils import one_blas_thread, pareto_khat, renamed_module_names
+from pm_evidence.core.utils import (
+    CountedCalls,
+    one_blas_thread,
+    pareto_khat,
+    renamed_module_names,
+)
 from pm_evidence.model.log_density import LogDensity
 from pm_evidence.references import (
     MixtureReference,
@@ -736,17 +741,13 @@ def _log_f_and_grad(path, x):
     return at.log_p0 + at.delta, at.grad_log_p0 + at.grad_delta
 
 
-class CountedLogDensity:
+class CountedLogDensity(CountedCalls):
     """``log f`` at ``beta = 1`` on a path, counting the points it was evaluated at
     (``evaluations``)."""
 
     def __init__(self, path):
+        super().__init__(functools.partial(_log_f, path))
         self.path = path
-        self.evaluations = 0
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        self.evaluations += x.shape[0]
-        return _log_f(self.path, x)
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pm_evidence.core.utils import kish_ess, log_sum_exp
+from pm_evidence.core.utils import CountedCalls, kish_ess, log_sum_exp
 from pm_evidence.search.climbing import SPREAD_CLIMBS, spread_climbed_modes
 from pm_evidence.search.mixtures import adapt_components, weighed_by_importance
 from pm_evidence.tempering.pilot import systematic_resample
@@ -221,7 +221,7 @@ def spread_climbed(first, log_f, log_f_and_grad, rng, n_draws: int, rungs):
     n_eval += first.particles.shape[0]
     if not added:
         return dataclasses.replace(first, n_evaluations=first.n_evaluations + n_eval)
-    counted = _Counted(log_f)
+    counted = CountedCalls(log_f)
     adapted, ess = adapt_components(mixture, counted, rng, n_draws)
     n_eval += counted.evaluations
     return dataclasses.replace(
@@ -233,14 +233,3 @@ def spread_climbed(first, log_f, log_f_and_grad, rng, n_draws: int, rungs):
         n_climbed_modes=first.n_climbed_modes + added,
         n_evaluations=first.n_evaluations + n_eval,
     )
-
-
-class _Counted:
-    """``log_f`` counting the points it was evaluated at (``evaluations``)."""
-
-    def __init__(self, log_f):
-        self.log_f, self.evaluations = log_f, 0
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        self.evaluations += x.shape[0]
-        return self.log_f(x)
