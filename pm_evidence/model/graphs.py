@@ -464,17 +464,19 @@ def slices_as_masks(outputs: list) -> list:
     )
 
 
-def term_passes(terms: list) -> list:
+def term_passes(terms: list, angle_addition: bool = True) -> list:
     """``terms`` (the log prior and log likelihood graphs) after the passes every compiled
     log-density takes, each a copy of the graphs, in this order and before any gradient is
     taken: :func:`without_tagged_choleskys`,
     :func:`~pm_evidence.model.gaussian.gaussian_gradients`,
     :func:`~pm_evidence.model.packed_covariance.lower_triangle_covariances`,
-    :func:`~pm_evidence.model.trig_differences.sines_of_differences`,
-    :func:`slices_as_masks`, :func:`softmax_gradients`, :func:`make_total`."""
+    :func:`~pm_evidence.model.trig_differences.sines_of_differences` (where
+    ``angle_addition``), :func:`slices_as_masks`, :func:`softmax_gradients`,
+    :func:`make_total`."""
     passes = (
         without_tagged_choleskys, gaussian_gradients, lower_triangle_covariances,
-        sines_of_differences, slices_as_masks, softmax_gradients, make_total,
+        *((sines_of_differences,) if angle_addition else ()),
+        slices_as_masks, softmax_gradients, make_total,
     )  # fmt: skip
     for rewrite in passes:
         terms = rewrite(terms)
@@ -495,7 +497,8 @@ class LogDensityGraphs:
         ``-inf`` where a parameter check fails, without PyMC's tagged Choleskys
         (:func:`without_tagged_choleskys`), with slices along a last axis of known length as
         masks (:func:`slices_as_masks`), log-sum-exps and softmaxes differentiated as softmaxes
-        (:func:`softmax_gradients`).
+        (:func:`softmax_gradients`), a periodic kernel's sines by angle addition where
+        ``angle_addition`` (:func:`~pm_evidence.model.trig_differences.sines_of_differences`).
     x : TensorVariable
         The flat unconstrained vector (float64, or int64 for all-integer models).
     log_prior, log_lik : TensorVariable
@@ -504,9 +507,9 @@ class LogDensityGraphs:
         transition, the term searches).
     """
 
-    def __init__(self, model: pm.Model, point: dict):
+    def __init__(self, model: pm.Model, point: dict, angle_addition: bool = True):
         self.values = list(model.value_vars)
-        self.terms = term_passes([model.varlogp, model.datalogp])
+        self.terms = term_passes([model.varlogp, model.datalogp], angle_addition)
         (self.log_prior, self.log_lik), self.x = join_nonshared_inputs(
             point, self.terms, self.values
         )
@@ -532,9 +535,11 @@ class LogDensityGraphs:
         return [*self.terms, *grads]
 
 
-def flat_graphs(model: pm.Model, point: dict) -> LogDensityGraphs:
-    """The total log prior and log likelihood graphs of ``model`` (by variable and flat)."""
-    return LogDensityGraphs(model, point)
+def flat_graphs(model: pm.Model, point: dict, angle_addition: bool = True) -> LogDensityGraphs:
+    """The total log prior and log likelihood graphs of ``model`` (by variable and flat), a
+    periodic kernel's sines by angle addition where ``angle_addition``
+    (:mod:`~pm_evidence.model.trig_differences`)."""
+    return LogDensityGraphs(model, point, angle_addition)
 
 
 @node_rewriter([Blockwise])

@@ -124,3 +124,15 @@ def test_a_sine_of_a_parameter_times_data_that_are_not_differences_is_left_alone
         pm.Normal("y", pt.sin(frequency * t), 1.0, observed=np.zeros(80))
     (term,) = sines_of_differences([model.datalogp])
     assert _largest_trig([term]) == 80
+
+
+def test_on_jax_the_sines_stay_as_the_model_writes_them(monkeypatch):
+    """On JAX the model's own sines ran faster (docs/benchmarks.rst): its graph is the one
+    without the rewrite, Numba's the one with it."""
+    pytest.importorskip("jax")
+    model = _quasi_periodic(40)
+    on_numba = LogDensity(model).gradient_graph_size
+    on_jax = LogDensity(model, backend="jax").gradient_graph_size
+    monkeypatch.setattr(graphs, "sines_of_differences", list)
+    assert on_numba != on_jax
+    assert LogDensity(model).gradient_graph_size == on_jax
