@@ -3,7 +3,8 @@
 
 Models: ``rv_gp`` (:func:`pm_evidence.zoo.support.rv_gp`: one Keplerian and a quasi-periodic
 kernel written by hand on ``lag = t[:, None] - t[None, :]``, 11 parameters) and PyMC's own
-``pm.gp.cov.Periodic`` times ``ExpQuad`` in ``pm.gp.Marginal`` (4 parameters), at ``n``
+``pm.gp.cov.Periodic`` times ``ExpQuad`` in ``pm.gp.Marginal``
+(:func:`pm_evidence.zoo.support.periodic_gp`, 4 parameters), at ``n``
 observations. Both versions of a model are compiled in one process (the rewrite replaced by the
 identity for the second) and called in turn on the same 48 prior draws, ``--rounds`` times, so
 that the machine's drift falls on both alike; printed: milliseconds per point, the least and the
@@ -25,33 +26,19 @@ import argparse
 import time
 
 import numpy as np
-import pymc as pm
 
 import pm_evidence.model.graphs as graphs
 import pm_evidence.model.log_density as log_density
 from pm_evidence import LogDensity
-from pm_evidence.zoo.support import rv_gp
+from pm_evidence.zoo.support import periodic_gp, rv_gp
 
 POINTS = 48
 
 
-def pymc_periodic(n: int) -> pm.Model:
-    """PyMC's ``Periodic`` times ``ExpQuad`` kernel on ``n`` times over 300 days."""
-    rng = np.random.default_rng(6)
-    t = np.sort(rng.uniform(0.0, 300.0, size=n))
-    with pm.Model() as model:
-        period = pm.Uniform("period", 5.0, 20.0)
-        ls = pm.HalfNormal("ls", 1.0)
-        eta = pm.HalfNormal("eta", 2.0)
-        sigma = pm.HalfNormal("sigma", 1.0)
-        cov = eta**2 * pm.gp.cov.Periodic(1, period=period, ls=ls) * pm.gp.cov.ExpQuad(1, 30.0)
-        gp = pm.gp.Marginal(cov_func=cov)
-        y = np.sin(t / 2) + rng.normal(size=n)
-        gp.marginal_likelihood("y", X=t[:, None], y=y, sigma=sigma)
-    return model
-
-
-MODELS = {"rv_gp": lambda n: rv_gp(n=n, n_planets=1)[0], "pm.gp Periodic": pymc_periodic}
+MODELS = {
+    "rv_gp": lambda n: rv_gp(n=n, n_planets=1)[0],
+    "pm.gp Periodic": lambda n: periodic_gp(n=n)[0],
+}
 
 
 def with_angle_addition(model, backend: str) -> LogDensity:

@@ -46,6 +46,7 @@ __all__ = [
     "jeffreys",
     "kepler_velocity",
     "modified_jeffreys",
+    "periodic_gp",
     "rv_data",
     "rv_gp",
     "rv_gp_data",
@@ -419,6 +420,27 @@ def rv_gp(n: int = 200, seed: int = 67, n_planets: int = 2):
         cov = _quasi_periodic(lag, amplitude, decay, rotation, smoothness, xp=pt)
         cov = cov + pt.diag(err**2 + jitter**2)
         pm.MvNormal("v", mean, cov=cov, observed=v)
+    return model, float("nan")
+
+
+def periodic_gp(n: int = 200, seed: int = 6):
+    """PyMC's own periodic Gaussian process: ``pm.gp.cov.Periodic`` (period ``Uniform(5,
+    20)``, length scale ``HalfNormal(1)``) times ``ExpQuad`` (length scale 30) with amplitude
+    ``HalfNormal(2)`` in ``pm.gp.Marginal`` with noise ``HalfNormal(1)``, on ``n`` times over
+    300 days: 4 parameters, the kernel's sines of the lags on the full matrix (it sums over an
+    input axis). No gold (returned as NaN): a model of speed, for
+    :mod:`~pm_evidence.model.trig_differences`."""
+    rng = np.random.default_rng(seed)
+    t = np.sort(rng.uniform(0.0, 300.0, size=n))
+    with pm.Model(name="periodic_gp") as model:
+        period = pm.Uniform("period", 5.0, 20.0)
+        ls = pm.HalfNormal("ls", 1.0)
+        eta = pm.HalfNormal("eta", 2.0)
+        sigma = pm.HalfNormal("sigma", 1.0)
+        cov = eta**2 * pm.gp.cov.Periodic(1, period=period, ls=ls) * pm.gp.cov.ExpQuad(1, 30.0)
+        gp = pm.gp.Marginal(cov_func=cov)
+        y = np.sin(t / 2) + rng.normal(size=n)
+        gp.marginal_likelihood("y", X=t[:, None], y=y, sigma=sigma)
     return model, float("nan")
 
 

@@ -20,6 +20,7 @@ from pm_evidence.model.trig_differences import (
     difference_vector,
     sines_of_differences,
 )
+from pm_evidence.zoo.support import periodic_gp
 
 
 def _times(n: int, seed: int = 3) -> np.ndarray:
@@ -73,22 +74,6 @@ def _quasi_periodic(n: int) -> pm.Model:
     return model
 
 
-def _pymc_periodic(n: int) -> pm.Model:
-    """PyMC's own ``Periodic`` times ``ExpQuad`` kernel, ``gp.Marginal``."""
-    rng = np.random.default_rng(6)
-    t = _times(n)
-    with pm.Model() as model:
-        period = pm.Uniform("period", 5.0, 20.0)
-        ls = pm.HalfNormal("ls", 1.0)
-        eta = pm.HalfNormal("eta", 2.0)
-        sigma = pm.HalfNormal("sigma", 1.0)
-        cov = eta**2 * pm.gp.cov.Periodic(1, period=period, ls=ls) * pm.gp.cov.ExpQuad(1, 30.0)
-        gp = pm.gp.Marginal(cov_func=cov)
-        y = np.sin(t / 2) + rng.normal(size=n)
-        gp.marginal_likelihood("y", X=t[:, None], y=y, sigma=sigma)
-    return model
-
-
 def _largest_trig(outputs) -> int:
     """Entries of the largest sine or cosine in ``outputs``."""
     sizes = [
@@ -99,7 +84,9 @@ def _largest_trig(outputs) -> int:
     return max(sizes, default=0)
 
 
-@pytest.mark.parametrize("build", [_quasi_periodic, _pymc_periodic])
+@pytest.mark.parametrize(
+    "build", [_quasi_periodic, lambda n: periodic_gp(n)[0]], ids=["by_hand", "pymc_periodic"]
+)
 def test_the_same_values_and_gradients_with_n_sines_instead_of_one_per_entry(build, monkeypatch):
     n = 40
     model = build(n)
