@@ -327,7 +327,8 @@ class LogDensity:
     @without_garbage_collection()
     def _graphs(self):
         # a periodic kernel's sines by angle addition on Numba only: on JAX the model's own
-        # sines ran faster (measured on a CPU: docs/benchmarks.rst, "Sines of differences")
+        # sines ran faster (measured on a CPU: docs/benchmarks.rst, "Sines of differences");
+        # a model that falls back from JAX to Numba keeps the graphs built for JAX
         return flat_graphs(self.model, self._point, angle_addition=not self.backend.is_jax)
 
     def _compile_by_variable(
@@ -381,11 +382,8 @@ class LogDensity:
         on one engine, which the results record."""
         self.backend = Backend("numba", "cpu", "auto", fallback=why)
         self.block_size = int(self._block_size_given or self._rows_per_call())
-        for name in (
-            "_terms_fn", "_terms_grad_fn", "_relaxed_terms_grad_fn",  # compiled again
-            "_graphs", "_gradient_graphs", "_term_graphs",  # built again, for Numba
-        ):  # fmt: skip
-            self.__dict__.pop(name, None)  # cached properties: made again when next used
+        for name in ("_terms_fn", "_terms_grad_fn", "_relaxed_terms_grad_fn"):
+            self.__dict__.pop(name, None)  # cached properties: compiled again when next used
         self.compiled_transitions.clear()
 
     def compile(self, inputs, outputs):
