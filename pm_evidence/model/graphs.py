@@ -68,7 +68,10 @@ from pytensor.tensor.subtensor import (
 from pytensor.tensor.symbolic import FusibleSymbolicOp
 
 from pm_evidence.model.gaussian import GaussianTerms, gaussian_gradients
-from pm_evidence.model.packed_covariance import lower_triangle_covariances
+from pm_evidence.model.packed_covariance import (
+    gathered_constant_expressions,
+    lower_triangle_covariances,
+)
 from pm_evidence.model.trig_differences import sines_of_differences
 
 __all__ = [
@@ -471,11 +474,12 @@ def term_passes(terms: list, angle_addition: bool = True) -> list:
     :func:`~pm_evidence.model.gaussian.gaussian_gradients`,
     :func:`~pm_evidence.model.packed_covariance.lower_triangle_covariances`,
     :func:`~pm_evidence.model.trig_differences.sines_of_differences` (where
-    ``angle_addition``), :func:`slices_as_masks`, :func:`softmax_gradients`,
-    :func:`make_total`."""
+    ``angle_addition``),
+    :func:`~pm_evidence.model.packed_covariance.gathered_constant_expressions`,
+    :func:`slices_as_masks`, :func:`softmax_gradients`, :func:`make_total`."""
     passes = (
         without_tagged_choleskys, gaussian_gradients, lower_triangle_covariances,
-        *((sines_of_differences,) if angle_addition else ()),
+        *((sines_of_differences,) if angle_addition else ()), gathered_constant_expressions,
         slices_as_masks, softmax_gradients, make_total,
     )  # fmt: skip
     for rewrite in passes:

@@ -30,25 +30,44 @@ to a symmetric matrix's entry; the gradient of the factorization's lower triangl
 Only the elementwise operations that nothing else reads are moved onto the packed entries, so
 nothing is computed twice; a piece computed otherwise (a product of matrices) is computed as
 before and its ``m`` entries taken.
+
+Where the kernel reads the inputs through a vector that depends on the parameters (PyMC's
+stationary kernels on one input scale it, ``u = x / ls``, and write ``|x_i - x_j|^2 / ls^2`` as
+``u_i^2 + u_j^2 - 2 u_i u_j``), the packed kernel takes ``u``'s entries at the packed rows and
+columns, ``u[rows]``, and its gradient scatters ``m`` entries back into ``n``.
+:func:`gathered_constant_expressions` takes them at the constants instead, ``g(c,
+\theta)[rows] = g(c[rows], \theta)`` for an elementwise ``g`` of constant vectors ``c`` and
+broadcast parameters ``\theta``: the same values, the packed kernel an elementwise expression
+of constants and parameters, as a kernel written on the lags is.
 """
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
 import pytensor.tensor as pt
-from pytensor.graph.basic import Constant
+from pytensor.graph.basic import Constant, equal_computations
 from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.rewriting.basic import MergeOptimizer, dfs_rewriter, node_rewriter
+from pytensor.graph.rewriting.utils import rewrite_graph
+from pytensor.graph.traversal import applys_between, graph_inputs
 from pytensor.tensor.basic import Alloc, AllocDiag
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.linalg.decomposition.cholesky import Cholesky
+from pytensor.tensor.subtensor import AdvancedSubtensor
 
 from pm_evidence.model.gaussian import GaussianTerms, core_op
 
-__all__ = ["MIN_PACKED_SIZE", "PackingIndices", "lower_triangle_covariances", "packing_indices"]
+__all__ = [
+    "MIN_PACKED_SIZE",
+    "PackingIndices",
+    "gathered_constant_expressions",
+    "lower_triangle_covariances",
+    "packing_indices",
+]
 
 MIN_PACKED_SIZE = 8
 """Smallest ``n`` whose ``n x n`` covariance is packed; a smaller one (a few parameters'
@@ -176,4 +195,82 @@ def lower_triangle_covariances(outputs: list) -> list:
         return fgraph.outputs
     MergeOptimizer().rewrite(fgraph)
     dfs_rewriter(_pack_factorized_matrix).rewrite(fgraph)
+    return fgraph.outputs
+
+
+def _packing_gather(node) -> bool:
+    """Whether ``node`` takes the entries of a vector at the packed rows or columns of some
+    ``n x n`` matrix (:func:`packing_indices`), as the packing of a broadcast column or row
+    does (``_packed_leaf``)."""
+    if not isinstance(node.op, AdvancedSubtensor) or len(node.inputs) != 2:
+        return False
+    vector, index = node.inputs
+    if vector.ndim != 1 or not isinstance(index, Constant) or index.ndim != 1:
+        return False
+    m = index.data.size
+    n = math.isqrt(8 * m + 1) // 2  # m = n (n + 1) / 2 exactly where 8 m + 1 = (2 n + 1)^2
+    if n < MIN_PACKED_SIZE or n * (n + 1) // 2 != m or vector.type.shape[0] not in (None, n):
+        return False
+    at = packing_indices(n)
+    return bool(np.array_equal(index.data, at.rows) or np.array_equal(index.data, at.cols))
+
+
+def _of_constants_and_scalars(var, seen: dict) -> bool:
+    """Whether the vector ``var`` is an elementwise expression whose vector leaves are all
+    constants, its other inputs broadcast along its length (length-1 vectors)."""
+    if var not in seen:
+        if isinstance(var, Constant):
+            seen[var] = True
+        elif var.owner is None or not isinstance(var.owner.op, Elemwise) or var.ndim != 1:
+            seen[var] = False
+        else:
+            seen[var] = all(
+                i.type.broadcastable == (True,) or _of_constants_and_scalars(i, seen)
+                for i in var.owner.inputs
+            )  # fmt: skip
+    return seen[var]
+
+
+def _gathered(var, index: np.ndarray, done: dict):
+    """``var[index]`` computed from its constants' entries at ``index`` (broadcast inputs kept)."""
+    if var.type.broadcastable == (True,):
+        return var
+    if var not in done:
+        if isinstance(var, Constant):
+            data = np.ascontiguousarray(np.asarray(var.data)[index])
+            done[var] = pt.constant(data, dtype=var.dtype)
+        else:
+            done[var] = var.owner.op(*[_gathered(i, index, done) for i in var.owner.inputs])
+    return done[var]
+
+
+@node_rewriter([AdvancedSubtensor])
+def _gathered_constant_expression(fgraph, node):
+    """``g(c, theta)[index] -> g(c[index], theta)`` (:func:`gathered_constant_expressions`)."""
+    if not _packing_gather(node):
+        return None
+    vector, index = node.inputs
+    if vector.owner is None or not isinstance(vector.owner.op, Elemwise):
+        return None
+    if not _of_constants_and_scalars(vector, {}):
+        return None
+    return [_gathered(vector, np.asarray(index.data), {})]
+
+
+def gathered_constant_expressions(outputs: list) -> list:
+    """``outputs`` with each ``u[rows]`` or ``u[cols]`` (the packed rows or columns of an ``n x
+    n`` matrix, :func:`packing_indices`) of an elementwise expression ``u = g(c, theta)`` of
+    constant vectors ``c`` and broadcast parameters ``theta`` computed as ``g(c[rows],
+    theta)`` (the module's text), the graphs first in PyTensor's canonical form (in which a
+    kernel's ``u[:, 0]`` and its products of an ``(n, 1)`` and a ``(1, n)`` matrix are such
+    expressions of vectors); ``outputs`` themselves where no such entry-taking is found, so
+    that every other model's graphs are as they were."""
+    nodes = applys_between(list(graph_inputs(outputs)), outputs)
+    if not any(_packing_gather(node) for node in nodes):
+        return outputs
+    canonical = rewrite_graph(outputs, include=("canonicalize",))
+    fgraph = FunctionGraph(outputs=canonical, clone=True, copy_inputs=False)
+    dfs_rewriter(_gathered_constant_expression).rewrite(fgraph)
+    if equal_computations(fgraph.outputs, canonical):
+        return outputs
     return fgraph.outputs

@@ -184,3 +184,47 @@ def test_the_jax_backend_computes_the_same_values_and_gradients():
         on_jax.log_density_and_grad(x), on_numba.log_density_and_grad(x), strict=True
     ):
         np.testing.assert_allclose(got, expected, rtol=1e-11, atol=1e-11)
+
+
+def _parameter_gathers(outputs, n: int) -> list:
+    """The entry-takings by constant indices of length-``n`` vectors (one entry per input) that
+    depend on the model's values."""
+    from pytensor.graph.traversal import graph_inputs
+    from pytensor.tensor.subtensor import AdvancedSubtensor
+
+    found = []
+    for node in apply_ancestors(outputs):
+        if isinstance(node.op, AdvancedSubtensor) and node.inputs[0].type.shape == (n,):
+            leaves = graph_inputs([node.inputs[0]])
+            if any(not isinstance(v, pytensor.graph.basic.Constant) for v in leaves):
+                found.append(node)
+    return found
+
+
+def test_a_stationary_kernels_scaled_inputs_are_taken_at_the_constants():
+    """PyMC's Matern kernel on one input packs ``X / ls`` and its square at the packed rows and
+    columns, whose gradient scatters ``n (n + 1) / 2`` entries back into ``n``; with
+    ``gathered_constant_expressions`` the entries are taken of ``X`` (a constant) and no
+    entry-taking of a vector that depends on the parameters is left. The log density is the
+    same to the last bit, its gradient to rounding, and both are PyMC's. A model without such
+    entry-taking keeps its graphs as they are (the same objects)."""
+    from pm_evidence.model.packed_covariance import gathered_constant_expressions
+
+    n = 12
+    model = _matern_model(n)
+    packed = lower_triangle_covariances([model.varlogp, model.datalogp])
+    canonical = pytensor.graph.rewriting.utils.rewrite_graph(packed, include=("canonicalize",))
+    assert _parameter_gathers(canonical, n)
+    gathered = gathered_constant_expressions(packed)
+    assert not _parameter_gathers(gathered, n)
+    values = [v for v in model.value_vars]
+    x = {v: np.float64(0.3 * k - 0.2) for k, v in enumerate(values)}
+    before, after = (
+        pytensor.function(values, graphs, on_unused_input="ignore")(*x.values())
+        for graphs in (canonical, gathered)
+    )
+    np.testing.assert_array_equal(after, before)
+    _assert_pymcs_values_and_gradients(model, seed=2)
+    plain = _quasi_periodic_model()
+    terms = [plain.varlogp, plain.datalogp]
+    assert gathered_constant_expressions(terms) is terms
