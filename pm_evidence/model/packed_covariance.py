@@ -35,10 +35,10 @@ Where the kernel reads the inputs through a vector that depends on the parameter
 stationary kernels on one input scale it, ``u = x / ls``, and write ``|x_i - x_j|^2 / ls^2`` as
 ``u_i^2 + u_j^2 - 2 u_i u_j``), the packed kernel takes ``u``'s entries at the packed rows and
 columns, ``u[rows]``, and its gradient scatters ``m`` entries back into ``n``.
-:func:`gathered_constant_expressions` takes them at the constants instead, ``g(c,
-\theta)[rows] = g(c[rows], \theta)`` for an elementwise ``g`` of constant vectors ``c`` and
-broadcast parameters ``\theta``: the same values, the packed kernel an elementwise expression
-of constants and parameters, as a kernel written on the lags is.
+:func:`gathered_constant_expressions` takes them at the constants instead,
+``g(c, theta)[rows] = g(c[rows], theta)`` for an elementwise ``g`` of constant vectors ``c``
+and broadcast parameters ``theta``: the same values, the packed kernel an elementwise
+expression of constants and parameters, as a kernel written on the lags is.
 """
 
 from __future__ import annotations
