@@ -21,6 +21,29 @@ def best_of(fn, repeats: int = 15) -> float:
     return min(times)
 
 
+def paired_milliseconds(versions: dict, x, rounds: int) -> dict:
+    """Milliseconds per point of each ``LogDensity`` in ``versions`` (name -> adapter) at the
+    points ``x``, for the value alone and for the value and gradient, the versions called in
+    turn ``rounds`` times so that the machine's drift falls on all alike: ``{(name, kind):
+    array of the rounds}``, ``kind`` ``"value"`` or ``"value and gradient"``. The value-only
+    functions are compiled first (where a model has one)."""
+    import numpy as np
+
+    for ld in versions.values():
+        ld.evaluate(x, via_gradient=False)
+    seconds: dict = {}
+    for _ in range(rounds):
+        for name, ld in versions.items():
+            for kind, call in (
+                ("value", lambda ld=ld: ld.evaluate(x, via_gradient=False)),
+                ("value and gradient", lambda ld=ld: ld.log_density_and_grad(x)),
+            ):
+                start = time.perf_counter()
+                call()
+                seconds.setdefault((name, kind), []).append(time.perf_counter() - start)
+    return {key: 1e3 * np.array(s) / len(x) for key, s in seconds.items()}
+
+
 def write_csv(rows: list[dict], path: Path, columns: list[str]) -> None:
     """``rows`` as CSV at ``path`` (folders made), the ``columns`` in order, others left out."""
     path = Path(path)

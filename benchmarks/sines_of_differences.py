@@ -23,9 +23,9 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
+from run_records import paired_milliseconds
 
 import pm_evidence.model.graphs as graphs
 import pm_evidence.model.log_density as log_density
@@ -67,19 +67,7 @@ def paired(build, n: int, rounds: int, backend: str) -> dict:
         graphs.sines_of_differences = rewrite
     x = versions["angle addition"].sample_prior(np.random.default_rng(0), POINTS)
     values = {name: ld.log_density_and_grad(x)[0] for name, ld in versions.items()}
-    for ld in versions.values():
-        ld.evaluate(x, via_gradient=False)  # compiles the value-only function where there is one
-    seconds: dict = {}
-    for _ in range(rounds):
-        for name, ld in versions.items():
-            for kind, call in (
-                ("value", lambda ld=ld: ld.evaluate(x, via_gradient=False)),
-                ("value and gradient", lambda ld=ld: ld.log_density_and_grad(x)),
-            ):
-                start = time.perf_counter()
-                call()
-                seconds.setdefault((name, kind), []).append(time.perf_counter() - start)
-    ms = {key: 1e3 * np.array(s) / POINTS for key, s in seconds.items()}
+    ms = paired_milliseconds(versions, x, rounds)
     difference = np.max(np.abs(values["angle addition"] - values["a sine per entry"]))
     return {"ms": ms, "difference": float(difference)}
 

@@ -20,10 +20,10 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 import pymc as pm
+from run_records import paired_milliseconds
 
 import pm_evidence.model.graphs as graphs
 from pm_evidence import LogDensity
@@ -57,19 +57,7 @@ def paired(kernel: str, n: int, rounds: int) -> dict:
         graphs.gathered_constant_expressions = rewrite
     x = versions["at the constants"].sample_prior(np.random.default_rng(0), POINTS)
     results = {name: ld.log_density_and_grad(x) for name, ld in versions.items()}
-    for ld in versions.values():
-        ld.evaluate(x, via_gradient=False)  # compiles the value-only function where there is one
-    seconds: dict = {}
-    for _ in range(rounds):
-        for name, ld in versions.items():
-            for kind, call in (
-                ("value", lambda ld=ld: ld.evaluate(x, via_gradient=False)),
-                ("value and gradient", lambda ld=ld: ld.log_density_and_grad(x)),
-            ):
-                start = time.perf_counter()
-                call()
-                seconds.setdefault((name, kind), []).append(time.perf_counter() - start)
-    ms = {key: 1e3 * min(s) / POINTS for key, s in seconds.items()}
+    ms = {key: float(s.min()) for key, s in paired_milliseconds(versions, x, rounds).items()}
     (value, grad), (value_packed, grad_packed) = results.values()
     return {
         "ms": ms,
