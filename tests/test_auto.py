@@ -485,3 +485,36 @@ def test_side_modes_of_under_two_percent_each_are_not_lost():
     model, gold = periodic_signal()
     ev = pme.marginal_likelihood(model, random_seed=2, progressbar=False)
     assert abs(ev.log_z - gold) <= max(4 * ev.se, 0.05), (ev.log_z - gold, ev.se, ev.method)
+
+
+def test_a_confirmation_far_less_precise_than_the_estimate_does_not_confirm_it():
+    """A two-planet orbit: AIS from the draws' mixture gave -163.529 (SE 0.049) where repeated
+    runs give -163.245, and a second exploration's AIS -163.94 (SE 0.29) agreed within 1.4
+    combined SEs. A confirmation whose SE is more than ``CONFIRMATION_SE_RATIO`` times the
+    estimate's does not confirm it: the result is flagged, the warning says why, and the
+    arbiter (which runs) confirms under the same rule: not the precise estimate at its
+    precision, the wide one at most. At the ratios the multimodal zoo shows
+    (up to 2.15) the confirmation confirms as before."""
+    Evidence = pme.Evidence
+    why = "the posterior draws missed modes that tempering from the prior found"
+    estimate = Evidence(log_z=-163.529, se=0.049, method="ais")
+    wide = Evidence(log_z=-163.94, se=0.29, method="ais")
+    assert verdicts.combined_z(estimate, wide) < verdicts.DISAGREEMENT_Z
+    assert not verdicts.resolves(wide, estimate)
+    facts = {}
+    flagged = verdicts.confirmed_or_flagged(estimate, None, wide, facts, why)
+    assert not flagged.reliable and "confirmed_by" not in facts
+    assert facts["confirmation_resolves"] is False
+    assert "times this estimate's" in flagged.warnings[-1]
+    assert verdicts.needs_arbiter(estimate, wide, facts)
+    shared = {f"arbiter_{name}_mass_{way}": 0.0001
+              for name in ("first", "second") for way in ("missed", "added")}  # fmt: skip
+    wide_arbiter = Evidence(log_z=-163.7, se=0.3, method="ais", diagnostics=shared)
+    arbitrated = verdicts.arbitrated(flagged, (estimate, wide), wide_arbiter, facts)
+    # not the precise one at its precision; the wide one (an SE that covers the error) may be
+    assert "the first exploration" not in facts.get("confirmed_by", "")
+    assert arbitrated.se >= wide.se
+    precise = dataclasses.replace(estimate, se=0.1)  # 2.9 times: resolved
+    facts = {}
+    assert verdicts.confirmed_or_flagged(precise, None, wide, facts, why).reliable
+    assert facts["confirmation_resolves"] is True and "confirmed_by" in facts
