@@ -506,6 +506,10 @@ def test_a_confirmation_far_less_precise_than_the_estimate_does_not_confirm_it()
     assert not flagged.reliable and "confirmed_by" not in facts
     assert facts["confirmation_resolves"] is False
     assert "times this estimate's" in flagged.warnings[-1]
+    assert "(ais from the exploration's mixture)" in flagged.warnings[-1]
+    drawn = dataclasses.replace(estimate, diagnostics={"reference_drawn_components": 16})
+    drawn_flagged = verdicts.confirmed_or_flagged(drawn, None, wide, {}, why)
+    assert "(ais from a mixture fitted to the posterior draws)" in drawn_flagged.warnings[-1]
     assert verdicts.needs_arbiter(estimate, wide, facts)
     shared = {f"arbiter_{name}_mass_{way}": 0.0001
               for name in ("first", "second") for way in ("missed", "added")}  # fmt: skip

@@ -191,9 +191,13 @@ def confirmed_or_flagged(
         facts["confirmation_log_z"], facts["confirmation_se"] = estimate.log_z, estimate.se
         estimate = confirmation
         found += " (the first fails its own diagnostics; the second is returned)"
+    start = (
+        "a mixture fitted to the posterior draws"
+        if estimate.diagnostics.get("reference_drawn_components") else "the exploration's mixture"
+    )  # fmt: skip
     estimate = with_warning(estimate, (
-        f"No independent confirmation: {why}, so this estimate ({estimate.method} from the "
-        f"exploration's mixture) is the only one that covers the posterior, and {found}; "
+        f"No independent confirmation: {why}, so this estimate ({estimate.method} from "
+        f"{start}) is the only one that covers the posterior, and {found}; "
         f"the exploration can miss modes too "
         f"(narrow ones, or mass in the far tails of the unconstrained space). Compare it with "
         f"a run from another reference, e.g. method=['ais', 'rts'] with reference='prior'."
