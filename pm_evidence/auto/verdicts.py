@@ -118,7 +118,7 @@ def confirmed_or_flagged(
     not confirm it (:func:`unconfirmed_draws`), in the words of the result."""
     facts["auto_nuts_method"] = getattr(nuts_estimate, "method", None)
     facts["auto_nuts_log_z"] = getattr(nuts_estimate, "log_z", np.nan)
-    unshared, different_modes = np.nan, False
+    unshared, different_modes, resolved = np.nan, False, True
     if confirmation is not None:
         facts["confirmation_log_z"] = confirmation.log_z
         facts["confirmation_se"] = confirmation.se
@@ -172,7 +172,7 @@ def confirmed_or_flagged(
         f"{format_estimate(confirmation.log_z, confirmation.se)} against "
         f"{format_estimate(estimate.log_z, estimate.se)}"
     )  # fmt: skip
-    if confirmation is not None and not resolves(confirmation, estimate):
+    if not resolved:
         found += (
             f", an SE {confirmation.se / estimate.se:.1f} times this estimate's: their agreement "
             f"bounds only errors it resolves, not errors of this estimate's size"

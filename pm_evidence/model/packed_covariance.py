@@ -211,8 +211,8 @@ def _packing_gather(node) -> bool:
     n = math.isqrt(8 * m + 1) // 2  # m = n (n + 1) / 2 exactly where 8 m + 1 = (2 n + 1)^2
     if n < MIN_PACKED_SIZE or n * (n + 1) // 2 != m or vector.type.shape[0] not in (None, n):
         return False
-    at = packing_indices(n)
-    return bool(np.array_equal(index.data, at.rows) or np.array_equal(index.data, at.cols))
+    rows, cols = np.tril_indices(n)  # packing_indices' rows and columns, without its n^2 map
+    return bool(np.array_equal(index.data, rows) or np.array_equal(index.data, cols))
 
 
 def _of_constants_and_scalars(var, seen: dict) -> bool:
