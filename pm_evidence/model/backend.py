@@ -19,6 +19,11 @@ row counts (:func:`bucket_rows`, powers of two), the rows padded with copies of 
 the padding dropped from the outputs (:class:`~pm_evidence.model.batched.BlockedFunction`), so
 that a run compiles a few times, not once per batch size. Arrays are float64 throughout
 (PyTensor's JAX backend sets ``jax_enable_x64`` where ``floatX`` is ``float64``).
+
+A JAX function's outputs can stay where they were computed (``resident=True``): a sampler
+that calls it again on them (batched HMC's chains, :mod:`pm_evidence.model.batched_hmc`)
+moves no positions between the host and the device, only what it reads
+(:func:`is_on_device`, :func:`concatenate_rows`, :func:`stack_on_host`).
 """
 
 from __future__ import annotations
@@ -39,12 +44,15 @@ __all__ = [
     "accelerator_plugins",
     "bucket_rows",
     "check_backend",
+    "concatenate_rows",
+    "is_on_device",
     "jax_device",
     "register_jax_cholesky_inverse",
     "register_jax_identity",
     "resolve_backend",
     "rows_per_call",
     "sees_accelerator",
+    "stack_on_host",
     "to_device",
     "unsupported_operation_error",
 ]
@@ -218,6 +226,31 @@ def to_device(value, placement=None):
     return jax.device_put(value, placement)
 
 
+def is_on_device(value) -> bool:
+    """Whether ``value`` is an array JAX holds (on its device) rather than a NumPy array."""
+    return not isinstance(value, np.ndarray | np.generic | float | int | bool)
+
+
+def concatenate_rows(arrays):
+    """``arrays`` joined along their first axis, where they are: on JAX's device where one of
+    them is there (no copy to the host), by NumPy otherwise."""
+    if any(is_on_device(a) for a in arrays):
+        import jax.numpy as jnp
+
+        return jnp.concatenate(arrays)
+    return np.concatenate(arrays)
+
+
+def stack_on_host(arrays) -> np.ndarray:
+    """``arrays`` stacked along a new first axis, as one NumPy array: arrays on the device
+    are stacked there and copied to the host in one transfer."""
+    if any(is_on_device(a) for a in arrays):
+        import jax.numpy as jnp
+
+        return np.asarray(jnp.stack(arrays))
+    return np.stack(arrays)
+
+
 class VmappedFunction:
     """A graph of one point's value variables compiled by JAX and mapped over rows:
     ``jax.jit(jax.vmap(f))``, called on one array ``(n, *value_shape)`` per variable, returning
@@ -323,15 +356,20 @@ class VmappedFunction:
             self._held[k] = (value, to_device(value, self._data_placement))
         return self._held[k][1]
 
-    def __call__(self, *arrays) -> list:
-        """``arrays``: one array per mapped input (rows first), then the unmapped inputs."""
+    def __call__(self, *arrays, resident: bool = False) -> list:
+        """``arrays``: one array per mapped input (rows first; NumPy's, or JAX's from an
+        earlier call), then the unmapped inputs. The outputs are NumPy arrays, or, with
+        ``resident``, JAX's arrays left on the device."""
         rows, unmapped = arrays[: self._n_mapped], arrays[self._n_mapped :]
         n = rows[0].shape[0]
         extra = -n % self.n_devices  # a whole number of rows per device
         if extra:
-            rows = [np.concatenate([r, np.repeat(r[:1], extra, axis=0)]) for r in rows]
+            rows = [concatenate_rows([r, r[:1].repeat(extra, axis=0)]) for r in rows]
         data = [self._on_device(k) for k in range(len(self._shared))]
-        return [np.asarray(out)[:n] for out in self._rows(*rows, *unmapped, *data)]
+        outputs = self._rows(*rows, *unmapped, *data)
+        if resident:
+            return [out[:n] if extra else out for out in outputs]
+        return [np.asarray(out)[:n] for out in outputs]
 
 
 def _placements():

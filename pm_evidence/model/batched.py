@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from pm_evidence.core.utils import warn_user
-from pm_evidence.model.backend import VmappedFunction, bucket_rows
+from pm_evidence.model.backend import VmappedFunction, bucket_rows, concatenate_rows
 
 __all__ = [
     "MAX_BLOCK_ELEMENTS",
@@ -241,28 +241,34 @@ class BlockedFunction:
         self.padded = bool(padded)
         self.n_raised = 0  # rows that raised and got fill values (a count, not state of results)
 
-    def __call__(self, *arrays: np.ndarray, constants: Sequence = ()) -> list[np.ndarray]:
+    def __call__(
+        self, *arrays: np.ndarray, constants: Sequence = (), resident: bool = False
+    ) -> list[np.ndarray]:
+        """The outputs on all of ``arrays``' rows. With ``resident`` (a JAX function, whose
+        rows may be JAX's arrays from an earlier call), the outputs stay on the device; they
+        are NumPy arrays otherwise."""
         n = arrays[0].shape[0]
         if n <= self.block_size:  # one block: no slicing
-            return self._call_block(arrays, constants)
+            return self._call_block(arrays, constants, resident)
         blocks = [
-            self._call_block([a[i : i + self.block_size] for a in arrays], constants)
+            self._call_block([a[i : i + self.block_size] for a in arrays], constants, resident)
             for i in range(0, max(n, 1), self.block_size)
         ]
         if len(blocks) == 1:
             return blocks[0]
-        return [np.concatenate([b[k] for b in blocks]) for k in range(len(blocks[0]))]
+        return [concatenate_rows([b[k] for b in blocks]) for k in range(len(blocks[0]))]
 
-    def _call_block(self, arrays, constants) -> list[np.ndarray]:
+    def _call_block(self, arrays, constants, resident: bool = False) -> list[np.ndarray]:
         n = arrays[0].shape[0]
         rows = bucket_rows(n, self.block_size) if self.padded and n else n
         if rows > n:
-            padding = [np.repeat(a[:1], rows - n, axis=0) for a in arrays]
-            padded = [np.concatenate([a, p]) for a, p in zip(arrays, padding, strict=True)]
-            return [out[:n] for out in self._call_rows(padded, constants)]
-        return self._call_rows(arrays, constants)
+            padded = [concatenate_rows([a, a[:1].repeat(rows - n, axis=0)]) for a in arrays]
+            return [out[:n] for out in self._call_rows(padded, constants, resident)]
+        return self._call_rows(arrays, constants, resident)
 
-    def _call_rows(self, arrays, constants) -> list[np.ndarray]:
+    def _call_rows(self, arrays, constants, resident: bool = False) -> list[np.ndarray]:
+        if resident:  # a JAX function's outputs, left on the device
+            return list(self.fn(*arrays, *constants, resident=True))
         try:
             return [np.asarray(out) for out in self.fn(*arrays, *constants)]
         except POINT_ERRORS as error:

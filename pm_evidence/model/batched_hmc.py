@@ -97,10 +97,17 @@ import numpy as np
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.progress import interruption, long_run
 from pm_evidence.core.utils import RHAT_MAX, max_rhat, rhat_by_coordinate
+from pm_evidence.model.backend import stack_on_host, to_device
 from pm_evidence.model.circular_map import find_circular_map
 from pm_evidence.model.compile_mode import without_garbage_collection
 from pm_evidence.model.funnel_map import FUNNEL_OTHERS_MAX_RHAT, fit_funnel_map
-from pm_evidence.model.leapfrog import leapfrog_maps, leapfrog_step, point_acceptance
+from pm_evidence.model.leapfrog import (
+    kinetic_energy,
+    leapfrog_maps,
+    leapfrog_step,
+    metropolis_acceptance,
+    point_acceptance,
+)
 from pm_evidence.model.log_density import LogDensity
 from pm_evidence.model.mapped_density import MappedDensity
 from pm_evidence.model.model_checks import nan_data_names
@@ -387,13 +394,15 @@ def starting_points(target: LogDensity, rng: np.random.Generator, chains: int) -
 
 class HMCState:
     """The chains' positions ``x (c, dim)`` with their log-density and gradient, on
-    ``target``; :func:`hmc_transition` moves it."""
+    ``target``; :func:`hmc_transition` moves it (by replacing the arrays, never by writing
+    into them). Where the transitions run on JAX's device, the arrays are JAX's, there."""
 
     def __init__(self, target: LogDensity, x: np.ndarray):
         self.target = target
         self.function = target.terms_grad_function  # x (n, dim) -> log p0, log L, gradients
         self.x = x
         self.log_f, self.grad = self._evaluate(x)
+        self._metric_rows = None  # (the metric, its rows on the device): metric_rows
 
     def copy(self) -> HMCState:
         """The same points, without evaluating them again (a transition moves the copy)."""
@@ -405,11 +414,23 @@ class HMCState:
             self.log_f,
             self.grad,
         )
+        other._metric_rows = self._metric_rows
         return other
 
     def _evaluate(self, x):
         with np.errstate(invalid="ignore", over="ignore"):
             return _log_f_and_grad(self.function, x)
+
+    def metric_rows(self, metric: Metric) -> tuple:
+        """``(scales (c, dim), per-chain factors or nothing)`` of ``metric`` as the fused
+        function reads them (:func:`fused_leapfrog_function`), on the device: sent once per
+        metric and kept for the transitions after, not sent again with every call."""
+        if self._metric_rows is None or self._metric_rows[0] is not metric:
+            rows = [np.broadcast_to(metric.scale, self.x.shape)]
+            if metric.kind == "per chain":
+                rows.append(metric.factor)
+            self._metric_rows = (metric, tuple(to_device(np.ascontiguousarray(r)) for r in rows))
+        return self._metric_rows[1]
 
 
 def _log_f_and_grad(function, x):
@@ -469,22 +490,29 @@ def _gradient(terms):
 
 
 def fused_leapfrog_function(target: LogDensity, kind: str):
-    """``CHUNK_STEPS`` leapfrog steps (:func:`~pm_evidence.model.leapfrog.leapfrog_step`) of one point as a PyTensor
-    ``scan``, compiled by JAX and mapped over the chains
-    (``LogDensity.compile_point_rows``): up to
-    ``CHUNK_STEPS`` steps of every chain in one call on the device, the positions, momenta
-    and gradients staying there between steps.
+    """Up to ``CHUNK_STEPS`` leapfrog steps (:func:`~pm_evidence.model.leapfrog.leapfrog_step`)
+    of one point as a PyTensor ``scan``, with the transition's first half kick before them
+    and its Metropolis test after them where the chunk begins or ends the transition,
+    compiled by JAX and mapped over the chains (``LogDensity.compile_point_rows``): a
+    transition of ``L`` steps is ``ceil(L / CHUNK_STEPS)`` calls on the device, and the
+    chains' positions, momenta and gradients stay there between calls and between
+    transitions (:func:`hmc_transition`).
 
-    Its rows are ``(x, p, log f, grad, start, diverged, accepted, h0, eps, scale)``, with
-    each chain's ``factor`` after them for the metric ``kind`` ``"per chain"``
-    (``Metric.kind``); ``accepted`` is the sum of
-    :func:`~pm_evidence.model.leapfrog.point_acceptance` over the steps so far, from the
-    energy ``h0``. Its constants are ``(n_active, last)``, after the one ``factor`` of the
-    kind ``"dense"`` (sent once a call, not once a chain): steps ``i >= n_active`` leave
-    everything as it is (a trajectory of ``L`` steps is ``ceil(L / CHUNK_STEPS)`` calls),
-    and step ``last`` kicks by half (``-1``: none in this chunk). Built once per model and
-    metric kind; ``None``
-    on Numba, where the adapter moved to Numba, and in a funnel's coordinates
+    Its rows are ``(x0, log f0, grad0, x, p, log f, grad, diverged, accepted, h0, u, eps,
+    scale)``, with each chain's ``factor`` after them for the metric ``kind`` ``"per
+    chain"`` (``Metric.kind``): the chain's state ``x0`` (where a divergence moves the point
+    back to), the trajectory's point so far, ``accepted`` the sum of
+    :func:`~pm_evidence.model.leapfrog.point_acceptance` over its steps from the energy
+    ``h0``, and ``u`` the chain's uniform of the Metropolis test. Its constants are
+    ``(n_active, last, begin, finish)``, after the one ``factor`` of the kind ``"dense"``
+    (sent once a call, not once a chain): steps ``i >= n_active`` leave everything as it is,
+    step ``last`` kicks by half (``-1``: none in this chunk); ``begin`` (1 or 0) takes ``p``
+    as the momentum drawn for the transition and starts the trajectory at ``x0`` (its energy
+    ``h0`` and first half kick computed here), ``finish`` ends it with the Metropolis test,
+    which replaces ``x0``, ``log f0`` and ``grad0`` by the trajectory's end where it is
+    accepted. The outputs are the rows ``(x0, log f0, grad0, x, p, log f, grad, diverged,
+    accepted, h0)`` and the acceptance probability. Built once per model and metric kind;
+    ``None`` on Numba, where the adapter moved to Numba, and in a funnel's coordinates
     (:class:`~pm_evidence.model.mapped_density.MappedDensity`, whose steps are NumPy's)."""
     if not isinstance(target, LogDensity) or not target.backend.is_jax:
         return None
@@ -502,19 +530,28 @@ def _build_fused_leapfrog(target: LogDensity, kind: str):
     import pytensor.tensor as pt
 
     dim = target.dim
-    names = ("x", "p", "grad", "start", "scale")
-    x, p, grad, start, scale = (pt.vector(name, shape=(dim,)) for name in names)
-    log_f, eps, h0 = pt.scalar("log_f"), pt.scalar("eps"), pt.scalar("h0")
-    accepted = pt.scalar("accepted")
-    diverged = pt.scalar("diverged", dtype="bool")
+    names = ("x0", "grad0", "x", "p", "grad", "scale")
+    x0, grad0, x_in, p_in, grad_in, scale = (pt.vector(name, shape=(dim,)) for name in names)
+    log_f0, log_f_in, eps = pt.scalar("log_f0"), pt.scalar("log_f"), pt.scalar("eps")
+    accepted_in, h0_in, u = pt.scalar("accepted"), pt.scalar("h0"), pt.scalar("u")
+    diverged_in = pt.scalar("diverged", dtype="bool")
     factor = None if kind == "diagonal" else pt.matrix("factor", shape=(dim, dim))
-    n_active, last = pt.scalar("n_active", dtype="int64"), pt.scalar("last", dtype="int64")
+    n_active, last, begin, finish = (
+        pt.scalar(name, dtype="int64") for name in ("n_active", "last", "begin", "finish")
+    )
     move, kick = leapfrog_maps(scale, factor, eps)
+    starting = pt.eq(begin, 1)
+    h0 = pt.switch(starting, kinetic_energy(pt, p_in) - log_f0, h0_in)
+    carried_in = (
+        pt.switch(starting, x0, x_in), pt.switch(starting, p_in + kick(grad0, 0.5), p_in),
+        pt.switch(starting, log_f0, log_f_in), pt.switch(starting, grad0, grad_in),
+        pt.and_(diverged_in, pt.eq(begin, 0)), pt.switch(starting, 0.0, accepted_in),
+    )  # fmt: skip
 
     def body(i, x, p, log_f, grad, diverged, accepted):
         fraction = pt.switch(pt.eq(i, last), 0.5, 1.0)
         x_new, p_new, terms, diverged_new = leapfrog_step(
-            pt, target.symbolic_point_terms_with_grad, _gradient, move, kick, x, p, start,
+            pt, target.symbolic_point_terms_with_grad, _gradient, move, kick, x, p, x0,
             diverged, fraction,
         )  # fmt: skip
         log_f_new, grad_new = terms[0] + terms[1], _gradient(terms)
@@ -525,40 +562,54 @@ def _build_fused_leapfrog(target: LogDensity, kind: str):
         return [pt.switch(active, new, old) for new, old in zip(stepped, carried, strict=True)]
 
     steps = pytensor.scan(
-        body, sequences=[pt.arange(CHUNK_STEPS, dtype="int64")],
-        outputs_info=[x, p, log_f, grad, diverged, accepted], n_steps=CHUNK_STEPS,
-        return_updates=False,
+        body, sequences=[pt.arange(CHUNK_STEPS, dtype="int64")], outputs_info=list(carried_in),
+        n_steps=CHUNK_STEPS, return_updates=False,
     )  # fmt: skip
-    outputs = [s[-1] for s in steps]
-    rows = [x, p, log_f, grad, start, diverged, accepted, h0, eps, scale]
+    x, p, log_f, grad, diverged, accepted = (s[-1] for s in steps)
+    ending = pt.eq(finish, 1)
+    accept_prob, diverged_end = metropolis_acceptance(
+        pt, h0, p, log_f, diverged, DIVERGENCE_ENERGY
+    )
+    take = ending & (u < accept_prob) & ~diverged_end
+    outputs = [
+        pt.switch(take, x, x0), pt.switch(take, log_f, log_f0), pt.switch(take, grad, grad0),
+        x, p, log_f, grad, pt.switch(ending, diverged_end, diverged), accepted, h0,
+        pt.switch(ending, accept_prob, 0.0),
+    ]  # fmt: skip
+    rows = [x0, log_f0, grad0, x_in, p_in, log_f_in, grad_in, diverged_in, accepted_in, h0_in]
+    rows += [u, eps, scale]
+    constants = [n_active, last, begin, finish]
     if kind == "per chain":
-        return target.compile_point_rows([*rows, factor], outputs, [n_active, last])
+        return target.compile_point_rows([*rows, factor], outputs, constants)
     shared = [] if factor is None else [factor]
-    return target.compile_point_rows(rows, outputs, [*shared, n_active, last])
+    return target.compile_point_rows(rows, outputs, [*shared, *constants])
 
 
-def _fused_leapfrog(
-    function, state: HMCState, p, h0, eps: np.ndarray, metric: Metric, n_steps: int
+def _fused_chunks(
+    function, state: HMCState, p, h0, u, eps: np.ndarray, metric: Metric, n_steps: int,
+    *, begin: bool, finish: bool, resident: bool,
 ):  # fmt: skip
-    """:func:`_numpy_leapfrog`'s steps in chunks of ``CHUNK_STEPS`` steps, each one call of
-    ``function`` (:func:`fused_leapfrog_function`)."""
-    x, log_f, grad = state.x, state.log_f, state.grad
-    diverged = np.zeros(x.shape[0], dtype=bool)
-    accepted = np.zeros(x.shape[0])
-    energy = accepted if h0 is None else h0  # the statistic is summed in the graph either way
-    scale = np.broadcast_to(metric.scale, x.shape)
-    factor = () if metric.factor is None else (metric.factor,)
-    per_chain, shared = (factor, ()) if metric.kind == "per chain" else ((), factor)
+    """``n_steps`` leapfrog steps of every chain in chunks of ``CHUNK_STEPS`` steps, each one
+    call of ``function`` (:func:`fused_leapfrog_function`), the first beginning the transition
+    where ``begin`` and the last ending it where ``finish``; every row stays on the device
+    between the calls, and after them where ``resident``. Returns the function's outputs."""
+    c = state.x.shape[0]
+    rows = [state.x, state.log_f, state.grad, state.x, p, state.log_f, state.grad,
+            np.zeros(c, dtype=bool), np.zeros(c), h0, u]  # fmt: skip
+    scale, *per_chain = state.metric_rows(metric)
+    shared = (metric.factor,) if metric.kind == "dense" else ()
     done = 0
     while done < n_steps:
         n_active = min(CHUNK_STEPS, n_steps - done)
-        last = n_active - 1 if done + n_active == n_steps else -1
-        x, p, log_f, grad, diverged, accepted = function(
-            x, p, log_f, grad, state.x, diverged, accepted, energy, eps, scale, *per_chain,
-            constants=(*shared, np.int64(n_active), np.int64(last)),
+        ends = done + n_active == n_steps
+        outputs = function(
+            *rows, eps, scale, *per_chain, resident=resident or not ends,
+            constants=(*shared, np.int64(n_active), np.int64(n_active - 1 if ends else -1),
+                       np.int64(begin and done == 0), np.int64(finish and ends)),
         )  # fmt: skip
+        rows = [*outputs[:10], u]
         done += n_active
-    return x, p, log_f, grad, diverged, None if h0 is None else accepted / n_steps
+    return outputs
 
 
 def leapfrog_trajectory(
@@ -574,10 +625,16 @@ def leapfrog_trajectory(
     Numba one call per step, with ``maps``, the chains' ``leapfrog_maps`` where the caller has
     them already."""
     fused = fused_leapfrog_function(state.target, metric.kind)
-    if fused is not None:
-        return _fused_leapfrog(fused, state, p, h0, eps, metric, n_steps)
-    maps = maps or leapfrog_maps(metric.scale, metric.factor, eps[:, None])
-    return _numpy_leapfrog(state, p, h0, maps, n_steps)
+    if fused is None:
+        maps = maps or leapfrog_maps(metric.scale, metric.factor, eps[:, None])
+        return _numpy_leapfrog(state, p, h0, maps, n_steps)
+    energy = np.zeros(state.x.shape[0]) if h0 is None else h0  # summed in the graph either way
+    outputs = _fused_chunks(
+        fused, state, p, energy, np.zeros_like(energy), eps, metric, n_steps, begin=False,
+        finish=False, resident=False,
+    )  # fmt: skip
+    x, p, log_f, grad, diverged, accepted = outputs[3:9]
+    return x, p, log_f, grad, diverged, None if h0 is None else accepted / n_steps
 
 
 def hmc_transition(
@@ -589,24 +646,38 @@ def hmc_transition(
     trajectory's points (:func:`leapfrog_trajectory`), the statistic tuning adapts to
     (``None`` where ``along`` is false: the kept transitions do without it).
 
-    The leapfrog steps are :func:`~pm_evidence.model.leapfrog.leapfrog_step`: on Numba one call of the compiled function
-    per step, with a few NumPy operations on ``(c, dim)`` arrays (each a microsecond or two on
-    a small model, as long as the call); on JAX ``CHUNK_STEPS`` steps per call on the device
-    (:func:`fused_leapfrog_function`). The momentum, the energies and the Metropolis test are
-    the same NumPy code for both."""
-    maps = leapfrog_maps(metric.scale, metric.factor, eps[:, None])  # once per transition
+    The momenta ``p ~ N(0, I)`` and the uniforms of the Metropolis test are drawn from
+    ``rng`` first, in that order, the same on both engines. On Numba the leapfrog steps are one
+    call of the compiled function per step, with a few NumPy operations on ``(c, dim)``
+    arrays (each a microsecond or two on a small model, as long as the call), and the
+    energies and the Metropolis test are NumPy's
+    (:func:`~pm_evidence.model.leapfrog.metropolis_acceptance`). On JAX the whole transition
+    runs on the device, ``CHUNK_STEPS`` steps per call (:func:`fused_leapfrog_function`), and
+    the chains' state stays there (``state.x``, ``state.log_f`` and ``state.grad`` are then
+    JAX's arrays): only the returned statistics, ``c`` numbers each, come to the host."""
+    c = state.x.shape[0]
     p = rng.standard_normal(state.x.shape)
-    h0 = 0.5 * np.sum(p * p, axis=1) - state.log_f
+    u = rng.random(c)
+    fused = fused_leapfrog_function(state.target, metric.kind)
+    if fused is not None:
+        outputs = _fused_chunks(
+            fused, state, p, np.zeros(c), u, eps, metric, n_steps, begin=True, finish=True,
+            resident=True,
+        )  # fmt: skip
+        state.x, state.log_f, state.grad = outputs[:3]
+        accept_prob, diverged = np.asarray(outputs[10]), np.asarray(outputs[7])
+        return accept_prob, diverged, np.asarray(outputs[8]) / n_steps if along else None
+    maps = leapfrog_maps(metric.scale, metric.factor, eps[:, None])  # once per transition
+    h0 = kinetic_energy(np, p) - state.log_f
     with np.errstate(invalid="ignore", over="ignore"):
         p = p + maps[1](state.grad, 0.5)
         x, p, log_f, grad, diverged, along = leapfrog_trajectory(
             state, p, h0 if along else None, eps, metric, n_steps, maps
         )
-        h1 = 0.5 * np.sum(p * p, axis=1) - log_f
-        energy_error = h1 - h0
-        diverged = diverged | ~np.isfinite(energy_error) | (energy_error > DIVERGENCE_ENERGY)
-        accept_prob = np.where(diverged, 0.0, np.exp(np.minimum(0.0, -energy_error)))
-    take = (rng.random(x.shape[0]) < accept_prob) & ~diverged
+        accept_prob, diverged = metropolis_acceptance(
+            np, h0, p, log_f, diverged, DIVERGENCE_ENERGY
+        )
+    take = (u < accept_prob) & ~diverged
     state.x = np.where(take[:, None], x, state.x)
     state.log_f = np.where(take, log_f, state.log_f)
     state.grad = np.where(take[:, None], grad, state.grad)
@@ -774,16 +845,16 @@ def _advance(run, description: str) -> None:
 def _kept(rng, state, eps, metric, length, settings, tally: _Tally, run, description):
     """``settings.draws`` transitions of every chain with the tuned kernel: the draws
     ``(chain, draw, dim)``, their statistics added to ``tally``."""
-    kept = np.empty((settings.chains, settings.draws, state.x.shape[1]))
-    for t in range(settings.draws):
+    kept = []
+    for _ in range(settings.draws):
         accept, diverged, _, n_steps = _step(rng, state, eps, metric, length, settings, along=False)
         tally.evaluations += settings.chains * n_steps
-        kept[:, t] = state.x
+        kept.append(state.x)  # on the device where the transitions run there: one copy at the end
         tally.accept += float(np.mean(accept))
         tally.leapfrog += n_steps
         tally.divergences += int(diverged.sum())
         _advance(run, description)
-    return kept
+    return np.ascontiguousarray(np.swapaxes(stack_on_host(kept), 0, 1))
 
 
 def _worth_extending(kept: np.ndarray) -> bool:
@@ -905,9 +976,9 @@ def _sample(
             tally.evaluations += c * n_steps
             eps = averaging.update(along)
             if first <= t < ends[-1]:
-                window.append(state.x.copy())
+                window.append(state.x)  # a transition replaces state.x, never changes it
             if t + 1 in ends[1:]:  # the end of a slow window: new scales, restart averaging
-                metric, length = window_estimates(np.asarray(window))
+                metric, length = window_estimates(stack_on_host(window))
                 window = []
                 eps = _initial_step_size(rng, state, metric)
                 averaging = _DualAveraging(eps, settings.target_accept)

@@ -21,7 +21,9 @@ import math
 
 import numpy as np
 
-__all__ = ["leapfrog_maps", "leapfrog_step", "point_acceptance"]
+__all__ = [
+    "kinetic_energy", "leapfrog_maps", "leapfrog_step", "metropolis_acceptance", "point_acceptance",
+]  # fmt: skip
 
 
 def leapfrog_maps(scale, factor, e):
@@ -83,3 +85,20 @@ def point_acceptance(xp, h0, p, kick, gradient, log_f, diverged):
     energy = 0.5 * xp.sum(p_point * p_point, axis=-1) - log_f
     accept = xp.exp(xp.minimum(0.0, h0 - energy))
     return xp.where(diverged | ~xp.isfinite(energy), 0.0, accept)
+
+
+def kinetic_energy(xp, p):
+    """``|p|^2 / 2`` of each row (or of one point's momentum), over ``xp`` as
+    :func:`leapfrog_step`: the energy is ``H = kinetic_energy(p) - log f(x)``."""
+    return 0.5 * xp.sum(p * p, axis=-1)
+
+
+def metropolis_acceptance(xp, h0, p, log_f, diverged, divergence_energy: float):
+    r"""The acceptance probability ``min(1, exp(H_0 - H_L))`` of a trajectory's end (``p`` its
+    momentum after the last half kick, ``log f`` its log density) and whether it diverged:
+    a trajectory that left the finite numbers, or whose energy error ``H_L - H_0`` is not
+    finite or exceeds ``divergence_energy``, diverged and is accepted with probability 0.
+    Over ``xp`` as :func:`leapfrog_step`. Returns ``(acceptance probability, diverged)``."""
+    energy_error = (kinetic_energy(xp, p) - log_f) - h0
+    diverged = diverged | ~xp.isfinite(energy_error) | (energy_error > divergence_energy)
+    return xp.where(diverged, 0.0, xp.exp(xp.minimum(0.0, -energy_error))), diverged

@@ -18,7 +18,7 @@ import pm_evidence as pme
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import RHAT_MAX, max_rhat
 from pm_evidence.model import batched_hmc
-from pm_evidence.model.backend import Backend
+from pm_evidence.model.backend import Backend, is_on_device
 from pm_evidence.model.batched_hmc import (
     DENSE_CONDITION,
     EXTEND_RHAT,
@@ -87,7 +87,8 @@ def test_a_transition_is_the_same_on_both_engines(correlated_regression, metric_
     ``CHUNK_STEPS`` steps in one call each (trajectories shorter than, equal to and longer than
     a chunk) give Numba's transition up to rounding, divergences included (a step size that
     overflows the positions of some chains), with a diagonal metric, one dense factor, and one
-    dense factor per chain."""
+    dense factor per chain. On JAX the whole transition runs on the device and the chains'
+    state stays there from one transition to the next; only the statistics come back."""
     pytest.importorskip("jax")
     model = correlated_regression[0]
     dense = metric_kind != "diagonal"
@@ -111,9 +112,14 @@ def test_a_transition_is_the_same_on_both_engines(correlated_regression, metric_
             p = np.random.default_rng(n_steps).standard_normal(x0.shape)
             h0 = 0.5 * np.sum(p * p, axis=1) - state.log_f
             trajectories.append(batched_hmc.leapfrog_trajectory(state, p, h0, eps, metric, n_steps))
-            accept, diverged, along = batched_hmc.hmc_transition(
-                np.random.default_rng(n_steps), state, eps, metric, n_steps
-            )
+            rng = np.random.default_rng(n_steps)
+            for _ in range(2):  # the second from the first's state, on the device on JAX
+                accept, diverged, along = batched_hmc.hmc_transition(
+                    rng, state, eps, metric, n_steps
+                )
+                assert is_on_device(state.x) is (target is jax)
+                assert is_on_device(state.grad) is (target is jax)
+                assert not any(is_on_device(a) for a in (accept, diverged, along))
             moved.append((state.x, state.log_f, state.grad, accept, diverged, along))
         # the trajectories themselves: the overflowing chain moved back to its start, flagged
         # there, and evaluated there (its log f and gradient those of its start)
@@ -329,6 +335,29 @@ def test_a_trajectory_that_overflows_diverges_alone_and_is_never_evaluated(monke
     assert finite_inputs and all(finite_inputs)
     assert 0 < stats.divergences < settings.chains * settings.draws
     assert np.all(np.isfinite(draws)) and np.all(draws[..., 0] < 1.5)
+
+
+def test_the_device_state_in_blocks_is_the_state_in_one_call(correlated_regression):
+    """On JAX with fewer rows a call than chains (blocks of 4 for 6 chains: a full block and
+    a padded one), the chains' state is joined on the device, and the transitions are those
+    of one call on every chain."""
+    pytest.importorskip("jax")
+    model = correlated_regression[0]
+    x0 = np.random.default_rng(4).normal(0.0, 0.3, size=(6, 4))
+    metric = batched_hmc.Metric(np.full((6, 4), 0.2))
+    eps = np.full(6, 0.1)
+    moved = []
+    for block_size in (None, 4):
+        target = LogDensity(model, backend="jax", block_size=block_size)
+        state = batched_hmc.HMCState(target, x0.copy())
+        rng = np.random.default_rng(7)
+        for n_steps in (3, batched_hmc.CHUNK_STEPS + 2):
+            accept, _, _ = batched_hmc.hmc_transition(rng, state, eps, metric, n_steps)
+        assert is_on_device(state.x)
+        moved.append((np.asarray(state.x), np.asarray(state.log_f), accept))
+    for a, b in zip(*moved, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
 
 
 @pytest.mark.parametrize(
