@@ -17,7 +17,7 @@ from arviz_stats.base import array_stats
 import pm_evidence as pme
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import RHAT_MAX, max_rhat
-from pm_evidence.model import batched_hmc
+from pm_evidence.model import batched_hmc, hmc_chains
 from pm_evidence.model.backend import Backend, is_on_device
 from pm_evidence.model.batched_hmc import (
     DENSE_CONDITION,
@@ -93,8 +93,8 @@ def test_a_transition_is_the_same_on_both_engines(correlated_regression, metric_
     model = correlated_regression[0]
     dense = metric_kind != "diagonal"
     numba, jax = (LogDensity.for_model(model, backend=b) for b in ("numba", "jax"))
-    assert batched_hmc.fused_leapfrog_function(numba, metric_kind) is None
-    assert batched_hmc.fused_leapfrog_function(jax, metric_kind) is not None
+    assert hmc_chains.fused_leapfrog_function(numba, metric_kind) is None
+    assert hmc_chains.fused_leapfrog_function(jax, metric_kind) is not None
     rng = np.random.default_rng(2)
     x0 = rng.normal(0.0, 0.3, size=(6, 4))
     factor = np.linalg.cholesky(np.full((4, 4), 0.5) + 0.5 * np.eye(4)) if dense else None
@@ -103,18 +103,18 @@ def test_a_transition_is_the_same_on_both_engines(correlated_regression, metric_
             np.linalg.cholesky(np.full((4, 4), r) + (1.0 - r) * np.eye(4))
             for r in (-0.3, -0.1, 0.0, 0.3, 0.6, 0.9)
         ])  # fmt: skip
-    metric = batched_hmc.Metric(np.full((6, 4), 0.2), factor)
+    metric = hmc_chains.Metric(np.full((6, 4), 0.2), factor)
     eps = np.array([0.01, 0.05, 0.1, 0.3, np.inf, 0.02])  # one chain's positions overflow
-    for n_steps in (1, batched_hmc.CHUNK_STEPS, batched_hmc.CHUNK_STEPS + 3):
+    for n_steps in (1, hmc_chains.CHUNK_STEPS, hmc_chains.CHUNK_STEPS + 3):
         moved, trajectories = [], []
         for target in (numba, jax):
-            state = batched_hmc.HMCState(target, x0.copy())
+            state = hmc_chains.HMCState(target, x0.copy())
             p = np.random.default_rng(n_steps).standard_normal(x0.shape)
             h0 = 0.5 * np.sum(p * p, axis=1) - state.log_f
-            trajectories.append(batched_hmc.leapfrog_trajectory(state, p, h0, eps, metric, n_steps))
+            trajectories.append(hmc_chains.leapfrog_trajectory(state, p, h0, eps, metric, n_steps))
             rng = np.random.default_rng(n_steps)
             for _ in range(2):  # the second from the first's state, on the device on JAX
-                accept, diverged, along = batched_hmc.hmc_transition(
+                accept, diverged, along = hmc_chains.hmc_transition(
                     rng, state, eps, metric, n_steps
                 )
                 assert is_on_device(state.x) is (target is jax)
@@ -143,9 +143,9 @@ def test_a_transition_is_the_same_on_both_engines(correlated_regression, metric_
         np.testing.assert_allclose(g_a, g_b, rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(acc_a, acc_b, rtol=1e-9, atol=1e-12)
     # the kept transitions do without the statistic (a few NumPy operations fewer a step)
-    state = batched_hmc.HMCState(numba, x0.copy())
+    state = hmc_chains.HMCState(numba, x0.copy())
     rng = np.random.default_rng(0)
-    assert batched_hmc.hmc_transition(rng, state, eps, metric, 2, along=False)[2] is None
+    assert hmc_chains.hmc_transition(rng, state, eps, metric, 2, along=False)[2] is None
 
 
 def test_same_seed_same_draws(correlated_regression):
@@ -344,15 +344,15 @@ def test_the_device_state_in_blocks_is_the_state_in_one_call(correlated_regressi
     pytest.importorskip("jax")
     model = correlated_regression[0]
     x0 = np.random.default_rng(4).normal(0.0, 0.3, size=(6, 4))
-    metric = batched_hmc.Metric(np.full((6, 4), 0.2))
+    metric = hmc_chains.Metric(np.full((6, 4), 0.2))
     eps = np.full(6, 0.1)
     moved = []
     for block_size in (None, 4):
         target = LogDensity(model, backend="jax", block_size=block_size)
-        state = batched_hmc.HMCState(target, x0.copy())
+        state = hmc_chains.HMCState(target, x0.copy())
         rng = np.random.default_rng(7)
-        for n_steps in (3, batched_hmc.CHUNK_STEPS + 2):
-            accept, _, _ = batched_hmc.hmc_transition(rng, state, eps, metric, n_steps)
+        for n_steps in (3, hmc_chains.CHUNK_STEPS + 2):
+            accept, _, _ = hmc_chains.hmc_transition(rng, state, eps, metric, n_steps)
         assert is_on_device(state.x)
         moved.append((np.asarray(state.x), np.asarray(state.log_f), accept))
     for a, b in zip(*moved, strict=True):
