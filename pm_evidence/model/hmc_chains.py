@@ -70,7 +70,7 @@ class HMCState:
         self.function = target.terms_grad_function  # x (n, dim) -> log p0, log L, gradients
         self.x = x
         self.log_f, self.grad = self._evaluate(x)
-        self._metric_rows = None  # (the metric, its rows on the device): metric_rows
+        self._metric_rows = None  # (the metric, its rows, its constants): on the device
 
     def copy(self) -> HMCState:
         """The same points, without evaluating them again (a transition moves the copy)."""
@@ -89,16 +89,20 @@ class HMCState:
         with np.errstate(invalid="ignore", over="ignore"):
             return _log_f_and_grad(self.function, x)
 
-    def metric_rows(self, metric: Metric) -> tuple:
-        """``(scales (c, dim), per-chain factors or nothing)`` of ``metric`` as the fused
-        function reads them (:func:`fused_leapfrog_function`), on the device: sent once per
-        metric and kept for the transitions after, not sent again with every call."""
+    def metric_on_device(self, metric: Metric) -> tuple[tuple, tuple]:
+        """``metric`` as the fused function reads it (:func:`fused_leapfrog_function`), on
+        the device: its rows (the scales ``(c, dim)``, and each chain's factor for the kind
+        ``"per chain"``) and its constants (the one factor of the kind ``"dense"``), sent
+        once per metric and kept for the transitions after it, not sent with every call."""
         if self._metric_rows is None or self._metric_rows[0] is not metric:
             rows = [np.broadcast_to(metric.scale, self.x.shape)]
-            if metric.kind == "per chain":
-                rows.append(metric.factor)
-            self._metric_rows = (metric, tuple(to_device(np.ascontiguousarray(r)) for r in rows))
-        return self._metric_rows[1]
+            per_chain = metric.kind == "per chain"
+            factor = () if metric.factor is None else (metric.factor,)
+            rows += factor if per_chain else ()
+            placed = [tuple(to_device(np.ascontiguousarray(a)) for a in arrays)
+                      for arrays in (rows, () if per_chain else factor)]  # fmt: skip
+            self._metric_rows = (metric, *placed)
+        return self._metric_rows[1:]
 
 
 def _log_f_and_grad(function, x):
@@ -265,8 +269,7 @@ def _fused_chunks(
     c = state.x.shape[0]
     rows = [state.x, state.log_f, state.grad, state.x, p, state.log_f, state.grad,
             np.zeros(c, dtype=bool), np.zeros(c), h0, u]  # fmt: skip
-    scale, *per_chain = state.metric_rows(metric)
-    shared = (metric.factor,) if metric.kind == "dense" else ()
+    (scale, *per_chain), shared = state.metric_on_device(metric)
     done = 0
     while done < n_steps:
         n_active = min(CHUNK_STEPS, n_steps - done)
