@@ -285,7 +285,7 @@ def _fused_chunks(
 
 
 def leapfrog_trajectory(
-    state: HMCState, p, h0, eps: np.ndarray, metric: Metric, n_steps: int, maps=None
+    state: HMCState, p, h0, eps: np.ndarray, metric: Metric, n_steps: int
 ):  # fmt: skip
     """``n_steps`` leapfrog steps (:func:`~pm_evidence.model.leapfrog.leapfrog_step`) of every
     chain from ``state`` and the half-kicked momenta ``p``, with per-chain step sizes ``eps
@@ -294,11 +294,10 @@ def leapfrog_trajectory(
     starting energy ``h0`` (:func:`~pm_evidence.model.leapfrog.point_acceptance`; ``None``
     where ``h0`` is).
     On JAX in chunks of ``CHUNK_STEPS`` steps per call (:func:`fused_leapfrog_function`), on
-    Numba one call per step, with ``maps``, the chains' ``leapfrog_maps`` where the caller has
-    them already."""
+    Numba one call per step."""
     fused = fused_leapfrog_function(state.target, metric.kind)
     if fused is None:
-        maps = maps or leapfrog_maps(metric.scale, metric.factor, eps[:, None])
+        maps = leapfrog_maps(metric.scale, metric.factor, eps[:, None])
         return _numpy_leapfrog(state, p, h0, maps, n_steps)
     energy = np.zeros(state.x.shape[0]) if h0 is None else h0  # summed in the graph either way
     outputs = _fused_chunks(
@@ -343,8 +342,8 @@ def hmc_transition(
     h0 = kinetic_energy(np, p) - state.log_f
     with np.errstate(invalid="ignore", over="ignore"):
         p = p + maps[1](state.grad, 0.5)
-        x, p, log_f, grad, diverged, along = leapfrog_trajectory(
-            state, p, h0 if along else None, eps, metric, n_steps, maps
+        x, p, log_f, grad, diverged, along = _numpy_leapfrog(
+            state, p, h0 if along else None, maps, n_steps
         )
         accept_prob, diverged = metropolis_acceptance(
             np, h0, p, log_f, diverged, DIVERGENCE_ENERGY
