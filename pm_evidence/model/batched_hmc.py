@@ -59,7 +59,10 @@ still on their way between modes, and the scales before the first window are the
 most 1 (:func:`spread_of`). Where the kept draws' largest R-hat is above 1.01 but at most
 ``EXTEND_RHAT`` (chains that almost agree: slow mixing, not separate modes), the chains go on
 with the tuned kernel for another ``draws`` transitions, at most ``max_extensions`` times
-(``draws_extensions`` in the statistics). Where the draws show a funnel, some coordinates' scale
+(``draws_extensions`` in the statistics). Where some chains are stuck far below the best one
+(:func:`lagging_chains`: their ``log f`` never meets its, and the mass near them is more
+than ``LAGGING_GAP`` nats below the mass near it), every chain runs again from the best
+chain's draws (``draws_restarted``). Where the draws show a funnel, some coordinates' scale
 following another's (:mod:`pm_evidence.model.funnel_map`), the chains are run again, from
 their last draws, in coordinates where it is gone (a partial non-centering learned from the
 draws; where those chains still disagree, once more with the map fitted again to their
@@ -79,7 +82,7 @@ sampler's own statistics (:class:`BatchedHMCStats`) go on the result.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -100,13 +103,16 @@ __all__ = [
     "DENSE_DRAWS_PER_DIM",
     "EXTEND_RHAT",
     "FUNNEL_RUNS",
+    "LAGGING_GAP",
     "START_CANDIDATES",
     "VARIANCE_OVER_MEDIAN",
     "BatchedHMCSettings",
     "BatchedHMCStats",
     "adaptation_windows",
+    "best_chain_starts",
     "chain_factors",
     "finite_prior_points",
+    "lagging_chains",
     "sample_batched_hmc",
     "spread_of",
     "starting_points",
@@ -144,6 +150,10 @@ CHAINS_APART_RHAT = FUNNEL_OTHERS_MAX_RHAT
 # where two more extensions took about 3; measured: docs/benchmarks.rst). Chains in different
 # modes give R-hat far above it, and more draws would not bring them together.
 EXTEND_RHAT = 1.05
+# A chain near which the mass (read as a normal's) is this far below the mass near the best
+# chain, their draws' log f apart, is stuck (lagging_chains): every chain runs again from
+# the best chain's draws. A mode of e^-10 of the best one's mass is a negligible share of it.
+LAGGING_GAP = 10.0
 START_CANDIDATES = 256  # prior draws searched for starts where the jittered start is not finite
 # Draws per chain where the chains are many (an accelerator: BatchedHMCSettings.sized): enough
 # for each chain's halves in split R-hat.
@@ -260,6 +270,10 @@ class BatchedHMCStats:
     circular_map : str
         The periodic coordinates moved on circles
         (:meth:`~pm_evidence.model.circular_map.CircularMap.describe`); ``"none"`` otherwise.
+    restarted : bool
+        Whether the draws were made again with every chain started at the best chain's
+        draws (:func:`lagging_chains`; the other statistics are then the second run's, but
+        ``evaluations`` both runs').
     """
 
     chains: int
@@ -274,6 +288,7 @@ class BatchedHMCStats:
     extensions: int = 0
     funnel_map: str = "none"
     circular_map: str = "none"
+    restarted: bool = False
 
     def diagnostics(self) -> dict:
         """The statistics as result diagnostics (``draws_*`` keys)."""
@@ -291,6 +306,7 @@ class BatchedHMCStats:
             "draws_extensions": self.extensions,
             "draws_funnel_map": self.funnel_map,
             "draws_circular_map": self.circular_map,
+            "draws_restarted": self.restarted,
         }
 
 
@@ -512,6 +528,7 @@ class _Tally:
     accept: float = 0.0  # the chains' mean acceptance probability, summed over transitions
     leapfrog: int = 0
     divergences: int = 0
+    log_f: list = field(default_factory=list)  # each kept transition's log f, (chains,)
 
 
 def _advance(run, description: str) -> None:
@@ -529,6 +546,7 @@ def _kept(rng, state, eps, metric, length, settings, tally: _Tally, run, descrip
         accept, diverged, _, n_steps = _step(rng, state, eps, metric, length, settings, along=False)
         tally.evaluations += settings.chains * n_steps
         kept.append(state.x)  # on the device where the transitions run there: one copy at the end
+        tally.log_f.append(state.log_f)
         tally.accept += float(np.mean(accept))
         tally.leapfrog += n_steps
         tally.divergences += int(diverged.sum())
@@ -543,6 +561,46 @@ def _worth_extending(kept: np.ndarray) -> bool:
     not)."""
     rhat, _ = max_rhat(kept)
     return bool(RHAT_MAX < rhat <= EXTEND_RHAT)
+
+
+def lagging_chains(kept: np.ndarray, log_f: np.ndarray) -> bool:
+    r"""Whether the draws ``(chain, draw, dim)`` hold chains stuck far below the best one,
+    from their ``log f`` ``(chain, draw)``. The best chain has the highest median ``log f``;
+    a chain lags where both
+
+    * its draws' ``log f`` never meets the best chain's (its 95th percentile below the best
+      chain's 5th): chains of one stationary distribution share the distribution of
+      ``log f``, whatever modes they sit in;
+    * the mass near it is more than ``LAGGING_GAP`` nats below the mass near the best chain,
+      each read as a normal's, ``m_c = \overline{\log f_c} + \tfrac12 \log |\Sigma_c|``
+      (``Sigma_c`` the chain's covariance): a mode lower in ``f`` but as much wider (a mode
+      pressed against a bound of the support, in the unconstrained coordinates) holds as much
+      mass and is not lagging.
+
+    Chains started where a narrow mode is missing (the two-planet orbit's joint mode, where
+    the exploration's particles held one planet or none) drift in regions of ``f`` tens of
+    nats lower and stay there; no tuning brings them to the mode, and R-hat, which weighs
+    one chain among sixteen lightly, misses a lone one. Never where a chain holds fewer draws
+    than twice the dimension (its covariance is not estimated)."""
+    chains, n, dim = kept.shape
+    if chains < 2 or n < 2 * dim:
+        return False
+    median = np.median(log_f, axis=1)
+    best = int(np.argmax(median))
+    low, high = np.percentile(log_f, [5.0, 95.0], axis=1)
+    log_det = np.array([np.linalg.slogdet(np.atleast_2d(np.cov(k, rowvar=False)))[1] for k in kept])
+    mass = np.mean(log_f, axis=1) + 0.5 * log_det
+    lagging = (high < low[best]) & (mass < mass[best] - LAGGING_GAP)
+    return bool(np.any(np.nan_to_num(lagging, nan=False)))
+
+
+def best_chain_starts(kept: np.ndarray, log_f: np.ndarray) -> np.ndarray:
+    """One start per chain from the draws ``(chain, draw, dim)`` of the chain with the highest
+    median ``log f`` (``log_f (chain, draw)``): its draws spaced evenly over its second
+    half."""
+    best = kept[int(np.argmax(np.median(log_f, axis=1)))]
+    n = best.shape[0]
+    return best[np.linspace(n // 2, n - 1, kept.shape[0]).astype(int)]
 
 
 def sample_batched_hmc(
@@ -580,14 +638,21 @@ def sample_batched_hmc(
         sampled, names = MappedDensity(target, circle), circle.sampler_names(names)
         starts, in_model = circle.to_map(starts), circle.to_model
     first_scale = spread_of(starts) if given else None
-    kept, stats = _sample(
+    kept, stats, log_f = _sample(
         sampled, rng, settings, starts, progressbar, description, in_model, first_scale
     )
+    if lagging_chains(kept, log_f):  # again, every chain from the best chain's draws
+        restarts = best_chain_starts(kept, log_f)
+        kept, again, _ = _sample(
+            sampled, rng, settings, restarts, progressbar,
+            f"{description} from the best chain", in_model, spread_of(restarts),
+        )  # fmt: skip
+        stats = replace(again, evaluations=stats.evaluations + again.evaluations, restarted=True)
     funnel = fit_funnel_map(kept) if settings.funnel_map else None
     for run in range(FUNNEL_RUNS):  # again, in the funnel's coordinates, from the last draws
         if funnel is None:
             break
-        mapped, mapped_stats = _sample(
+        mapped, mapped_stats, _ = _sample(
             MappedDensity(sampled, funnel), rng, settings, funnel.to_map(kept[:, -1]),
             progressbar, f"{description} in funnel coordinates",
             lambda y, funnel=funnel: in_model(funnel.to_model(y)),
@@ -637,7 +702,7 @@ def _sample(
     their extensions, decided by the R-hat of the draws as the model's points (``in_model``:
     the sampler's coordinates to the model's). ``first_scale (dim,)``: the metric's scales
     before tuning's first estimate (:func:`spread_of`; 1 where not given). Returns
-    ``(draws, stats)``."""
+    ``(draws, stats, the draws' log f (chain, draw))``."""
     c = settings.chains
     state = HMCState(target, np.array(starts, dtype=float))
     scale = np.ones(target.dim) if first_scale is None else first_scale
@@ -677,4 +742,4 @@ def _sample(
         divergences=tally.divergences, evaluations=tally.evaluations, dense_metric=metric.dense,
         extensions=extensions,
     )  # fmt: skip
-    return kept, stats
+    return kept, stats, np.ascontiguousarray(stack_on_host(tally.log_f).T)

@@ -22,6 +22,7 @@ from pm_evidence.model.backend import Backend, is_on_device
 from pm_evidence.model.batched_hmc import (
     DENSE_CONDITION,
     EXTEND_RHAT,
+    LAGGING_GAP,
     VARIANCE_OVER_MEDIAN,
     BatchedHMCSettings,
     adaptation_windows,
@@ -502,3 +503,50 @@ def test_auto_starts_its_draws_at_the_exploration(normal_mean_case):
     assert ev.diagnostics["draws_starts"] == "the exploration's particles"
     ev = pme.bridge_sampling(normal_mean_case.model, random_seed=3, progressbar=False)
     assert ev.diagnostics["draws_starts"] == "PyMC's initial point, jittered"
+
+
+def test_chains_stuck_far_below_the_best_run_again_from_its_draws():
+    """A narrow mode beside a wide one holding a millionth of the mass (``e^-13.8``), with a
+    barrier between them: 15 chains started in the wide mode stay there. Their ``log f`` never
+    meets that of the one chain started in the narrow mode, and the mass near them is more
+    than ``LAGGING_GAP`` below its, so every chain runs again from that chain's draws
+    (``draws_restarted``): the draws then have the posterior's mean, 0, not 4.7."""
+    with pm.Model() as model:
+        x = pm.Normal("x", 0.0, 100.0, shape=2)
+        narrow = pm.logp(pm.Normal.dist(0.0, 0.05), x).sum()
+        wide = np.log(1e-6) + pm.logp(pm.Normal.dist(5.0, 1.0), x).sum()
+        pm.Potential("modes", pt.logaddexp(narrow, wide))
+    starts = np.vstack([np.zeros((1, 2)), np.full((15, 2), 5.0)])
+    draws, stats = sample_batched_hmc(
+        as_target(model), np.random.default_rng(3), progressbar=False, starts=starts
+    )
+    assert stats.restarted and stats.diagnostics()["draws_restarted"]
+    assert np.all(np.abs(draws.reshape(-1, 2).mean(axis=0)) < 0.02)
+    kept = np.stack([np.zeros((8, 2)), np.full((8, 2), 5.0)])
+    log_f = np.stack([np.full(8, -1.0), np.full(8, -20.0)])
+    np.testing.assert_array_equal(batched_hmc.best_chain_starts(kept, log_f), np.zeros((2, 2)))
+
+
+def test_chains_that_meet_in_log_f_or_hold_as_much_mass_are_not_restarted(
+    correlated_regression,
+):
+    """Chains whose ``log f`` overlaps (one distribution, or modes of one height), whose
+    medians are less than ``LAGGING_GAP`` apart, or that sit lower in ``f`` but as much
+    wider (as much mass near them), are left as they are."""
+    rng = np.random.default_rng(0)
+    kept = rng.normal(0.0, 1.0, size=(16, 100, 2))
+    one = rng.normal(-10.0, 2.0, size=(16, 100))
+    assert not batched_hmc.lagging_chains(kept, one)
+    wide = one.copy()
+    wide[3] = rng.normal(-10.0 - 1.5 * LAGGING_GAP, 10.0, size=100)  # far, but they meet
+    assert not batched_hmc.lagging_chains(kept, wide)
+    stuck = one.copy()
+    stuck[3] = rng.normal(-10.0 - 1.5 * LAGGING_GAP, 0.5, size=100)
+    assert batched_hmc.lagging_chains(kept, stuck)
+    wider = kept.copy()
+    wider[3] *= np.exp(0.75 * LAGGING_GAP)  # the same mass: lower in f, as much wider
+    assert not batched_hmc.lagging_chains(wider, stuck)
+    _, stats = sample_batched_hmc(
+        as_target(correlated_regression[0]), np.random.default_rng(1), progressbar=False
+    )
+    assert not stats.restarted
