@@ -591,7 +591,7 @@ def lagging_chains(kept: np.ndarray, log_f: np.ndarray) -> bool:
     log_det = np.array([np.linalg.slogdet(np.atleast_2d(np.cov(k, rowvar=False)))[1] for k in kept])
     mass = np.mean(log_f, axis=1) + 0.5 * log_det
     lagging = (high < low[best]) & (mass < mass[best] - LAGGING_GAP)
-    return bool(np.any(np.nan_to_num(lagging, nan=False)))
+    return bool(np.any(lagging))  # a NaN mass compares False: not lagging
 
 
 def best_chain_starts(kept: np.ndarray, log_f: np.ndarray) -> np.ndarray:
