@@ -82,7 +82,7 @@ def point_acceptance(xp, h0, p, kick, gradient, log_f, diverged):
     |p_l|^2 / 2 - log f(x_l)``; 0 where the chain diverged or the energy is not finite. Over
     ``xp`` (NumPy rows, or PyTensor) as :func:`leapfrog_step`."""
     p_point = p + kick(gradient, 0.5)
-    energy = 0.5 * xp.sum(p_point * p_point, axis=-1) - log_f
+    energy = kinetic_energy(xp, p_point) - log_f
     accept = xp.exp(xp.minimum(0.0, h0 - energy))
     return xp.where(diverged | ~xp.isfinite(energy), 0.0, accept)
 

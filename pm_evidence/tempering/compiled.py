@@ -48,7 +48,7 @@ import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
 
 from pm_evidence.model.compile_mode import without_garbage_collection
-from pm_evidence.model.leapfrog import leapfrog_maps, leapfrog_step
+from pm_evidence.model.leapfrog import kinetic_energy, leapfrog_maps, leapfrog_step
 from pm_evidence.tempering.path import GeometricPath, PathState
 
 __all__ = [
@@ -121,11 +121,8 @@ def _transition(inputs: dict, scale, terms_at, n_leapfrog: int, scan: bool = Fal
     def grad(gp0, gd):
         return gp0 + pt.shape_padright(beta) * gd
 
-    def kinetic(p):
-        return 0.5 * pt.sum(p**2, axis=-1)
-
     move, kick = leapfrog_maps(pt.shape_padright(eps) * scale, None, 1.0)
-    current_h = kinetic(momentum) - log_f(log_p0, delta)
+    current_h = kinetic_energy(pt, momentum) - log_f(log_p0, delta)
     p = momentum + kick(grad(g_p0, g_delta), 0.5)
     x_new, diverged = x, pt.zeros_like(log_p0, dtype="bool")
 
@@ -153,7 +150,7 @@ def _transition(inputs: dict, scale, terms_at, n_leapfrog: int, scan: bool = Fal
                 1.0 if leap < n_leapfrog - 1 else 0.5, x_new, p, diverged
             )
     lp0_new, d_new, gp0_new, gd_new = terms
-    log_ratio = current_h - (kinetic(p) - log_f(lp0_new, d_new))
+    log_ratio = current_h - (kinetic_energy(pt, p) - log_f(lp0_new, d_new))
     finite = pt.isfinite(log_ratio) & ~diverged
     accept = finite & (log_u < pt.switch(finite, log_ratio, -np.inf))
     take = pt.shape_padright(accept)
