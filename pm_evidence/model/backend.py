@@ -23,7 +23,8 @@ that a run compiles a few times, not once per batch size. Arrays are float64 thr
 A JAX function's outputs can stay where they were computed (``resident=True``): a sampler
 that calls it again on them (batched HMC's chains, :mod:`pm_evidence.model.batched_hmc`)
 moves no positions between the host and the device, only what it reads
-(:func:`is_on_device`, :func:`concatenate_rows`, :func:`stack_on_host`).
+(:func:`is_on_device`, :func:`concatenate_rows`, :func:`select_rows`, :func:`put_rows`,
+:func:`take_rows`, :func:`rows_changed`, :func:`rows_on_host`, :func:`stack_on_host`).
 """
 
 from __future__ import annotations
@@ -47,12 +48,18 @@ __all__ = [
     "concatenate_rows",
     "is_on_device",
     "jax_device",
+    "padded_index",
+    "put_rows",
     "register_jax_cholesky_inverse",
     "register_jax_identity",
     "resolve_backend",
+    "rows_changed",
+    "rows_on_host",
     "rows_per_call",
     "sees_accelerator",
+    "select_rows",
     "stack_on_host",
+    "take_rows",
     "to_device",
     "unsupported_operation_error",
 ]
@@ -239,6 +246,98 @@ def concatenate_rows(arrays):
 
         return jnp.concatenate(arrays)
     return np.concatenate(arrays)
+
+
+def _on_device_any(arrays) -> bool:
+    return any(a is not None and is_on_device(a) for a in arrays)
+
+
+@cache
+def _row_functions():
+    """The row operations of :func:`take_rows`, :func:`put_rows` and :func:`select_rows` on
+    JAX's device, each one jitted call over a tuple of arrays (``None`` entries kept): one
+    dispatch where eager indexing of every array cost a millisecond or two of Python each."""
+    import jax
+    import jax.numpy as jnp
+
+    def take(arrays, idx):
+        return tuple(None if a is None else a[idx] for a in arrays)
+
+    def put(wholes, idx, parts):
+        return tuple(
+            None if w is None else w.at[idx].set(p) for w, p in zip(wholes, parts, strict=True)
+        )
+
+    def select(mask, news, olds):
+        return tuple(
+            None if o is None else jnp.where(mask.reshape(-1, *[1] * (o.ndim - 1)), n, o)
+            for n, o in zip(news, olds, strict=True)
+        )
+
+    return jax.jit(take), jax.jit(put), jax.jit(select)
+
+
+def take_rows(arrays: tuple, idx: np.ndarray) -> tuple:
+    """The rows ``idx`` of every array of ``arrays`` (``None`` kept), where the arrays are: a
+    gather on JAX's device for arrays there (a sampler's resampling)."""
+    if _on_device_any(arrays):
+        return _row_functions()[0](tuple(arrays), idx)
+    return tuple(None if a is None else a[idx] for a in arrays)
+
+
+def put_rows(wholes: tuple, idx: np.ndarray, parts: tuple) -> tuple:
+    """Copies of ``wholes`` with their rows ``idx`` replaced by ``parts``' (``None`` kept),
+    where ``wholes`` are."""
+    if _on_device_any(wholes):
+        return _row_functions()[1](tuple(wholes), idx, tuple(parts))
+    out = []
+    for whole, rows in zip(wholes, parts, strict=True):
+        if whole is not None:
+            whole = whole.copy()
+            whole[idx] = rows
+        out.append(whole)
+    return tuple(out)
+
+
+def select_rows(mask: np.ndarray, news: tuple, olds: tuple) -> tuple:
+    """For every pair of arrays, ``new``'s rows where ``mask (n,)`` holds and ``old``'s
+    elsewhere (``None`` kept where ``old`` is ``None``), where the arrays are (on JAX's device
+    where one of them is there): a sampler's accepted moves."""
+    if _on_device_any(news) or _on_device_any(olds):
+        return _row_functions()[2](mask, tuple(news), tuple(olds))
+    return tuple(
+        None if o is None else np.where(mask.reshape(-1, *[1] * (o.ndim - 1)), n, o)
+        for n, o in zip(news, olds, strict=True)
+    )
+
+
+def padded_index(idx: np.ndarray) -> np.ndarray:
+    """``idx`` lengthened to a power of two by repeating its first entry: JAX compiles a
+    gather or a scatter once per length of its index, and a sampler's counts (the particles
+    that moved, the candidates kept) take many values; padded, they take a few. Rows read at
+    the repeated entries are the first one's, and written there, the same values."""
+    n = idx.size
+    if n == 0:
+        return idx
+    return np.concatenate([idx, np.full((1 << (n - 1).bit_length()) - n, idx[0])])
+
+
+def rows_on_host(array, idx: np.ndarray) -> np.ndarray:
+    """The rows ``idx`` of ``array`` as a NumPy array: gathered on the device where ``array``
+    is there (the index padded: :func:`padded_index`) and copied in one transfer."""
+    if not is_on_device(array):
+        return array[idx]
+    return np.asarray(take_rows((array,), padded_index(idx))[0])[: idx.size]
+
+
+def rows_changed(new, old) -> np.ndarray:
+    """Which rows of ``new`` differ from ``old``'s in some entry, as a NumPy vector (computed
+    where the arrays are; only the flags come to the host)."""
+    if is_on_device(new) or is_on_device(old):
+        import jax.numpy as jnp
+
+        return np.asarray(jnp.any(new != old, axis=1))
+    return np.any(new != old, axis=1)
 
 
 def stack_on_host(arrays) -> np.ndarray:

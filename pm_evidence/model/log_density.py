@@ -481,6 +481,13 @@ class LogDensity:
         g = self._graphs
         return vectorize_batched(g.with_grads(), g.x, x_batch)
 
+    def symbolic_point_terms(self, x_point):
+        """``(log_prior, log_lik)`` as symbolic graphs of one point ``x_point (dim,)``, as
+        :meth:`symbolic_point_terms_with_grad` without the gradients (a point's values where
+        they cost less alone: :attr:`values_apart`)."""
+        g = self._graphs
+        return graph_replace([g.log_prior, g.log_lik], {g.x: x_point}, strict=False)
+
     def symbolic_point_terms_with_grad(self, x_point):
         """``(log_prior, log_lik, grad log_prior, grad log_lik)`` as symbolic graphs of one
         point ``x_point (dim,)``, for larger functions built around the model's log-density

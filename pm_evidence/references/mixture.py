@@ -239,6 +239,23 @@ class MixtureReference(Reference):
         df = np.float64(np.inf if self.df is None else self.df)
         return self._log_norms, self.means, self._chol_inverses, df
 
+    def padded_graph_parameters(self, n_components: int):
+        """:meth:`graph_parameters` of ``n_components >= K`` components, those past the
+        ``K``-th of zero weight (``log w = -inf``, the identity's factor): the same density, so
+        that a function compiled for a number of components serves every mixture of fewer (a
+        device compiles once per shape of its inputs)."""
+        log_norms, means, chol_invs, df = self.graph_parameters()
+        extra = n_components - self.n_components
+        if extra < 0:
+            raise ValueError(f"{n_components} components cannot hold {self.n_components}.")
+        eye = np.broadcast_to(np.eye(self.dim), (extra, self.dim, self.dim))
+        return (
+            np.concatenate([log_norms, np.full(extra, -np.inf)]),
+            np.concatenate([means, np.zeros((extra, self.dim))]),
+            np.concatenate([chol_invs, eye]),
+            df,
+        )
+
     @staticmethod
     def graph_logpdf(x, log_norms, means, chol_invs, df):
         z = pt.einsum("nkd,ked->nke", x[:, None, :] - means[None], chol_invs)

@@ -11,6 +11,7 @@ import numpy as np
 from scipy import optimize
 
 from pm_evidence.core.utils import log_sum_exp
+from pm_evidence.model.backend import rows_on_host
 from pm_evidence.references import (
     MixtureReference,
 )
@@ -74,20 +75,26 @@ TERM_SEARCH_STARTS = 64
 TERM_SEARCH_ITERATIONS = 200
 
 
-def kept_candidates(candidates, state: PathState, fitted: MixtureReference):
+def kept_candidates(candidates, state: PathState, fitted: MixtureReference, log_q=None):
     """``candidates (x, log_f, log_w)`` with the points of ``state`` added and the
     ``MAX_MODE_CANDIDATES`` of largest ``log_w = log f - log q`` kept: ``log f = log p0 + Delta``
-    the posterior density, ``q`` the mixture ``fitted`` at the points' rung. ``log_w`` is a
-    point's importance weight for the posterior against what the particles had covered: large
-    where the posterior is denser than the fit expects, as at a mode few particles visited."""
-    log_f = state.log_p0 + state.delta
-    log_w = log_f - fitted.logpdf(state.x)
-    fresh = np.isfinite(log_w)
-    x = np.concatenate([candidates[0], state.x[fresh]])
+    the posterior density, ``q`` the mixture ``fitted`` at the points' rung (``log_q``: its
+    density at the points, where the caller has it). ``log_w`` is a point's importance weight
+    for the posterior against what the particles had covered: large where the posterior is
+    denser than the fit expects, as at a mode few particles visited. Of particles kept on the
+    device only the rows kept come to the host."""
+    log_f = np.asarray(state.log_p0) + np.asarray(state.delta)
+    log_w = log_f - (fitted.logpdf(state.x) if log_q is None else log_q)
+    fresh = np.flatnonzero(np.isfinite(log_w))
     log_f = np.concatenate([candidates[1], log_f[fresh]])
     log_w = np.concatenate([candidates[2], log_w[fresh]])
     kept = np.argsort(log_w)[::-1][:MAX_MODE_CANDIDATES]
-    return x[kept], log_f[kept], log_w[kept]
+    earlier = candidates[0].shape[0]
+    old, new = kept < earlier, kept >= earlier
+    x = np.empty((kept.size, candidates[0].shape[1]))
+    x[old] = candidates[0][kept[old]]
+    x[new] = rows_on_host(state.x, fresh[kept[new] - earlier])
+    return x, log_f[kept], log_w[kept]
 
 
 class NegativeLogDensity:

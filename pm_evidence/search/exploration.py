@@ -101,6 +101,7 @@ from pm_evidence.core.utils import (
     pareto_khat,
     renamed_module_names,
 )
+from pm_evidence.model.backend import rows_changed
 from pm_evidence.model.log_density import LogDensity
 from pm_evidence.references import (
     MixtureReference,
@@ -127,7 +128,7 @@ from pm_evidence.search.coverage import (  # moved there: the old imports keep w
     compare_coverage,
     occupancy_jumps,
 )
-from pm_evidence.search.jumps import cross_fitted_jumps
+from pm_evidence.search.jumps import cross_fitted_jumps, mixture_density
 from pm_evidence.search.missed_mass import MissedMass, deferred_for_missed_mass
 from pm_evidence.search.mixtures import (  # moved there: the old imports keep working
     ADAPTED_ESS,  # noqa: F401 (moved; old imports)
@@ -142,8 +143,13 @@ from pm_evidence.search.mixtures import (  # moved there: the old imports keep w
     with_lost_components,
     with_mirror_images,
 )
-from pm_evidence.tempering.kernels import adapt_step_size, make_kernel, transition
-from pm_evidence.tempering.path import GeometricPath, PathState
+from pm_evidence.tempering.kernels import (
+    adapt_step_size,
+    make_kernel,
+    resident_chains,
+    transition,
+)
+from pm_evidence.tempering.path import GeometricPath, PathState, state_on_device, state_on_host
 from pm_evidence.tempering.pilot import smc_step, take
 
 __all__ = [
@@ -789,7 +795,8 @@ def local_moves(rng, path, kernel, walk: Walk, beta: float, n_moves: int, fitted
         moved += n
         log_step = adapt_step_size(log_step, accepted.mean(), kernel.target_accept)
         if fitted is not None:
-            candidates = kept_candidates(candidates, state, fitted)
+            log_q = mixture_density(path, fitted, state.x)
+            candidates = kept_candidates(candidates, state, fitted, log_q)
     n_eval = walk.n_eval + n * n_moves * kernel.evaluations_per_step
     return Walk(state, log_step, moved, candidates, n_eval)
 
@@ -818,13 +825,14 @@ def sweep(rng, path, kernel, options: ExplorationOptions, walk: Walk, beta: floa
     gradient_once = kernel.needs_grad and not path.via_gradient
     state, rate, q, n_jumps = cross_fitted_jumps(
         rng, path, walk.state, beta, kernel.needs_grad, fit, options.n_jumps, remembered,
-        memory, gradient_once=gradient_once,
+        memory, gradient_once=gradient_once, fit_points=JUMP_FIT_POINTS,
     )  # fmt: skip
     n_eval = walk.n_eval + state.x.shape[0] * n_jumps
     if gradient_once and n_jumps > 1:
-        n_eval += int(np.any(state.x != walk.state.x, axis=1).sum())
+        n_eval += int(rows_changed(state.x, walk.state.x).sum())
     fitted = pooled(*q)
-    candidates = kept_candidates(walk.candidates, state, fitted)
+    log_q = mixture_density(path, fitted, state.x)
+    candidates = kept_candidates(walk.candidates, state, fitted, log_q)
     jumped = Walk(state, walk.log_step, walk.moved, candidates, n_eval)
     return local_moves(rng, path, kernel, jumped, beta, options.n_moves, fitted), rate, q
 
@@ -900,6 +908,9 @@ def _explore(
     betas, acceptance, mixtures, k, rate = [0.0], [], [], 1, np.nan
     remembered = None
     walk = tune_at_prior(rng, path, kernel, walk)
+    resident = resident_chains(kernel, path)
+    if resident:  # the particles stay on the device from here to the final fit's pool
+        walk = dataclasses.replace(walk, state=state_on_device(walk.state))
 
     with long_run(None, "exploration from the prior (rungs)", progressbar) as bar:
         while True:
@@ -917,7 +928,7 @@ def _explore(
                     f"beta = 1 (at beta = {beta:.3g})."
                 )
             state = walk.state
-            if not np.isfinite(state.delta).any():
+            if not np.isfinite(np.asarray(state.delta)).any():
                 raise RuntimeError(
                     "Every particle of the exploration lies where the likelihood is zero."
                 )
@@ -935,14 +946,16 @@ def _explore(
                 raise KeyboardInterrupt("Interrupted during the exploration; nothing to return.")
         # more draws at beta = 1 for the final fit: a covariance from 512 points is noisy in
         # 20 dimensions (measured: docs/benchmarks.rst, Measurements behind the defaults)
-        pool, pool_log_f = [walk.state.x], [walk.state.log_p0 + walk.state.delta]
-        for _ in range(options.n_final_sweeps):
-            walk, rate, fits = sweep(
-                rng, path, kernel, options, walk, 1.0, rate, k, remembered, memory
-            )
-            pool.append(walk.state.x)
-            pool_log_f.append(walk.state.log_p0 + walk.state.delta)
-    state, candidates, n_eval = walk.state, walk.candidates, walk.n_eval
+        pool, pool_log_f = [], []
+        for final in range(options.n_final_sweeps + 1):
+            if final:
+                walk, rate, fits = sweep(
+                    rng, path, kernel, options, walk, 1.0, rate, k, remembered, memory
+                )
+            pool.append(np.asarray(walk.state.x))  # to the host: the final fit's points
+            pool_log_f.append(np.asarray(walk.state.log_p0) + np.asarray(walk.state.delta))
+    state = state_on_host(walk.state) if resident else walk.state
+    candidates, n_eval = walk.candidates, walk.n_eval
     last_rungs = mixtures[-2:-4:-1]
     fit = _final_fit(target, rng, path, options, k, pool, pool_log_f, candidates, last_rungs)
     n_eval += fit.n_evaluations

@@ -16,52 +16,71 @@ from __future__ import annotations
 
 import numpy as np
 
+from pm_evidence.model.backend import (
+    is_on_device,
+    padded_index,
+    put_rows,
+    rows_changed,
+    rows_on_host,
+    select_rows,
+    take_rows,
+)
 from pm_evidence.references import MixtureReference
 from pm_evidence.search.mixtures import pooled
+from pm_evidence.tempering.compiled import device_evaluation, device_mixture_density
 from pm_evidence.tempering.path import PathState, tempered_log_density
 from pm_evidence.tempering.pilot import take
 
-__all__ = ["JUMPS_PER_PARTICLE", "cross_fitted_jumps"]
+__all__ = ["JUMPS_PER_PARTICLE", "cross_fitted_jumps", "evaluated", "mixture_density"]
 
 # A rung's jumps are repeated until the particles have made this many accepted jumps each, on
 # average (at most ExplorationOptions.n_jumps jumps).
 JUMPS_PER_PARTICLE = 3.0
 
 
+def evaluated(path, x, with_grad: bool, resident: bool) -> PathState:
+    """The path at points ``x`` (NumPy's or JAX's): with ``resident`` (the particles are kept
+    on the device) computed there and left there; by the path otherwise."""
+    on_device = device_evaluation(path, with_grad) if resident else None
+    return path.evaluate(x, with_grad=with_grad) if on_device is None else on_device(x)
+
+
+def mixture_density(path, q: MixtureReference, x) -> np.ndarray:
+    """``q.logpdf(x)`` as a NumPy vector, computed on the device for points kept there."""
+    on_device = device_mixture_density(path.target, q) if is_on_device(x) else None
+    return q.logpdf(x) if on_device is None else on_device(x)
+
+
 def _jump(rng, path, state: PathState, beta: float, q: MixtureReference, with_grad,
           log_q_state: np.ndarray | None = None):  # fmt: skip
     """One independent Metropolis-Hastings move of every particle from ``q``; ``log_q_state``:
     ``q.logpdf(state.x)`` where the caller holds it. Returns the moved state, the acceptance
-    rate and ``q.logpdf`` at the moved particles."""
-    proposal = path.evaluate(q.sample(rng, state.x.shape[0]), with_grad=with_grad)
+    rate and ``q.logpdf`` at the moved particles.
+
+    Where the particles are kept on the device, the proposals are drawn on the host (from the
+    run's generator), evaluated there and merged there; the test itself reads the particles'
+    and the proposals' values (vectors) on the host."""
+    x_new = q.sample(rng, state.x.shape[0])
+    proposal = evaluated(path, x_new, with_grad, is_on_device(state.x))
     if log_q_state is None:
-        log_q_state = q.logpdf(state.x)
-    log_q_proposal = q.logpdf(proposal.x)
-    log_target_new = tempered_log_density(proposal.log_p0, proposal.delta, beta)
-    log_target_old = tempered_log_density(state.log_p0, state.delta, beta)
+        log_q_state = mixture_density(path, q, state.x)
+    log_q_proposal = q.logpdf(x_new)
+    log_target_new = tempered_log_density(
+        np.asarray(proposal.log_p0), np.asarray(proposal.delta), beta
+    )
+    log_target_old = tempered_log_density(np.asarray(state.log_p0), np.asarray(state.delta), beta)
     log_ratio = log_target_new - log_target_old + log_q_state - log_q_proposal
     with np.errstate(invalid="ignore"):
         accept = np.log(rng.random(log_ratio.size)) < np.where(
             np.isfinite(log_target_new), log_ratio, -np.inf
         )
-    merged = PathState(
-        *(None if a is None else np.where(accept.reshape(-1, *[1] * (a.ndim - 1)), b, a)
-          for a, b in zip(state, proposal, strict=True))
-    )  # fmt: skip
+    merged = PathState(*select_rows(accept, tuple(proposal), tuple(state)))
     return merged, float(accept.mean()), np.where(accept, log_q_proposal, log_q_state)
 
 
 def _put(state: PathState, idx: np.ndarray, part: PathState) -> PathState:
-    """``state`` with the rows ``idx`` replaced by ``part``."""
-    fields = []
-    for whole, rows in zip(state, part, strict=True):
-        if whole is None:
-            fields.append(None)
-            continue
-        whole = whole.copy()
-        whole[idx] = rows
-        fields.append(whole)
-    return PathState(*fields)
+    """``state`` with the rows ``idx`` replaced by ``part`` (where ``state`` is)."""
+    return PathState(*put_rows(tuple(state), idx, tuple(part)))
 
 
 def cross_fitted_jumps(
@@ -76,6 +95,7 @@ def cross_fitted_jumps(
     memory: MixtureReference | None = None,
     *,
     gradient_once: bool = False,
+    fit_points: int | None = None,
 ):
     """Independent Metropolis-Hastings moves of every particle, each half of the particles
     (split at random) proposed from the mixture fitted to the other half.
@@ -107,11 +127,17 @@ def cross_fitted_jumps(
     last jump, at the particles that moved (one more evaluation each); a single jump takes it
     with the value.
 
-    ``fit(x) -> MixtureReference``. Returns the moved state, the mean acceptance rate, the
+    ``fit(x) -> MixtureReference``, given at most ``fit_points`` of a half's particles (all
+    where ``None``), in random order. Returns the moved state, the mean acceptance rate, the
     first half's mixture and the number of jumps made.
+
+    Particles kept on the device (JAX's arrays: :func:`~pm_evidence.tempering.kernels.resident_chains`)
+    stay there: what comes to the host is the points each half's mixture is fitted to, and each
+    jump's values and densities at the particles (vectors).
     """
     halves = np.array_split(rng.permutation(state.x.shape[0]), 2)
-    mixtures = [fit(state.x[half]) for half in halves]
+    # each half's points to the host for its fit (at most ``fit_points`` of them)
+    mixtures = [fit(rows_on_host(state.x, half[:fit_points])) for half in halves]
     if memory is None and all(q.n_components == 1 for q in mixtures):
         # one jump from the fitted normals where both halves' fits are single normals (a
         # unimodal posterior): the jumps then only refresh the particles within one mode,
@@ -140,9 +166,11 @@ def cross_fitted_jumps(
             accepted += rate * moving.size
         rates.append(accepted / state.x.shape[0])
     if later:
-        moved = np.flatnonzero(np.any(state.x != start.x, axis=1))
-        landed = state.x[moved]
+        moved = np.flatnonzero(rows_changed(state.x, start.x))
+        resident = is_on_device(state.x)
+        if resident:  # a few index lengths, not one per count (the repeats write the same rows)
+            moved = padded_index(moved)
         state = start if not moved.size else _put(
-            start, moved, path.evaluate(landed, with_grad=True)
+            start, moved, evaluated(path, take_rows((state.x,), moved)[0], True, resident)
         )  # fmt: skip
     return state, float(np.mean(rates)), mixtures, len(rates)

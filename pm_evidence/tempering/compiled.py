@@ -47,6 +47,7 @@ import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
 
+from pm_evidence.model.backend import concatenate_rows, is_on_device, to_device
 from pm_evidence.model.compile_mode import without_garbage_collection
 from pm_evidence.model.leapfrog import kinetic_energy, leapfrog_maps, leapfrog_step
 from pm_evidence.tempering.path import GeometricPath, PathState
@@ -57,6 +58,8 @@ __all__ = [
     "MAX_COMPILED_LEAPFROG",
     "TEMPERING_CHUNK_SWEEPS",
     "annealing_function",
+    "device_evaluation",
+    "device_mixture_density",
     "hmc_transition_function",
     "symbolic_tempered_log_density",
     "tempering_function",
@@ -272,10 +275,103 @@ def _bind(path: GeometricPath, n_leapfrog: int) -> Callable | None:
                 f"A fused HMC transition needs every array with the {n} rows of x; got "
                 f"{[np.shape(a) for a in rows]}."
             )
-        outs = fn(*rows, constants=(path.step_scale, *parameters))
-        return PathState(*outs[:5]), outs[5].astype(bool), outs[6].astype(bool)
+        # a state on the device (a sampler's chains between calls) stays there; what comes
+        # back is each point's acceptance and non-finite flag
+        resident = is_on_device(state.x)
+        outs = fn(*rows, constants=(path.step_scale, *parameters), resident=resident)
+        flags = (np.asarray(o).astype(bool) for o in outs[5:7])
+        return PathState(*outs[:5]), *flags
 
     return transition
+
+
+def device_evaluation(path: GeometricPath, with_grad: bool) -> Callable | None:
+    """``x (n, dim) -> PathState`` at new points, computed on the device and left there
+    (JAX's arrays), for a sampler that keeps its chains there
+    (:func:`~pm_evidence.tempering.kernels.resident_chains`): the exploration's jumps evaluate
+    their proposals so. ``x`` may be NumPy's (proposals drawn on the host: sent once) or
+    JAX's. ``None`` off an accelerator and for a reference without a symbolic density.
+    Compiled once per (model, ``with_grad``, reference kind)."""
+    target = path.target
+    if not target.backend.on_accelerator:
+        return None
+    parameters = () if path.is_prior else path.reference.graph_parameters()
+    if parameters is None:
+        return None
+    kind = "prior" if path.is_prior else type(path.reference)
+    key = ("evaluation", with_grad, kind)
+    functions = target.compiled_transitions  # owned by the model's adapter
+    if key not in functions:
+        built = _build_evaluation(path, with_grad, parameters)
+        functions[key] = None if built is None else target.blocked(built)
+    fn = functions[key]
+    if fn is None:
+        return None
+
+    def evaluate(x) -> PathState:
+        x = x if is_on_device(x) else to_device(np.asarray(x, dtype=float))
+        return PathState(x, *fn(x, constants=parameters, resident=True))
+
+    return evaluate
+
+
+@without_garbage_collection()
+def _build_evaluation(path: GeometricPath, with_grad: bool, parameters):
+    """``(log p0, Delta[, grad log p0, grad Delta])`` of one point, compiled by JAX and mapped
+    over rows."""
+    target = path.target
+    x = pt.tensor("x", dtype="float64", shape=(target.dim,))
+    reference_inputs = _parameter_inputs(parameters)
+    if with_grad:
+        terms = _path_terms(path, x, reference_inputs, target.symbolic_point_terms_with_grad(x))
+    else:
+        log_prior, log_lik = target.symbolic_point_terms(x)
+        if path.is_prior:
+            c = path.reference.log_normalizer
+            terms = (log_prior + c, log_lik - c)
+        else:
+            log_p0 = path.reference.graph_logpdf(x[None, :], *reference_inputs)[0]
+            terms = (log_p0, log_prior + log_lik - log_p0)
+    return target.compile_point_rows([x], list(terms), reference_inputs)
+
+
+# Mixtures' components are padded to a multiple of this (device_mixture_density): the density
+# compiles once per such count, not once per mixture.
+MIXTURE_COMPONENT_BUCKET = 8
+
+
+def device_mixture_density(target, mixture) -> Callable | None:
+    """``x (n, dim) -> log q(x)`` of a Gaussian or Student-t mixture
+    (:class:`~pm_evidence.references.MixtureReference`) at points on the device, computed there
+    and returned as a NumPy vector (the points stay): the exploration's jumps and its
+    candidates read a mixture's density at particles kept on the device. ``None`` off an
+    accelerator. The components are padded with empty ones to a multiple of
+    ``MIXTURE_COMPONENT_BUCKET``, so the function compiles for a few counts only."""
+    if not target.backend.on_accelerator:
+        return None
+    key = ("mixture density", mixture.dim)
+    functions = target.compiled_transitions
+    if key not in functions:
+        functions[key] = _build_mixture_density(target, mixture)
+    fn = functions[key]
+    if fn is None:
+        return None
+    k = -(-mixture.n_components // MIXTURE_COMPONENT_BUCKET) * MIXTURE_COMPONENT_BUCKET
+    parameters = mixture.padded_graph_parameters(k)
+
+    def density(x) -> np.ndarray:
+        return np.asarray(fn(x, constants=parameters, resident=True)[0])
+
+    return density
+
+
+@without_garbage_collection()
+def _build_mixture_density(target, mixture):
+    x = pt.tensor("x", dtype="float64", shape=(mixture.dim,))
+    inputs = _parameter_inputs(mixture.graph_parameters())
+    log_q = type(mixture).graph_logpdf(x[None, :], *inputs)[0]
+    built = target.compile_point_rows([x], [log_q], inputs)
+    return None if built is None else target.blocked(built)
 
 
 # Rungs annealed per call on an accelerator (annealing_function): the random numbers of that
@@ -288,17 +384,21 @@ ANNEALING_CHUNK_RUNGS = 8
 ANNEALING_CALL_NUMBERS = 2**25
 
 
-def _in_calls(fn, rows, constants, numbers_per_row: int) -> list[np.ndarray]:
+def _in_calls(fn, rows, constants, numbers_per_row: int) -> list:
     """``fn`` of row-aligned ``rows`` in as many calls as keep the random numbers travelling to
     the device in one call (``numbers_per_row`` a row) at most ``ANNEALING_CALL_NUMBERS``; the
-    outputs joined along the rows."""
+    outputs joined along the rows, left on the device (the caller copies what it reads)."""
     n = rows[0].shape[0]
     per_call = max(1, ANNEALING_CALL_NUMBERS // numbers_per_row)
     parts = [
-        fn(*(r[i : i + per_call] for r in rows), constants=constants)
+        fn(*(r[i : i + per_call] for r in rows), constants=constants, resident=True)
         for i in range(0, n, per_call)
     ]
-    return [np.concatenate(o) for o in zip(*parts, strict=True)]
+    return [o[0] if len(o) == 1 else concatenate_rows(o) for o in zip(*parts, strict=True)]
+
+
+def _on_host(outputs) -> list[np.ndarray]:
+    return [np.asarray(o) for o in outputs]
 
 
 def _device_function(path: GeometricPath, kind: str, n_leapfrog: int, n_steps: int, build):
@@ -325,8 +425,9 @@ def annealing_function(path: GeometricPath, n_leapfrog: int, n_steps: int) -> Ca
     ``ANNEALING_CHUNK_RUNGS`` rungs per call, each ``log w += (beta_k - beta_{k-1}) Delta(x)``
     (seed 000 eq. (8)) and then ``n_steps`` HMC transitions at ``beta_k`` (this module's
     transition, unrolled), the chains' points, gradients and log weights staying on the device
-    between rungs; what comes back per call is the chains' state and, per rung, each chain's
-    ``Delta``, log weight, acceptances and non-finite proposals.
+    between rungs and between calls (the returned state and log weights are JAX's arrays);
+    what comes back per call is, per rung, each chain's ``Delta``, log weight, acceptances and
+    non-finite proposals.
 
     Only where the model runs on an accelerator (``None`` elsewhere, and where the fused
     transition cannot be built: :func:`hmc_transition_function`). The returned
@@ -358,8 +459,10 @@ def annealing_function(path: GeometricPath, n_leapfrog: int, n_steps: int) -> Ca
             active, path.step_scale, *parameters,
         )  # fmt: skip
         outs = _in_calls(fn, rows, constants, chunk * n_steps * dim)
-        final = PathState(*outs[:5])
-        delta_rungs, log_w_rungs, accepted, nonfinite = (o[:, :rungs].T for o in outs[6:])
+        final = PathState(*outs[:5])  # the chains and their log weights stay on the device
+        delta_rungs, log_w_rungs, accepted, nonfinite = (
+            o[:, :rungs].T for o in _on_host(outs[6:])
+        )
         return final, outs[5], delta_rungs, log_w_rungs, accepted, nonfinite.astype(int)
 
     return anneal_rungs
@@ -446,9 +549,9 @@ def tempering_function(path: GeometricPath, n_leapfrog: int, n_steps: int) -> Ca
 
     .. math:: q(\beta_k \mid x) \propto \exp(\beta_k \Delta(x) + \log r_k - \log \hat Z_k)
 
-    (seed 004 eq. (7)) by inverting its cumulative sums at a uniform. The chains' points,
-    gradients and rungs stay on the device between sweeps; what comes back per call is the
-    chains' state and rung, per sweep each chain's ``Delta``, rung, acceptances and non-finite
+    (seed 004 eq. (7)) by inverting its cumulative sums at a uniform. The chains' points and
+    gradients stay on the device between sweeps and between calls (the returned state is
+    JAX's arrays); what comes back per call is the chains' rungs, per sweep each chain's ``Delta``, rung, acceptances and non-finite
     proposals, and, summed over the call's sweeps, each chain's ``q_k``, ``q_k Delta`` and
     ``q_k Delta^2`` (``Delta`` taken as 0 where it is not finite, as on the CPU): the
     Rao-Blackwellized sums of seed 004 eqs. (8)-(9) without the ``n x K`` table of ``q`` of
@@ -486,9 +589,10 @@ def tempering_function(path: GeometricPath, n_leapfrog: int, n_steps: int) -> Ca
                      np.asarray(log_weights, dtype=float), active, path.step_scale,
                      *parameters)  # fmt: skip
         outs = _in_calls(fn, rows, constants, chunk * n_steps * dim)
-        final, new_rung = PathState(*outs[:5]), outs[5].astype(int)
-        q_sum, q_delta_sum, q_delta2_sum = outs[6:9]
-        delta, rungs, accepted, nonfinite = (o[:, :n_sweeps] for o in outs[9:])
+        final = PathState(*outs[:5])  # the chains stay on the device
+        new_rung, q_sum, q_delta_sum, q_delta2_sum, *per_sweep = _on_host(outs[5:])
+        new_rung = new_rung.astype(int)
+        delta, rungs, accepted, nonfinite = (o[:, :n_sweeps] for o in per_sweep)
         return (final, new_rung, delta, rungs.astype(int), accepted, nonfinite.astype(int),
                 q_sum, q_delta_sum, q_delta2_sum)  # fmt: skip
 

@@ -70,6 +70,7 @@ __all__ = [
     "gwg_step",
     "hmc_step",
     "make_kernel",
+    "resident_chains",
     "rwm_step",
     "transition",
 ]
@@ -173,6 +174,20 @@ def transition(
         points_moved >= FUSE_AFTER_POINT_TRANSITIONS or path.target.backend.on_accelerator
     )
     return kernel.step(rng, path, state, beta, step_size, compiled)
+
+
+def resident_chains(kernel: Kernel, path: GeometricPath) -> bool:
+    """Whether a sampler keeps its chains on the device between transitions
+    (:func:`~pm_evidence.tempering.path.state_on_device`): where the model runs on an
+    accelerator and every transition of ``kernel`` is one compiled call there (HMC, whose
+    transition :func:`transition` takes compiled from the first on an accelerator). The
+    sampler then reads from the device only what it needs on the host (``Delta`` for the next
+    ``beta``, the acceptance rates for the step size) and copies its chains back once, at the
+    end."""
+    if kernel.name != "hmc" or not path.target.backend.on_accelerator:
+        return False
+    fused = hmc_transition_function(path, kernel.n_leapfrog)
+    return fused is not None and path.target.backend.on_accelerator  # may move to Numba
 
 
 def device_annealing(kernel: Kernel, path: GeometricPath, n_steps: int) -> Callable | None:

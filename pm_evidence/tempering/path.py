@@ -18,9 +18,10 @@ from typing import NamedTuple
 import numpy as np
 
 from pm_evidence.core.exceptions import EvidenceInputError
+from pm_evidence.model.backend import is_on_device, to_device
 from pm_evidence.references import PriorReference, Reference, Warp3Reference
 
-__all__ = ["GeometricPath", "PathState", "tempered_log_density"]
+__all__ = ["GeometricPath", "PathState", "state_on_device", "state_on_host", "tempered_log_density"]
 
 
 class PathState(NamedTuple):
@@ -31,6 +32,19 @@ class PathState(NamedTuple):
     delta: np.ndarray
     grad_log_p0: np.ndarray | None = None
     grad_delta: np.ndarray | None = None
+
+
+def state_on_device(state: PathState) -> PathState:
+    """``state`` with its arrays on JAX's device, where a sampler keeps its chains between the
+    device's calls (:func:`~pm_evidence.tempering.kernels.resident_chains`); arrays already
+    there stay."""
+    return PathState(*(a if a is None or is_on_device(a) else to_device(a) for a in state))
+
+
+def state_on_host(state: PathState) -> PathState:
+    """``state`` with its arrays as NumPy's: copied from the device, once, at the end of a
+    sampler's run that kept them there."""
+    return PathState(*(None if a is None else np.asarray(a) for a in state))
 
 
 def tempered_log_density(log_p0: np.ndarray, delta: np.ndarray, beta) -> np.ndarray:

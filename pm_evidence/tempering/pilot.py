@@ -27,8 +27,9 @@ from scipy.optimize import brentq
 from pm_evidence.core.options import PILOT_CHAINS
 from pm_evidence.core.progress import long_run
 from pm_evidence.core.utils import kish_ess, log_mean_exp, normalized_weights, warn_user
-from pm_evidence.tempering.kernels import Kernel, adapt_step_size, transition
-from pm_evidence.tempering.path import GeometricPath, PathState
+from pm_evidence.model.backend import take_rows
+from pm_evidence.tempering.kernels import Kernel, adapt_step_size, resident_chains, transition
+from pm_evidence.tempering.path import GeometricPath, PathState, state_on_device, state_on_host
 
 __all__ = [
     "Pilot",
@@ -149,17 +150,19 @@ def smc_step(
         ``log mean w``, this step's term of the SMC estimate of ``log Z`` (seed 000 eq. (8)
         with resampling).
     """
-    finite = np.isfinite(state.delta)
-    new_beta, _ = next_beta(state.delta, beta, ess_fraction)
+    delta = np.asarray(state.delta)  # from the device, where the particles are kept there
+    finite = np.isfinite(delta)
+    new_beta, _ = next_beta(delta, beta, ess_fraction)
     with np.errstate(invalid="ignore"):
-        increment = np.where(finite, (new_beta - beta) * state.delta, -np.inf)
+        increment = np.where(finite, (new_beta - beta) * delta, -np.inf)
     resampled = take(state, systematic_resample(rng, normalized_weights(increment)))
     return resampled, new_beta, float(log_mean_exp(increment))
 
 
 def take(state: PathState, idx: np.ndarray) -> PathState:
-    """The rows ``idx`` of every array of ``state``."""
-    return PathState(*(None if a is None else a[idx] for a in state))
+    """The rows ``idx`` of every array of ``state`` (where the arrays are: a gather on the
+    device for a state kept there)."""
+    return PathState(*take_rows(tuple(state), idx))
 
 
 def run_pilot(
@@ -203,6 +206,9 @@ def run_pilot(
     """
     state = path.sample_reference(rng, n_chains, with_grad=kernel.needs_grad)
     log_step = _initial_log_step_size(kernel, state)
+    resident = resident_chains(kernel, path)
+    if resident:  # the particles stay on the device; Delta and the acceptances come back
+        state = state_on_device(state)
     betas, log_steps, log_zs, delta_sds = [0.0], [], [0.0], []
     n_eval = n_chains
     points_moved = 0  # the pilot is a run of its own (kernels.transition)
@@ -221,8 +227,9 @@ def run_pilot(
                     log_step = adapt_step_size(log_step, accepted.mean(), kernel.target_accept)
             n_eval += steps * n_chains * kernel.evaluations_per_step
             log_steps.append(float(log_step))
-            finite = np.isfinite(state.delta)
-            delta_sds.append(float(np.std(state.delta[finite])) if finite.sum() > 1 else 0.0)
+            delta = np.asarray(state.delta)
+            finite = np.isfinite(delta)
+            delta_sds.append(float(np.std(delta[finite])) if finite.sum() > 1 else 0.0)
             if beta >= 1.0:
                 break
             if len(betas) >= max_rungs:
@@ -245,8 +252,9 @@ def run_pilot(
                 raise KeyboardInterrupt("Interrupted during the pilot run; nothing to return.")
     betas, delta_sds = np.asarray(betas), np.asarray(delta_sds)
     lengths = np.concatenate([[0.0], np.cumsum(step_lengths(betas, delta_sds))])
+    final = state_on_host(state) if resident else state
     return Pilot(
-        betas, lengths, delta_sds, np.asarray(log_steps), np.asarray(log_zs), n_eval, state
+        betas, lengths, delta_sds, np.asarray(log_steps), np.asarray(log_zs), n_eval, final
     )
 
 

@@ -26,9 +26,21 @@ from pm_evidence.core.progress import long_run
 from pm_evidence.core.utils import normalized_weights, renamed_module_names, warn_user
 from pm_evidence.estimators.tempered import rts_log_z
 from pm_evidence.tempering.compiled import ANNEALING_CHUNK_RUNGS, TEMPERING_CHUNK_SWEEPS
-from pm_evidence.tempering.kernels import Kernel, device_annealing, device_tempering, transition
+from pm_evidence.tempering.kernels import (
+    Kernel,
+    device_annealing,
+    device_tempering,
+    resident_chains,
+    transition,
+)
 from pm_evidence.tempering.ladders import Ladder
-from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
+from pm_evidence.tempering.path import (
+    GeometricPath,
+    PathState,
+    state_on_device,
+    state_on_host,
+    tempered_log_density,
+)
 
 __all__ = [
     "AnnealingSamplerSettings",
@@ -205,6 +217,8 @@ def anneal(
                     f"Annealing interrupted at rung {ks.stop - 1} of {n_rungs}; an unfinished "
                     f"annealing run has no estimate of log Z."
                 )
+    if on_device is not None:  # the chains and their weights stayed there between calls
+        state, log_w = state_on_host(state), np.asarray(log_w)
     return AnnealingTrace(
         betas, log_w, delta, log_w_rungs, acceptance, nonfinite, n_eval, state, points_moved
     )
@@ -226,13 +240,16 @@ def sample_at_beta(
     of ``f_beta`` for models NUTS cannot sample); returns the last points."""
     n = state.x.shape[0]
     beta_vec, step_vec = np.full(n, float(beta)), np.full(n, float(step_size))
+    resident = resident_chains(kernel, path)
+    if resident:  # the points stay on the device between transitions
+        state = state_on_device(state)
     with long_run(n_transitions, description, progressbar) as run:
         for t in range(n_transitions):  # a run of its own: t * n points moved before
             state, _, _ = transition(kernel, rng, path, state, beta_vec, step_vec, t * n)
             run.advance()
             if run.interrupted:
                 raise KeyboardInterrupt(f"{description} interrupted; nothing to return.")
-    return state
+    return state_on_host(state) if resident else state
 
 
 # ---------------------------------------------------------------------- simulated tempering
@@ -513,6 +530,8 @@ def temper(
             delta_draws, rung_draws = delta_draws[:, :completed], rung_draws[:, :completed]
             unit_draws = unit_draws[:, :completed]
     acceptance = np.divide(accepted_sum, attempts, out=np.full(n_rungs, np.nan), where=attempts > 0)
+    if on_device is not None:  # the chains stayed there between calls
+        state = state_on_host(state)
     return TemperingTrace(
         betas,
         log_r,

@@ -234,6 +234,21 @@ def _stand_in_gpu_path():
     return GeometricPath(target, ref), ref, kernels.make_kernel("hmc", target, n_leapfrog=3)
 
 
+def _spy_on_the_copy_back(monkeypatch, samplers) -> list:
+    """Whether the chains were on the device each time a sampler copied them back to the host
+    (``samplers.state_on_host``: once, at the end of a run that kept them there)."""
+    from pm_evidence.model.backend import is_on_device
+
+    seen, real = [], samplers.state_on_host
+
+    def spy(state):
+        seen.append(is_on_device(state.x))
+        return real(state)
+
+    monkeypatch.setattr(samplers, "state_on_host", spy)
+    return seen
+
+
 def test_annealing_on_the_device_is_the_loop_over_rungs_up_to_rounding(monkeypatch):
     """On an accelerator AIS's rungs run on the device, ``ANNEALING_CHUNK_RUNGS`` to a call
     (here 11 rungs: a full call and a padded one, two transitions a rung, the chains split
@@ -253,7 +268,9 @@ def test_annealing_on_the_device_is_the_loop_over_rungs_up_to_rounding(monkeypat
     # 8 rungs x 2 transitions x 3 coordinates of momenta per chain: 25 chains per call, so the
     # 64 chains go in three calls per chunk of rungs
     monkeypatch.setattr(compiled, "ANNEALING_CALL_NUMBERS", 25 * 8 * 2 * 3)
+    left_on_device = _spy_on_the_copy_back(monkeypatch, samplers)
     runs = [samplers.anneal(np.random.default_rng(9), path, kernel, ladder, start, settings)]
+    assert left_on_device == [True]  # the chains stayed on the device until the end
     monkeypatch.setattr(samplers, "device_annealing", lambda *args: None)  # the CPU's loop
     runs.append(samplers.anneal(np.random.default_rng(9), path, kernel, ladder, start, settings))
     device, host = runs
@@ -292,8 +309,10 @@ def test_tempering_on_the_device_is_the_loop_over_sweeps_up_to_rounding(monkeypa
     # 8 sweeps x 2 transitions x 3 coordinates of momenta per chain: 25 chains per call
     monkeypatch.setattr(compiled, "ANNEALING_CALL_NUMBERS", 25 * 8 * 2 * 3)
     chains = samplers.TemperingChains(start)
+    left_on_device = _spy_on_the_copy_back(monkeypatch, samplers)
     runs = [samplers.temper(np.random.default_rng(9), path, kernel, ladder, log_r, log_zhat,
                             chains, settings)]  # fmt: skip
+    assert left_on_device == [True]  # the chains stayed on the device until the end
     monkeypatch.setattr(samplers, "device_tempering", lambda *args: None)  # the CPU's loop
     runs.append(samplers.temper(np.random.default_rng(9), path, kernel, ladder, log_r,
                                 log_zhat, chains, settings))  # fmt: skip
