@@ -28,6 +28,7 @@ from collections.abc import Callable
 import numpy as np
 import pytensor.tensor as pt
 
+from pm_evidence.model.backend import is_on_device
 from pm_evidence.model.compile_mode import without_garbage_collection
 from pm_evidence.tempering.compiled import symbolic_tempered_log_density
 from pm_evidence.tempering.path import GeometricPath, PathState
@@ -67,8 +68,10 @@ def gibbs_sweep_function(
         x, log_p0, delta, moved, nonfinite = fn(
             state.x, state.log_p0, state.delta, beta, uniforms,
             constants=(np.float64(path.reference.log_normalizer),),
+            resident=is_on_device(state.x),  # chains kept on the device stay there
         )  # fmt: skip
-        return PathState(x, log_p0, delta), moved.astype(bool), nonfinite.astype(bool)
+        flags = (np.asarray(a).astype(bool) for a in (moved, nonfinite))
+        return PathState(x, log_p0, delta), *flags
 
     return sweep
 

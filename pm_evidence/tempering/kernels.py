@@ -180,13 +180,21 @@ def resident_chains(kernel: Kernel, path: GeometricPath) -> bool:
     """Whether a sampler keeps its chains on the device between transitions
     (:func:`~pm_evidence.tempering.path.state_on_device`): where the model runs on an
     accelerator and every transition of ``kernel`` is one compiled call there (HMC, whose
-    transition :func:`transition` takes compiled from the first on an accelerator). The
-    sampler then reads from the device only what it needs on the host (``Delta`` for the next
-    ``beta``, the acceptance rates for the step size) and copies its chains back once, at the
-    end."""
-    if kernel.name != "hmc" or not path.target.backend.on_accelerator:
+    transition :func:`transition` takes compiled from the first on an accelerator, and the
+    Gibbs sweeps of :mod:`~pm_evidence.tempering.compiled_gibbs`). The sampler then reads
+    from the device only what it needs on the host (``Delta`` for the next ``beta``, the
+    acceptance rates for the step size) and copies its chains back once, at the end."""
+    if not path.target.backend.on_accelerator:
         return False
-    fused = hmc_transition_function(path, kernel.n_leapfrog)
+    if kernel.name == "hmc":
+        fused = hmc_transition_function(path, kernel.n_leapfrog)
+    elif kernel.name == "gibbs":
+        dim = path.dim
+        levels = np.full(dim, 2) if kernel.levels is None else np.asarray(kernel.levels)
+        lowest = np.zeros(dim) if kernel.lowest is None else np.asarray(kernel.lowest)
+        fused = gibbs_sweep_function(path, kernel.blocks, levels, lowest)
+    else:
+        return False
     return fused is not None and path.target.backend.on_accelerator  # may move to Numba
 
 

@@ -121,3 +121,24 @@ def test_candidates_read_from_the_device_are_those_read_on_the_host():
     for a, b in zip(on_device, on_host, strict=True):
         assert isinstance(a, np.ndarray)
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_the_pilots_gibbs_sweeps_keep_the_chains_on_the_device(monkeypatch):
+    """A model of binary entries: the pilot's Gibbs sweeps run on the device, the chains kept
+    there between sweeps; the same pilot as with the chains back on the host after each."""
+    target = _stand_in_target("binary_field")
+    seen, real = [], pilot.state_on_host
+
+    def spy(state):
+        seen.append(is_on_device(state.x))
+        return real(state)
+
+    monkeypatch.setattr(pilot, "state_on_host", spy)
+    on_device = pme.make_plan(target, random_seed=4, progressbar=False).pilot
+    assert seen == [True]
+    monkeypatch.setattr(pilot, "resident_chains", lambda kernel, path: False)
+    on_host = pme.make_plan(target, random_seed=4, progressbar=False).pilot
+    assert seen == [True]  # not copied back: never on the device
+    assert isinstance(on_device.final.x, np.ndarray)
+    np.testing.assert_array_equal(on_device.final.x, on_host.final.x)
+    np.testing.assert_allclose(on_device.log_z, on_host.log_z, rtol=1e-12, atol=1e-12)
