@@ -48,6 +48,7 @@ __all__ = [
     "concatenate_rows",
     "is_on_device",
     "jax_device",
+    "joined_columns",
     "padded_index",
     "put_rows",
     "register_jax_cholesky_inverse",
@@ -246,6 +247,20 @@ def concatenate_rows(arrays):
 
         return jnp.concatenate(arrays)
     return np.concatenate(arrays)
+
+
+def joined_columns(blocks, columns, dim: int):
+    """An ``(n, dim)`` array on JAX's device holding each block of ``blocks`` at its
+    ``columns`` (a slice) and zeros elsewhere: per-variable gradients joined into one
+    gradient of the flat vector, where they were computed."""
+    import jax.numpy as jnp
+
+    if len(blocks) == 1 and columns[0] == slice(0, dim):
+        return blocks[0]
+    out = jnp.zeros((blocks[0].shape[0], dim))
+    for block, where in zip(blocks, columns, strict=True):
+        out = out.at[:, where].set(block)
+    return out
 
 
 def _on_device_any(arrays) -> bool:

@@ -23,7 +23,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from pm_evidence.core.utils import warn_user
-from pm_evidence.model.backend import VmappedFunction, bucket_rows, concatenate_rows
+from pm_evidence.model.backend import (
+    VmappedFunction,
+    bucket_rows,
+    concatenate_rows,
+    joined_columns,
+)
 
 __all__ = [
     "MAX_BLOCK_ELEMENTS",
@@ -178,7 +183,11 @@ class FlatRowsFunction:
         # reshaping as much as the model)
         self._as_is = self._whole and self._gradients_cover_x
 
-    def __call__(self, x: np.ndarray) -> list[np.ndarray]:
+    def __call__(self, x: np.ndarray, resident: bool = False) -> list[np.ndarray]:
+        """The outputs at the rows ``x``; with ``resident`` (JAX's function), ``x`` may be
+        JAX's array and the outputs stay on the device, split and joined there."""
+        if resident:
+            return self._on_device(x)
         if self._as_is:
             return list(self._compiled(np.ascontiguousarray(x)))
         n = x.shape[0]
@@ -192,6 +201,29 @@ class FlatRowsFunction:
         k = len(self._gradients)
         joined = [
             self._joined(outputs[i : i + k], n) for i in range(self.n_values, len(outputs), k)
+        ]
+        return [*outputs[: self.n_values], *joined]
+
+    def _on_device(self, x) -> list:
+        if not isinstance(self._compiled, VmappedFunction):
+            raise ValueError("Only a function compiled by JAX leaves its outputs on the device.")
+        if self._as_is:
+            return list(self._compiled(x, resident=True))
+        n = x.shape[0]
+        rows = [x] if self._whole else [x[:, c].astype(dtype) for c, dtype in self._columns]
+        for k, shape in self._reshaped:
+            rows[k] = rows[k].reshape((n, *shape))
+        outputs = self._compiled(*rows, resident=True)
+        k = len(self._gradients)
+        columns = [c for c, _ in self._gradients]
+
+        def flat(group):
+            return [g[:, None] if scalar else g.reshape(n, -1)
+                    for (_, scalar), g in zip(self._gradients, group, strict=True)]  # fmt: skip
+
+        joined = [
+            joined_columns(flat(outputs[i : i + k]), columns, self.dim)
+            for i in range(self.n_values, len(outputs), k)
         ]
         return [*outputs[: self.n_values], *joined]
 

@@ -481,13 +481,6 @@ class LogDensity:
         g = self._graphs
         return vectorize_batched(g.with_grads(), g.x, x_batch)
 
-    def symbolic_point_terms(self, x_point):
-        """``(log_prior, log_lik)`` as symbolic graphs of one point ``x_point (dim,)``, as
-        :meth:`symbolic_point_terms_with_grad` without the gradients (a point's values where
-        they cost less alone: :attr:`values_apart`)."""
-        g = self._graphs
-        return graph_replace([g.log_prior, g.log_lik], {g.x: x_point}, strict=False)
-
     def symbolic_point_terms_with_grad(self, x_point):
         """``(log_prior, log_lik, grad log_prior, grad log_lik)`` as symbolic graphs of one
         point ``x_point (dim,)``, for larger functions built around the model's log-density
@@ -526,7 +519,11 @@ class LogDensity:
             )
         return x.reshape(-1, self.dim), x.shape[:-1]
 
-    def _evaluate(self, fn: BlockedFunction, x, core_dims) -> tuple[np.ndarray, ...]:
+    def _evaluate(self, fn: BlockedFunction, x, core_dims, resident=False) -> tuple:
+        if resident:  # rows (n, dim), NumPy's or JAX's; the outputs left on the device
+            if not self.backend.is_jax or np.ndim(x) != 2 or x.shape[1] != self.dim:
+                raise ValueError(f"resident=True needs JAX's backend and rows (n, {self.dim}).")
+            return tuple(fn(x, resident=True))
         flat, batch_shape = self._check_x(x)
         if flat.shape[0] == 0:
             return tuple(np.empty(batch_shape + core) for core in core_dims)
@@ -536,7 +533,9 @@ class LogDensity:
             for o, core in zip(outs, core_dims, strict=True)
         )
 
-    def evaluate(self, x, *, via_gradient: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def evaluate(
+        self, x, *, via_gradient: bool | None = None, resident: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Return ``(log_prior, log_likelihood)`` at points ``x`` of shape ``(..., dim)``.
 
         ``via_gradient``: from the value-and-gradient function (the gradients dropped) or from
@@ -549,13 +548,17 @@ class LogDensity:
         choice follows from the model and the caller, never from what happens to be compiled
         already, so a result does not depend on what ran before it (the two functions may
         differ in the last bit).
+
+        ``resident`` (JAX's backend; ``x`` rows ``(n, dim)``, NumPy's or JAX's): the values
+        are left on the device as JAX's arrays, for a sampler that keeps its points there.
         """
         if via_gradient is None:
             via_gradient = self.has_gradient and not self.values_apart
         if via_gradient:
-            outs = self._evaluate(self._terms_grad_fn, x, ((), (), (self.dim,), (self.dim,)))
+            core = ((), (), (self.dim,), (self.dim,))
+            outs = self._evaluate(self._terms_grad_fn, x, core, resident)
             return outs[0], outs[1]
-        return self._evaluate(self._terms_fn, x, ((), ()))
+        return self._evaluate(self._terms_fn, x, ((), ()), resident)
 
     def compile_gradient(self) -> None:
         """Compile the value-and-gradient function now (once per model; ``evaluate(x,
@@ -603,13 +606,17 @@ class LogDensity:
         log_prior, log_lik, grad_prior, grad_lik = self.evaluate_with_grad(x)
         return log_prior + log_lik, grad_prior + grad_lik
 
-    def evaluate_with_grad(self, x) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(log_prior, log_likelihood, grad log_prior, grad log_likelihood)`` at ``x``.
+    def evaluate_with_grad(
+        self, x, *, resident: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(log_prior, log_likelihood, grad log_prior, grad log_likelihood)`` at ``x``
+        (``resident``: as :meth:`evaluate`).
 
         The two gradients are kept apart so that a tempered density
         ``log prior + beta * log likelihood`` gets its gradient without a second compile.
         """
-        return self._evaluate(self._terms_grad_fn, x, ((), (), (self.dim,), (self.dim,)))
+        core = ((), (), (self.dim,), (self.dim,))
+        return self._evaluate(self._terms_grad_fn, x, core, resident)
 
     def evaluate_with_relaxed_grad(self, x):
         """Like :meth:`evaluate_with_grad` for all-binary models, with the gradients of the

@@ -47,7 +47,7 @@ import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
 
-from pm_evidence.model.backend import concatenate_rows, is_on_device, to_device
+from pm_evidence.model.backend import concatenate_rows, is_on_device
 from pm_evidence.model.compile_mode import without_garbage_collection
 from pm_evidence.model.leapfrog import kinetic_energy, leapfrog_maps, leapfrog_step
 from pm_evidence.tempering.path import GeometricPath, PathState
@@ -289,50 +289,17 @@ def device_evaluation(path: GeometricPath, with_grad: bool) -> Callable | None:
     """``x (n, dim) -> PathState`` at new points, computed on the device and left there
     (JAX's arrays), for a sampler that keeps its chains there
     (:func:`~pm_evidence.tempering.kernels.resident_chains`): the exploration's jumps evaluate
-    their proposals so. ``x`` may be NumPy's (proposals drawn on the host: sent once) or
-    JAX's. ``None`` off an accelerator and for a reference without a symbolic density.
-    Compiled once per (model, ``with_grad``, reference kind)."""
+    their proposals so, by the model's own compiled functions (no compile of its own). ``x``
+    may be NumPy's (proposals drawn on the host: sent once) or JAX's. ``None`` off an
+    accelerator and on a path not from the prior of a continuous model."""
     target = path.target
-    if not target.backend.on_accelerator:
-        return None
-    parameters = () if path.is_prior else path.reference.graph_parameters()
-    if parameters is None:
-        return None
-    kind = "prior" if path.is_prior else type(path.reference)
-    key = ("evaluation", with_grad, kind)
-    functions = target.compiled_transitions  # owned by the model's adapter
-    if key not in functions:
-        built = _build_evaluation(path, with_grad, parameters)
-        functions[key] = None if built is None else target.blocked(built)
-    fn = functions[key]
-    if fn is None:
+    if not target.backend.on_accelerator or not path.is_prior or target.discrete_mask.all():
         return None
 
     def evaluate(x) -> PathState:
-        x = x if is_on_device(x) else to_device(np.asarray(x, dtype=float))
-        return PathState(x, *fn(x, constants=parameters, resident=True))
+        return path.evaluate(x, with_grad=with_grad, resident=True)
 
     return evaluate
-
-
-@without_garbage_collection()
-def _build_evaluation(path: GeometricPath, with_grad: bool, parameters):
-    """``(log p0, Delta[, grad log p0, grad Delta])`` of one point, compiled by JAX and mapped
-    over rows."""
-    target = path.target
-    x = pt.tensor("x", dtype="float64", shape=(target.dim,))
-    reference_inputs = _parameter_inputs(parameters)
-    if with_grad:
-        terms = _path_terms(path, x, reference_inputs, target.symbolic_point_terms_with_grad(x))
-    else:
-        log_prior, log_lik = target.symbolic_point_terms(x)
-        if path.is_prior:
-            c = path.reference.log_normalizer
-            terms = (log_prior + c, log_lik - c)
-        else:
-            log_p0 = path.reference.graph_logpdf(x[None, :], *reference_inputs)[0]
-            terms = (log_p0, log_prior + log_lik - log_p0)
-    return target.compile_point_rows([x], list(terms), reference_inputs)
 
 
 # Mixtures' components are padded to a multiple of this (device_mixture_density): the density

@@ -123,8 +123,13 @@ class GeometricPath:
     def dim(self) -> int:
         return self.target.dim
 
-    def evaluate(self, x: np.ndarray, *, with_grad: bool = False) -> PathState:
-        """``PathState`` at points ``x (n, dim)``; one batched compiled call."""
+    def evaluate(self, x: np.ndarray, *, with_grad: bool = False, resident: bool = False):
+        """``PathState`` at points ``x (n, dim)``; one batched compiled call. With
+        ``resident`` (a path from the prior on JAX's backend; ``x`` NumPy's or JAX's) the
+        state is left on the device, for a sampler that keeps its points there
+        (:func:`~pm_evidence.tempering.kernels.resident_chains`)."""
+        if resident:
+            return self._on_device(x, with_grad)
         x = np.asarray(x, dtype=float)
         if with_grad:  # all-binary models: gradients of the relaxed log-density (for GWG)
             grad_fn = (
@@ -150,6 +155,20 @@ class GeometricPath:
             )
         log_p0, g_p0 = self.reference.logpdf_and_grad(x)
         return PathState(x, log_p0, log_prior + log_lik - log_p0, g_p0, g_prior + g_lik - g_p0)
+
+    def _on_device(self, x, with_grad: bool) -> PathState:
+        if not self.is_prior or self.target.discrete_mask.all():
+            raise ValueError("Only a path from the prior of a continuous model is evaluated on "
+                             "the device and left there.")  # fmt: skip
+        x = x if is_on_device(x) else to_device(np.asarray(x, dtype=float))
+        c = self.reference.log_normalizer
+        if with_grad:
+            log_prior, log_lik, g_prior, g_lik = self.target.evaluate_with_grad(x, resident=True)
+            return PathState(x, log_prior + c, log_lik - c, g_prior, g_lik)
+        log_prior, log_lik = self.target.evaluate(
+            x, via_gradient=self.via_gradient, resident=True
+        )
+        return PathState(x, log_prior + c, log_lik - c)
 
     def sample_reference(self, rng: np.random.Generator, n: int, *, with_grad: bool = False):
         """``n`` exact draws from ``p0`` (``beta = 0``) as a ``PathState``."""
