@@ -245,7 +245,10 @@ def hmc_transition_function(path: GeometricPath, n_leapfrog: int) -> Callable | 
 def _bind(path: GeometricPath, n_leapfrog: int) -> Callable | None:
     target = path.target
     parameters = () if path.is_prior else path.reference.graph_parameters()
-    if parameters is None or target.has_discrete:
+    # a model with discrete entries moves its continuous ones (a mask: zero steps elsewhere);
+    # on an accelerator only, where the compound kernels' transitions would otherwise be one
+    # call per leapfrog step with the points on the host
+    if parameters is None or (target.has_discrete and not target.backend.on_accelerator):
         return None
     if n_leapfrog > MAX_COMPILED_LEAPFROG and not target.backend.is_jax:  # JAX's is a scan
         return None
@@ -266,9 +269,12 @@ def _bind(path: GeometricPath, n_leapfrog: int) -> Callable | None:
         functions[key] = built if built is not None else _build(path, n_leapfrog, parameters)
     fn = target.blocked(functions[key])
 
-    def transition(state: PathState, beta, eps, momentum, log_u):
+    def transition(state: PathState, beta, eps, momentum, log_u, mask=None):
         rows = (state.x, state.log_p0, state.delta, state.grad_log_p0, state.grad_delta,
                 beta, eps, momentum, log_u)  # fmt: skip
+        # with a mask, the steps are zero at the entries that do not move (a zero momentum
+        # there: hmc_step's masked transition)
+        scale = path.step_scale if mask is None else path.step_scale * mask
         n = state.x.shape[0]
         if any(np.shape(a)[:1] != (n,) for a in rows):  # the graph assumes these shapes
             raise ValueError(
@@ -278,7 +284,7 @@ def _bind(path: GeometricPath, n_leapfrog: int) -> Callable | None:
         # a state on the device (a sampler's chains between calls) stays there; what comes
         # back is each point's acceptance and non-finite flag
         resident = is_on_device(state.x)
-        outs = fn(*rows, constants=(path.step_scale, *parameters), resident=resident)
+        outs = fn(*rows, constants=(scale, *parameters), resident=resident)
         flags = (np.asarray(o).astype(bool) for o in outs[5:7])
         return PathState(*outs[:5]), *flags
 
@@ -368,26 +374,58 @@ def _on_host(outputs) -> list[np.ndarray]:
     return [np.asarray(o) for o in outputs]
 
 
-def _device_function(path: GeometricPath, kind: str, n_leapfrog: int, n_steps: int, build):
-    """The compiled ``build(path, n_leapfrog, n_steps, parameters)`` of one chain mapped over
-    the chains, cached on the model's adapter per (``kind``, reference class, ``n_leapfrog``,
-    ``n_steps``), with the reference's parameters; ``(None, ())`` off an accelerator or where
-    the fused transition cannot be built (:func:`hmc_transition_function`)."""
+def _device_function(path: GeometricPath, kind: str, n_leapfrog: int, n_steps: int, build,
+                     gibbs=None):  # fmt: skip
+    """The compiled ``build(path, n_leapfrog, n_steps, parameters, gibbs)`` of one chain mapped
+    over the chains, cached on the model's adapter per (``kind``, reference class,
+    ``n_leapfrog``, ``n_steps``, the Gibbs sweep's blocks), with the reference's parameters;
+    ``(None, ())`` off an accelerator or where the fused transition cannot be built
+    (:func:`hmc_transition_function`)."""
     target = path.target
     if not target.backend.on_accelerator or hmc_transition_function(path, n_leapfrog) is None:
         return None, ()
     if not target.backend.on_accelerator:  # moved to Numba while building the transition
         return None, ()
     parameters = () if path.is_prior else path.reference.graph_parameters()
-    key = (kind, "prior" if path.is_prior else type(path.reference), n_leapfrog, n_steps)
+    key = (kind, "prior" if path.is_prior else type(path.reference), n_leapfrog, n_steps,
+           None if gibbs is None else gibbs.key)  # fmt: skip
     functions = target.compiled_transitions  # owned by the model's adapter
     if key not in functions:
-        built = build(path, n_leapfrog, n_steps, parameters)
+        built = build(path, n_leapfrog, n_steps, parameters, gibbs)
         functions[key] = None if built is None else target.blocked(built)
     return functions[key], parameters
 
 
-def annealing_function(path: GeometricPath, n_leapfrog: int, n_steps: int) -> Callable | None:
+def _moves(path: GeometricPath, gibbs) -> tuple[np.ndarray, np.ndarray]:
+    """The step factors of the device's HMC moves and the mask of the entries they move: all
+    of them, or with a Gibbs sweep (the compound kernel ``hmc+gibbs``) the continuous ones,
+    the steps zero at the discrete entries (as :func:`~pm_evidence.tempering.kernels.hmc_step`
+    with a mask)."""
+    if gibbs is None:
+        return path.step_scale, np.ones(path.dim)
+    mask = (~path.target.discrete_mask).astype(float)
+    return path.step_scale * mask, mask
+
+
+def _transition_with_sweep(step: dict, scale, terms_at, n_leapfrog: int, gibbs, uniforms):
+    """One transition of a chain on the device: HMC (:func:`_transition`), then, for the
+    compound kernel, the Gibbs sweep over the discrete entries and the model's value and
+    gradient at the new point (:func:`~pm_evidence.tempering.kernels.compound_step`).
+    Returns the state ``(x, log p0, Delta, grads)``, the HMC acceptance and the non-finite
+    flag."""
+    outs = _transition(step, scale, terms_at, n_leapfrog, scan=True)
+    if gibbs is None:
+        return outs[:5], outs[5], outs[6]
+    # the sweep's own log p0 and Delta are those of the value-only graph: the new point's
+    # come with its gradient, as on the CPU
+    swept = gibbs.graph(outs[0], outs[1], outs[2], step["beta"], uniforms)
+    x, bad = swept[0], swept[4]
+    return [x, *terms_at(x)], outs[5], outs[6] | bad
+
+
+def annealing_function(
+    path: GeometricPath, n_leapfrog: int, n_steps: int, gibbs=None
+) -> Callable | None:
     r"""AIS's loop over rungs (:func:`~pm_evidence.tempering.samplers.anneal`) on the device:
     ``ANNEALING_CHUNK_RUNGS`` rungs per call, each ``log w += (beta_k - beta_{k-1}) Delta(x)``
     (seed 000 eq. (8)) and then ``n_steps`` HMC transitions at ``beta_k`` (this module's
@@ -400,30 +438,42 @@ def annealing_function(path: GeometricPath, n_leapfrog: int, n_steps: int) -> Ca
     transition cannot be built: :func:`hmc_transition_function`). The returned
     ``anneal_rungs(rng, state, log_w, betas, d_betas, step_sizes, jitter)`` draws the random
     numbers from ``rng`` in the order the transitions one by one would (per rung and
-    transition: the step sizes' jitter, the momenta, the Metropolis uniforms), so that the
-    annealing is the same Markov chain as on the CPU, up to rounding."""
-    fn, parameters = _device_function(path, "annealing", n_leapfrog, n_steps, _build_annealing)
+    transition: the step sizes' jitter, the momenta, the Metropolis uniforms, and with
+    ``gibbs`` the sweep's uniforms), so that the annealing is the same Markov chain as on the
+    CPU, up to rounding.
+
+    ``gibbs`` (:class:`~pm_evidence.tempering.compiled_gibbs.GibbsSweepGraph`): the compound
+    kernel ``hmc+gibbs``, each transition HMC on the continuous entries, then the Gibbs sweep
+    over the discrete ones and the model's value and gradient at the new point."""
+    fn, parameters = _device_function(
+        path, "annealing", n_leapfrog, n_steps, _build_annealing, gibbs
+    )
     if fn is None:
         return None
     chunk, dim = ANNEALING_CHUNK_RUNGS, path.target.dim
+    scale, mask = _moves(path, gibbs)
+    n_uniforms = 0 if gibbs is None else gibbs.n_uniforms
 
     def anneal_rungs(rng, state: PathState, log_w, betas, d_betas, step_sizes, jitter: float):
         n, rungs = state.x.shape[0], len(betas)
         eps = np.zeros((n, chunk, n_steps))
         momentum = np.zeros((n, chunk, n_steps, dim))
         log_u = np.zeros((n, chunk, n_steps))
+        uniforms = np.zeros((n, chunk, n_steps, n_uniforms))
         for k in range(rungs):
             for s in range(n_steps):  # hmc_step's order: jitter, momenta, uniforms
                 eps[:, k, s] = step_sizes[k] * rng.uniform(1.0 - jitter, 1.0 + jitter, size=n)
-                momentum[:, k, s] = rng.standard_normal((n, dim))
+                momentum[:, k, s] = rng.standard_normal((n, dim)) * mask
                 log_u[:, k, s] = np.log(rng.random(n))
+                if gibbs is not None:  # then the sweep's
+                    uniforms[:, k, s] = gibbs.uniforms(rng, n)
         pad = chunk - rungs
         active = np.concatenate([np.ones(rungs), np.zeros(pad)])
         rows = (state.x, state.log_p0, state.delta, state.grad_log_p0, state.grad_delta,
-                log_w, eps, momentum, log_u)  # fmt: skip
+                log_w, eps, momentum, log_u, uniforms)  # fmt: skip
         constants = (
             np.concatenate([betas, np.ones(pad)]), np.concatenate([d_betas, np.zeros(pad)]),
-            active, path.step_scale, *parameters,
+            active, scale, *parameters,
         )  # fmt: skip
         outs = _in_calls(fn, rows, constants, chunk * n_steps * dim)
         final = PathState(*outs[:5])  # the chains and their log weights stay on the device
@@ -446,17 +496,20 @@ def _chain_state(dim: int) -> dict:
     }  # fmt: skip
 
 
-def _transition_numbers(chunk: int, n_steps: int, dim: int) -> dict:
-    """One chain's momenta and Metropolis log-uniforms for ``n_steps`` transitions in each of
-    ``chunk`` rungs or sweeps, as symbolic inputs."""
+def _transition_numbers(chunk: int, n_steps: int, dim: int, gibbs=None) -> dict:
+    """One chain's momenta, Metropolis log-uniforms and Gibbs sweeps' uniforms (none without
+    ``gibbs``) for ``n_steps`` transitions in each of ``chunk`` rungs or sweeps, as symbolic
+    inputs."""
+    n_uniforms = 0 if gibbs is None else gibbs.n_uniforms
     return {
         "momentum": pt.tensor("momentum", dtype="float64", shape=(chunk, n_steps, dim)),
         "log_u": pt.tensor("log_u", dtype="float64", shape=(chunk, n_steps)),
+        "uniforms": pt.tensor("uniforms", dtype="float64", shape=(chunk, n_steps, n_uniforms)),
     }
 
 
 @without_garbage_collection()
-def _build_annealing(path: GeometricPath, n_leapfrog: int, n_steps: int, parameters):
+def _build_annealing(path: GeometricPath, n_leapfrog: int, n_steps: int, parameters, gibbs):
     """One chain's annealing over ``ANNEALING_CHUNK_RUNGS`` rungs as a PyTensor ``scan``,
     compiled by JAX and mapped over the chains (``LogDensity.compile_point_rows``)."""
     target = path.target
@@ -465,7 +518,7 @@ def _build_annealing(path: GeometricPath, n_leapfrog: int, n_steps: int, paramet
         **_chain_state(dim),
         "log_w": pt.scalar("log_w"),
         "eps": pt.tensor("eps", dtype="float64", shape=(chunk, n_steps)),
-        **_transition_numbers(chunk, n_steps, dim),
+        **_transition_numbers(chunk, n_steps, dim, gibbs),
     }
     betas, d_betas, active = (pt.tensor(n, dtype="float64", shape=(chunk,))
                               for n in ("betas", "d_betas", "active"))  # fmt: skip
@@ -475,17 +528,20 @@ def _build_annealing(path: GeometricPath, n_leapfrog: int, n_steps: int, paramet
     def terms_at(x):
         return _path_terms(path, x, reference_inputs, target.symbolic_point_terms_with_grad(x))
 
-    def rung(beta, d_beta, on, eps, momentum, log_u, x, log_p0, delta, g_p0, g_delta, log_w):
+    def rung(beta, d_beta, on, eps, momentum, log_u, uniforms, x, log_p0, delta, g_p0, g_delta,
+             log_w):  # fmt: skip
         state = {"x": x, "log_p0": log_p0, "delta": delta, "g_p0": g_p0, "g_delta": g_delta}
         new_log_w = symbolic_tempered_log_density(log_w, delta, d_beta)  # seed 000 eq. (8)
         accepted = nonfinite = pt.constant(0.0)
         for s in range(n_steps):
             step = {**state, "beta": beta, "eps": eps[s], "momentum": momentum[s],
                     "log_u": log_u[s]}  # fmt: skip
-            outs = _transition(step, scale, terms_at, n_leapfrog, scan=True)
-            state = dict(zip(("x", "log_p0", "delta", "g_p0", "g_delta"), outs[:5], strict=True))
-            accepted = accepted + pt.cast(outs[5], "float64")
-            nonfinite = nonfinite + pt.cast(outs[6], "float64")
+            moved, accept, bad = _transition_with_sweep(
+                step, scale, terms_at, n_leapfrog, gibbs, uniforms[s]
+            )
+            state = dict(zip(("x", "log_p0", "delta", "g_p0", "g_delta"), moved, strict=True))
+            accepted = accepted + pt.cast(accept, "float64")
+            nonfinite = nonfinite + pt.cast(bad, "float64")
         kept = pt.gt(on, 0.0)
         carried = [pt.switch(kept, new, old) for new, old in zip(
             (*state.values(), new_log_w), (x, log_p0, delta, g_p0, g_delta, log_w), strict=True
@@ -494,7 +550,8 @@ def _build_annealing(path: GeometricPath, n_leapfrog: int, n_steps: int, paramet
 
     initial = [point[k] for k in ("x", "log_p0", "delta", "g_p0", "g_delta", "log_w")]
     steps = pytensor.scan(
-        rung, sequences=[betas, d_betas, active, point["eps"], point["momentum"], point["log_u"]],
+        rung, sequences=[betas, d_betas, active, point["eps"], point["momentum"], point["log_u"],
+                         point["uniforms"]],
         outputs_info=[*initial, None, None, None, None], n_steps=chunk, return_updates=False,
     )  # fmt: skip
     outputs = [s[-1] for s in steps[:6]] + list(steps[6:])
@@ -508,7 +565,9 @@ def _build_annealing(path: GeometricPath, n_leapfrog: int, n_steps: int, paramet
 TEMPERING_CHUNK_SWEEPS = 8
 
 
-def tempering_function(path: GeometricPath, n_leapfrog: int, n_steps: int) -> Callable | None:
+def tempering_function(
+    path: GeometricPath, n_leapfrog: int, n_steps: int, gibbs=None
+) -> Callable | None:
     r"""The simulated-tempering sweeps of :func:`~pm_evidence.tempering.samplers.temper` on the
     device: up to ``TEMPERING_CHUNK_SWEEPS`` sweeps per call, each ``n_steps`` HMC transitions
     of every chain at its rung's ``beta`` and step size (this module's transition), then the
@@ -518,8 +577,8 @@ def tempering_function(path: GeometricPath, n_leapfrog: int, n_steps: int) -> Ca
 
     (seed 004 eq. (7)) by inverting its cumulative sums at a uniform. The chains' points and
     gradients stay on the device between sweeps and between calls (the returned state is
-    JAX's arrays); what comes back per call is the chains' rungs, per sweep each chain's ``Delta``, rung, acceptances and non-finite
-    proposals, and, summed over the call's sweeps, each chain's ``q_k``, ``q_k Delta`` and
+    JAX's arrays); what comes back per call is the chains' rungs, per sweep each chain's
+    ``Delta``, rung, acceptances and non-finite proposals, and, summed over the call's sweeps, each chain's ``q_k``, ``q_k Delta`` and
     ``q_k Delta^2`` (``Delta`` taken as 0 where it is not finite, as on the CPU): the
     Rao-Blackwellized sums of seed 004 eqs. (8)-(9) without the ``n x K`` table of ``q`` of
     every sweep.
@@ -529,12 +588,17 @@ def tempering_function(path: GeometricPath, n_leapfrog: int, n_steps: int) -> Ca
     ``temper_sweeps(rng, state, rung, n_sweeps, betas, step_sizes, log_weights, jitter)``
     (``log_weights = log r - log Zhat``) draws the random numbers from ``rng`` in the order the
     CPU's sweeps do (per sweep and transition: the step sizes' jitter, the momenta, the
-    Metropolis uniforms; then the uniforms of the rung draws), so that the chains are the same
-    Markov chains as on the CPU, up to rounding."""
-    fn, parameters = _device_function(path, "tempering", n_leapfrog, n_steps, _build_tempering)
+    Metropolis uniforms, with ``gibbs`` the sweep's uniforms; then the uniforms of the rung
+    draws), so that the chains are the same Markov chains as on the CPU, up to rounding.
+    ``gibbs``: the compound kernel, as in :func:`annealing_function`."""
+    fn, parameters = _device_function(
+        path, "tempering", n_leapfrog, n_steps, _build_tempering, gibbs
+    )
     if fn is None:
         return None
     chunk, dim = TEMPERING_CHUNK_SWEEPS, path.target.dim
+    scale, mask = _moves(path, gibbs)
+    n_uniforms = 0 if gibbs is None else gibbs.n_uniforms
 
     def temper_sweeps(rng, state: PathState, rung, n_sweeps: int, betas, step_sizes,
                       log_weights, jitter: float):  # fmt: skip
@@ -542,18 +606,22 @@ def tempering_function(path: GeometricPath, n_leapfrog: int, n_steps: int) -> Ca
         stretch = np.ones((n, chunk, n_steps))
         momentum = np.zeros((n, chunk, n_steps, dim))
         log_u = np.zeros((n, chunk, n_steps))
+        uniforms = np.zeros((n, chunk, n_steps, n_uniforms))
         u_rung = np.zeros((n, chunk))
         for t in range(n_sweeps):
             for s in range(n_steps):  # hmc_step's order: jitter, momenta, uniforms
                 stretch[:, t, s] = rng.uniform(1.0 - jitter, 1.0 + jitter, size=n)
-                momentum[:, t, s] = rng.standard_normal((n, dim))
+                momentum[:, t, s] = rng.standard_normal((n, dim)) * mask
                 log_u[:, t, s] = np.log(rng.random(n))
+                if gibbs is not None:  # then the sweep's
+                    uniforms[:, t, s] = gibbs.uniforms(rng, n)
             u_rung[:, t] = rng.random(n)  # draw_categorical's uniforms
         active = (np.arange(chunk) < n_sweeps).astype(float)
         rows = (state.x, state.log_p0, state.delta, state.grad_log_p0, state.grad_delta,
-                np.asarray(rung, dtype=float), stretch, momentum, log_u, u_rung)  # fmt: skip
+                np.asarray(rung, dtype=float), stretch, momentum, log_u, uniforms,
+                u_rung)  # fmt: skip
         constants = (np.asarray(betas, dtype=float), np.asarray(step_sizes, dtype=float),
-                     np.asarray(log_weights, dtype=float), active, path.step_scale,
+                     np.asarray(log_weights, dtype=float), active, scale,
                      *parameters)  # fmt: skip
         outs = _in_calls(fn, rows, constants, chunk * n_steps * dim)
         final = PathState(*outs[:5])  # the chains stay on the device
@@ -567,7 +635,7 @@ def tempering_function(path: GeometricPath, n_leapfrog: int, n_steps: int) -> Ca
 
 
 @without_garbage_collection()
-def _build_tempering(path: GeometricPath, n_leapfrog: int, n_steps: int, parameters):
+def _build_tempering(path: GeometricPath, n_leapfrog: int, n_steps: int, parameters, gibbs):
     """One chain's ``TEMPERING_CHUNK_SWEEPS`` sweeps as a PyTensor ``scan``, compiled by JAX and
     mapped over the chains (``LogDensity.compile_point_rows``)."""
     target = path.target
@@ -576,7 +644,7 @@ def _build_tempering(path: GeometricPath, n_leapfrog: int, n_steps: int, paramet
         **_chain_state(dim),
         "rung": pt.scalar("rung"),
         "stretch": pt.tensor("stretch", dtype="float64", shape=(chunk, n_steps)),
-        **_transition_numbers(chunk, n_steps, dim),
+        **_transition_numbers(chunk, n_steps, dim, gibbs),
         "u_rung": pt.tensor("u_rung", dtype="float64", shape=(chunk,)),
     }
     betas, step_sizes, log_weights = (pt.tensor(n, dtype="float64", shape=(None,))
@@ -589,18 +657,20 @@ def _build_tempering(path: GeometricPath, n_leapfrog: int, n_steps: int, paramet
     def terms_at(x):
         return _path_terms(path, x, reference_inputs, target.symbolic_point_terms_with_grad(x))
 
-    def sweep(on, stretch, momentum, log_u, u_rung, x, log_p0, delta, g_p0, g_delta, rung,
-              q_sum, q_delta_sum, q_delta2_sum):  # fmt: skip
+    def sweep(on, stretch, momentum, log_u, uniforms, u_rung, x, log_p0, delta, g_p0, g_delta,
+              rung, q_sum, q_delta_sum, q_delta2_sum):  # fmt: skip
         k = pt.cast(rung, "int64")
         state = dict(zip(names, (x, log_p0, delta, g_p0, g_delta), strict=True))
         accepted = nonfinite = pt.constant(0.0)
         for s in range(n_steps):
             step = {**state, "beta": betas[k], "eps": step_sizes[k] * stretch[s],
                     "momentum": momentum[s], "log_u": log_u[s]}  # fmt: skip
-            outs = _transition(step, scale, terms_at, n_leapfrog, scan=True)
-            state = dict(zip(names, outs[:5], strict=True))
-            accepted = accepted + pt.cast(outs[5], "float64")
-            nonfinite = nonfinite + pt.cast(outs[6], "float64")
+            moved, accept, bad = _transition_with_sweep(
+                step, scale, terms_at, n_leapfrog, gibbs, uniforms[s]
+            )
+            state = dict(zip(names, moved, strict=True))
+            accepted = accepted + pt.cast(accept, "float64")
+            nonfinite = nonfinite + pt.cast(bad, "float64")
         d = state["delta"]  # q(beta | x), eq. (7); 0 * (-inf) = 0 at beta = 0
         logits = symbolic_tempered_log_density(log_weights, d, betas)
         q = pt.exp(logits - pt.max(logits))
@@ -623,7 +693,8 @@ def _build_tempering(path: GeometricPath, n_leapfrog: int, n_steps: int, paramet
     initial = [point[k] for k in (*names, "rung")]
     steps = pytensor.scan(
         sweep,
-        sequences=[active, point["stretch"], point["momentum"], point["log_u"], point["u_rung"]],
+        sequences=[active, point["stretch"], point["momentum"], point["log_u"],
+                   point["uniforms"], point["u_rung"]],
         outputs_info=[*initial, zeros, zeros, zeros, None, None, None, None], n_steps=chunk,
         return_updates=False,
     )  # fmt: skip

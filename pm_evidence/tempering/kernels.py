@@ -48,6 +48,7 @@ from scipy import special
 
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import warn_user
+from pm_evidence.model.backend import is_on_device
 from pm_evidence.model.leapfrog import leapfrog_maps, leapfrog_step
 from pm_evidence.tempering.compiled import (
     FUSE_AFTER_POINT_TRANSITIONS,
@@ -55,7 +56,7 @@ from pm_evidence.tempering.compiled import (
     hmc_transition_function,
     tempering_function,
 )
-from pm_evidence.tempering.compiled_gibbs import gibbs_sweep_function
+from pm_evidence.tempering.compiled_gibbs import device_gibbs, gibbs_sweep_function
 from pm_evidence.tempering.path import GeometricPath, PathState, tempered_log_density
 
 __all__ = [
@@ -180,32 +181,51 @@ def resident_chains(kernel: Kernel, path: GeometricPath) -> bool:
     """Whether a sampler keeps its chains on the device between transitions
     (:func:`~pm_evidence.tempering.path.state_on_device`): where the model runs on an
     accelerator and every transition of ``kernel`` is one compiled call there (HMC, whose
-    transition :func:`transition` takes compiled from the first on an accelerator, and the
-    Gibbs sweeps of :mod:`~pm_evidence.tempering.compiled_gibbs`). The sampler then reads
+    transition :func:`transition` takes compiled from the first on an accelerator, the Gibbs
+    sweeps of :mod:`~pm_evidence.tempering.compiled_gibbs`, and ``hmc+gibbs``: both, HMC's
+    steps zero at the discrete entries). The sampler then reads
     from the device only what it needs on the host (``Delta`` for the next ``beta``, the
     acceptance rates for the step size) and copies its chains back once, at the end."""
     if not path.target.backend.on_accelerator:
         return False
-    if kernel.name == "hmc":
-        fused = hmc_transition_function(path, kernel.n_leapfrog)
-    elif kernel.name == "gibbs":
+    def gibbs_on_device() -> bool:
         dim = path.dim
         levels = np.full(dim, 2) if kernel.levels is None else np.asarray(kernel.levels)
         lowest = np.zeros(dim) if kernel.lowest is None else np.asarray(kernel.lowest)
-        fused = gibbs_sweep_function(path, kernel.blocks, levels, lowest)
+        return gibbs_sweep_function(path, kernel.blocks, levels, lowest) is not None
+
+    if kernel.name == "hmc":
+        fused = hmc_transition_function(path, kernel.n_leapfrog) is not None
+    elif kernel.name == "gibbs":
+        fused = gibbs_on_device()
+    elif kernel.name == "hmc+gibbs":  # HMC on the continuous entries, then a Gibbs sweep
+        fused = hmc_transition_function(path, kernel.n_leapfrog) is not None and gibbs_on_device()
     else:
         return False
-    return fused is not None and path.target.backend.on_accelerator  # may move to Numba
+    return fused and path.target.backend.on_accelerator  # may have moved to Numba
+
+
+def _device_moves(kernel: Kernel, path: GeometricPath):
+    """Whether ``kernel``'s transitions can be built into the device's loops, and the Gibbs
+    sweep's graph they include (``None`` for HMC alone)."""
+    if kernel.name == "hmc":
+        return True, None
+    if kernel.name != "hmc+gibbs":
+        return False, None
+    gibbs = device_gibbs(path, kernel.blocks, kernel.levels, kernel.lowest)
+    return gibbs is not None, gibbs
 
 
 def device_annealing(kernel: Kernel, path: GeometricPath, n_steps: int) -> Callable | None:
     """AIS's rungs on the device (:func:`~pm_evidence.tempering.compiled.annealing_function`)
     for ``kernel`` on ``path``, as ``anneal_rungs(rng, state, log_w, betas, d_betas,
     step_sizes)``: where the model runs on an accelerator and the kernel is HMC (its
-    transitions those of :func:`hmc_step`, jitter included); ``None`` elsewhere."""
-    if kernel.name != "hmc":
+    transitions those of :func:`hmc_step`, jitter included) or ``hmc+gibbs`` (those of
+    :func:`compound_step`); ``None`` elsewhere."""
+    on_device, gibbs = _device_moves(kernel, path)
+    if not on_device:
         return None
-    anneal_rungs = annealing_function(path, kernel.n_leapfrog, n_steps)
+    anneal_rungs = annealing_function(path, kernel.n_leapfrog, n_steps, gibbs)
     if anneal_rungs is None:
         return None
 
@@ -220,10 +240,11 @@ def device_tempering(kernel: Kernel, path: GeometricPath, n_steps: int) -> Calla
     (:func:`~pm_evidence.tempering.compiled.tempering_function`) for ``kernel`` on ``path``, as
     ``temper_sweeps(rng, state, rung, n_sweeps, betas, step_sizes, log_weights)``: where the
     model runs on an accelerator and the kernel is HMC (its transitions those of
-    :func:`hmc_step`, jitter included); ``None`` elsewhere."""
-    if kernel.name != "hmc":
+    :func:`hmc_step`, jitter included) or ``hmc+gibbs``; ``None`` elsewhere."""
+    on_device, gibbs = _device_moves(kernel, path)
+    if not on_device:
         return None
-    temper_sweeps = tempering_function(path, kernel.n_leapfrog, n_steps)
+    temper_sweeps = tempering_function(path, kernel.n_leapfrog, n_steps, gibbs)
     if temper_sweeps is None:
         return None
 
@@ -402,9 +423,11 @@ def _compound_kernel(name: str, target, n_leapfrog: int) -> Kernel:
     levels, lowest = target.finite_levels, target.lowest_values
     with_hmc = name == "hmc+gibbs"
 
-    def move(rng, path, state, beta, step_size):
+    def move(rng, path, state, beta, step_size, compiled=False):
         if with_hmc:
-            return hmc_step(rng, path, state, beta, step_size, n_leapfrog, mask=continuous)
+            return hmc_step(
+                rng, path, state, beta, step_size, n_leapfrog, compiled=compiled, mask=continuous
+            )
         return rwm_step(rng, path, state, beta, step_size, mask=continuous)
 
     def step(rng, path, state, beta, step_size, compiled=False):
@@ -486,10 +509,12 @@ def hmc_step(
     eps = np.asarray(step_size, dtype=float)
     eps = (eps * rng.uniform(1.0 - jitter, 1.0 + jitter, size=eps.shape))[:, None]
     momentum = rng.standard_normal(state.x.shape)
-    fused = hmc_transition_function(path, n_leapfrog) if compiled and mask is None else None
-    if fused is not None:
+    fused = hmc_transition_function(path, n_leapfrog) if compiled else None
+    if fused is not None and (mask is None or path.target.has_discrete):
         log_u = np.log(rng.random(eps.shape[0]))
-        return fused(state, beta, eps[:, 0], momentum, log_u)
+        if mask is not None:
+            momentum = momentum * mask
+        return fused(state, beta, eps[:, 0], momentum, log_u, mask)
     eps = eps * path.step_scale  # (n, dim): the diagonal preconditioning
     if mask is not None:
         momentum = momentum * mask
@@ -710,21 +735,22 @@ def compound_step(
     rng, path: GeometricPath, state: PathState, beta, step_size, move: Callable, blocks, levels,
     with_grad: bool, lowest=None, compiled: bool = False,
 ):  # fmt: skip
-    """``move(rng, path, state, beta, step_size)`` (HMC or RWM on the continuous entries), then a
-    Gibbs sweep over the discrete entries ``blocks`` (on the device with ``compiled``, where
-    :func:`gibbs_step` can); with ``with_grad`` the new points are evaluated with gradients
-    for the next HMC move.
+    """``move(rng, path, state, beta, step_size, compiled)`` (HMC or RWM on the continuous
+    entries; HMC's transition one compiled call on an accelerator, its steps zero at the
+    discrete entries), then a Gibbs sweep over the discrete entries ``blocks`` (on the device
+    with ``compiled``, where :func:`gibbs_step` can); with ``with_grad`` the new points are
+    evaluated with gradients for the next HMC move (on the device, for points kept there).
 
     The acceptance returned is that of the continuous move (what the step size adapts to); a
     point is flagged non-finite if either part met a non-finite density.
     """
-    state, accepted, nonfinite = move(rng, path, state, beta, step_size)
+    state, accepted, nonfinite = move(rng, path, state, beta, step_size, compiled)
     plain = PathState(state.x, state.log_p0, state.delta)
     state, _, nonfinite_gibbs = gibbs_step(
         rng, path, plain, beta, blocks, levels, lowest, compiled=compiled
     )
-    if with_grad:
-        state = path.evaluate(state.x, with_grad=True)
+    if with_grad:  # where the points are kept on the device, evaluated there
+        state = path.evaluate(state.x, with_grad=True, resident=is_on_device(state.x))
     return state, accepted, nonfinite | nonfinite_gibbs
 
 

@@ -71,7 +71,7 @@ __getattr__ = renamed_module_names(
 def _increment(state: PathState, d_beta: float) -> np.ndarray:
     """AIS log-weight increment ``(beta_k - beta_{k-1}) Delta(x_{k-1})`` (seed 000 eq. (8))."""
     with np.errstate(invalid="ignore"):
-        return np.where(d_beta == 0.0, 0.0, d_beta * state.delta)
+        return np.where(d_beta == 0.0, 0.0, d_beta * np.asarray(state.delta))
 
 
 # ---------------------------------------------------------------------- annealing
@@ -159,9 +159,9 @@ def anneal(
     ``betas`` from 1 to 0 (:meth:`~pm_evidence.tempering.ladders.Ladder.reversed`) and
     posterior draws it is reverse AIS: ``E[w] = 1 / Z`` (Burda et al. 2015). ``points_moved``:
     the points the run moved before these chains (0 for a run's first batch). Where the model
-    runs on an accelerator and the kernel is HMC, ``ANNEALING_CHUNK_RUNGS`` rungs are one call
-    on the device (:func:`~pm_evidence.tempering.kernels.device_annealing`), with the random
-    numbers the loop would draw: the same chains up to rounding.
+    runs on an accelerator and the kernel is HMC (or ``hmc+gibbs``), ``ANNEALING_CHUNK_RUNGS``
+    rungs are one call on the device (:func:`~pm_evidence.tempering.kernels.device_annealing`),
+    with the random numbers the loop would draw: the same chains up to rounding.
 
     Ctrl-C stops the run and raises :class:`KeyboardInterrupt` (a partial annealing run does not
     estimate ``Z``).
@@ -184,6 +184,11 @@ def anneal(
     n_eval = 0
     on_device = device_annealing(kernel, path, n_steps)  # None on a CPU
     chunk = ANNEALING_CHUNK_RUNGS if on_device is not None else 1
+    # a kernel without AIS's loop on the device (a compound one) whose transitions are one
+    # call there each: the chains kept on the device between them
+    resident = on_device is None and resident_chains(kernel, path)
+    if resident:
+        state = state_on_device(state)
     with long_run(n_rungs - 1, settings.description, settings.progressbar) as run:
         for first in range(1, n_rungs, chunk):
             ks = range(first, min(n_rungs, first + chunk))
@@ -208,7 +213,7 @@ def anneal(
                     acceptance[k] += accepted.mean() / n_steps
                     nonfinite[k] += int(bad.sum())
                 if store:
-                    delta[k], log_w_rungs[k] = state.delta, log_w
+                    delta[k], log_w_rungs[k] = np.asarray(state.delta), log_w
             points_moved += n_chains * n_steps * len(ks)
             n_eval += n_chains * kernel.evaluations_per_step * n_steps * len(ks)
             run.advance(len(ks))
@@ -217,7 +222,7 @@ def anneal(
                     f"Annealing interrupted at rung {ks.stop - 1} of {n_rungs}; an unfinished "
                     f"annealing run has no estimate of log Z."
                 )
-    if on_device is not None:  # the chains and their weights stayed there between calls
+    if on_device is not None or resident:  # the chains stayed there between calls
         state, log_w = state_on_host(state), np.asarray(log_w)
     return AnnealingTrace(
         betas, log_w, delta, log_w_rungs, acceptance, nonfinite, n_eval, state, points_moved
@@ -439,7 +444,7 @@ def temper(
     sums of :class:`TemperingTrace` are updated after the ``x`` move. ``chains.rung=None`` draws
     the first rungs from ``q(beta | x)``.
 
-    Where the model runs on an accelerator and the kernel is HMC, up to
+    Where the model runs on an accelerator and the kernel is HMC (or ``hmc+gibbs``), up to
     ``TEMPERING_CHUNK_SWEEPS`` sweeps (within one time batch) are one call on the device
     (:func:`~pm_evidence.tempering.kernels.device_tempering`), with the random numbers the
     loop would draw: the same chains and sums up to rounding.
@@ -472,6 +477,9 @@ def temper(
     log_weights = np.asarray(log_r) - log_zhat
     on_device = device_tempering(kernel, path, n_steps)  # None on a CPU
     chunk = TEMPERING_CHUNK_SWEEPS if on_device is not None else 1
+    resident = on_device is None and resident_chains(kernel, path)  # as in anneal
+    if resident:
+        state = state_on_device(state)
     n_eval, completed, interrupted, t = 0, 0, False, 0
     with long_run(n_sweeps, description, settings.progressbar) as run:
         while t < n_sweeps:
@@ -530,7 +538,7 @@ def temper(
             delta_draws, rung_draws = delta_draws[:, :completed], rung_draws[:, :completed]
             unit_draws = unit_draws[:, :completed]
     acceptance = np.divide(accepted_sum, attempts, out=np.full(n_rungs, np.nan), where=attempts > 0)
-    if on_device is not None:  # the chains stayed there between calls
+    if on_device is not None or resident:  # the chains stayed there between calls
         state = state_on_host(state)
     return TemperingTrace(
         betas,
@@ -572,12 +580,13 @@ def _sweep(rng, path, kernel, state, rung, ladder, log_weights, n_steps: int, po
         points_moved += n_chains
         accepted_n += accepted
         bad_n += bad
-    q = beta_conditional(state.delta, ladder.betas, log_weights, 0.0).T  # (K, n)
+    delta = np.asarray(state.delta)  # from the device, for chains kept there
+    q = beta_conditional(delta, ladder.betas, log_weights, 0.0).T  # (K, n)
     new_rung = draw_categorical(rng, q.T)
-    finite = np.where(np.isfinite(state.delta), state.delta, 0.0)
+    finite = np.where(np.isfinite(delta), delta, 0.0)
     q_delta = q * finite
     column = lambda a: a[:, None]  # noqa: E731
-    return (state, new_rung, column(state.delta), column(rung), column(accepted_n),
+    return (state, new_rung, column(delta), column(rung), column(accepted_n),
             column(bad_n), q, q_delta, q_delta * finite)  # fmt: skip
 
 

@@ -142,3 +142,53 @@ def test_the_pilots_gibbs_sweeps_keep_the_chains_on_the_device(monkeypatch):
     assert isinstance(on_device.final.x, np.ndarray)
     np.testing.assert_array_equal(on_device.final.x, on_host.final.x)
     np.testing.assert_allclose(on_device.log_z, on_host.log_z, rtol=1e-12, atol=1e-12)
+
+
+def test_a_compound_models_chains_stay_on_the_device_and_give_the_hosts_answer(monkeypatch):
+    """A model with continuous and discrete entries (``hmc+gibbs``: HMC on the continuous
+    entries, its steps zero at the discrete ones, then the Gibbs sweep and the new point's
+    gradient, all on the device): the pilot's chains stay on the device, AIS's rungs and the
+    tempered sweeps run there 8 to a call, each run's chains copied back once; with the same
+    seeds the runs of one transition a call, the chains back on the host after each, give
+    the same log Z up to rounding, and both the exact one within 4 SEs."""
+    from pm_evidence.path import path_estimators
+    from pm_evidence.tempering import samplers
+
+    (entry,) = zoo(["bernoulli_switch"])
+    model, gold = entry.build()
+    target = LogDensity(model, backend="jax")
+    target.backend = STAND_IN_GPU
+    seen = []
+    for module in (pilot, samplers):
+        real = module.state_on_host
+
+        def spy(state, real=real):
+            seen.append(is_on_device(state.x))
+            return real(state)
+
+        monkeypatch.setattr(module, "state_on_host", spy)
+    answers = []
+    for resident in (True, False):
+        if not resident:
+            for module in (pilot, samplers):
+                monkeypatch.setattr(module, "resident_chains", lambda kernel, path: False)
+            for loop in ("device_annealing", "device_tempering"):
+                monkeypatch.setattr(samplers, loop, lambda *args: None)
+        plan = pme.make_plan(target, random_seed=5, progressbar=False)
+        assert plan.kernel.name == "hmc+gibbs"
+        loops = [samplers.device_annealing(plan.kernel, plan.path, 1),
+                 samplers.device_tempering(plan.kernel, plan.path, 1)]  # fmt: skip
+        assert all(loop is not None for loop in loops) is resident
+        annealed = pme.run_annealing(plan, pme.AnnealingOptions(n_chains=200, target_se=None),
+                                     rng=np.random.default_rng(5), progressbar=False)  # fmt: skip
+        tempered = pme.run_tempering(plan, pme.TemperingOptions(n_chains=200, n_sweeps=100,
+                                                                target_se=None),
+                                     rng=np.random.default_rng(5), progressbar=False)  # fmt: skip
+        answers.append((path_estimators.ais(annealed), path_estimators.rts(tempered)))
+        if resident:  # the pilot, AIS and the tempering each copied their chains back once
+            assert len(seen) >= 3 and all(seen)
+            seen.clear()
+    assert not seen
+    for on_device, on_host in zip(*answers, strict=True):
+        np.testing.assert_allclose(on_device.log_z, on_host.log_z, rtol=1e-9, atol=1e-9)
+        assert abs(on_device.log_z - gold) < 4 * on_device.se
