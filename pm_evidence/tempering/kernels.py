@@ -221,7 +221,7 @@ def device_annealing(kernel: Kernel, path: GeometricPath, n_steps: int) -> Calla
     for ``kernel`` on ``path``, as ``anneal_rungs(rng, state, log_w, betas, d_betas,
     step_sizes)``: where the model runs on an accelerator and the kernel is HMC (its
     transitions those of :func:`hmc_step`, jitter included) or ``hmc+gibbs`` (those of
-    :func:`compound_step`); ``None`` elsewhere."""
+    ``compound_step``); ``None`` elsewhere."""
     on_device, gibbs = _device_moves(kernel, path)
     if not on_device:
         return None
