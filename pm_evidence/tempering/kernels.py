@@ -485,8 +485,8 @@ def hmc_step(
     path's per-coordinate factors ``path.step_scale`` (a diagonal mass matrix from the
     reference's scales; ones from the prior: identity mass); ``state`` must carry gradients.
 
-    With ``compiled`` (and a path that allows it, without ``mask``) the whole transition is one
-    compiled call (:func:`~pm_evidence.tempering.compiled.hmc_transition_function`), fed the
+    With ``compiled`` (and a path that allows it; with ``mask``, its steps zero outside the
+    mask) the whole transition is one compiled call (:func:`~pm_evidence.tempering.compiled.hmc_transition_function`), fed the
     same random numbers as the NumPy code: the same draws up to floating-point rounding.
 
     Each point's step size is multiplied by a fresh ``U(1 - jitter, 1 + jitter)`` draw
@@ -510,7 +510,7 @@ def hmc_step(
     eps = (eps * rng.uniform(1.0 - jitter, 1.0 + jitter, size=eps.shape))[:, None]
     momentum = rng.standard_normal(state.x.shape)
     fused = hmc_transition_function(path, n_leapfrog) if compiled else None
-    if fused is not None and (mask is None or path.target.has_discrete):
+    if fused is not None:
         log_u = np.log(rng.random(eps.shape[0]))
         if mask is not None:
             momentum = momentum * mask

@@ -371,3 +371,32 @@ def test_device_tempering_padding_sweeps_add_nothing_where_delta_is_nan(monkeypa
     assert np.isnan(on_cpu.delta_draws).any()  # the sweep met the NaN band
     np.testing.assert_array_equal(np.isnan(on_device.c_sum), np.isnan(on_cpu.c_sum))
     np.testing.assert_allclose(on_device.c_sum, on_cpu.c_sum, rtol=1e-9, atol=1e-12)
+
+
+def test_a_masked_transition_on_the_device_is_the_numpy_one():
+    """The compound kernel's HMC move on a model with discrete entries (``mask``: the
+    continuous ones) as one fused call on an accelerator, its steps zero outside the mask:
+    the NumPy transition's states, acceptances and rejections up to rounding, the discrete
+    entries where they were. No GPU is needed: a backend that says it runs on one."""
+    pytest.importorskip("jax")
+    from pm_evidence.model.backend import Backend
+
+    model, _ = exact_models.bernoulli_switch()
+    target = LogDensity(model, backend="jax")
+    target.backend = Backend("jax", "cuda:0 (stand-in)", "jax")
+    path = GeometricPath(target, PriorReference(target))
+    rng = np.random.default_rng(1)
+    state = path.sample_reference(rng, 64, with_grad=True)
+    beta, step_size = rng.uniform(0.0, 1.0, 64), rng.uniform(0.1, 0.6, 64)
+    mask = ~target.discrete_mask
+    assert target.discrete_mask.any() and hmc_transition_function(path, 3) is not None
+    fused, plain = (
+        hmc_step(np.random.default_rng(5), path, state, beta, step_size, 3, compiled=c, mask=mask)
+        for c in (True, False)
+    )
+    assert 0 < plain[1].mean() < 1
+    np.testing.assert_array_equal(fused[1], plain[1])
+    np.testing.assert_array_equal(fused[2], plain[2])
+    for a, b in zip(fused[0], plain[0], strict=True):
+        np.testing.assert_allclose(np.asarray(a), b, rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(np.asarray(fused[0].x)[:, ~mask], state.x[:, ~mask])
