@@ -1,6 +1,9 @@
 r"""A whole HMC transition at per-point ``beta`` as one compiled PyTensor function; on an
 accelerator, AIS's rungs (:func:`annealing_function`) and the simulated-tempering sweeps
-(:func:`tempering_function`) too.
+(:func:`tempering_function`) too, the compound kernel's Gibbs sweep included where there is
+one, and what a sampler that keeps its chains on the device reads between its transitions (the
+path at new points, :func:`device_evaluation`; a mixture's density at the chains,
+:func:`device_mixture_density`).
 
 :func:`pm_evidence.tempering.kernels.hmc_step` in NumPy calls the compiled log-density once per
 leapfrog step and does the leapfrog arithmetic, the energies and the Metropolis test in NumPy.
