@@ -48,6 +48,7 @@ __all__ = [
     "concatenate_rows",
     "is_on_device",
     "jax_device",
+    "jitted_over_jax",
     "joined_columns",
     "padded_index",
     "put_rows",
@@ -261,6 +262,19 @@ def joined_columns(blocks, columns, dim: int):
     for block, where in zip(blocks, columns, strict=True):
         out = out.at[:, where].set(block)
     return out
+
+
+@cache
+def jitted_over_jax(function):
+    """``function(xp, *args)``, written once over an array namespace ``xp`` (NumPy's on the
+    host), with JAX's numpy as ``xp`` and jitted: the same arithmetic on the device, compiled
+    once per shape of its arrays."""
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+    return jax.jit(functools.partial(function, jnp))
 
 
 def _on_device_any(arrays) -> bool:

@@ -26,8 +26,8 @@ from scipy.optimize import brentq
 
 from pm_evidence.core.options import PILOT_CHAINS
 from pm_evidence.core.progress import long_run
-from pm_evidence.core.utils import kish_ess, log_mean_exp, normalized_weights, warn_user
-from pm_evidence.model.backend import take_rows
+from pm_evidence.core.utils import kish_ess, warn_user
+from pm_evidence.model.backend import is_on_device, jitted_over_jax, take_rows
 from pm_evidence.tempering.kernels import Kernel, adapt_step_size, resident_chains, transition
 from pm_evidence.tempering.path import GeometricPath, PathState, state_on_device, state_on_host
 
@@ -36,6 +36,7 @@ __all__ = [
     "ladder_from_pilot",
     "length_at",
     "next_beta",
+    "resampled_indices",
     "run_pilot",
     "smc_step",
     "step_lengths",
@@ -150,13 +151,35 @@ def smc_step(
         ``log mean w``, this step's term of the SMC estimate of ``log Z`` (seed 000 eq. (8)
         with resampling).
     """
-    delta = np.asarray(state.delta)  # from the device, where the particles are kept there
-    finite = np.isfinite(delta)
-    new_beta, _ = next_beta(delta, beta, ess_fraction)
-    with np.errstate(invalid="ignore"):
-        increment = np.where(finite, (new_beta - beta) * delta, -np.inf)
-    resampled = take(state, systematic_resample(rng, normalized_weights(increment)))
-    return resampled, new_beta, float(log_mean_exp(increment))
+    # the next beta from Delta on the host (a vector: a root find); the weights and the
+    # resampling where the particles are (jitted on the device for particles kept there)
+    new_beta, _ = next_beta(np.asarray(state.delta), beta, ess_fraction)
+    u = rng.random()
+    if is_on_device(state.delta):
+        idx, log_increment = jitted_over_jax(resampled_indices)(state.delta, new_beta - beta, u)
+    else:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            idx, log_increment = resampled_indices(np, state.delta, new_beta - beta, u)
+    return take(state, idx), new_beta, float(log_increment)
+
+
+def resampled_indices(xp, delta, d_beta: float, u: float):
+    """Systematic resampling by the incremental weights ``w_i = exp(d_beta Delta(x_i))`` (zero
+    outside the target's support) at the uniform ``u``: the indices and ``log mean w``, over
+    the array namespace ``xp`` (NumPy, or JAX's on the device: one implementation).
+
+    The same operations as :func:`~pm_evidence.core.utils.normalized_weights`,
+    :func:`~pm_evidence.core.utils.log_mean_exp` and :func:`systematic_resample`, so that on
+    NumPy the indices are theirs to the bit."""
+    n = delta.shape[0]
+    increment = xp.where(xp.isfinite(delta), d_beta * delta, -xp.inf)
+    top = xp.max(increment)
+    top = xp.where(xp.isfinite(top), top, 0.0)  # all -inf: the sum is 0, its log -inf
+    log_total = xp.log(xp.sum(xp.exp(increment - top))) + top
+    weights = xp.exp(increment - log_total)
+    positions = (u + xp.arange(n)) / n
+    idx = xp.minimum(xp.searchsorted(xp.cumsum(weights), positions), n - 1)
+    return idx, log_total - xp.log(n)
 
 
 def take(state: PathState, idx: np.ndarray) -> PathState:

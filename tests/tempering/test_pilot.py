@@ -41,3 +41,33 @@ def test_adaptive_ladder_is_at_equal_length(normal_mean_plan):
     assert np.all(step_size > 0) and log_z[0] == 0.0
     ladder = normal_mean_plan.ladder("adaptive", None, 1e-4, default_rungs=7)
     assert ladder.n_rungs == 7 and "equal thermodynamic length" in ladder.how
+
+
+def test_the_resampling_is_one_implementation_on_numpy_and_on_the_device():
+    """``resampled_indices`` over NumPy gives ``systematic_resample`` by the normalized
+    incremental weights and their ``log mean`` to the bit; over JAX (jitted, as for particles
+    kept on a device) the same indices and the same ``log mean`` to rounding. Points outside
+    the support (``Delta = -inf`` or NaN) are never drawn."""
+    from pm_evidence.core.utils import log_mean_exp, normalized_weights
+    from pm_evidence.tempering.pilot import resampled_indices, systematic_resample
+
+    rng = np.random.default_rng(4)
+    delta = rng.normal(-50.0, 20.0, 1000)
+    delta[:7], delta[7:9] = -np.inf, np.nan
+    d_beta = 0.013
+    increment = np.where(np.isfinite(delta), d_beta * delta, -np.inf)
+    expected = systematic_resample(np.random.default_rng(9), normalized_weights(increment))
+    u = np.random.default_rng(9).random()
+    idx, log_mean = resampled_indices(np, delta, d_beta, u)
+    np.testing.assert_array_equal(idx, expected)
+    assert log_mean == log_mean_exp(increment)
+    assert not np.isin(idx, np.arange(9)).any()
+    jax = __import__("pytest").importorskip("jax")
+    __import__("pytensor.link.jax.dispatch")  # float64 on JAX, as for a JAX model
+    from pm_evidence.model.backend import jitted_over_jax
+
+    on_device, log_mean_device = jitted_over_jax(resampled_indices)(
+        jax.device_put(delta), d_beta, u
+    )
+    np.testing.assert_array_equal(np.asarray(on_device), expected)
+    np.testing.assert_allclose(float(log_mean_device), log_mean, rtol=1e-12)
