@@ -27,7 +27,7 @@ from pm_evidence.model.backend import (
 )
 from pm_evidence.references import MixtureReference
 from pm_evidence.search.mixtures import pooled
-from pm_evidence.tempering.compiled import device_evaluation, device_mixture_density
+from pm_evidence.tempering.compiled import device_mixture_density
 from pm_evidence.tempering.path import PathState, tempered_log_density
 from pm_evidence.tempering.pilot import take
 
@@ -40,9 +40,9 @@ JUMPS_PER_PARTICLE = 3.0
 
 def evaluated(path, x, with_grad: bool, resident: bool) -> PathState:
     """The path at points ``x`` (NumPy's or JAX's): with ``resident`` (the particles are kept
-    on the device) computed there and left there; by the path otherwise."""
-    on_device = device_evaluation(path, with_grad) if resident else None
-    return path.evaluate(x, with_grad=with_grad) if on_device is None else on_device(x)
+    on the device) computed there by the model's own functions and left there
+    (:meth:`~pm_evidence.tempering.path.GeometricPath.evaluate`)."""
+    return path.evaluate(x, with_grad=with_grad, resident=resident)
 
 
 def mixture_density(path, q: MixtureReference, x) -> np.ndarray:

@@ -1,9 +1,7 @@
 r"""A whole HMC transition at per-point ``beta`` as one compiled PyTensor function; on an
 accelerator, AIS's rungs (:func:`annealing_function`) and the simulated-tempering sweeps
 (:func:`tempering_function`) too, the compound kernel's Gibbs sweep included where there is
-one, and what a sampler that keeps its chains on the device reads between its transitions (the
-path at new points, :func:`device_evaluation`; a mixture's density at the chains,
-:func:`device_mixture_density`).
+one, and a mixture's density at chains kept on the device (:func:`device_mixture_density`).
 
 :func:`pm_evidence.tempering.kernels.hmc_step` in NumPy calls the compiled log-density once per
 leapfrog step and does the leapfrog arithmetic, the energies and the Metropolis test in NumPy.
@@ -61,7 +59,6 @@ __all__ = [
     "MAX_COMPILED_LEAPFROG",
     "TEMPERING_CHUNK_SWEEPS",
     "annealing_function",
-    "device_evaluation",
     "device_mixture_density",
     "hmc_transition_function",
     "symbolic_tempered_log_density",
@@ -292,23 +289,6 @@ def _bind(path: GeometricPath, n_leapfrog: int) -> Callable | None:
         return PathState(*outs[:5]), *flags
 
     return transition
-
-
-def device_evaluation(path: GeometricPath, with_grad: bool) -> Callable | None:
-    """``x (n, dim) -> PathState`` at new points, computed on the device and left there
-    (JAX's arrays), for a sampler that keeps its chains there
-    (:func:`~pm_evidence.tempering.kernels.resident_chains`): the exploration's jumps evaluate
-    their proposals so, by the model's own compiled functions (no compile of its own). ``x``
-    may be NumPy's (proposals drawn on the host: sent once) or JAX's. ``None`` off an
-    accelerator and on a path not from the prior of a continuous model."""
-    target = path.target
-    if not target.backend.on_accelerator or not path.is_prior or target.discrete_mask.all():
-        return None
-
-    def evaluate(x) -> PathState:
-        return path.evaluate(x, with_grad=with_grad, resident=True)
-
-    return evaluate
 
 
 # Mixtures' components are padded to a multiple of this (device_mixture_density): the density

@@ -48,7 +48,7 @@ from scipy import special
 
 from pm_evidence.core.exceptions import EvidenceInputError
 from pm_evidence.core.utils import warn_user
-from pm_evidence.model.backend import is_on_device
+from pm_evidence.model.backend import is_on_device, select_rows
 from pm_evidence.model.leapfrog import leapfrog_maps, leapfrog_step
 from pm_evidence.tempering.compiled import (
     FUSE_AFTER_POINT_TRANSITIONS,
@@ -188,21 +188,22 @@ def resident_chains(kernel: Kernel, path: GeometricPath) -> bool:
     acceptance rates for the step size) and copies its chains back once, at the end."""
     if not path.target.backend.on_accelerator:
         return False
-    def gibbs_on_device() -> bool:
-        dim = path.dim
-        levels = np.full(dim, 2) if kernel.levels is None else np.asarray(kernel.levels)
-        lowest = np.zeros(dim) if kernel.lowest is None else np.asarray(kernel.lowest)
-        return gibbs_sweep_function(path, kernel.blocks, levels, lowest) is not None
-
-    if kernel.name == "hmc":
-        fused = hmc_transition_function(path, kernel.n_leapfrog) is not None
-    elif kernel.name == "gibbs":
-        fused = gibbs_on_device()
-    elif kernel.name == "hmc+gibbs":  # HMC on the continuous entries, then a Gibbs sweep
-        fused = hmc_transition_function(path, kernel.n_leapfrog) is not None and gibbs_on_device()
+    if kernel.name == "gibbs":
+        on_device = _gibbs_graph(kernel, path) is not None
     else:
-        return False
-    return fused and path.target.backend.on_accelerator  # may have moved to Numba
+        moves, _ = _device_moves(kernel, path)
+        on_device = moves and hmc_transition_function(path, kernel.n_leapfrog) is not None
+    return on_device and path.target.backend.on_accelerator  # may have moved to Numba
+
+
+def _gibbs_graph(kernel: Kernel, path: GeometricPath):
+    """The Gibbs sweep of ``kernel`` as a graph for the device
+    (:func:`~pm_evidence.tempering.compiled_gibbs.device_gibbs`), ``None`` where it cannot run
+    there; binary entries where the kernel gives no levels (as :func:`gibbs_step`)."""
+    dim = path.dim
+    levels = np.full(dim, 2) if kernel.levels is None else np.asarray(kernel.levels)
+    lowest = np.zeros(dim) if kernel.lowest is None else np.asarray(kernel.lowest)
+    return device_gibbs(path, kernel.blocks, levels, lowest)
 
 
 def _device_moves(kernel: Kernel, path: GeometricPath):
@@ -212,7 +213,7 @@ def _device_moves(kernel: Kernel, path: GeometricPath):
         return True, None
     if kernel.name != "hmc+gibbs":
         return False, None
-    gibbs = device_gibbs(path, kernel.blocks, kernel.levels, kernel.lowest)
+    gibbs = _gibbs_graph(kernel, path)
     return gibbs is not None, gibbs
 
 
@@ -450,7 +451,7 @@ def _metropolis(rng, current: PathState, proposal: PathState, log_ratio: np.ndar
     """Accept ``proposal`` where ``log u < log_ratio``; non-finite ratios are rejected."""
     finite = np.isfinite(log_ratio)
     accept = finite & (np.log(rng.random(log_ratio.shape)) < np.where(finite, log_ratio, -np.inf))
-    return _merge(current, proposal, accept), accept, ~finite
+    return PathState(*select_rows(accept, tuple(proposal), tuple(current))), accept, ~finite
 
 
 def rwm_step(rng, path: GeometricPath, state: PathState, beta, scale, mask=None):
@@ -654,7 +655,7 @@ def gibbs_step(
         if m == 1:  # the chosen candidate was evaluated already
             pick = np.minimum(choice[:, 0], n_alt - 1) + np.arange(n) * n_alt
             chosen = PathState(*[None if a is None else a[pick] for a in proposal])
-            current = _merge(current, chosen, change[:, 0])
+            current = PathState(*select_rows(change[:, 0], tuple(chosen), tuple(current)))
             log_f = np.where(change[:, 0], log_f_alt[np.arange(n), 0, pick % n_alt], log_f)
         elif change.any():
             x_new = current.x.copy()
@@ -664,14 +665,6 @@ def gibbs_step(
             log_f = tempered_log_density(current.log_p0, current.delta, beta)
         moved |= change.any(axis=1)
     return current, moved, nonfinite
-
-
-def _merge(current: PathState, proposal: PathState, take: np.ndarray) -> PathState:
-    """Per point, ``proposal`` where ``take`` else ``current``."""
-    return PathState(*[
-        None if a is None else np.where(take.reshape((-1,) + (1,) * (a.ndim - 1)), b, a)
-        for a, b in zip(current, proposal, strict=True)
-    ])  # fmt: skip
 
 
 def _flip_log_probs(state: PathState, beta) -> np.ndarray:
