@@ -493,6 +493,9 @@ class VmappedFunction:
         extra = -n % self.n_devices  # a whole number of rows per device
         if extra:
             rows = [concatenate_rows([r, r[:1].repeat(extra, axis=0)]) for r in rows]
+        if self._rows_placement is not None:  # rows left on the devices by other calls (a
+            # gather, a slice) may be placed otherwise: split over the devices as the function's
+            rows = [to_device(r, self._rows_placement) if is_on_device(r) else r for r in rows]
         data = [self._on_device(k) for k in range(len(self._shared))]
         outputs = self._rows(*rows, *unmapped, *data)
         if resident:

@@ -40,12 +40,21 @@ ev = pme.marginal_likelihood(model, method="rts", random_seed=1, progressbar=Fal
 on_draws = pme.marginal_likelihood(
     model, method="bridge", random_seed=1, progressbar=False, backend="jax"
 )
-print(len(jax.devices()), repr(ev.log_z), repr(ev.se), repr(on_draws.log_z))
+# the exploration's particles kept on the devices (a backend that says it runs on a GPU)
+from pm_evidence.model.backend import Backend
+from pm_evidence.model.log_density import LogDensity
+from pm_evidence.search.exploration import ExplorationOptions, explore
+(mixture,) = zoo(["label_switching_mixture"])
+target = LogDensity(mixture.build()[0], backend="jax")
+target.backend = Backend("jax", "cuda:0 (stand-in)", "jax")
+found = explore(target, np.random.default_rng(3), ExplorationOptions(max_particles=512))
+print(len(jax.devices()), repr(ev.log_z), repr(ev.se), repr(on_draws.log_z), repr(found.log_z))
 """
 
 
 def test_rows_sharded_over_several_devices_give_the_one_device_result():
-    """Two devices (JAX's CPU split in two by XLA_FLAGS) against one, in fresh processes."""
+    """Two devices (JAX's CPU split in two by XLA_FLAGS) against one, in fresh processes; the
+    exploration's particles kept on the devices included."""
     lines = []
     for flags in ("", "--xla_force_host_platform_device_count=2"):
         done = subprocess.run(
@@ -53,9 +62,10 @@ def test_rows_sharded_over_several_devices_give_the_one_device_result():
             env={**os.environ, "XLA_FLAGS": flags},
         )  # fmt: skip
         lines.append(done.stdout.split())
-    (one, log_z_1, se_1, bridge_1), (two, log_z_2, se_2, bridge_2) = lines
+    (one, log_z_1, se_1, bridge_1, explored_1), (two, log_z_2, se_2, bridge_2, explored_2) = lines
     assert (one, two) == ("1", "2")
     assert float(log_z_1) == pytest.approx(float(log_z_2), abs=1e-12)
+    assert float(explored_1) == pytest.approx(float(explored_2), abs=1e-9)
     assert float(bridge_1) == pytest.approx(float(bridge_2), abs=1e-12)
     assert float(se_1) == pytest.approx(float(se_2), rel=1e-9)
 
