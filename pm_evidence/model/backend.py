@@ -281,37 +281,37 @@ def _on_device_any(arrays) -> bool:
     return any(a is not None and is_on_device(a) for a in arrays)
 
 
+def _take(arrays, idx):
+    return tuple(None if a is None else a[idx] for a in arrays)
+
+
+def _select(xp, mask, news, olds):
+    return tuple(
+        None if o is None else xp.where(mask.reshape(-1, *[1] * (o.ndim - 1)), n, o)
+        for n, o in zip(news, olds, strict=True)
+    )
+
+
 @cache
 def _row_functions():
     """The row operations of :func:`take_rows`, :func:`put_rows` and :func:`select_rows` on
     JAX's device, each one jitted call over a tuple of arrays (``None`` entries kept): one
     dispatch where eager indexing of every array cost a millisecond or two of Python each."""
     import jax
-    import jax.numpy as jnp
-
-    def take(arrays, idx):
-        return tuple(None if a is None else a[idx] for a in arrays)
 
     def put(wholes, idx, parts):
         return tuple(
             None if w is None else w.at[idx].set(p) for w, p in zip(wholes, parts, strict=True)
         )
 
-    def select(mask, news, olds):
-        return tuple(
-            None if o is None else jnp.where(mask.reshape(-1, *[1] * (o.ndim - 1)), n, o)
-            for n, o in zip(news, olds, strict=True)
-        )
-
-    return jax.jit(take), jax.jit(put), jax.jit(select)
+    return jax.jit(_take), jax.jit(put), jitted_over_jax(_select)
 
 
 def take_rows(arrays: tuple, idx: np.ndarray) -> tuple:
     """The rows ``idx`` of every array of ``arrays`` (``None`` kept), where the arrays are: a
     gather on JAX's device for arrays there (a sampler's resampling)."""
-    if _on_device_any(arrays):
-        return _row_functions()[0](tuple(arrays), idx)
-    return tuple(None if a is None else a[idx] for a in arrays)
+    take = _row_functions()[0] if _on_device_any(arrays) else _take
+    return take(tuple(arrays), idx)
 
 
 def put_rows(wholes: tuple, idx: np.ndarray, parts: tuple) -> tuple:
@@ -334,10 +334,7 @@ def select_rows(mask: np.ndarray, news: tuple, olds: tuple) -> tuple:
     where one of them is there): a sampler's accepted moves."""
     if _on_device_any(news) or _on_device_any(olds):
         return _row_functions()[2](mask, tuple(news), tuple(olds))
-    return tuple(
-        None if o is None else np.where(mask.reshape(-1, *[1] * (o.ndim - 1)), n, o)
-        for n, o in zip(news, olds, strict=True)
-    )
+    return _select(np, mask, tuple(news), tuple(olds))
 
 
 def padded_index(idx: np.ndarray) -> np.ndarray:

@@ -18,6 +18,7 @@ the error: that is a bug or a broken model, not a support boundary.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -186,52 +187,35 @@ class FlatRowsFunction:
     def __call__(self, x: np.ndarray, resident: bool = False) -> list[np.ndarray]:
         """The outputs at the rows ``x``; with ``resident`` (JAX's function), ``x`` may be
         JAX's array and the outputs stay on the device, split and joined there."""
-        if resident:
-            return self._on_device(x)
+        if resident and not isinstance(self._compiled, VmappedFunction):
+            raise ValueError("Only a function compiled by JAX leaves its outputs on the device.")
+        call = functools.partial(self._compiled, resident=True) if resident else self._compiled
         if self._as_is:
-            return list(self._compiled(np.ascontiguousarray(x)))
+            return list(call(x if resident else np.ascontiguousarray(x)))
         n = x.shape[0]
         if self._whole:
-            rows = [np.ascontiguousarray(x)]
+            rows = [x if resident else np.ascontiguousarray(x)]
+        elif resident:  # JAX's arrays: contiguous by construction
+            rows = [x[:, columns].astype(dtype) for columns, dtype in self._columns]
         else:
             rows = [x[:, columns].astype(dtype, order="C") for columns, dtype in self._columns]
-            for k, shape in self._reshaped:
-                rows[k] = rows[k].reshape((n, *shape))
-        outputs = self._compiled(*rows)
-        k = len(self._gradients)
-        joined = [
-            self._joined(outputs[i : i + k], n) for i in range(self.n_values, len(outputs), k)
-        ]
-        return [*outputs[: self.n_values], *joined]
-
-    def _on_device(self, x) -> list:
-        if not isinstance(self._compiled, VmappedFunction):
-            raise ValueError("Only a function compiled by JAX leaves its outputs on the device.")
-        if self._as_is:
-            return list(self._compiled(x, resident=True))
-        n = x.shape[0]
-        rows = [x] if self._whole else [x[:, c].astype(dtype) for c, dtype in self._columns]
         for k, shape in self._reshaped:
             rows[k] = rows[k].reshape((n, *shape))
-        outputs = self._compiled(*rows, resident=True)
+        outputs = call(*rows)
         k = len(self._gradients)
-        columns = [c for c, _ in self._gradients]
-
-        def flat(group):
-            return [g[:, None] if scalar else g.reshape(n, -1)
-                    for (_, scalar), g in zip(self._gradients, group, strict=True)]  # fmt: skip
-
         joined = [
-            joined_columns(flat(outputs[i : i + k]), columns, self.dim)
+            self._joined(outputs[i : i + k], n, resident)
             for i in range(self.n_values, len(outputs), k)
         ]
         return [*outputs[: self.n_values], *joined]
 
-    def _joined(self, group, n: int) -> np.ndarray:
+    def _joined(self, group, n: int, resident: bool = False) -> np.ndarray:
         flat = [
             g[:, None] if scalar else g.reshape(n, -1)
             for (_, scalar), g in zip(self._gradients, group, strict=True)
         ]
+        if resident:
+            return joined_columns(flat, [columns for columns, _ in self._gradients], self.dim)
         if self._gradients_cover_x:
             return np.concatenate(flat, axis=1) if len(flat) > 1 else flat[0]
         joined = np.zeros((n, self.dim))

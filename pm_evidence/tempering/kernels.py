@@ -183,9 +183,9 @@ def resident_chains(kernel: Kernel, path: GeometricPath) -> bool:
     accelerator and every transition of ``kernel`` is one compiled call there (HMC, whose
     transition :func:`transition` takes compiled from the first on an accelerator, the Gibbs
     sweeps of :mod:`~pm_evidence.tempering.compiled_gibbs`, and ``hmc+gibbs``: both, HMC's
-    steps zero at the discrete entries). The sampler then reads
-    from the device only what it needs on the host (``Delta`` for the next ``beta``, the
-    acceptance rates for the step size) and copies its chains back once, at the end."""
+    steps zero at the discrete entries). The sampler then reads from the device only what it
+    needs on the host (``Delta`` for the next ``beta``, the acceptance rates for the step
+    size) and copies its chains back once, at the end."""
     if not path.target.backend.on_accelerator:
         return False
     if kernel.name == "gibbs":
@@ -487,8 +487,9 @@ def hmc_step(
     reference's scales; ones from the prior: identity mass); ``state`` must carry gradients.
 
     With ``compiled`` (and a path that allows it; with ``mask``, its steps zero outside the
-    mask) the whole transition is one compiled call (:func:`~pm_evidence.tempering.compiled.hmc_transition_function`), fed the
-    same random numbers as the NumPy code: the same draws up to floating-point rounding.
+    mask) the whole transition is one compiled call
+    (:func:`~pm_evidence.tempering.compiled.hmc_transition_function`), fed the same random
+    numbers as the NumPy code: the same draws up to floating-point rounding.
 
     Each point's step size is multiplied by a fresh ``U(1 - jitter, 1 + jitter)`` draw
     (Neal 2011, §5.4.2.2). Without it, a trajectory of fixed length can come back close to its

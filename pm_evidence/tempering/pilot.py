@@ -130,9 +130,14 @@ def step_lengths(betas: np.ndarray, delta_sd: np.ndarray) -> np.ndarray:
 def systematic_resample(rng, weights: np.ndarray, n: int | None = None) -> np.ndarray:
     """Indices of ``n`` draws (``weights.size`` where not given) by systematic resampling (one
     uniform, evenly spaced positions on the cumulative normalized ``weights``)."""
-    n = weights.size if n is None else n
-    positions = (rng.random() + np.arange(n)) / n
-    return np.minimum(np.searchsorted(np.cumsum(weights), positions), weights.size - 1)
+    return _systematic(np, weights, rng.random(), weights.size if n is None else n)
+
+
+def _systematic(xp, weights, u: float, n: int):
+    """The indices of ``n`` evenly spaced positions from ``u`` on the cumulative ``weights``,
+    over the array namespace ``xp``."""
+    positions = (u + xp.arange(n)) / n
+    return xp.minimum(xp.searchsorted(xp.cumsum(weights), positions), weights.shape[0] - 1)
 
 
 def smc_step(
@@ -176,10 +181,7 @@ def resampled_indices(xp, delta, d_beta: float, u: float):
     top = xp.max(increment)
     top = xp.where(xp.isfinite(top), top, 0.0)  # all -inf: the sum is 0, its log -inf
     log_total = xp.log(xp.sum(xp.exp(increment - top))) + top
-    weights = xp.exp(increment - log_total)
-    positions = (u + xp.arange(n)) / n
-    idx = xp.minimum(xp.searchsorted(xp.cumsum(weights), positions), n - 1)
-    return idx, log_total - xp.log(n)
+    return _systematic(xp, xp.exp(increment - log_total), u, n), log_total - xp.log(n)
 
 
 def take(state: PathState, idx: np.ndarray) -> PathState:

@@ -184,7 +184,7 @@ def anneal(
     n_eval = 0
     on_device = device_annealing(kernel, path, n_steps)  # None on a CPU
     chunk = ANNEALING_CHUNK_RUNGS if on_device is not None else 1
-    # a kernel without AIS's loop on the device (a compound one) whose transitions are one
+    # a kernel without AIS's loop on the device (Gibbs sweeps alone) whose transitions are one
     # call there each: the chains kept on the device between them
     resident = on_device is None and resident_chains(kernel, path)
     if resident:
