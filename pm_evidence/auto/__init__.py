@@ -202,7 +202,7 @@ def auto_evidence(target, idata, random_seed, progressbar: bool, kwargs: dict) -
     if plan is not None and exploration is not None:
         coverage = attempt(
             "the coverage check (which modes each side's draws visited)",
-            lambda: draws_coverage(exploration, plan, missed),
+            lambda: draws_coverage(exploration, plan, missed, seed),
             failures,
         )
     # 3 and 4. the estimate on the draws and its cross-check, AIS
@@ -370,14 +370,18 @@ def draws_stage(target, idata, seed, progressbar, kwargs, exploration=None, miss
 
 
 def draws_coverage(
-    exploration: Exploration, plan, missed: MissedMass | None = None
+    exploration: Exploration, plan, missed: MissedMass | None = None, seed=None
 ) -> ModeCoverage:
     """Which components of the exploration's mixture the posterior draws visited, and the
     posterior mass of where the draws went outside every component
     (:func:`~pm_evidence.search.coverage.compare_coverage`, mirror images counted where the
     symmetry group is known); :func:`estimate_skipped` and :func:`coverage_stage` read it.
     Where the particles missed mass (``missed``: :func:`missed_mass_stage`), the components'
-    shares and ``log Z`` are importance sampling's, not the particles' and the SMC's."""
+    shares and ``log Z`` are importance sampling's, not the particles' and the SMC's. With
+    ``seed``, the mass the draws found outside every component is weighed on the
+    ``"coverage"`` stream of ``seed``, where the draws missed components
+    (:func:`~pm_evidence.search.coverage.found_outside_ratio`): the exploration's shares are
+    of the mass it found, not of ``Z``."""
     group = plan.search.group
     found = missed is not None and missed.missed
     return compare_coverage(
@@ -385,6 +389,7 @@ def draws_coverage(
         log_density=plan.target.log_density,
         log_z=missed.log_z if found else exploration.log_z,
         shares=missed.shares if found else None,
+        rng=None if seed is None else stage_rngs(seed)["coverage"],
     )  # fmt: skip
 
 
@@ -766,6 +771,7 @@ def coverage_stage(
         "exploration_second_pass_deferred": exploration.second_pass_deferred,
         "exploration_log_z": exploration.log_z,
         "exploration_missed_by_nuts": np.nan if unenumerated else coverage.missed_by_draws,
+        "exploration_missed_weight": np.nan if unenumerated else coverage.missed_weight,
         "exploration_missed_by_exploration": coverage.missed_by_exploration,
         "exploration_draws_outside": coverage.draws_outside,
     }
@@ -773,7 +779,7 @@ def coverage_stage(
         estimate = with_warning(estimate, (
             f"The posterior draws missed part of the posterior: tempering from the prior "
             f"(pm_evidence.search.exploration) found {exploration.n_modes} components, and "
-            f"{coverage.missed_by_draws:.0%} of the posterior's mass (its mixture's weights) "
+            f"{coverage.missed_by_draws:.0%} of the posterior's mass "
             f"lies in components that no posterior draw visited, so {estimate.method}, which reads "
             f"the posterior draws, misses that mass."
         ))  # fmt: skip
@@ -904,7 +910,7 @@ def _explored_ais(target, plan, seed, progressbar: bool, kwargs: dict, stream: i
     child = confirmation_seed(root_sequence(seed), stream)
     exploration = exploration_stage(target, child, progressbar)
     options = check_stage_options(target, kwargs, exploration, plan, "")
-    coverage = draws_coverage(exploration, plan) if plan is not None else None
+    coverage = draws_coverage(exploration, plan, seed=child) if plan is not None else None
     options, added = with_draws_outside_stage(target, options, exploration, plan, coverage, child)
     result = estimate_stage("ais", target, plan, child, progressbar, options)
     result = with_diagnostics(result, {

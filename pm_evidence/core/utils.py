@@ -116,7 +116,7 @@ def as_generator(random_seed: int | np.random.Generator | np.random.SeedSequence
 STAGES = (
     "posterior", "pilot", "annealing", "reverse_annealing", "tempering",
     "is", "ris", "ds", "bridge", "is_ris", "exploration", "term_check", "mode_sets",
-    "draws_outside", "check_reference", "second_pass", "missed_mass",
+    "draws_outside", "check_reference", "second_pass", "missed_mass", "coverage",
 )  # fmt: skip
 
 

@@ -195,3 +195,62 @@ def test_minor_modes_missed_together_are_a_miss_however_they_are_split():
     assert max(weights[1:]) < MISSED_SHARE
     assert coverage(weights).missed_by_draws == pytest.approx(0.06, abs=1e-6)
     assert coverage(np.array([0.94, 0.06])).missed_by_draws == pytest.approx(0.06, abs=1e-6)
+
+
+
+def _three_modes(shares):
+    """``f = Z sum_k p_k N(c_k, 0.5^2 I)`` in 2-D at ``c = (0, 0), (8, 0), (-8, 0)`` (modes
+    A, B, C), ``log Z = LOG_Z``."""
+    centres = np.array([[0.0, 0.0], [8.0, 0.0], [-8.0, 0.0]])
+
+    def log_f(x):
+        terms = [
+            np.log(p) + stats.multivariate_normal(c, 0.25 * np.eye(2)).logpdf(x)
+            for p, c in zip(shares, centres, strict=True)
+        ]
+        return LOG_Z + np.logaddexp.reduce(terms, axis=0)
+
+    return log_f, centres
+
+
+@pytest.mark.parametrize("shares", [(0.06, 0.93, 0.01), (0.4, 0.4, 0.2)])
+def test_missed_components_are_judged_as_a_share_of_all_the_mass_found(shares):
+    """The exploration found modes A and C (its shares are of their mass, ``Z_e``), the draws
+    found A and B, B outside every component: C's share of ``Z`` is its share of ``Z_e`` times
+    ``Z_e / (Z_e + M_B)``. Where B holds 93% of ``Z``, C's seventh of ``Z_e`` is 1% of ``Z``
+    and the draws missed nothing that counts; where B holds 40%, C's 20% is a miss."""
+    from types import SimpleNamespace
+
+    from pm_evidence.references import MixtureReference
+    from pm_evidence.search.coverage import MISSED_SHARE, compare_coverage
+
+    p_a, p_b, p_c = shares
+    log_f, centres = _three_modes(shares)
+    found = p_a + p_c  # Z_e / Z
+    mixture = MixtureReference(
+        np.array([p_a, p_c]) / found, centres[[0, 2]], np.stack([0.5 * np.eye(2)] * 2)
+    )
+    explored = SimpleNamespace(
+        mixture=mixture, weights_estimated=True, particle_shares=mixture.weights
+    )
+    rng = np.random.default_rng(3)
+    in_b = round(16 * p_b / (p_a + p_b))  # chains in B, the rest in A, as the mass is
+    draws = np.concatenate([
+        rng.normal(centres[1], 0.5, size=(in_b, 400, 2)),
+        rng.normal(centres[0], 0.5, size=(16 - in_b, 400, 2)),
+    ])  # fmt: skip
+    log_z_found = LOG_Z + np.log(found)
+    weights_only = compare_coverage(explored, draws, log_density=log_f, log_z=log_z_found)
+    assert weights_only.missed_by_draws == pytest.approx(p_c / found)  # no rng: the shares
+    values = np.array([
+        compare_coverage(
+            explored, draws, log_density=log_f, log_z=log_z_found, rng=np.random.default_rng(s)
+        ).missed_by_draws
+        for s in range(8)
+    ])  # fmt: skip
+    # B's draws are a normal's, so q fits B and the weights f / q are nearly constant: the
+    # share is C's share of Z within the spread of repeated runs (the smallest batch's mean is
+    # low in M, so the share errs high, never far low)
+    assert abs(values.mean() - p_c) < 4 * values.std(ddof=1) + 0.02 * p_c
+    assert values.min() > 0.95 * p_c
+    assert (values >= MISSED_SHARE).all() == (p_c >= MISSED_SHARE)
