@@ -254,3 +254,18 @@ def test_missed_components_are_judged_as_a_share_of_all_the_mass_found(shares):
     assert abs(values.mean() - p_c) < 4 * values.std(ddof=1) + 0.02 * p_c
     assert values.min() > 0.95 * p_c
     assert (values >= MISSED_SHARE).all() == (p_c >= MISSED_SHARE)
+
+
+def test_too_few_draws_outside_weigh_nothing():
+    """Where at most ``dim + 1`` draws lie outside, no normal can be fitted to them: the ratio
+    is 0, and the missed components are judged by the exploration's shares alone."""
+    from pm_evidence.references import MixtureReference
+    from pm_evidence.search.coverage import found_outside_ratio
+
+    mixture = MixtureReference(np.ones(1), np.zeros((1, 2)), np.eye(2)[None])
+    log_f, centres = _three_modes((0.4, 0.4, 0.2))
+    few = np.random.default_rng(2).normal(centres[1], 0.5, size=(3, 2))
+    assert found_outside_ratio(mixture, few, log_f, LOG_Z, np.random.default_rng(0)) == 0.0
+    many = np.random.default_rng(2).normal(centres[1], 0.5, size=(400, 2))
+    ratio = found_outside_ratio(mixture, many, log_f, LOG_Z, np.random.default_rng(0))
+    assert 0.95 * 0.4 < ratio <= 0.4 * 1.02  # B's mass over Z, from below
