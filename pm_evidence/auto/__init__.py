@@ -910,7 +910,8 @@ def _explored_ais(target, plan, seed, progressbar: bool, kwargs: dict, stream: i
     child = confirmation_seed(root_sequence(seed), stream)
     exploration = exploration_stage(target, child, progressbar)
     options = check_stage_options(target, kwargs, exploration, plan, "")
-    coverage = draws_coverage(exploration, plan, seed=child) if plan is not None else None
+    # only the draws outside its mixture are read here, so what they missed is not weighed
+    coverage = draws_coverage(exploration, plan) if plan is not None else None
     options, added = with_draws_outside_stage(target, options, exploration, plan, coverage, child)
     result = estimate_stage("ais", target, plan, child, progressbar, options)
     result = with_diagnostics(result, {
