@@ -12,7 +12,7 @@ from typing import Protocol
 import numpy as np
 from scipy import stats
 
-from pm_evidence.core.utils import log_sum_exp
+from pm_evidence.core.utils import log_mean_exp, log_sum_exp
 from pm_evidence.references import MixtureReference, Reference
 from pm_evidence.search.mixtures import outside_every_component
 
@@ -231,7 +231,7 @@ def found_outside_ratio(
     log_u = np.asarray(log_density(x), dtype=float) - q.logpdf(x)
     log_u = np.where(outside_every_component(mixture, x) & ~np.isnan(log_u), log_u, -np.inf)
     batches = np.array_split(log_u, FOUND_BATCHES)
-    log_m = min(log_sum_exp(b) - np.log(b.size) for b in batches)
+    log_m = min(log_mean_exp(b) for b in batches)
     return float(np.exp(log_m - log_z))
 
 
