@@ -60,8 +60,10 @@ most 1 (:func:`spread_of`). Where the kept draws' largest R-hat is above 1.01 bu
 ``EXTEND_RHAT`` (chains that almost agree: slow mixing, not separate modes), the chains go on
 with the tuned kernel for another ``draws`` transitions, at most ``max_extensions`` times
 (``draws_extensions`` in the statistics). Where some chains are stuck far below the best one
-(:func:`lagging_chains`: their ``log f`` never meets its, and the mass near them is more
-than ``LAGGING_GAP`` nats below the mass near it), every chain runs again from the best
+(:func:`lagging_mask`: their ``log f`` never meets its, and the mass near them is more than
+``LAGGING_GAP`` nats below the mass near it), they move to the best chain's draws at the end
+of each of tuning's slow windows (:func:`moved_from_lagging`; ``draws_moved_in_tuning``),
+and where the kept draws still hold such chains, every chain runs again from the best
 chain's draws (``draws_restarted``). Where the draws show a funnel, some coordinates' scale
 following another's (:mod:`pm_evidence.model.funnel_map`), the chains are run again, from
 their last draws, in coordinates where it is gone (a partial non-centering learned from the
@@ -101,6 +103,7 @@ __all__ = [
     "CHAINS_APART_RHAT",
     "DENSE_CONDITION",
     "DENSE_DRAWS_PER_DIM",
+    "EARLY_CHECK_SHARE",
     "EXTEND_RHAT",
     "FUNNEL_RUNS",
     "LAGGING_GAP",
@@ -111,12 +114,16 @@ __all__ = [
     "adaptation_windows",
     "best_chain_starts",
     "chain_factors",
+    "early_check_draws",
     "finite_prior_points",
     "lagging_chains",
+    "lagging_mask",
+    "moved_from_lagging",
     "sample_batched_hmc",
     "spread_of",
     "starting_points",
     "window_estimates",
+    "worth_extending",
 ]
 
 # L = ceil(u TRAJECTORY_FACTOR T / eps), u ~ U(0, 1]: trajectory lengths uniform on (0, 2T]
@@ -154,6 +161,10 @@ EXTEND_RHAT = 1.05
 # chain, their draws' log f apart, is stuck (lagging_chains): every chain runs again from
 # the best chain's draws. A mode of e^-10 of the best one's mass is a negligible share of it.
 LAGGING_GAP = 10.0
+# The first run's kept draws are checked for lagging chains after this share of them (1/4),
+# so that a run with chains stuck where the mass is not stops there and runs again from the
+# best chain's draws, instead of making the other three quarters first.
+EARLY_CHECK_SHARE = 4
 START_CANDIDATES = 256  # prior draws searched for starts where the jittered start is not finite
 # Draws per chain where the chains are many (an accelerator: BatchedHMCSettings.sized): enough
 # for each chain's halves in split R-hat.
@@ -274,6 +285,9 @@ class BatchedHMCStats:
         Whether the draws were made again with every chain started at the best chain's
         draws (:func:`lagging_chains`; the other statistics are then the second run's, but
         ``evaluations`` both runs').
+    moved_in_tuning : int
+        Chains moved to the best chain's draws at the end of a slow window of tuning, summed
+        over windows and runs (:func:`moved_from_lagging`).
     """
 
     chains: int
@@ -289,6 +303,7 @@ class BatchedHMCStats:
     funnel_map: str = "none"
     circular_map: str = "none"
     restarted: bool = False
+    moved_in_tuning: int = 0
 
     def diagnostics(self) -> dict:
         """The statistics as result diagnostics (``draws_*`` keys)."""
@@ -307,6 +322,7 @@ class BatchedHMCStats:
             "draws_funnel_map": self.funnel_map,
             "draws_circular_map": self.circular_map,
             "draws_restarted": self.restarted,
+            "draws_moved_in_tuning": self.moved_in_tuning,
         }
 
 
@@ -528,6 +544,7 @@ class _Tally:
     accept: float = 0.0  # the chains' mean acceptance probability, summed over transitions
     leapfrog: int = 0
     divergences: int = 0
+    moved: int = 0  # chains moved to the best chain's draws in tuning (moved_from_lagging)
     log_f: list = field(default_factory=list)  # each kept transition's log f, (chains,)
 
 
@@ -538,11 +555,11 @@ def _advance(run, description: str) -> None:
         raise interruption(f"{description} interrupted; nothing to return.")
 
 
-def _kept(rng, state, eps, metric, length, settings, tally: _Tally, run, description):
-    """``settings.draws`` transitions of every chain with the tuned kernel: the draws
-    ``(chain, draw, dim)``, their statistics added to ``tally``."""
+def _kept(rng, state, eps, metric, length, settings, tally: _Tally, run, description, n=None):
+    """``n`` (default ``settings.draws``) transitions of every chain with the tuned kernel: the
+    draws ``(chain, draw, dim)``, their statistics added to ``tally``."""
     kept = []
-    for _ in range(settings.draws):
+    for _ in range(settings.draws if n is None else n):
         accept, diverged, _, n_steps = _step(rng, state, eps, metric, length, settings, along=False)
         tally.evaluations += settings.chains * n_steps
         kept.append(state.x)  # on the device where the transitions run there: one copy at the end
@@ -554,19 +571,37 @@ def _kept(rng, state, eps, metric, length, settings, tally: _Tally, run, descrip
     return np.ascontiguousarray(np.swapaxes(stack_on_host(kept), 0, 1))
 
 
-def _worth_extending(kept: np.ndarray) -> bool:
-    """Whether the draws ``(chain, draw, dim)`` are worth extending: their largest R-hat above
-    ``RHAT_MAX`` but at most ``EXTEND_RHAT``, chains that agree almost (slow mixing within
-    one mode, which more draws cure), not chains held in different modes (which they do
-    not)."""
+def worth_extending(kept: np.ndarray, most_draws: int) -> bool:
+    r"""Whether the draws ``(chain, draw, dim)`` are worth extending towards at most
+    ``most_draws`` per chain: their largest R-hat ``R`` above ``RHAT_MAX`` but at most
+    ``EXTEND_RHAT``, chains that agree almost (slow mixing within one mode, which more draws
+    cure), not chains held in different modes (which they do not), and
+
+    .. math::
+        (R - 1) \frac{n}{n_\text{most}} \le \text{RHAT\_MAX} - 1,
+
+    ``n`` the draws per chain: where the chains mix slowly within one mode, ``R - 1`` falls
+    about as ``1 / n`` (the between-chain variance of the chains' means, over the
+    within-chain variance), so an ``R`` that even this fall cannot bring to ``RHAT_MAX`` by
+    ``most_draws`` is not worth the draws. At the first check (512 draws of at most
+    ``5 x 512``) the bound is ``EXTEND_RHAT``'s; after an extension that did not lower ``R``
+    (chains that sit apart a little: a second mode that one chain holds) it stops the
+    extensions, each as costly as the kept draws."""
     rhat, _ = max_rhat(kept)
-    return bool(RHAT_MAX < rhat <= EXTEND_RHAT)
+    reachable = (rhat - 1.0) * kept.shape[1] / most_draws <= RHAT_MAX - 1.0 + 1e-12
+    return bool(RHAT_MAX < rhat <= EXTEND_RHAT and reachable)
 
 
 def lagging_chains(kept: np.ndarray, log_f: np.ndarray) -> bool:
-    r"""Whether the draws ``(chain, draw, dim)`` hold chains stuck far below the best one,
-    from their ``log f`` ``(chain, draw)``. The best chain has the highest median ``log f``;
-    a chain lags where both
+    """Whether the draws ``(chain, draw, dim)`` hold chains stuck far below the best one, from
+    their ``log f`` ``(chain, draw)``: some chain of :func:`lagging_mask`."""
+    return bool(np.any(lagging_mask(kept, log_f)))
+
+
+def lagging_mask(kept: np.ndarray, log_f: np.ndarray) -> np.ndarray:
+    r"""Which chains ``(chains,)`` of the draws ``(chain, draw, dim)`` are stuck far below the
+    best one, from their ``log f`` ``(chain, draw)``. The best chain has the highest median
+    ``log f``; a chain lags where both
 
     * its draws' ``log f`` never meets the best chain's (its 95th percentile below the best
       chain's 5th): chains of one stationary distribution share the distribution of
@@ -584,14 +619,13 @@ def lagging_chains(kept: np.ndarray, log_f: np.ndarray) -> bool:
     than twice the dimension (its covariance is not estimated)."""
     chains, n, dim = kept.shape
     if chains < 2 or n < 2 * dim:
-        return False
+        return np.zeros(chains, dtype=bool)
     median = np.median(log_f, axis=1)
     best = int(np.argmax(median))
     low, high = np.percentile(log_f, [5.0, 95.0], axis=1)
     log_det = np.array([np.linalg.slogdet(np.atleast_2d(np.cov(k, rowvar=False)))[1] for k in kept])
     mass = np.mean(log_f, axis=1) + 0.5 * log_det
-    lagging = (high < low[best]) & (mass < mass[best] - LAGGING_GAP)
-    return bool(np.any(lagging))  # a NaN mass compares False: not lagging
+    return (high < low[best]) & (mass < mass[best] - LAGGING_GAP)  # NaN mass: not lagging
 
 
 def best_chain_starts(kept: np.ndarray, log_f: np.ndarray) -> np.ndarray:
@@ -601,6 +635,31 @@ def best_chain_starts(kept: np.ndarray, log_f: np.ndarray) -> np.ndarray:
     best = kept[int(np.argmax(np.median(log_f, axis=1)))]
     n = best.shape[0]
     return best[np.linspace(n // 2, n - 1, kept.shape[0]).astype(int)]
+
+
+def moved_from_lagging(
+    state: HMCState, window: np.ndarray, log_f: np.ndarray
+) -> tuple[np.ndarray, HMCState, int]:
+    """At the end of a slow window of tuning, the lagging chains (:func:`lagging_mask` of the
+    window's draws ``(transitions, chains, dim)`` and their ``log f (transitions, chains)``)
+    moved to the best chain's draws (:func:`best_chain_starts`). Returns the window with
+    their draws replaced by the best chain's (the metric is then estimated where the chains
+    go on, not where they were stuck), the state (evaluated again where chains moved) and
+    how many chains moved.
+
+    Tuning's transitions are discarded and its kernel changes anyway, so a chain may be
+    moved there without biasing the kept draws; moved after the kept transitions instead
+    (:func:`sample_batched_hmc`'s run from the best chain), every chain is run again, tuning
+    included, after a full run's transitions spent where the mass is not."""
+    kept, kept_log_f = np.swapaxes(window, 0, 1), np.asarray(log_f).T
+    lagging = lagging_mask(kept, kept_log_f)
+    if not lagging.any():
+        return window, state, 0
+    best = int(np.argmax(np.median(kept_log_f, axis=1)))
+    x = np.where(lagging[:, None], best_chain_starts(kept, kept_log_f), stack_on_host([state.x])[0])
+    window = window.copy()
+    window[:, lagging] = window[:, [best]]
+    return window, HMCState(state.target, x), int(lagging.sum())
 
 
 def sample_batched_hmc(
@@ -639,15 +698,19 @@ def sample_batched_hmc(
         starts, in_model = circle.to_map(starts), circle.to_model
     first_scale = spread_of(starts) if given else None
     kept, stats, log_f = _sample(
-        sampled, rng, settings, starts, progressbar, description, in_model, first_scale
-    )
+        sampled, rng, settings, starts, progressbar, description, in_model, first_scale,
+        check_early=True,
+    )  # fmt: skip
     if lagging_chains(kept, log_f):  # again, every chain from the best chain's draws
         restarts = best_chain_starts(kept, log_f)
         kept, again, _ = _sample(
             sampled, rng, settings, restarts, progressbar,
             f"{description} from the best chain", in_model, spread_of(restarts),
         )  # fmt: skip
-        stats = replace(again, evaluations=stats.evaluations + again.evaluations, restarted=True)
+        stats = replace(
+            again, evaluations=stats.evaluations + again.evaluations, restarted=True,
+            moved_in_tuning=stats.moved_in_tuning + again.moved_in_tuning,
+        )  # fmt: skip
     funnel = fit_funnel_map(kept) if settings.funnel_map else None
     for run in range(FUNNEL_RUNS):  # again, in the funnel's coordinates, from the last draws
         if funnel is None:
@@ -659,7 +722,8 @@ def sample_batched_hmc(
         )  # fmt: skip
         kept, stats = funnel.to_model(mapped), replace(
             mapped_stats, evaluations=stats.evaluations + mapped_stats.evaluations,
-            funnel_map=funnel.describe(names),
+            funnel_map=funnel.describe(names), restarted=stats.restarted,
+            moved_in_tuning=stats.moved_in_tuning + mapped_stats.moved_in_tuning,
         )  # fmt: skip
         # where the chains still disagree, the map fitted to draws that reached further into
         # the neck (the first draws' slopes are read from the mouth alone)
@@ -694,14 +758,16 @@ def spread_of(starts: np.ndarray) -> np.ndarray:
 
 def _sample(
     target, rng, settings, starts, progressbar: bool, description: str, in_model,
-    first_scale: np.ndarray | None = None,
+    first_scale: np.ndarray | None = None, check_early: bool = False,
 ):  # fmt: skip
     """:func:`sample_batched_hmc`'s chains from ``starts`` on ``target`` (the model's
     :class:`~pm_evidence.model.log_density.LogDensity`, or a
     :class:`~pm_evidence.model.mapped_density.MappedDensity` of it): tuning, the kept draws and
     their extensions, decided by the R-hat of the draws as the model's points (``in_model``:
     the sampler's coordinates to the model's). ``first_scale (dim,)``: the metric's scales
-    before tuning's first estimate (:func:`spread_of`; 1 where not given). Returns
+    before tuning's first estimate (:func:`spread_of`; 1 where not given). With
+    ``check_early``, the run stops after :func:`early_check_draws` kept transitions where
+    they hold lagging chains (:func:`lagging_chains`), for the caller to run again. Returns
     ``(draws, stats, the draws' log f (chain, draw))``."""
     c = settings.chains
     state = HMCState(target, np.array(starts, dtype=float))
@@ -714,6 +780,7 @@ def _sample(
     ends = np.cumsum([first, *windows])  # a slow window ends at each (tuning transitions)
     tally = _Tally()
     window: list[np.ndarray] = []
+    window_log_f: list[np.ndarray] = []
     with long_run(settings.tune + settings.draws, description, progressbar) as run:
         for t in range(settings.tune):
             _, _, along, n_steps = _step(rng, state, eps, metric, length, settings)
@@ -721,25 +788,61 @@ def _sample(
             eps = averaging.update(along)
             if first <= t < ends[-1]:
                 window.append(state.x)  # a transition replaces state.x, never changes it
+                window_log_f.append(state.log_f)
             if t + 1 in ends[1:]:  # the end of a slow window: new scales, restart averaging
-                metric, length = window_estimates(stack_on_host(window))
-                window = []
+                draws, state, moved = moved_from_lagging(
+                    state, stack_on_host(window), stack_on_host(window_log_f)
+                )
+                tally.moved += moved
+                tally.evaluations += c if moved else 0  # the moved state evaluated again
+                metric, length = window_estimates(draws)
+                window, window_log_f = [], []
                 eps = _initial_step_size(rng, state, metric)
                 averaging = _DualAveraging(eps, settings.target_accept)
             _advance(run, description)
         eps = averaging.final
-        kept = _kept(rng, state, eps, metric, length, settings, tally, run, description)
+        early = early_check_draws(settings.draws, target.dim) if check_early else settings.draws
+        kept = _kept(rng, state, eps, metric, length, settings, tally, run, description, early)
+        if early < settings.draws:
+            if lagging_chains(kept, _stacked_log_f(tally)):  # the caller runs again
+                return kept, _stats(settings, kept, tally, metric, eps, 0), _stacked_log_f(tally)
+            more = _kept(
+                rng, state, eps, metric, length, settings, tally, run, description,
+                settings.draws - early,
+            )  # fmt: skip
+            kept = np.concatenate([kept, more], axis=1)
     extensions = 0
-    while extensions < settings.max_extensions and _worth_extending(in_model(kept)):
+    most_draws = settings.draws * (1 + settings.max_extensions)
+    while extensions < settings.max_extensions and worth_extending(in_model(kept), most_draws):
         extensions += 1
         with long_run(settings.draws, f"{description}: more draws (R-hat)", progressbar) as run:
             more = _kept(rng, state, eps, metric, length, settings, tally, run, description)
         kept = np.concatenate([kept, more], axis=1)
+    stats = _stats(settings, kept, tally, metric, eps, extensions)
+    return kept, stats, _stacked_log_f(tally)
+
+
+def _stacked_log_f(tally: _Tally) -> np.ndarray:
+    """The kept transitions' ``log f`` as ``(chain, draw)``."""
+    return np.ascontiguousarray(stack_on_host(tally.log_f).T)
+
+
+def _stats(settings, kept, tally: _Tally, metric, eps, extensions: int) -> BatchedHMCStats:
+    """The statistics of a run whose kept draws are ``kept (chain, draw, dim)``."""
     n_kept = kept.shape[1]
-    stats = BatchedHMCStats(
-        chains=c, draws=n_kept, tune=settings.tune, step_size=float(np.median(eps)),
-        mean_leapfrog=tally.leapfrog / n_kept, accept_rate=tally.accept / n_kept,
-        divergences=tally.divergences, evaluations=tally.evaluations, dense_metric=metric.dense,
-        extensions=extensions,
+    return BatchedHMCStats(
+        chains=settings.chains, draws=n_kept, tune=settings.tune,
+        step_size=float(np.median(eps)), mean_leapfrog=tally.leapfrog / n_kept,
+        accept_rate=tally.accept / n_kept, divergences=tally.divergences,
+        evaluations=tally.evaluations, dense_metric=metric.dense, extensions=extensions,
+        moved_in_tuning=tally.moved,
     )  # fmt: skip
-    return kept, stats, np.ascontiguousarray(stack_on_host(tally.log_f).T)
+
+
+def early_check_draws(draws: int, dim: int) -> int:
+    """The kept transitions after which a first run's draws are checked for lagging chains
+    (:func:`lagging_chains`) before the rest are made: ``draws / EARLY_CHECK_SHARE``, at
+    least twice the dimension (the chains' covariances are estimated), at most ``draws``.
+    Where the check fires, the rest of the first run would be spent where the mass is not:
+    every chain runs again from the best chain's draws at once."""
+    return int(min(draws, max(draws // EARLY_CHECK_SHARE, 2 * dim)))

@@ -26,6 +26,7 @@ from pm_evidence.model.batched_hmc import (
     VARIANCE_OVER_MEDIAN,
     BatchedHMCSettings,
     adaptation_windows,
+    early_check_draws,
     sample_batched_hmc,
     spread_of,
     starting_points,
@@ -400,10 +401,12 @@ def test_which_sampler_draws_and_the_result_says_so(normal_mean_case):
 
 def test_draws_are_extended_only_while_their_r_hat_is_a_little_high(correlated_regression):
     """Short chains (4 x 50 draws) on the correlated regression: R-hat above 1.01 but at most
-    ``EXTEND_RHAT`` extends the draws by another 50 per chain, with the same kernel (the first
-    50 are those made without extensions, draw for draw), until R-hat falls out of that
-    range or ``max_extensions`` is spent; outside it nothing is added. Over several seeds
-    both branches are taken (which seeds take which depends on the machine's floating point)."""
+    ``EXTEND_RHAT``, and within reach of 1.01 by the most draws (``(R - 1) n / 250 <= 0.01``
+    with ``n`` draws per chain of at most 250: R-hat falling as ``1 / n``), extends the draws
+    by another 50 per chain, with the same kernel (the first 50 are those made without
+    extensions, draw for draw), until R-hat falls out of that range or ``max_extensions`` is
+    spent; outside it nothing is added. Over several seeds both branches are taken (which
+    seeds take which depends on the machine's floating point)."""
     target = as_target(correlated_regression[0])
     settings = BatchedHMCSettings(chains=4, tune=60, draws=50, max_extensions=0)
     extensions = []
@@ -414,16 +417,21 @@ def test_draws_are_extended_only_while_their_r_hat_is_a_little_high(correlated_r
         assert plain.shape == (4, 50, 4) and plain_stats.extensions == 0
         extended, stats = sample_batched_hmc(
             target, np.random.default_rng(seed),
-            dataclasses.replace(settings, max_extensions=2), progressbar=False,
+            dataclasses.replace(settings, max_extensions=4), progressbar=False,
         )  # fmt: skip
         np.testing.assert_array_equal(extended[:, :50], plain)
         assert extended.shape == (4, 50 * (1 + stats.extensions), 4)
         assert stats.draws == extended.shape[1]
         assert stats.diagnostics()["draws_extensions"] == stats.extensions
         rhats = [max_rhat(extended[:, : 50 * (k + 1)])[0] for k in range(stats.extensions + 1)]
-        assert all(RHAT_MAX < r <= EXTEND_RHAT for r in rhats[:-1])  # each extension was due
-        if stats.extensions < 2:
-            assert not RHAT_MAX < rhats[-1] <= EXTEND_RHAT  # and the last one ended it
+
+        def due(k):  # the rule, with k extensions made
+            r = rhats[k]
+            return RHAT_MAX < r <= EXTEND_RHAT and (r - 1.0) * 50 * (k + 1) / 250 <= 0.01
+
+        assert all(due(k) for k in range(stats.extensions))  # each extension was due
+        if stats.extensions < 4:
+            assert not due(stats.extensions)  # and the last one ended it
         extensions.append(stats.extensions)
     assert 0 in extensions and max(extensions) > 0, extensions  # both branches are exercised
 
@@ -505,12 +513,17 @@ def test_auto_starts_its_draws_at_the_exploration(normal_mean_case):
     assert ev.diagnostics["draws_starts"] == "PyMC's initial point, jittered"
 
 
-def test_chains_stuck_far_below_the_best_run_again_from_its_draws():
+def test_chains_stuck_far_below_the_best_move_to_its_draws():
     """A narrow mode beside a wide one holding a millionth of the mass (``e^-13.8``), with a
     barrier between them: 15 chains started in the wide mode stay there. Their ``log f`` never
     meets that of the one chain started in the narrow mode, and the mass near them is more
-    than ``LAGGING_GAP`` below its, so every chain runs again from that chain's draws
-    (``draws_restarted``): the draws then have the posterior's mean, 0, not 4.7."""
+    than ``LAGGING_GAP`` below its, so at the end of tuning's first slow window they move to
+    that chain's draws (``draws_moved_in_tuning``): the draws then have the posterior's mean,
+    0, not 4.7. Where tuning's windows are too short to read (3 transitions: fewer than twice
+    the dimension), the stuck chains are seen in the kept draws instead, after their first
+    quarter (:func:`early_check_draws`), and every chain runs again from the best chain's
+    draws (``draws_restarted``): the first run stops there, so the two runs cost less than one
+    and a half runs of 512 kept transitions (two whole runs without the early check)."""
     with pm.Model() as model:
         x = pm.Normal("x", 0.0, 100.0, shape=2)
         narrow = pm.logp(pm.Normal.dist(0.0, 0.05), x).sum()
@@ -520,7 +533,17 @@ def test_chains_stuck_far_below_the_best_run_again_from_its_draws():
     draws, stats = sample_batched_hmc(
         as_target(model), np.random.default_rng(3), progressbar=False, starts=starts
     )
+    assert stats.diagnostics()["draws_moved_in_tuning"] == 15 and not stats.restarted
+    assert np.all(np.abs(draws.reshape(-1, 2).mean(axis=0)) < 0.02)
+    draws, stats = sample_batched_hmc(
+        as_target(model), np.random.default_rng(3), BatchedHMCSettings(tune=3),
+        progressbar=False, starts=starts,
+    )  # fmt: skip
     assert stats.restarted and stats.diagnostics()["draws_restarted"]
+    assert stats.moved_in_tuning == 0
+    assert stats.evaluations < 1.5 * 16 * (3 + 512) * stats.mean_leapfrog
+    assert early_check_draws(512, 2) == 128 and early_check_draws(512, 100) == 200
+    assert early_check_draws(100, 100) == 100
     assert np.all(np.abs(draws.reshape(-1, 2).mean(axis=0)) < 0.02)
     kept = np.stack([np.zeros((8, 2)), np.full((8, 2), 5.0)])
     log_f = np.stack([np.full(8, -1.0), np.full(8, -20.0)])
@@ -549,4 +572,4 @@ def test_chains_that_meet_in_log_f_or_hold_as_much_mass_are_not_restarted(
     _, stats = sample_batched_hmc(
         as_target(correlated_regression[0]), np.random.default_rng(1), progressbar=False
     )
-    assert not stats.restarted
+    assert not stats.restarted and stats.moved_in_tuning == 0
