@@ -60,13 +60,13 @@ most 1 (:func:`spread_of`). Where the kept draws' largest R-hat is above 1.01 bu
 ``EXTEND_RHAT`` (chains that almost agree: slow mixing, not separate modes), the chains go on
 with the tuned kernel for another ``draws`` transitions, at most ``max_extensions`` times
 (``draws_extensions`` in the statistics), while R-hat falling as slow mixing makes it fall
-could still reach 1.01 by the last (:func:`worth_extending`). Where some chains are stuck far below the best one
-(:func:`lagging_mask`: their ``log f`` never meets its, and the mass near them is more than
-``LAGGING_GAP`` nats below the mass near it), they move to the best chain's draws at the end
-of each of tuning's slow windows (:func:`moved_from_lagging`; ``draws_moved_in_tuning``),
-and where the kept draws still hold such chains (checked after their first quarter,
-:func:`early_check_draws`, and at their end), every chain runs again from the best chain's
-draws (``draws_restarted``). Where the draws show a funnel, some coordinates' scale
+could still reach 1.01 by the last (:func:`worth_extending`). Where some chains are stuck
+far below the best one (:func:`lagging_mask`: their ``log f`` never meets its, and the mass
+near them is more than ``LAGGING_GAP`` nats below the mass near it), they move to the best
+chain's draws at the end of each of tuning's slow windows (:func:`moved_from_lagging`;
+``draws_moved_in_tuning``), and where the kept draws still hold such chains (checked after
+their first quarter, :func:`early_check_draws`, and at their end), every chain runs again
+from the best chain's draws (``draws_restarted``). Where the draws show a funnel, some coordinates' scale
 following another's (:mod:`pm_evidence.model.funnel_map`), the chains are run again, from
 their last draws, in coordinates where it is gone (a partial non-centering learned from the
 draws; where those chains still disagree, once more with the map fitted again to their

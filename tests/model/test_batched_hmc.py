@@ -424,14 +424,13 @@ def test_draws_are_extended_only_while_their_r_hat_is_a_little_high(correlated_r
         assert stats.draws == extended.shape[1]
         assert stats.diagnostics()["draws_extensions"] == stats.extensions
         rhats = [max_rhat(extended[:, : 50 * (k + 1)])[0] for k in range(stats.extensions + 1)]
-
-        def due(k):  # the rule, with k extensions made
-            r = rhats[k]
-            return RHAT_MAX < r <= EXTEND_RHAT and (r - 1.0) * 50 * (k + 1) / 250 <= 0.01
-
-        assert all(due(k) for k in range(stats.extensions))  # each extension was due
+        due = [  # the rule, after k extensions
+            RHAT_MAX < r <= EXTEND_RHAT and (r - 1.0) * 50 * (k + 1) / 250 <= 0.01
+            for k, r in enumerate(rhats)
+        ]
+        assert all(due[:-1])  # each extension was due
         if stats.extensions < 4:
-            assert not due(stats.extensions)  # and the last one ended it
+            assert not due[-1]  # and the last one ended it
         extensions.append(stats.extensions)
     assert 0 in extensions and max(extensions) > 0, extensions  # both branches are exercised
 
