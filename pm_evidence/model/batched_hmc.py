@@ -806,8 +806,9 @@ def _sample(
         early = early_check_draws(settings.draws, target.dim) if check_early else settings.draws
         kept = _kept(rng, state, eps, metric, length, settings, tally, run, description, early)
         if early < settings.draws:
-            if lagging_chains(kept, _stacked_log_f(tally)):  # the caller runs again
-                return kept, _stats(settings, kept, tally, metric, eps, 0), _stacked_log_f(tally)
+            log_f = _stacked_log_f(tally)
+            if lagging_chains(kept, log_f):  # the caller runs again
+                return kept, _stats(settings, kept, tally, metric, eps, 0), log_f
             more = _kept(
                 rng, state, eps, metric, length, settings, tally, run, description,
                 settings.draws - early,
