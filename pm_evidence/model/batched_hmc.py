@@ -590,6 +590,7 @@ def worth_extending(kept: np.ndarray, most_draws: int) -> bool:
     (chains that sit apart a little: a second mode that one chain holds) it stops the
     extensions, each as costly as the kept draws."""
     rhat, _ = max_rhat(kept)
+    # 1e-12: at the first check, R = EXTEND_RHAT exactly stays "reachable" despite rounding
     reachable = (rhat - 1.0) * kept.shape[1] / most_draws <= RHAT_MAX - 1.0 + 1e-12
     return bool(RHAT_MAX < rhat <= EXTEND_RHAT and reachable)
 
