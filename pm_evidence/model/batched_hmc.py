@@ -66,19 +66,18 @@ near them is more than ``LAGGING_GAP`` nats below the mass near it), they move t
 chain's draws at the end of each of tuning's slow windows (:func:`moved_from_lagging`;
 ``draws_moved_in_tuning``), and where the kept draws still hold such chains (checked after
 their first quarter, :func:`early_check_draws`, and at their end), every chain runs again
-from the best chain's draws (``draws_restarted``). Where the draws show a funnel, some coordinates' scale
-following another's (:mod:`pm_evidence.model.funnel_map`), the chains are run again, from
-their last draws, in coordinates where it is gone (a partial non-centering learned from the
-draws; where those chains still disagree, once more with the map fitted again to their
-draws, ``FUNNEL_RUNS`` runs at most), and those draws, mapped back, are returned
-(``draws_funnel_map`` in the statistics):
-one step size cannot serve a funnel's mouth and its neck, and the first run's chains stay in
-the mouth. The model's periodic coordinates (an ``Interval`` variable whose density is the
-same at both ends, with the same slope: an orbit's phase) are moved on circles from
-the first transition (:mod:`pm_evidence.model.circular_map`; ``draws_circular_map``), where the
-logit coordinates would join the two ends only through the middle. Draws are returned as ``(chain, draw, dim)``; their R-hat and ESS
-are checked by every estimator that reads them
-(:func:`~pm_evidence.estimators.messages.posterior_messages`,
+from the best chain's draws (``draws_restarted``). Where the draws show a funnel, some
+coordinates' scale following another's (:mod:`pm_evidence.model.funnel_map`), the chains are
+run again, from their last draws, in coordinates where it is gone (a partial non-centering
+learned from the draws; where those chains still disagree, once more with the map fitted again
+to their draws, ``FUNNEL_RUNS`` runs at most), and those draws, mapped back, are returned
+(``draws_funnel_map`` in the statistics): one step size cannot serve a funnel's mouth and its
+neck, and the first run's chains stay in the mouth. The model's periodic coordinates (an
+``Interval`` variable whose density is the same at both ends, with the same slope: an orbit's
+phase) are moved on circles from the first transition (:mod:`pm_evidence.model.circular_map`;
+``draws_circular_map``), where the logit coordinates would join the two ends only through the
+middle. Draws are returned as ``(chain, draw, dim)``; their R-hat and ESS are checked by every
+estimator that reads them (:func:`~pm_evidence.estimators.messages.posterior_messages`,
 :func:`~pm_evidence.estimators.messages.draws_ess_messages`), as for NUTS draws, and the
 sampler's own statistics (:class:`BatchedHMCStats`) go on the result.
 """

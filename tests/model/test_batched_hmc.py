@@ -361,7 +361,6 @@ def test_the_device_state_in_blocks_is_the_state_in_one_call(correlated_regressi
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
 
 
-
 @pytest.mark.parametrize(
     "kwargs, match",
     [
