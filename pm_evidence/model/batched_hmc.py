@@ -76,7 +76,10 @@ neck, and the first run's chains stay in the mouth. The model's periodic coordin
 ``Interval`` variable whose density is the same at both ends, with the same slope: an orbit's
 phase) are moved on circles from the first transition (:mod:`pm_evidence.model.circular_map`;
 ``draws_circular_map``), where the logit coordinates would join the two ends only through the
-middle. Draws are returned as ``(chain, draw, dim)``; their R-hat and ESS are checked by every
+middle; where tuning's draws show such a phase following the angle of two other coordinates
+(an orbit's phase and its eccentricity vector), it moves on its circle sheared by that angle
+from the end of that slow window on (:mod:`pm_evidence.model.shear_map`; ``draws_shear_map``).
+Draws are returned as ``(chain, draw, dim)``; their R-hat and ESS are checked by every
 estimator that reads them (:func:`~pm_evidence.estimators.messages.posterior_messages`,
 :func:`~pm_evidence.estimators.messages.draws_ess_messages`), as for NUTS draws, and the
 sampler's own statistics (:class:`BatchedHMCStats`) go on the result.
@@ -99,6 +102,7 @@ from pm_evidence.model.hmc_chains import HMCState, Metric, hmc_transition
 from pm_evidence.model.log_density import LogDensity
 from pm_evidence.model.mapped_density import MappedDensity
 from pm_evidence.model.model_checks import nan_data_names
+from pm_evidence.model.shear_map import ShearMap, find_shear_map
 
 __all__ = [
     "CHAINS_APART_RHAT",
@@ -201,6 +205,10 @@ class BatchedHMCSettings:
     funnel_map : bool
         Where the draws show a funnel (:func:`~pm_evidence.model.funnel_map.fit_funnel_map`),
         draw again in the coordinates that take it away (module text); ``False``: never.
+    shear_map : bool
+        Where tuning's draws show a phase on a circle following the angle of two other
+        coordinates (:func:`~pm_evidence.model.shear_map.find_shear_map`), move it on the
+        sheared circle from there on (module text); ``False``: never.
     """
 
     chains: int = 16
@@ -211,6 +219,7 @@ class BatchedHMCSettings:
     max_extensions: int = 4
     circular_map: bool = True
     funnel_map: bool = True
+    shear_map: bool = True
 
     def __post_init__(self):
         if (
@@ -282,6 +291,10 @@ class BatchedHMCStats:
     circular_map : str
         The periodic coordinates moved on circles
         (:meth:`~pm_evidence.model.circular_map.CircularMap.describe`); ``"none"`` otherwise.
+    shear_map : str
+        The phases moved on sheared circles from a slow window of tuning on, each with the
+        pair whose angle it follows (:meth:`~pm_evidence.model.shear_map.ShearMap.describe`);
+        ``"none"`` otherwise.
     restarted : bool
         Whether the draws were made again with every chain started at the best chain's
         draws (:func:`lagging_chains`; the other statistics are then the second run's, but
@@ -303,6 +316,7 @@ class BatchedHMCStats:
     extensions: int = 0
     funnel_map: str = "none"
     circular_map: str = "none"
+    shear_map: str = "none"
     restarted: bool = False
     moved_in_tuning: int = 0
 
@@ -322,6 +336,7 @@ class BatchedHMCStats:
             "draws_extensions": self.extensions,
             "draws_funnel_map": self.funnel_map,
             "draws_circular_map": self.circular_map,
+            "draws_shear_map": self.shear_map,
             "draws_restarted": self.restarted,
             "draws_moved_in_tuning": self.moved_in_tuning,
         }
@@ -694,33 +709,37 @@ def sample_batched_hmc(
         )
     description = f"Batched HMC ({c} chains)"
     circle = find_circular_map(target, starts) if settings.circular_map else None
-    sampled, names, in_model = target, target.coordinate_names, _identity
+    space, names = _Space(target, _identity), target.coordinate_names
     if circle is not None:  # the chains move y; R-hat and the draws returned read x(y)
-        sampled, names = MappedDensity(target, circle), circle.sampler_names(names)
-        starts, in_model = circle.to_map(starts), circle.to_model
+        space = _Space(MappedDensity(target, circle), circle.to_model)
+        starts, names = circle.to_map(starts), circle.sampler_names(names)
+        if settings.shear_map:
+            space = replace(space, shear_planes=circle.planes())
     first_scale = spread_of(starts) if given else None
-    kept, stats, log_f = _sample(
-        sampled, rng, settings, starts, progressbar, description, in_model, first_scale,
-        check_early=True,
-    )  # fmt: skip
+    kept, stats, log_f, space = _sample(
+        space, rng, settings, starts, progressbar, description, first_scale, check_early=True
+    )
     if lagging_chains(kept, log_f):  # again, every chain from the best chain's draws
         restarts = best_chain_starts(kept, log_f)
-        kept, again, _ = _sample(
-            sampled, rng, settings, restarts, progressbar,
-            f"{description} from the best chain", in_model, spread_of(restarts),
+        kept, again, _, space = _sample(
+            space, rng, settings, restarts, progressbar, f"{description} from the best chain",
+            spread_of(restarts),
         )  # fmt: skip
         stats = replace(
             again, evaluations=stats.evaluations + again.evaluations, restarted=True,
             moved_in_tuning=stats.moved_in_tuning + again.moved_in_tuning,
         )  # fmt: skip
+    sampled, in_model = space.target, space.in_model
     funnel = fit_funnel_map(kept) if settings.funnel_map else None
     for run in range(FUNNEL_RUNS):  # again, in the funnel's coordinates, from the last draws
         if funnel is None:
             break
-        mapped, mapped_stats, _ = _sample(
-            MappedDensity(sampled, funnel), rng, settings, funnel.to_map(kept[:, -1]),
-            progressbar, f"{description} in funnel coordinates",
-            lambda y, funnel=funnel: in_model(funnel.to_model(y)),
+        funnel_space = _Space(
+            MappedDensity(sampled, funnel), lambda y, funnel=funnel: in_model(funnel.to_model(y))
+        )
+        mapped, mapped_stats, _, _ = _sample(
+            funnel_space, rng, settings, funnel.to_map(kept[:, -1]), progressbar,
+            f"{description} in funnel coordinates",
         )  # fmt: skip
         kept, stats = funnel.to_model(mapped), replace(
             mapped_stats, evaluations=stats.evaluations + mapped_stats.evaluations,
@@ -733,11 +752,41 @@ def sample_batched_hmc(
         funnel = fit_funnel_map(kept) if again else None
     if circle is not None:
         stats = replace(stats, circular_map=circle.describe(target.coordinate_names))
+    if space.shear is not None:
+        stats = replace(stats, shear_map=space.shear.describe(target.coordinate_names))
     return in_model(kept), stats
 
 
 def _identity(x: np.ndarray) -> np.ndarray:
     return x
+
+
+@dataclass(frozen=True)
+class _Space:
+    """What the chains move on: ``target`` (the model's density or a
+    :class:`~pm_evidence.model.mapped_density.MappedDensity` of it), ``in_model`` (its points
+    as the model's), the phases' planes a shear is looked for in (``shear_planes (k, 2)``;
+    ``None``: not looked for) and the shear once found."""
+
+    target: object
+    in_model: object
+    shear_planes: np.ndarray | None = None
+    shear: ShearMap | None = None
+
+    def sheared(self, window: np.ndarray) -> _Space | None:
+        """This space with the shear the tuning draws ``window (transitions, chains, dim)``
+        call for (:func:`~pm_evidence.model.shear_map.find_shear_map`), or ``None``."""
+        if self.shear_planes is None or self.shear is not None:
+            return None
+        circles = set(self.shear_planes.ravel().tolist())
+        others = np.asarray([k for k in range(window.shape[-1]) if k not in circles], dtype=int)
+        shear = find_shear_map(window, self.shear_planes, others)
+        if shear is None:
+            return None
+        return replace(
+            self, target=MappedDensity(self.target, shear), shear=shear,
+            in_model=lambda y, before=self.in_model: before(shear.to_model(y)),
+        )  # fmt: skip
 
 
 def spread_of(starts: np.ndarray) -> np.ndarray:
@@ -759,22 +808,25 @@ def spread_of(starts: np.ndarray) -> np.ndarray:
 
 
 def _sample(
-    target, rng, settings, starts, progressbar: bool, description: str, in_model,
+    space: _Space, rng, settings, starts, progressbar: bool, description: str,
     first_scale: np.ndarray | None = None, check_early: bool = False,
 ):  # fmt: skip
-    """:func:`sample_batched_hmc`'s chains from ``starts`` on ``target`` (the model's
+    """:func:`sample_batched_hmc`'s chains from ``starts`` on ``space.target`` (the model's
     :class:`~pm_evidence.model.log_density.LogDensity`, or a
     :class:`~pm_evidence.model.mapped_density.MappedDensity` of it): tuning, the kept draws and
-    their extensions, decided by the R-hat of the draws as the model's points (``in_model``:
-    the sampler's coordinates to the model's). ``first_scale (dim,)``: the metric's scales
+    their extensions, decided by the R-hat of the draws as the model's points
+    (``space.in_model``: the sampler's coordinates to the model's). At the end of each slow
+    window of tuning, the chains move on to a sheared space where the window's draws call for
+    it (:meth:`_Space.sheared`; the same density values, so tuning goes on from the same
+    points in the new coordinates). ``first_scale (dim,)``: the metric's scales
     before tuning's first estimate (:func:`spread_of`; 1 where not given). With
     ``check_early``, the run stops after :func:`early_check_draws` kept transitions where
     they hold lagging chains (:func:`lagging_chains`), for the caller to run again. Returns
-    ``(draws, stats, the draws' log f (chain, draw))``."""
-    c = settings.chains
-    state = HMCState(target, np.array(starts, dtype=float))
-    scale = np.ones(target.dim) if first_scale is None else first_scale
-    metric = Metric(np.broadcast_to(scale, (c, target.dim)).copy())
+    ``(draws, stats, the draws' log f (chain, draw), the space they are in)``."""
+    c, dim = settings.chains, space.target.dim
+    state = HMCState(space.target, np.array(starts, dtype=float))
+    scale = np.ones(dim) if first_scale is None else first_scale
+    metric = Metric(np.broadcast_to(scale, (c, dim)).copy())
     eps = _initial_step_size(rng, state, metric)
     length = 0.5 * math.pi  # before the first window: a quarter period of a unit scale
     averaging = _DualAveraging(eps, settings.target_accept)
@@ -797,18 +849,24 @@ def _sample(
                 )
                 tally.moved += moved
                 tally.evaluations += c if moved else 0  # the moved state evaluated again
+                sheared = space.sheared(draws)
+                if sheared is not None:  # the same points in the sheared coordinates
+                    space, to_map = sheared, sheared.shear.to_map
+                    state = HMCState(space.target, to_map(stack_on_host([state.x])[0]))
+                    tally.evaluations += c
+                    draws = to_map(draws)
                 metric, length = window_estimates(draws)
                 window, window_log_f = [], []
                 eps = _initial_step_size(rng, state, metric)
                 averaging = _DualAveraging(eps, settings.target_accept)
             _advance(run, description)
         eps = averaging.final
-        early = early_check_draws(settings.draws, target.dim) if check_early else settings.draws
+        early = early_check_draws(settings.draws, dim) if check_early else settings.draws
         kept = _kept(rng, state, eps, metric, length, settings, tally, run, description, early)
         if early < settings.draws:
             log_f = _stacked_log_f(tally)
             if lagging_chains(kept, log_f):  # the caller runs again
-                return kept, _stats(settings, kept, tally, metric, eps, 0), log_f
+                return kept, _stats(settings, kept, tally, metric, eps, 0), log_f, space
             more = _kept(
                 rng, state, eps, metric, length, settings, tally, run, description,
                 settings.draws - early,
@@ -816,13 +874,15 @@ def _sample(
             kept = np.concatenate([kept, more], axis=1)
     extensions = 0
     most_draws = settings.draws * (1 + settings.max_extensions)
-    while extensions < settings.max_extensions and worth_extending(in_model(kept), most_draws):
+    while extensions < settings.max_extensions and worth_extending(
+        space.in_model(kept), most_draws
+    ):
         extensions += 1
         with long_run(settings.draws, f"{description}: more draws (R-hat)", progressbar) as run:
             more = _kept(rng, state, eps, metric, length, settings, tally, run, description)
         kept = np.concatenate([kept, more], axis=1)
     stats = _stats(settings, kept, tally, metric, eps, extensions)
-    return kept, stats, _stacked_log_f(tally)
+    return kept, stats, _stacked_log_f(tally), space
 
 
 def _stacked_log_f(tally: _Tally) -> np.ndarray:

@@ -98,6 +98,11 @@ class CircularMap:
         ``name[sin]`` for each ``w_2``."""
         return [*names, *(f"{names[k]}[sin]" for k in self.coordinates.tolist())]
 
+    def planes(self) -> np.ndarray:
+        """The sampler's indices of each periodic coordinate's ``(w_1, w_2)``: ``(k, 2)``."""
+        second = self.model_dim + np.arange(self.coordinates.size)
+        return np.column_stack([self.coordinates, second]).astype(int)
+
     def _angle(self, y: np.ndarray):
         w1, w2 = y[..., self.coordinates], y[..., self.model_dim :]
         theta = np.arctan2(w2, w1)

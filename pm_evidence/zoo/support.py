@@ -47,6 +47,7 @@ __all__ = [
     "kepler_velocity",
     "modified_jeffreys",
     "periodic_gp",
+    "phase_ridge",
     "rv_data",
     "rv_gp",
     "rv_gp_data",
@@ -316,6 +317,22 @@ def kepler_velocity(t, period, semi_amp, h, k, phase0):
         pt.sqrt(1 + e) * pt.sin(ecc_anomaly / 2), pt.sqrt(1 - e) * pt.cos(ecc_anomaly / 2)
     )
     return semi_amp * (pt.cos(true_anomaly + omega) + e * pt.cos(omega))
+
+
+def phase_ridge(concentration: float = 50.0, center: float = 0.4, sd: float = 0.5):
+    """An orbit's phase at small eccentricity, reduced to its ridge: ``phi ~ Uniform(0, 2
+    pi)``, ``h, k ~ N(0, sd)`` and data that measure only the mean longitude ``lambda = phi +
+    atan2(k, h)`` (a von Mises of the given ``concentration`` about ``center``, as a
+    ``pm.Potential``). Integrating ``phi`` first gives ``I_0(concentration)`` at every ``(h,
+    k)``: ``log Z = log I_0(concentration)``, returned as the gold, and ``h, k`` keep their
+    prior. The posterior is the ridge ``phi = lambda - atan2(k, h)``
+    (:mod:`~pm_evidence.model.shear_map`)."""
+    with pm.Model(name="phase_ridge") as model:
+        phi = pm.Uniform("phi", np.float64(0.0), np.float64(2 * np.pi))
+        h = pm.Normal("h", np.float64(0.0), np.float64(sd))
+        k = pm.Normal("k", np.float64(0.0), np.float64(sd))
+        pm.Potential("longitude", concentration * pt.cos(phi + pt.arctan2(k, h) - center))
+    return model, float(np.log(special.i0e(concentration)) + concentration)
 
 
 def eccentric_rv_data(n: int, seed: int, n_planets: int):
